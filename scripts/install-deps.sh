@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what Zeroth builds and links against, from Debian packages only.
+# Idempotent: installs only packages that are missing. Needs root (or sudo).
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config libinih-dev)
+
+missing=()
+for p in "${pkgs[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,81 @@
+#include "cli/cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int zt_cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("zeroth: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+int zt_cli_fail(zt_status st)
+{
+    (void)st;
+    const char *msg = zt_error_message();
+    return zt_cli_error("%s", msg[0] ? msg : zt_status_name(st));
+}
+
+bool zt_cli_is_help(const char *arg)
+{
+    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 || strcmp(arg, "help") == 0;
+}
+
+bool zt_cli_flag_value(int argc, char **argv, int *i, const char *flag, const char **value,
+                       zt_status *st)
+{
+    size_t n = strlen(flag);
+    const char *arg = argv[*i];
+    if (strncmp(arg, flag, n) != 0) return false;
+    if (arg[n] == '=') {
+        *value = arg + n + 1;
+        return true;
+    }
+    if (arg[n] != '\0') return false;
+    if (*i + 1 >= argc) {
+        *st = zt_fail(ZT_ERR_INVALID, "%s needs a value", flag);
+        return true;
+    }
+    *value = argv[++*i];
+    return true;
+}
+
+bool zt_cli_config_arg(int argc, char **argv, int *i, zt_config *cfg, zt_status *st)
+{
+    const char *v;
+    if (zt_cli_flag_value(argc, argv, i, "--set", &v, st)) {
+        if (*st == ZT_OK) *st = zt_config_set(cfg, v);
+        return true;
+    }
+    if (zt_cli_flag_value(argc, argv, i, "--config", &v, st)) {
+        if (*st == ZT_OK) *st = zt_config_load_file(cfg, v);
+        return true;
+    }
+    /* Convenience spellings from the Sim literature: --vertices N --k K. */
+    if (zt_cli_flag_value(argc, argv, i, "--vertices", &v, st)) {
+        if (*st == ZT_OK) zt_config_put(cfg, "vertices", v);
+        return true;
+    }
+    if (zt_cli_flag_value(argc, argv, i, "--k", &v, st)) {
+        if (*st == ZT_OK) zt_config_put(cfg, "k", v);
+        return true;
+    }
+    return false;
+}
+
+zt_status zt_cli_game(const char *name, zt_config *cfg, zt_game **out)
+{
+    ZT_TRY(zt_game_new(name, cfg, out));
+    zt_status st = zt_config_check_unused(cfg);
+    if (st != ZT_OK) {
+        zt_game_free(*out);
+        *out = NULL;
+    }
+    return st;
+}

@@ -1,0 +1,38 @@
+/* Shared pieces of the `zeroth` subcommands: one file per subcommand
+ * (cmd_<name>.c), each exporting `int zt_cmd_<name>(int argc, char **argv)`
+ * where argv[0] is the subcommand's name. */
+#ifndef ZT_CLI_CLI_H
+#define ZT_CLI_CLI_H
+
+#include <stdbool.h>
+
+#include "core/config.h"
+#include "core/status.h"
+#include "game/game.h"
+
+/* Prints "zeroth: <message>" on one line (the thread's last zt_fail message
+ * when msg is NULL) and returns the exit code 1. */
+int zt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int zt_cli_fail(zt_status st);
+
+/* True when argv[*i] is `flag`; then *value is the next argument (error if
+ * missing). Also accepts "--flag=value". */
+bool zt_cli_flag_value(int argc, char **argv, int *i, const char *flag, const char **value,
+                       zt_status *st);
+bool zt_cli_is_help(const char *arg);
+
+/* Handles --set k=v and --config FILE into cfg; returns true if argv[*i] was
+ * one of them (and advances *i). */
+bool zt_cli_config_arg(int argc, char **argv, int *i, zt_config *cfg, zt_status *st);
+
+/* Instantiates a game by name from cfg and checks that no key is left unread
+ * (unknown settings are errors). */
+zt_status zt_cli_game(const char *name, zt_config *cfg, zt_game **out);
+
+int zt_cmd_perft(int argc, char **argv);
+int zt_cmd_solve(int argc, char **argv);
+int zt_cmd_moves(int argc, char **argv);
+int zt_cmd_bench(int argc, char **argv);
+int zt_cmd_games(int argc, char **argv);
+
+#endif

@@ -1,0 +1,47 @@
+/* zeroth: one binary, one file per subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"games", zt_cmd_games, "list the games and their settings"},
+    {"perft", zt_cmd_perft, "count action sequences of a given depth (rules check)"},
+    {"solve", zt_cmd_solve, "exact values of positions from a file"},
+    {"moves", zt_cmd_moves, "backgammon: the legal plays for a position and roll"},
+    {"bench", zt_cmd_bench, "benchmarks (games)"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: zeroth COMMAND [ARGS]   (zeroth COMMAND --help for its flags)\n\n"
+               "Trains and measures game-playing agents (AlphaZero family).\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nglobal flags: --help, --version\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (zt_cli_is_help(argv[1])) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("zeroth 0.1.0\n");
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    return zt_cli_error("unknown command '%s' (see zeroth --help)", argv[1]);
+}

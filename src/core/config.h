@@ -1,0 +1,50 @@
+/* Configuration: keys from an INI file (libinih) and "key=value" overrides,
+ * read by typed getters that record the resolved value (defaults included).
+ * A key that no module read is unknown and is rejected by zt_config_check_unused;
+ * a value of the wrong type or out of range is rejected naming the key.
+ * INI sections prefix keys: "[search]\nsims=64" is the key "search.sims".
+ * The caller owns what zt_config_new returns; free with zt_config_free. */
+#ifndef ZT_CORE_CONFIG_H
+#define ZT_CORE_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+typedef struct zt_config zt_config;
+
+zt_config *zt_config_new(void);
+void zt_config_free(zt_config *c);
+
+/* Reads an INI file; later values override earlier ones. Errors name the file
+ * and line. */
+zt_status zt_config_load_file(zt_config *c, const char *path);
+/* Applies one "key=value" override (as given to --set). */
+zt_status zt_config_set(zt_config *c, const char *assignment);
+/* Sets a key programmatically (the value is copied). */
+void zt_config_put(zt_config *c, const char *key, const char *value);
+bool zt_config_has(const zt_config *c, const char *key);
+
+/* Typed getters. Each marks the key used and records the resolved value
+ * (the default when absent). Errors: "key 'k': expected an integer, got 'x'",
+ * "key 'k': 42 is outside [3, 6]". */
+zt_status zt_config_int(zt_config *c, const char *key, int64_t def, int64_t min, int64_t max,
+                        int64_t *out);
+zt_status zt_config_double(zt_config *c, const char *key, double def, double min, double max,
+                           double *out);
+zt_status zt_config_bool(zt_config *c, const char *key, bool def, bool *out);
+/* The returned string lives as long as the config. */
+zt_status zt_config_string(zt_config *c, const char *key, const char *def, const char **out);
+/* One of `choices` (NULL-terminated); *out is its index. */
+zt_status zt_config_choice(zt_config *c, const char *key, const char *def,
+                           const char *const *choices, int *out);
+
+/* ZT_ERR_INVALID "unknown key 'foo'" for the first key set but never read. */
+zt_status zt_config_check_unused(const zt_config *c);
+
+/* Writes every resolved key as an INI file (sections from the prefixes),
+ * atomically. */
+zt_status zt_config_write(const zt_config *c, const char *path);
+
+#endif

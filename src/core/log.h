@@ -1,0 +1,29 @@
+/* Logging with levels to stderr (and optionally a file). The progress line
+ * (progress.h) is cleared before a log line is written so they do not mix. */
+#ifndef ZT_CORE_LOG_H
+#define ZT_CORE_LOG_H
+
+#include <stdio.h>
+
+typedef enum zt_log_level {
+    ZT_LOG_DEBUG = 0,
+    ZT_LOG_INFO,
+    ZT_LOG_WARN,
+    ZT_LOG_ERROR,
+    ZT_LOG_QUIET,
+} zt_log_level;
+
+void zt_log_set_level(zt_log_level level);
+zt_log_level zt_log_get_level(void);
+/* Parses "debug", "info", "warn", "error", "quiet"; returns -1 if unknown. */
+int zt_log_parse_level(const char *name);
+/* Also appends every line to `f` (not owned; NULL to stop). */
+void zt_log_set_file(FILE *f);
+void zt_log(zt_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define zt_debug(...) zt_log(ZT_LOG_DEBUG, __VA_ARGS__)
+#define zt_info(...) zt_log(ZT_LOG_INFO, __VA_ARGS__)
+#define zt_warn(...) zt_log(ZT_LOG_WARN, __VA_ARGS__)
+#define zt_error(...) zt_log(ZT_LOG_ERROR, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,125 @@
+/* The game interface (DESIGN.md §3). A game is a `zt_game`: sizes and function
+ * pointers over a fixed-size, memcpy-able state. Games with settings (Sim's
+ * vertices and k) are instantiated from a config by the registry; the caller
+ * owns the returned zt_game and frees it with zt_game_free.
+ *
+ * Conventions every game follows:
+ *  - Two players, 0 and 1; player 0 moves first (after any opening chance).
+ *  - current_player() is 0 or 1, ZT_CHANCE at a chance node, ZT_TERMINAL at
+ *    the end. At a chance node apply() takes an outcome id from
+ *    chance_outcomes(), not a policy action.
+ *  - Actions are 0..num_actions-1 (the policy head's size). legal() lists
+ *    the legal ones in increasing order.
+ *  - Observations are float32, laid out HWC (channels last, matching NHWC
+ *    networks), always from the point of view of the player to move.
+ *  - Symmetry 0 is the identity. sym_state(s) and sym_action(a) are
+ *    consistent: applying sym_action(a) to sym_state(s) gives
+ *    sym_state(apply(s, a)). Values are preserved.
+ *  - hash() is a Zobrist-style 64-bit key of everything that matters for play
+ *    (board, side to move, dice, pending moves).
+ *  - The compact encoding is the smallest byte string from which decode()
+ *    rebuilds the state exactly; replay stores it. */
+#ifndef ZT_GAME_GAME_H
+#define ZT_GAME_GAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/status.h"
+
+#define ZT_CHANCE (-1)
+#define ZT_TERMINAL (-2)
+
+/* Upper bounds over all games, for stack buffers in generic code. */
+#define ZT_MAX_ACTIONS 512
+#define ZT_MAX_CHANCE_OUTCOMES 32
+#define ZT_MAX_STATE_BYTES 256
+#define ZT_MAX_TEXT 1024
+
+typedef enum zt_obs_kind {
+    ZT_OBS_PLANES,   /* obs_shape = {H, W, C} board planes */
+    ZT_OBS_FEATURES, /* obs_shape = {1, 1, N} a feature vector */
+} zt_obs_kind;
+
+typedef struct zt_game zt_game;
+
+struct zt_game {
+    const char *name;     /* registry name, e.g. "connect4" */
+    char title[64];       /* with settings, e.g. "sim K6 k=3 avoid" */
+    size_t state_size;    /* bytes of the memcpy-able state */
+    int num_actions;      /* policy size */
+    int max_chance_outcomes; /* 0 for deterministic games */
+    int max_game_length;  /* upper bound on plies (player actions) */
+    zt_obs_kind obs_kind;
+    int obs_shape[3];     /* H, W, C */
+    size_t compact_size;  /* bytes of the compact encoding */
+    int num_symmetries;   /* >= 1 */
+    const void *impl;     /* the game's own constant data (tables, settings) */
+
+    void (*reset)(const zt_game *g, void *s);
+    int (*current_player)(const zt_game *g, const void *s);
+    /* Writes the legal actions in increasing order; returns how many. */
+    int (*legal)(const zt_game *g, const void *s, uint16_t *actions);
+    void (*apply)(const zt_game *g, void *s, int action);
+    /* At a chance node: outcome ids and probabilities (summing to 1). */
+    int (*chance_outcomes)(const zt_game *g, const void *s, int *outcomes, float *probs);
+    /* At a terminal state: the return of each player (zero-sum: r[1] = -r[0]). */
+    void (*returns)(const zt_game *g, const void *s, float *r);
+    void (*observe)(const zt_game *g, const void *s, float *obs);
+    void (*encode)(const zt_game *g, const void *s, uint8_t *out);
+    zt_status (*decode)(const zt_game *g, const uint8_t *in, void *s);
+    void (*sym_state)(const zt_game *g, int sym, const void *s, void *out);
+    int (*sym_action)(const zt_game *g, int sym, int action);
+    uint64_t (*hash)(const zt_game *g, const void *s);
+
+    /* The game's one-line position notation (see docs/adding-a-game.md). */
+    void (*to_text)(const zt_game *g, const void *s, char *buf, size_t cap);
+    zt_status (*from_text)(const zt_game *g, const char *text, void *s);
+    /* A multi-line board for people (terminal play). */
+    void (*render)(const zt_game *g, const void *s, char *buf, size_t cap);
+    /* Action notation in the game's usual words; from_text returns the action
+     * or a ZT_ERR_INVALID naming the problem. */
+    void (*action_to_text)(const zt_game *g, const void *s, int action, char *buf, size_t cap);
+    zt_status (*action_from_text)(const zt_game *g, const void *s, const char *text, int *action);
+
+    /* Optional (NULL if absent): frees what create() put in impl. */
+    void (*destroy)(zt_game *g);
+};
+
+/* ---- registry ---- */
+
+typedef struct zt_game_def {
+    const char *name;
+    const char *summary;
+    /* Fills *g (zeroed by the caller) reading its settings from cfg
+     * (e.g. "vertices", "k", "variant"); rejects bad settings naming them. */
+    zt_status (*create)(zt_config *cfg, zt_game *g);
+} zt_game_def;
+
+/* All registered games. */
+extern const zt_game_def *const zt_game_registry[];
+extern const int zt_game_registry_count;
+
+/* Looks up `name` and instantiates it; cfg may be NULL (all defaults).
+ * "unknown game 'x' (known: tictactoe, connect4, sim, backgammon)". */
+zt_status zt_game_new(const char *name, zt_config *cfg, zt_game **out);
+void zt_game_free(zt_game *g);
+
+/* ---- helpers over the interface ---- */
+
+static inline bool zt_game_is_terminal(const zt_game *g, const void *s)
+{
+    return g->current_player(g, s) == ZT_TERMINAL;
+}
+
+/* Fills mask[num_actions] with 1 for legal actions; returns their number. */
+int zt_game_legal_mask(const zt_game *g, const void *s, uint8_t *mask);
+
+/* Plays uniformly random legal actions and chance outcomes by their
+ * probabilities until the end; returns the plies played. */
+struct zt_rng;
+int zt_game_random_playout(const zt_game *g, void *s, struct zt_rng *rng);
+
+#endif

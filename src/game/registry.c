@@ -1,0 +1,91 @@
+#include "core/alloc.h"
+#include "core/rng.h"
+#include "game/game.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const zt_game_def zt_game_tictactoe __attribute__((weak));
+extern const zt_game_def zt_game_connect4 __attribute__((weak));
+extern const zt_game_def zt_game_sim __attribute__((weak));
+extern const zt_game_def zt_game_backgammon __attribute__((weak));
+
+/* Adding a game: one file in src/game/ and one line here. */
+const zt_game_def *const zt_game_registry[] = {
+    &zt_game_tictactoe,
+    &zt_game_connect4,
+    &zt_game_sim,
+    &zt_game_backgammon,
+};
+const int zt_game_registry_count = (int)(sizeof zt_game_registry / sizeof zt_game_registry[0]);
+
+zt_status zt_game_new(const char *name, zt_config *cfg, zt_game **out)
+{
+    *out = NULL;
+    for (int i = 0; i < zt_game_registry_count; i++) {
+        const zt_game_def *def = zt_game_registry[i];
+        if (!def) continue;
+        if (strcmp(def->name, name) != 0) continue;
+        zt_config *own = NULL;
+        if (!cfg) cfg = own = zt_config_new();
+        zt_game *g = zt_xcalloc(1, sizeof *g);
+        zt_status st = def->create(cfg, g);
+        zt_config_free(own);
+        if (st != ZT_OK) {
+            zt_game_free(g);
+            return st;
+        }
+        ZT_ASSERT(g->state_size <= ZT_MAX_STATE_BYTES);
+        ZT_ASSERT(g->num_actions <= ZT_MAX_ACTIONS);
+        ZT_ASSERT(g->max_chance_outcomes <= ZT_MAX_CHANCE_OUTCOMES);
+        ZT_ASSERT(g->num_symmetries >= 1);
+        if (!g->title[0]) snprintf(g->title, sizeof g->title, "%s", g->name);
+        *out = g;
+        return ZT_OK;
+    }
+    char known[256] = "";
+    for (int i = 0; i < zt_game_registry_count; i++) {
+        if (!zt_game_registry[i]) continue;
+        if (known[0]) strncat(known, ", ", sizeof known - strlen(known) - 1);
+        strncat(known, zt_game_registry[i]->name, sizeof known - strlen(known) - 1);
+    }
+    return zt_fail(ZT_ERR_NOT_FOUND, "unknown game '%s' (known: %s)", name, known);
+}
+
+void zt_game_free(zt_game *g)
+{
+    if (!g) return;
+    if (g->destroy) g->destroy(g);
+    free(g);
+}
+
+int zt_game_legal_mask(const zt_game *g, const void *s, uint8_t *mask)
+{
+    uint16_t actions[ZT_MAX_ACTIONS];
+    memset(mask, 0, (size_t)g->num_actions);
+    int n = g->legal(g, s, actions);
+    for (int i = 0; i < n; i++) mask[actions[i]] = 1;
+    return n;
+}
+
+int zt_game_random_playout(const zt_game *g, void *s, zt_rng *rng)
+{
+    uint16_t actions[ZT_MAX_ACTIONS];
+    int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+    float probs[ZT_MAX_CHANCE_OUTCOMES];
+    int plies = 0;
+    for (;;) {
+        int p = g->current_player(g, s);
+        if (p == ZT_TERMINAL) return plies;
+        if (p == ZT_CHANCE) {
+            int n = g->chance_outcomes(g, s, outcomes, probs);
+            g->apply(g, s, outcomes[zt_rng_categorical(rng, probs, n)]);
+            continue;
+        }
+        int n = g->legal(g, s, actions);
+        ZT_ASSERT(n > 0);
+        g->apply(g, s, actions[zt_rng_below(rng, (uint32_t)n)]);
+        plies++;
+    }
+}
