@@ -1,4 +1,4 @@
-/* Whole-file reads and atomic writes. A write goes to "PATH.tmp.<pid>", is
+/* Whole-file reads and atomic writes. A write goes to "PATH.tmp.<pid>.<n>", is
  * fsync'ed, renamed over PATH and the directory fsync'ed, so a crash leaves
  * either the old file or the new one, never a mix. */
 #ifndef ZT_CORE_FILEIO_H

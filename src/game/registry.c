@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const zt_game_def zt_game_tictactoe __attribute__((weak));
-extern const zt_game_def zt_game_connect4 __attribute__((weak));
-extern const zt_game_def zt_game_sim __attribute__((weak));
-extern const zt_game_def zt_game_backgammon __attribute__((weak));
+extern const zt_game_def zt_game_tictactoe;
+extern const zt_game_def zt_game_connect4;
+extern const zt_game_def zt_game_sim;
+extern const zt_game_def zt_game_backgammon;
 
 /* Adding a game: one file in src/game/ and one line here. */
 const zt_game_def *const zt_game_registry[] = {

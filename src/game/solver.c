@@ -2,18 +2,12 @@
 
 #include <string.h>
 
-/* Weak while the games are being written in parallel; each is defined in
- * its game's solver file. */
-#pragma weak zt_solver_new_tictactoe
-#pragma weak zt_solver_new_connect4
-#pragma weak zt_solver_new_sim
-
 zt_status zt_solver_new(const zt_game *g, zt_solver **out)
 {
     *out = NULL;
-    if (strcmp(g->name, "tictactoe") == 0 && zt_solver_new_tictactoe) return zt_solver_new_tictactoe(g, out);
-    if (strcmp(g->name, "connect4") == 0 && zt_solver_new_connect4) return zt_solver_new_connect4(g, out);
-    if (strcmp(g->name, "sim") == 0 && zt_solver_new_sim) return zt_solver_new_sim(g, out);
+    if (strcmp(g->name, "tictactoe") == 0) return zt_solver_new_tictactoe(g, out);
+    if (strcmp(g->name, "connect4") == 0) return zt_solver_new_connect4(g, out);
+    if (strcmp(g->name, "sim") == 0) return zt_solver_new_sim(g, out);
     return zt_fail(ZT_ERR_UNSUPPORTED, "no exact solver for %s", g->title);
 }
 

@@ -1,0 +1,25 @@
+/* zeroth bench WHAT: the benchmarks (their code lives under bench/). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: zeroth bench WHAT [FLAGS]   (zeroth bench WHAT --help)\n\n"
+               "  games    random playouts per game: steps/s per core and on all cores\n");
+}
+
+int zt_cmd_bench(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (zt_cli_is_help(argv[1])) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "games") == 0) return zt_bench_games(argc - 1, argv + 1);
+    return zt_cli_error("bench: unknown benchmark '%s' (games)", argv[1]);
+}

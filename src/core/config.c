@@ -1,0 +1,419 @@
+#include "core/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <ini.h>
+
+#include "core/alloc.h"
+#include "core/fileio.h"
+
+/* One key, in the order it was first set or read. */
+typedef struct entry {
+    const char *key;
+    const char *value;    /* from a file, --set or put; NULL if never set */
+    const char *resolved; /* what a getter returned, as text; NULL if never read */
+    bool used;
+} entry;
+
+/* Every string goes into `owned` and is freed only with the config, so a
+ * string handed out by zt_config_string stays valid even if the key is set
+ * again later. Configs are small and set a handful of times. */
+struct zt_config {
+    entry *entries;
+    int n, cap;
+    char **owned;
+    int nowned, owned_cap;
+};
+
+zt_config *zt_config_new(void)
+{
+    return zt_xcalloc(1, sizeof(zt_config));
+}
+
+void zt_config_free(zt_config *c)
+{
+    if (!c) return;
+    for (int i = 0; i < c->nowned; i++) free(c->owned[i]);
+    free(c->owned);
+    free(c->entries);
+    free(c);
+}
+
+static const char *own_n(zt_config *c, const char *s, size_t len)
+{
+    if (c->nowned == c->owned_cap) {
+        c->owned_cap = c->owned_cap ? 2 * c->owned_cap : 32;
+        c->owned = zt_xrealloc(c->owned, (size_t)c->owned_cap * sizeof(char *));
+    }
+    char *copy = zt_xmalloc(len + 1);
+    memcpy(copy, s, len);
+    copy[len] = '\0';
+    c->owned[c->nowned++] = copy;
+    return copy;
+}
+
+static const char *own(zt_config *c, const char *s)
+{
+    return own_n(c, s, strlen(s));
+}
+
+static entry *find(const zt_config *c, const char *key)
+{
+    for (int i = 0; i < c->n; i++)
+        if (strcmp(c->entries[i].key, key) == 0) return &c->entries[i];
+    return NULL;
+}
+
+static entry *find_or_add(zt_config *c, const char *key)
+{
+    entry *e = find(c, key);
+    if (e) return e;
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 32;
+        c->entries = zt_xrealloc(c->entries, (size_t)c->cap * sizeof(entry));
+    }
+    e = &c->entries[c->n++];
+    e->key = own(c, key);
+    e->value = NULL;
+    e->resolved = NULL;
+    e->used = false;
+    return e;
+}
+
+void zt_config_put(zt_config *c, const char *key, const char *value)
+{
+    find_or_add(c, key)->value = own(c, value);
+}
+
+bool zt_config_has(const zt_config *c, const char *key)
+{
+    const entry *e = find(c, key);
+    return e && e->value;
+}
+
+typedef struct load_ctx {
+    zt_config *config;
+    char key[512];
+} load_ctx;
+
+static int on_ini_pair(void *user, const char *section, const char *name, const char *value)
+{
+    load_ctx *ctx = user;
+    if (section[0])
+        snprintf(ctx->key, sizeof ctx->key, "%s.%s", section, name);
+    else
+        snprintf(ctx->key, sizeof ctx->key, "%s", name);
+    zt_config_put(ctx->config, ctx->key, value);
+    return 1;
+}
+
+/* inih reads a line into a fixed INI_MAX_LINE buffer and silently splits
+ * longer lines, so they are rejected here instead. Returns the first long
+ * line's number, or 0. */
+static int first_long_line(const char *text)
+{
+    int line = 1;
+    size_t len = 0;
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n') {
+            line++;
+            len = 0;
+        } else if (++len > INI_MAX_LINE - 2) {
+            return line;
+        }
+    }
+    return 0;
+}
+
+/* inih reads an indented line after "key = value" as a continuation of that
+ * value (Python configparser style), so "  c = 1" under "  sims = 64" would
+ * silently set sims to "c = 1". Configs are often indented under their
+ * section, so leading blanks are dropped instead (in place; line numbers
+ * are kept). */
+static void strip_indentation(char *text)
+{
+    char *out = text;
+    bool line_start = true;
+    for (const char *in = text; *in; in++) {
+        if (line_start && (*in == ' ' || *in == '\t')) continue;
+        line_start = *in == '\n';
+        *out++ = *in;
+    }
+    *out = '\0';
+}
+
+zt_status zt_config_load_file(zt_config *c, const char *path)
+{
+    char *text;
+    size_t len;
+    zt_status s = zt_read_file(path, &text, &len);
+    if (s != ZT_OK) return s;
+    strip_indentation(text);
+    int long_line = first_long_line(text);
+    if (long_line) {
+        free(text);
+        return zt_fail(ZT_ERR_INVALID, "config '%s' line %d: longer than %d characters", path,
+                       long_line, INI_MAX_LINE - 2);
+    }
+    load_ctx ctx = {.config = c};
+    int rc = ini_parse_string(text, on_ini_pair, &ctx);
+    free(text);
+    if (rc > 0)
+        return zt_fail(ZT_ERR_INVALID, "config '%s' line %d: expected '[section]' or 'key = value'",
+                       path, rc);
+    if (rc != 0) return zt_fail(ZT_ERR_NOMEM, "config '%s': out of memory while parsing", path);
+    return ZT_OK;
+}
+
+static void trim(const char **begin, const char **end)
+{
+    while (*begin < *end && isspace((unsigned char)**begin)) (*begin)++;
+    while (*end > *begin && isspace((unsigned char)(*end)[-1])) (*end)--;
+}
+
+zt_status zt_config_set(zt_config *c, const char *assignment)
+{
+    const char *eq = strchr(assignment, '=');
+    if (!eq) return zt_fail(ZT_ERR_INVALID, "setting '%s': expected key=value", assignment);
+    const char *kb = assignment, *ke = eq;
+    const char *vb = eq + 1, *ve = eq + 1 + strlen(eq + 1);
+    trim(&kb, &ke);
+    trim(&vb, &ve);
+    if (kb == ke) return zt_fail(ZT_ERR_INVALID, "setting '%s': empty key", assignment);
+    const char *key = own_n(c, kb, (size_t)(ke - kb));
+    find_or_add(c, key)->value = own_n(c, vb, (size_t)(ve - vb));
+    return ZT_OK;
+}
+
+/* Marks `key` read and returns its entry; the caller records `resolved`. */
+static entry *use(zt_config *c, const char *key)
+{
+    entry *e = find_or_add(c, key);
+    e->used = true;
+    return e;
+}
+
+zt_status zt_config_int(zt_config *c, const char *key, int64_t def, int64_t min, int64_t max,
+                        int64_t *out)
+{
+    entry *e = use(c, key);
+    int64_t v = def;
+    if (e->value) {
+        char *end;
+        errno = 0;
+        long long parsed = strtoll(e->value, &end, 10);
+        if (end == e->value || *end != '\0')
+            return zt_fail(ZT_ERR_INVALID, "key '%s': expected an integer, got '%s'", key,
+                           e->value);
+        if (errno == ERANGE || parsed < min || parsed > max)
+            return zt_fail(ZT_ERR_INVALID, "key '%s': %s is outside [%" PRId64 ", %" PRId64 "]",
+                           key, e->value, min, max);
+        v = parsed;
+    }
+    char text[32];
+    snprintf(text, sizeof text, "%" PRId64, v);
+    e->resolved = own(c, text);
+    *out = v;
+    return ZT_OK;
+}
+
+/* Shortest of %.15g..%.17g that reads back as the same double, so a written
+ * config reloads bit-exactly without printing 0.1 as 0.10000000000000001. */
+static void format_double(char *buf, size_t size, double x)
+{
+    for (int precision = 15; precision <= 17; precision++) {
+        snprintf(buf, size, "%.*g", precision, x);
+        if (strtod(buf, NULL) == x) return;
+    }
+}
+
+zt_status zt_config_double(zt_config *c, const char *key, double def, double min, double max,
+                           double *out)
+{
+    entry *e = use(c, key);
+    double v = def;
+    if (e->value) {
+        char *end;
+        double parsed = strtod(e->value, &end);
+        if (end == e->value || *end != '\0')
+            return zt_fail(ZT_ERR_INVALID, "key '%s': expected a number, got '%s'", key, e->value);
+        if (!isfinite(parsed))
+            return zt_fail(ZT_ERR_INVALID, "key '%s': expected a finite number, got '%s'", key,
+                           e->value);
+        if (parsed < min || parsed > max)
+            return zt_fail(ZT_ERR_INVALID, "key '%s': %s is outside [%g, %g]", key, e->value, min,
+                           max);
+        v = parsed;
+    }
+    char text[40];
+    format_double(text, sizeof text, v);
+    e->resolved = own(c, text);
+    *out = v;
+    return ZT_OK;
+}
+
+zt_status zt_config_bool(zt_config *c, const char *key, bool def, bool *out)
+{
+    static const char *const truthy[] = {"1", "true", "yes", "on"};
+    static const char *const falsy[] = {"0", "false", "no", "off"};
+    entry *e = use(c, key);
+    bool v = def;
+    if (e->value) {
+        int found = 0;
+        for (int i = 0; i < 4 && !found; i++) {
+            if (strcasecmp(e->value, truthy[i]) == 0) v = true, found = 1;
+            if (strcasecmp(e->value, falsy[i]) == 0) v = false, found = 1;
+        }
+        if (!found)
+            return zt_fail(ZT_ERR_INVALID,
+                           "key '%s': expected true/false, yes/no, on/off or 1/0, got '%s'", key,
+                           e->value);
+    }
+    e->resolved = v ? "true" : "false";
+    *out = v;
+    return ZT_OK;
+}
+
+zt_status zt_config_string(zt_config *c, const char *key, const char *def, const char **out)
+{
+    entry *e = use(c, key);
+    if (e->value)
+        e->resolved = e->value;
+    else
+        e->resolved = def ? own(c, def) : NULL;
+    *out = e->resolved;
+    return ZT_OK;
+}
+
+zt_status zt_config_choice(zt_config *c, const char *key, const char *def,
+                           const char *const *choices, int *out)
+{
+    entry *e = use(c, key);
+    const char *want = e->value ? e->value : def;
+    ZT_ASSERT(want != NULL);
+    for (int i = 0; choices[i]; i++) {
+        if (strcmp(want, choices[i]) == 0) {
+            e->resolved = own(c, choices[i]);
+            *out = i;
+            return ZT_OK;
+        }
+    }
+    /* A default outside the choices is a bug in the caller, not bad input. */
+    ZT_ASSERT(e->value != NULL);
+    char list[400];
+    size_t len = 0;
+    list[0] = '\0';
+    for (int i = 0; choices[i] && len < sizeof list; i++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", choices[i]);
+    return zt_fail(ZT_ERR_INVALID, "key '%s': '%s' is not one of %s", key, e->value, list);
+}
+
+zt_status zt_config_check_unused(const zt_config *c)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->entries[i].value && !c->entries[i].used)
+            return zt_fail(ZT_ERR_INVALID, "unknown key '%s'", c->entries[i].key);
+    return ZT_OK;
+}
+
+typedef struct text_buf {
+    char *data;
+    size_t len, cap;
+} text_buf;
+
+static void append(text_buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2;
+        b->data = zt_xrealloc(b->data, b->cap);
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+static void append_str(text_buf *b, const char *s)
+{
+    append(b, s, strlen(s));
+}
+
+/* Length of the section part of `key` (up to its last '.'), 0 if none. */
+static size_t section_len(const char *key)
+{
+    const char *dot = strrchr(key, '.');
+    return dot ? (size_t)(dot - key) : 0;
+}
+
+/* Whether inih would read `value` back unchanged: it trims whitespace,
+ * treats ';' at the start or after whitespace as a comment, and splits
+ * lines. */
+static bool ini_safe(const char *value)
+{
+    size_t n = strlen(value);
+    if (n && (isspace((unsigned char)value[0]) || isspace((unsigned char)value[n - 1])))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (value[i] == '\n' || value[i] == '\r') return false;
+        if (value[i] == ';' && (i == 0 || isspace((unsigned char)value[i - 1]))) return false;
+    }
+    return true;
+}
+
+static zt_status append_entry(text_buf *b, const entry *e, size_t skip)
+{
+    const char *name = e->key + skip;
+    if (!ini_safe(e->resolved))
+        return zt_fail(ZT_ERR_INVALID, "key '%s': value '%s' cannot be written to an INI file",
+                       e->key, e->resolved);
+    if (strlen(name) + strlen(e->resolved) + 3 > INI_MAX_LINE - 2)
+        return zt_fail(ZT_ERR_INVALID, "key '%s': value too long for an INI line", e->key);
+    append_str(b, name);
+    append_str(b, " = ");
+    append_str(b, e->resolved);
+    append_str(b, "\n");
+    return ZT_OK;
+}
+
+zt_status zt_config_write(const zt_config *c, const char *path)
+{
+    text_buf b = {0};
+    zt_status s = ZT_OK;
+    append_str(&b, "# resolved configuration (defaults included)\n");
+    /* Keys without a section must come before the first [section] header. */
+    for (int i = 0; i < c->n && s == ZT_OK; i++) {
+        const entry *e = &c->entries[i];
+        if (e->used && e->resolved && section_len(e->key) == 0) s = append_entry(&b, e, 0);
+    }
+    /* Then one block per section, in the order sections first appear. */
+    for (int i = 0; i < c->n && s == ZT_OK; i++) {
+        const entry *e = &c->entries[i];
+        size_t sl = section_len(e->key);
+        if (!e->used || !e->resolved || sl == 0) continue;
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++) {
+            const entry *f = &c->entries[j];
+            seen = f->used && f->resolved && section_len(f->key) == sl &&
+                   strncmp(f->key, e->key, sl) == 0;
+        }
+        if (seen) continue;
+        append_str(&b, "\n[");
+        append(&b, e->key, sl);
+        append_str(&b, "]\n");
+        for (int j = i; j < c->n && s == ZT_OK; j++) {
+            const entry *f = &c->entries[j];
+            if (f->used && f->resolved && section_len(f->key) == sl &&
+                strncmp(f->key, e->key, sl) == 0)
+                s = append_entry(&b, f, sl + 1);
+        }
+    }
+    if (s == ZT_OK) s = zt_write_file_atomic(path, b.data, b.len);
+    free(b.data);
+    return s;
+}

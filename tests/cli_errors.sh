@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Bad input gets a one-line error naming the problem and a non-zero exit;
+# --help works for every subcommand.
+set -u
+BIN=${ZT_BIN:-build/zeroth}
+fails=0
+
+# expect_error "what it must mention" CMD...
+expect_error() {
+    local want=$1; shift
+    local out rc
+    out=$("$BIN" "$@" 2>&1 >/dev/null); rc=$?
+    local lines
+    lines=$(printf '%s' "$out" | grep -c '')
+    if [ "$rc" -eq 0 ] || [ "$lines" -ne 1 ] || ! printf '%s' "$out" | grep -qi -- "$want"; then
+        echo "FAIL: zeroth $* -> rc=$rc, stderr ($lines lines): $out (wanted '$want')"
+        fails=$((fails + 1))
+    fi
+}
+
+expect_ok() {
+    if ! "$BIN" "$@" >/dev/null 2>&1; then
+        echo "FAIL: zeroth $* should succeed"
+        fails=$((fails + 1))
+    fi
+}
+
+expect_error "unknown command" frobnicate
+expect_error "unknown game 'chess'" perft chess 2
+expect_error "DEPTH" perft tictactoe x
+expect_error "chance" perft backgammon 2
+expect_error "vertices" perft sim 2 --set vertices=3
+expect_error "vertices" perft sim 2 --set vertices=19
+expect_error "'k'" perft sim 2 --set k=7
+expect_error "k" perft sim 2 --set vertices=5 --set k=6
+expect_error "variant" perft sim 2 --set variant=sideways
+expect_error "unknown key 'colour'" perft tictactoe 2 --set colour=red
+expect_error "=" perft tictactoe 2 --set novalue
+expect_error "cannot open" solve tictactoe --positions /nonexistent/file
+expect_error "no exact solver" solve backgammon --positions /dev/null
+expect_error "8" perft connect4 1 --position 4458
+expect_error "position" moves backgammon --position 'not-an-id!!!' --dice 31
+expect_error "dice" moves backgammon --position 4HPwATDgc/ABMA --dice 71
+expect_error "dice" moves backgammon --position 4HPwATDgc/ABMA --dice ab
+expect_error "backgammon" moves connect4 --position 4HPwATDgc/ABMA --dice 31
+expect_error "unknown benchmark" bench nothing
+
+for cmd in games perft solve moves bench; do
+    expect_ok "$cmd" --help
+done
+expect_ok --help
+
+# The count is the last line of perft.
+last=$("$BIN" perft tictactoe 9 | tail -n 1)
+[ "$last" = "127872" ] || { echo "FAIL: perft tictactoe 9 = $last, want 127872"; fails=$((fails + 1)); }
+last=$("$BIN" perft connect4 6 | tail -n 1)
+[ "$last" = "117649" ] || { echo "FAIL: perft connect4 6 = $last, want 117649"; fails=$((fails + 1)); }
+
+if [ "$fails" -ne 0 ]; then
+    echo "$fails failures"
+    exit 1
+fi
+echo "cli: all checks passed"

@@ -1,0 +1,204 @@
+/* Properties every game must have (game.h's conventions), checked along
+ * random playouts of every registered game: legal actions sorted and
+ * non-empty, chance probabilities positive and summing to 1, symmetries
+ * consistent with actions and hashes, compact and text round trips, action
+ * text round trips, finite observations, hashes equal for equal states. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/rng.h"
+#include "game/game.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            if (failures++ < 20) {                                                                 \
+                fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                    \
+                fprintf(stderr, __VA_ARGS__);                                                      \
+                fputc('\n', stderr);                                                               \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+static void check_state(const zt_game *g, const uint8_t *s, zt_rng *rng, float *obs)
+{
+    size_t sz = g->state_size;
+    uint8_t a[ZT_MAX_STATE_BYTES], b[ZT_MAX_STATE_BYTES], c[ZT_MAX_STATE_BYTES];
+    uint8_t compact[ZT_MAX_STATE_BYTES * 2];
+    char text[ZT_MAX_TEXT];
+
+    /* compact encoding round trip */
+    g->encode(g, s, compact);
+    memset(a, 0xA5, sizeof a);
+    CHECK(g->decode(g, compact, a) == ZT_OK, "%s: decode failed", g->title);
+    CHECK(memcmp(a, s, sz) == 0, "%s: decode(encode(s)) != s", g->title);
+
+    /* text round trip */
+    g->to_text(g, s, text, sizeof text);
+    memset(b, 0x5A, sizeof b);
+    CHECK(g->from_text(g, text, b) == ZT_OK, "%s: from_text('%s'): %s", g->title, text,
+          zt_error_message());
+    CHECK(memcmp(b, s, sz) == 0, "%s: from_text(to_text(s)) != s for '%s'", g->title, text);
+
+    /* hash depends on the state only */
+    memcpy(c, s, sz);
+    CHECK(g->hash(g, c) == g->hash(g, s), "%s: hash of a copy differs", g->title);
+
+    int player = g->current_player(g, s);
+    if (player == ZT_TERMINAL) {
+        float r[2];
+        g->returns(g, s, r);
+        CHECK(fabsf(r[0] + r[1]) < 1e-6f, "%s: returns not zero-sum", g->title);
+        return;
+    }
+    if (player == ZT_CHANCE) {
+        int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+        float probs[ZT_MAX_CHANCE_OUTCOMES];
+        int n = g->chance_outcomes(g, s, outcomes, probs);
+        CHECK(n > 0 && n <= g->max_chance_outcomes, "%s: %d chance outcomes", g->title, n);
+        double total = 0;
+        for (int i = 0; i < n; i++) {
+            CHECK(probs[i] > 0, "%s: outcome %d has probability %g", g->title, outcomes[i],
+                  probs[i]);
+            total += probs[i];
+        }
+        CHECK(fabs(total - 1.0) < 1e-5, "%s: chance probabilities sum to %g", g->title, total);
+        return;
+    }
+    CHECK(player == 0 || player == 1, "%s: current player %d", g->title, player);
+
+    uint16_t actions[ZT_MAX_ACTIONS];
+    int n = g->legal(g, s, actions);
+    CHECK(n > 0, "%s: no legal action at a player node", g->title);
+    for (int i = 0; i < n; i++) {
+        CHECK(actions[i] < g->num_actions, "%s: action %d out of range", g->title, actions[i]);
+        if (i) CHECK(actions[i] > actions[i - 1], "%s: legal() not increasing", g->title);
+    }
+
+    /* observation is finite and complete */
+    size_t obs_n = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    for (size_t i = 0; i < obs_n; i++) obs[i] = NAN;
+    g->observe(g, s, obs);
+    for (size_t i = 0; i < obs_n; i++)
+        if (!isfinite(obs[i])) {
+            CHECK(isfinite(obs[i]), "%s: observation[%zu] not written or not finite", g->title, i);
+            break;
+        }
+
+    /* action text round trip */
+    for (int i = 0; i < n; i++) {
+        char at[64];
+        int back = -1;
+        g->action_to_text(g, s, actions[i], at, sizeof at);
+        CHECK(g->action_from_text(g, s, at, &back) == ZT_OK && back == actions[i],
+              "%s: action %d -> '%s' -> %d", g->title, actions[i], at, back);
+    }
+
+    /* symmetries: sym(apply(s, a)) == apply(sym(s), sym_action(a)) */
+    int act = actions[zt_rng_below(rng, (uint32_t)n)];
+    int nsym = g->num_symmetries < 16 ? g->num_symmetries : 16;
+    for (int k = 0; k < nsym; k++) {
+        int sym = k < 8 ? k : (int)zt_rng_below(rng, (uint32_t)g->num_symmetries);
+        memcpy(a, s, sz);
+        g->apply(g, a, act);
+        g->sym_state(g, sym, a, b); /* b = sym(apply(s, a)) */
+        g->sym_state(g, sym, s, c); /* c = sym(s) */
+        int sa = g->sym_action(g, sym, act);
+        uint8_t mask[ZT_MAX_ACTIONS];
+        zt_game_legal_mask(g, c, mask);
+        CHECK(sa >= 0 && sa < g->num_actions && mask[sa], "%s: sym %d maps legal %d to %d",
+              g->title, sym, act, sa);
+        if (!(sa >= 0 && sa < g->num_actions && mask[sa])) continue;
+        g->apply(g, c, sa);
+        CHECK(memcmp(b, c, sz) == 0, "%s: sym %d does not commute with action %d", g->title, sym,
+              act);
+        CHECK(g->hash(g, b) == g->hash(g, c), "%s: sym %d hash mismatch", g->title, sym);
+        if (sym == 0) CHECK(memcmp(b, a, sz) == 0, "%s: symmetry 0 is not the identity", g->title);
+    }
+}
+
+static void test_game(const char *name, const char *const *settings, int playouts, uint64_t seed)
+{
+    zt_config *cfg = zt_config_new();
+    for (int i = 0; settings && settings[i]; i++) zt_config_set(cfg, settings[i]);
+    zt_game *g;
+    zt_status st = zt_game_new(name, cfg, &g);
+    zt_config_free(cfg);
+    if (st != ZT_OK) {
+        CHECK(st == ZT_OK, "creating %s: %s", name, zt_error_message());
+        return;
+    }
+    zt_rng rng;
+    zt_rng_seed(&rng, seed, 0);
+    size_t obs_n = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    float *obs = zt_xmalloc(obs_n * sizeof *obs);
+    uint16_t actions[ZT_MAX_ACTIONS];
+    int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+    float probs[ZT_MAX_CHANCE_OUTCOMES];
+    int before = failures;
+    long states = 0;
+    for (int p = 0; p < playouts && failures == before; p++) {
+        uint8_t s[ZT_MAX_STATE_BYTES];
+        memset(s, 0, sizeof s);
+        g->reset(g, s);
+        int plies = 0;
+        for (;;) {
+            check_state(g, s, &rng, obs);
+            states++;
+            int player = g->current_player(g, s);
+            if (player == ZT_TERMINAL) break;
+            if (player == ZT_CHANCE) {
+                int n = g->chance_outcomes(g, s, outcomes, probs);
+                g->apply(g, s, outcomes[zt_rng_categorical(&rng, probs, n)]);
+                continue;
+            }
+            int n = g->legal(g, s, actions);
+            if (n <= 0) break;
+            g->apply(g, s, actions[zt_rng_below(&rng, (uint32_t)n)]);
+            plies++;
+            CHECK(plies <= g->max_game_length, "%s: game longer than max_game_length %d", g->title,
+                  g->max_game_length);
+            if (plies > g->max_game_length) break;
+        }
+    }
+    printf("%-24s %6d playouts %8ld states checked  %s\n", g->title, playouts, states,
+           failures == before ? "ok" : "FAILED");
+    free(obs);
+    zt_game_free(g);
+}
+
+int main(void)
+{
+    uint64_t seed = 20261125;
+    const char *env = getenv("ZT_SEED");
+    if (env) seed = strtoull(env, NULL, 10);
+    printf("test_games seed %llu\n", (unsigned long long)seed);
+
+    static const char *const k6[] = {"vertices=6", "k=3", NULL};
+    static const char *const k5[] = {"vertices=5", "k=3", NULL};
+    static const char *const k14[] = {"vertices=14", "k=4", NULL};
+    static const char *const make[] = {"vertices=7", "k=3", "variant=make", NULL};
+    test_game("tictactoe", NULL, 300, seed);
+    test_game("connect4", NULL, 200, seed);
+    test_game("sim", k6, 200, seed);
+    test_game("sim", k5, 100, seed);
+    test_game("sim", k14, 10, seed);
+    test_game("sim", make, 50, seed);
+    test_game("backgammon", NULL, 10, seed);
+
+    zt_game *g;
+    CHECK(zt_game_new("chess", NULL, &g) == ZT_ERR_NOT_FOUND, "unknown game accepted");
+    CHECK(strstr(zt_error_message(), "chess") != NULL, "message does not name the game");
+
+    if (failures) {
+        printf("%d failures\n", failures);
+        return 1;
+    }
+    printf("all game properties hold\n");
+    return 0;
+}
