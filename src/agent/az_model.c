@@ -1,0 +1,287 @@
+#include "agent/az_model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+/* One position whose evaluation feeds output row `target`: its logits when
+ * it is the new state itself, else weight x value into a chance expectation. */
+typedef struct job {
+    int target;
+    float weight;
+    bool wants_logits;
+    const void *state;
+    uint64_t key; /* position hash, with a cache */
+} job;
+
+typedef struct az_model {
+    zt_model base;
+    const zt_game *game;
+    zt_evaluator ev;
+    zt_nncache *cache;
+    size_t game_bytes; /* game state padded to 8; the perspective byte follows */
+    int obs_size;
+    int max_jobs;
+    job *jobs;
+    int *pending;       /* jobs that missed the cache, in evaluator order */
+    const void **eval_states;
+    float *obs;         /* max_jobs x obs_size, only with ev.eval */
+    float *logits;      /* max_jobs x num_actions */
+    float *values;
+    float *mass;        /* max_batch: probability resolved per chance output */
+    uint8_t *scratch;   /* successor states of chance outcomes */
+    zt_az_model_stats stats;
+} az_model;
+
+static inline int8_t *perspective_of(az_model *m, void *state)
+{
+    return (int8_t *)((uint8_t *)state + m->game_bytes);
+}
+
+/* Sets illegal actions' logits to -INFINITY (masking at every node). */
+static void mask_illegal(const zt_game *g, const void *s, float *logits)
+{
+    uint8_t legal[ZT_MAX_ACTIONS];
+    zt_game_legal_mask(g, s, legal);
+    for (int a = 0; a < g->num_actions; a++)
+        if (!legal[a]) logits[a] = -INFINITY;
+}
+
+static void add_job(az_model *m, int *nj, int target, float weight, bool wants_logits, const void *s)
+{
+    ZT_ASSERT(*nj < m->max_jobs);
+    uint64_t key = m->cache ? m->game->hash(m->game, s) : 0;
+    m->jobs[(*nj)++] = (job){target, weight, wants_logits, s, key};
+}
+
+static void run_jobs(az_model *m, int nj, zt_model_output *out);
+
+/* Rolls that lead to further rolls (backgammon: no legal move) are
+ * expanded this many levels deep; beyond, the expectation is conditioned on
+ * the outcomes resolved (both sides being stuck twice in a row can repeat
+ * forever, so a full expansion would not end). */
+#define CHANCE_DEPTH 2
+
+/* Queues the outcomes of chance state `state` (weight: its probability
+ * within output i's chance node) so that output i's value becomes the
+ * expectation of the evaluator's values for player `from` (divided by the
+ * mass resolved once all jobs ran). When the job list is full the queued
+ * jobs are evaluated first (one extra evaluator call). */
+static void expect_chance(az_model *m, int i, const void *state, int from, float weight, int depth,
+                          zt_model_output *out, int *nj)
+{
+    const zt_game *g = m->game;
+    int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+    float probs[ZT_MAX_CHANCE_OUTCOMES];
+    int n = g->chance_outcomes(g, state, outcomes, probs);
+    for (int k = 0; k < n; k++) {
+        if (!(probs[k] > 0)) continue;
+        if (*nj == m->max_jobs) {
+            run_jobs(m, *nj, out);
+            *nj = 0;
+        }
+        void *succ = m->scratch + (size_t)*nj * m->game_bytes;
+        memcpy(succ, state, g->state_size);
+        g->apply(g, succ, outcomes[k]);
+        int sp = g->current_player(g, succ);
+        float w = weight * probs[k];
+        if (sp == ZT_TERMINAL) {
+            float r[2];
+            g->returns(g, succ, r);
+            out->value[i] += w * r[from];
+            m->mass[i] += w;
+        } else if (sp == ZT_CHANCE) {
+            if (depth + 1 >= CHANCE_DEPTH) continue;
+            uint64_t again[ZT_MAX_STATE_BYTES / 8];
+            memcpy(again, succ, g->state_size);
+            expect_chance(m, i, again, from, w, depth + 1, out, nj);
+        } else {
+            add_job(m, nj, i, sp == from ? w : -w, false, succ);
+            m->mass[i] += w;
+        }
+    }
+}
+
+/* Classifies state i (already written to states[i]) and queues what it
+ * needs evaluated. `from` is the perspective of the state it came from. */
+static void classify(az_model *m, int i, void *state, int from, bool is_root, zt_model_output *out, int *nj)
+{
+    const zt_game *g = m->game;
+    int O = m->base.max_outcomes > 0 ? m->base.max_outcomes : 1;
+    int cp = g->current_player(g, state);
+    out->value[i] = 0;
+    out->reward[i] = 0;
+    out->num_outcomes[i] = 0;
+    if (cp >= 0) {
+        out->kind[i] = ZT_NODE_DECISION;
+        out->player[i] = (int8_t)cp;
+        *perspective_of(m, state) = (int8_t)cp;
+        add_job(m, nj, i, 1.0f, true, state);
+        return;
+    }
+    out->player[i] = (int8_t)from;
+    *perspective_of(m, state) = (int8_t)from;
+    if (cp == ZT_TERMINAL) {
+        float r[2];
+        g->returns(g, state, r);
+        out->kind[i] = ZT_NODE_TERMINAL;
+        if (!is_root) out->reward[i] = r[from];
+        return;
+    }
+    ZT_ASSERT(cp == ZT_CHANCE);
+    out->kind[i] = ZT_NODE_CHANCE;
+    int *outcomes = out->outcomes + (size_t)i * O;
+    float *probs = out->outcome_probs + (size_t)i * O;
+    out->num_outcomes[i] = g->chance_outcomes(g, state, outcomes, probs);
+    m->mass[i] = 0;
+    expect_chance(m, i, state, from, 1.0f, 0, out, nj);
+}
+
+/* Looks jobs up in the cache, evaluates the misses in one call, and
+ * distributes values and logits to the outputs. */
+static void run_jobs(az_model *m, int nj, zt_model_output *out)
+{
+    const zt_game *g = m->game;
+    int A = g->num_actions;
+    int misses = 0;
+    for (int j = 0; j < nj; j++) {
+        float *lg = m->logits + (size_t)j * A;
+        m->stats.positions++;
+        if (m->cache && zt_nncache_lookup(m->cache, m->jobs[j].key, lg, &m->values[j]))
+            continue;
+        m->pending[misses] = j;
+        m->eval_states[misses] = m->jobs[j].state;
+        if (!m->ev.eval_states) g->observe(g, m->jobs[j].state, m->obs + (size_t)misses * m->obs_size);
+        misses++;
+    }
+    if (misses > 0) {
+        /* The evaluator writes the rows after the jobs' rows; each miss is
+         * then copied to its job's row, masked and cached. */
+        float *lg_batch = m->logits + (size_t)nj * A;
+        float *v_batch = m->values + nj;
+        if (m->ev.eval_states)
+            m->ev.eval_states(m->ev.ctx, misses, m->eval_states, lg_batch, v_batch);
+        else
+            m->ev.eval(m->ev.ctx, misses, m->obs, lg_batch, v_batch);
+        m->stats.evaluations += (uint64_t)misses;
+        m->stats.eval_calls++;
+        for (int k = 0; k < misses; k++) {
+            int j = m->pending[k];
+            float *lg = m->logits + (size_t)j * A;
+            memcpy(lg, lg_batch + (size_t)k * A, (size_t)A * sizeof(float));
+            m->values[j] = v_batch[k];
+            mask_illegal(g, m->jobs[j].state, lg);
+            if (m->cache) zt_nncache_insert(m->cache, m->jobs[j].key, lg, m->values[j]);
+        }
+    }
+    for (int j = 0; j < nj; j++) {
+        const job *jb = &m->jobs[j];
+        if (jb->wants_logits) {
+            memcpy(out->logits + (size_t)jb->target * A, m->logits + (size_t)j * A, (size_t)A * sizeof(float));
+            out->value[jb->target] = m->values[j];
+        } else {
+            out->value[jb->target] += jb->weight * m->values[j];
+        }
+    }
+}
+
+static void normalise_chance(az_model *m, int B, zt_model_output *out)
+{
+    for (int i = 0; i < B; i++)
+        if (out->kind[i] == ZT_NODE_CHANCE) out->value[i] = m->mass[i] > 0 ? out->value[i] / m->mass[i] : 0.0f;
+}
+
+static void az_initial(zt_model *base, int B, const void *const *roots, void *const *states,
+                       zt_model_output *out)
+{
+    az_model *m = (az_model *)base;
+    ZT_ASSERT(B <= base->max_batch);
+    int nj = 0;
+    for (int i = 0; i < B; i++) {
+        memset(states[i], 0, base->state_size);
+        memcpy(states[i], roots[i], m->game->state_size);
+        classify(m, i, states[i], 0, true, out, &nj);
+    }
+    run_jobs(m, nj, out);
+    normalise_chance(m, B, out);
+}
+
+static void az_recurrent(zt_model *base, int B, const void *const *states, const int *actions,
+                         void *const *next, zt_model_output *out)
+{
+    az_model *m = (az_model *)base;
+    ZT_ASSERT(B <= base->max_batch);
+    int nj = 0;
+    for (int i = 0; i < B; i++) {
+        memcpy(next[i], states[i], base->state_size);
+        int from = *perspective_of(m, next[i]);
+        m->game->apply(m->game, next[i], actions[i]);
+        classify(m, i, next[i], from, false, out, &nj);
+    }
+    run_jobs(m, nj, out);
+    normalise_chance(m, B, out);
+}
+
+static void az_free(zt_model *base)
+{
+    az_model *m = (az_model *)base;
+    free(m->jobs);
+    free(m->pending);
+    free(m->eval_states);
+    free(m->obs);
+    free(m->logits);
+    free(m->values);
+    free(m->mass);
+    zt_aligned_free(m->scratch);
+    free(m);
+}
+
+zt_status zt_az_model_new(const zt_game *g, const zt_evaluator *ev, int max_batch, zt_nncache *cache,
+                          zt_model **out)
+{
+    *out = NULL;
+    if (max_batch < 1) return zt_fail(ZT_ERR_INVALID, "az model: max_batch must be >= 1");
+    if (!ev->eval && !ev->eval_states) return zt_fail(ZT_ERR_INVALID, "az model: evaluator has no function");
+    az_model *m = zt_xcalloc(1, sizeof *m);
+    m->game = g;
+    m->ev = *ev;
+    m->cache = cache;
+    m->game_bytes = (g->state_size + 7) / 8 * 8;
+    m->obs_size = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    /* A chance state queues one job per outcome. */
+    int per_item = g->max_chance_outcomes > 1 ? g->max_chance_outcomes : 1;
+    m->max_jobs = max_batch * per_item;
+    size_t J = (size_t)m->max_jobs, A = (size_t)g->num_actions;
+    m->jobs = malloc(J * sizeof *m->jobs);
+    m->pending = malloc(J * sizeof *m->pending);
+    m->eval_states = malloc(J * sizeof *m->eval_states);
+    m->obs = ev->eval_states ? NULL : malloc(J * (size_t)m->obs_size * sizeof *m->obs);
+    /* rows [0, J) per job, rows [J, 2J) for the evaluator's batch */
+    m->logits = malloc(2 * J * A * sizeof *m->logits);
+    m->values = malloc(2 * J * sizeof *m->values);
+    m->mass = malloc((size_t)max_batch * sizeof *m->mass);
+    m->scratch = zt_aligned_alloc(64, J * m->game_bytes);
+    if (!m->jobs || !m->pending || !m->eval_states || (!ev->eval_states && !m->obs) || !m->logits ||
+        !m->values || !m->mass || !m->scratch) {
+        az_free(&m->base);
+        return zt_fail(ZT_ERR_NOMEM, "az model buffers for batch %d", max_batch);
+    }
+    m->base.num_actions = g->num_actions;
+    m->base.max_outcomes = g->max_chance_outcomes;
+    m->base.state_size = m->game_bytes + 8;
+    m->base.input_size = g->state_size;
+    m->base.max_batch = max_batch;
+    m->base.impl = m;
+    m->base.initial = az_initial;
+    m->base.recurrent = az_recurrent;
+    m->base.free = az_free;
+    *out = &m->base;
+    return ZT_OK;
+}
+
+zt_az_model_stats zt_az_model_get_stats(const zt_model *base)
+{
+    return ((const az_model *)base)->stats;
+}

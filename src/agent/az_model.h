@@ -1,0 +1,48 @@
+/* The AlphaZero model (DESIGN.md §3): implements search/model.h by stepping
+ * the real game and evaluating new positions through a batched evaluator, one
+ * evaluator call per model call. Terminal states return the game's result
+ * with no evaluation. A chance state's value is the exact expectation of the
+ * evaluator's values over its outcomes, evaluated in the same call (so that
+ * no observation is ever taken at a chance node; rolls that lead to rolls
+ * are expanded in turn).
+ *
+ * A model state is the game state followed by its perspective player (see
+ * model.h); a root input is a bare game state. The caller owns the model
+ * (zt_model_free); the game, evaluator context and NN cache are borrowed and
+ * must outlive it. */
+#ifndef ZT_AGENT_AZ_MODEL_H
+#define ZT_AGENT_AZ_MODEL_H
+
+#include <stdint.h>
+
+#include "core/status.h"
+#include "game/game.h"
+#include "search/model.h"
+#include "search/nncache.h"
+
+typedef struct zt_evaluator {
+    void *ctx;
+    /* B observations (B x obs size, game->observe layout) -> policy logits
+     * (B x num_actions, for every action; the model masks illegal ones) and
+     * values, both for the player to move. A network forward pass. */
+    void (*eval)(void *ctx, int B, const float *obs, float *policy_logits, float *value);
+    /* Optional, used instead of eval when set: evaluates game states
+     * directly (exact oracles, free evaluators); no observation is built. */
+    void (*eval_states)(void *ctx, int B, const void *const *states, float *policy_logits,
+                        float *value);
+} zt_evaluator;
+
+/* max_batch: the most (state, action) pairs one call takes (trees x K).
+ * cache may be NULL. */
+zt_status zt_az_model_new(const zt_game *g, const zt_evaluator *ev, int max_batch, zt_nncache *cache,
+                          zt_model **out);
+
+typedef struct zt_az_model_stats {
+    uint64_t positions;   /* positions that needed a value (cache lookups) */
+    uint64_t evaluations; /* positions sent to the evaluator */
+    uint64_t eval_calls;  /* evaluator calls */
+} zt_az_model_stats;
+
+zt_az_model_stats zt_az_model_get_stats(const zt_model *m);
+
+#endif

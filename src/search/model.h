@@ -1,0 +1,78 @@
+/* The batched model that search explores (DESIGN.md §3), in the shape of
+ * mctx: `initial` turns B root inputs into model states, `recurrent` steps B
+ * (state, action) pairs. AlphaZero's model steps the real game; MuZero's runs
+ * a dynamics network. Search never sees a game or a network, only this.
+ *
+ * States. A model state is `state_size` opaque bytes that the model writes
+ * and search stores in its tree, one per node (so cloning a tree or keeping a
+ * subtree needs no help from the model). The AlphaZero model stores the game
+ * state itself; a model whose states live elsewhere (hidden states on a GPU)
+ * stores an integer handle into its own store instead.
+ *
+ * Values and players. Every state has a perspective player (0 or 1): the
+ * player to move at a decision state, and at chance and terminal states the
+ * player who acted into them. `value` is the state's value for its
+ * perspective player; `reward` is what the transition paid to the
+ * perspective player of the state it left. Search backs up
+ * q = reward + (same player ? +1 : -1) * value, which is negamax for two
+ * players and plain discounting-free return for one.
+ *
+ * Masking. Logits are -INFINITY for illegal actions; search creates edges
+ * only for finite logits, so illegal actions are masked at every node. A
+ * model that knows no legality (MuZero below the root) gives all finite.
+ *
+ * Ownership. The caller (search) owns every array in zt_model_output and the
+ * state buffers; the model writes into them and keeps no pointer to them. The
+ * creator of a model frees it with its `free`. */
+#ifndef ZT_SEARCH_MODEL_H
+#define ZT_SEARCH_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum zt_node_kind {
+    ZT_NODE_NEW = 0,      /* in the tree, not yet evaluated (search only) */
+    ZT_NODE_DECISION = 1, /* a player chooses an action */
+    ZT_NODE_CHANCE = 2,   /* nature draws an outcome with known probability */
+    ZT_NODE_TERMINAL = 3, /* the game is over; value 0, the result is the reward */
+} zt_node_kind;
+
+/* Outputs for a batch of B states, arrays owned by the caller. */
+typedef struct zt_model_output {
+    float *logits;        /* B x num_actions; -INFINITY for illegal actions */
+    float *value;         /* B: value for the state's perspective player */
+    float *reward;        /* B: reward of the transition (0 for initial) */
+    int8_t *kind;         /* B: zt_node_kind, never ZT_NODE_NEW */
+    int8_t *player;       /* B: perspective player, 0 or 1 */
+    int *num_outcomes;    /* B: outcomes at a chance state, else 0 */
+    int *outcomes;        /* B x max_outcomes: outcome ids (the actions of a chance state) */
+    float *outcome_probs; /* B x max_outcomes: their probabilities, summing to 1 */
+} zt_model_output;
+
+typedef struct zt_model zt_model;
+struct zt_model {
+    int num_actions;   /* size of the policy */
+    int max_outcomes;  /* most outcomes of a chance state, 0 without chance */
+    size_t state_size; /* bytes of one model state */
+    size_t input_size; /* bytes of one root input (AlphaZero: a game state) */
+    int max_batch;     /* largest B either call accepts */
+    void *impl;
+
+    /* B root inputs -> states written to states[i] (state_size bytes each)
+     * and their outputs. */
+    void (*initial)(zt_model *m, int B, const void *const *roots, void *const *states,
+                    zt_model_output *out);
+    /* B (state, action) pairs -> next states and their outputs. At a chance
+     * state the action is an outcome id. */
+    void (*recurrent)(zt_model *m, int B, const void *const *states, const int *actions,
+                      void *const *next_states, zt_model_output *out);
+    /* Frees impl and the model itself. */
+    void (*free)(zt_model *m);
+};
+
+static inline void zt_model_free(zt_model *m)
+{
+    if (m) m->free(m);
+}
+
+#endif

@@ -1,0 +1,454 @@
+/* Tests of the search layer on toy models (no game needed): trees (clone,
+ * subtree reuse, bounded capacity), Gumbel arithmetic, exact chance nodes on
+ * a dice game with a known expectation, K distinct leaves per round. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hash.h"
+#include "search/gumbel.h"
+#include "search/search.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            failures++;                                                                            \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+        }                                                                                          \
+    } while (0)
+
+/* ---- a synthetic game: 4 actions per ply, depth 8, hashed values ----
+ * A state is its path hash and depth; players alternate; the leaf result
+ * and the values are pseudo-random functions of the path. Each recurrent
+ * call checks that no new state occurs twice in the batch: the trees have
+ * distinct roots, so that means K distinct leaves per tree per round. */
+
+enum { SYN_ACTIONS = 4, SYN_DEPTH = 8 };
+
+typedef struct syn_state {
+    uint64_t path;
+    int32_t depth;
+    int32_t player;
+} syn_state;
+
+typedef struct syn_model {
+    zt_model base;
+    int duplicate_leaves;
+    uint64_t calls;
+    uint64_t seen[4096];
+} syn_model;
+
+static float syn_unit(uint64_t h)
+{
+    return (float)((double)(zt_hash_mix(h) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+}
+
+static void syn_fill(syn_state *s, int i, zt_model_output *out)
+{
+    for (int a = 0; a < SYN_ACTIONS; a++) out->logits[i * SYN_ACTIONS + a] = syn_unit(s->path + 7 * (uint64_t)a);
+    /* action 3 is illegal at odd depths: masking below the root */
+    if (s->depth % 2 == 1) out->logits[i * SYN_ACTIONS + 3] = -INFINITY;
+    out->value[i] = 0.5f * syn_unit(s->path ^ 0x55);
+    out->reward[i] = 0;
+    out->player[i] = (int8_t)s->player;
+    out->num_outcomes[i] = 0;
+    out->kind[i] = ZT_NODE_DECISION;
+}
+
+static void syn_initial(zt_model *m, int B, const void *const *roots, void *const *states,
+                        zt_model_output *out)
+{
+    for (int i = 0; i < B; i++) {
+        memcpy(states[i], roots[i], sizeof(syn_state));
+        syn_fill(states[i], i, out);
+    }
+}
+
+static void syn_recurrent(zt_model *base, int B, const void *const *states, const int *actions,
+                          void *const *next, zt_model_output *out)
+{
+    syn_model *m = (syn_model *)base;
+    m->calls++;
+    for (int i = 0; i < B; i++) {
+        const syn_state *s = states[i];
+        syn_state *n = next[i];
+        n->path = zt_hash_mix(s->path * 31 + (uint64_t)actions[i] + 1);
+        n->depth = s->depth + 1;
+        n->player = 1 - s->player;
+        for (int j = 0; j < i && j < 4096; j++)
+            if (m->seen[j] == n->path) m->duplicate_leaves++;
+        if (i < 4096) m->seen[i] = n->path;
+        if (n->depth == SYN_DEPTH) {
+            out->kind[i] = ZT_NODE_TERMINAL;
+            out->player[i] = (int8_t)s->player;
+            out->value[i] = 0;
+            out->reward[i] = syn_unit(n->path) > 0 ? 1.0f : -1.0f;
+            out->num_outcomes[i] = 0;
+        } else {
+            syn_fill(n, i, out);
+        }
+    }
+}
+
+static void syn_free(zt_model *m)
+{
+    free(m);
+}
+
+static syn_model *syn_new(int max_batch)
+{
+    syn_model *m = calloc(1, sizeof *m);
+    m->base = (zt_model){.num_actions = SYN_ACTIONS,
+                         .state_size = sizeof(syn_state),
+                         .input_size = sizeof(syn_state),
+                         .max_batch = max_batch,
+                         .initial = syn_initial,
+                         .recurrent = syn_recurrent,
+                         .free = syn_free};
+    return m;
+}
+
+static void test_tree_clone_and_reuse(void)
+{
+    syn_model *m = syn_new(64);
+    zt_search_config cfg;
+    zt_search_config_default(&cfg, ZT_SEARCH_PUCT);
+    cfg.num_simulations = 400;
+    zt_search *s;
+    CHECK(zt_search_new(&cfg, &m->base, 2, &s) == ZT_OK, "search_new: %s", zt_error_message());
+    syn_state root = {.path = 12345};
+    zt_search_begin(s, 0, &root);
+    zt_search_run(s);
+
+    const zt_tree *t = zt_search_tree(s, 0);
+    CHECK(t->visit[0] == 401, "root visits %d, expected 401", t->visit[0]);
+    zt_tree copy, before;
+    zt_tree_init(&copy, cfg.node_capacity, cfg.edge_capacity, sizeof(syn_state));
+    zt_tree_init(&before, cfg.node_capacity, cfg.edge_capacity, sizeof(syn_state));
+    zt_tree_copy(&copy, t);
+    CHECK(zt_tree_subtree_equal(&copy, 0, t, 0), "clone differs from the original");
+    CHECK(memcmp(copy.visit, t->visit, (size_t)t->num_nodes * 4) == 0, "clone visits differ");
+
+    /* masking below the root: no node at odd depth has action 3 */
+    for (int n = 0; n < t->num_nodes; n++) {
+        if (t->kind[n] != ZT_NODE_DECISION) continue;
+        const syn_state *st = (const syn_state *)zt_tree_state(t, n);
+        for (int e = t->first_edge[n]; e < t->first_edge[n] + t->num_edges_of[n]; e++)
+            CHECK(!(st->depth % 2 == 1 && t->action[e] == 3), "illegal action expanded at node %d", n);
+    }
+
+    int action = zt_search_choose(s, 0, 0.0f);
+    zt_tree_copy(&before, t);
+    int child = zt_tree_find_child(&before, 0, action);
+    zt_search_played(s, 0, action);
+    t = zt_search_tree(s, 0);
+    CHECK(zt_tree_subtree_equal(t, 0, &before, child), "reused subtree differs from the one before the move");
+    CHECK(zt_search_get_stats(s).reused_nodes == (uint64_t)t->num_nodes, "reuse count");
+    int kept = t->num_nodes;
+    CHECK(kept > 1 && kept < before.num_nodes, "kept %d of %d nodes", kept, before.num_nodes);
+
+    /* the next search continues from the kept visits */
+    syn_state next = *(const syn_state *)zt_tree_state(t, 0);
+    int visits_before = t->visit[0];
+    zt_search_begin(s, 0, &next);
+    zt_search_run(s);
+    t = zt_search_tree(s, 0);
+    CHECK(t->visit[0] == visits_before + 400, "root visits %d after reuse, expected %d", t->visit[0],
+          visits_before + 400);
+
+    zt_tree_free(&copy);
+    zt_tree_free(&before);
+    zt_search_free(s);
+    zt_model_free(&m->base);
+}
+
+static void test_virtual_loss_distinct(void)
+{
+    enum { G = 8, K = 8 };
+    syn_model *m = syn_new(G * K);
+    zt_search_config cfg;
+    zt_search_config_default(&cfg, ZT_SEARCH_PUCT);
+    cfg.num_simulations = 300;
+    cfg.leaves_per_round = K;
+    for (int alg = 0; alg < 2; alg++) {
+        cfg.algorithm = alg ? ZT_SEARCH_GUMBEL : ZT_SEARCH_PUCT;
+        m->duplicate_leaves = 0;
+        m->calls = 0;
+        zt_search *s;
+        CHECK(zt_search_new(&cfg, &m->base, G, &s) == ZT_OK, "search_new: %s", zt_error_message());
+        syn_state roots[G];
+        for (int g = 0; g < G; g++) {
+            roots[g] = (syn_state){.path = 1000 + (uint64_t)g};
+            zt_search_begin(s, g, &roots[g]);
+        }
+        zt_search_run(s);
+        zt_search_stats st = zt_search_get_stats(s);
+        CHECK(m->duplicate_leaves == 0, "%d duplicate leaves within a round", m->duplicate_leaves);
+        CHECK(st.simulations == (uint64_t)G * 300, "simulations %llu", (unsigned long long)st.simulations);
+        CHECK(st.model_states > 4 * st.model_calls, "K leaves per round: %llu states in %llu calls",
+              (unsigned long long)st.model_states, (unsigned long long)st.model_calls);
+        for (int g = 0; g < G; g++) {
+            const zt_tree *t = zt_search_tree(s, g);
+            int32_t sum = 0;
+            for (int e = t->first_edge[0]; e < t->first_edge[0] + t->num_edges_of[0]; e++)
+                if (t->child[e] != ZT_TREE_NONE) sum += t->visit[t->child[e]];
+            CHECK(sum == 300 && t->visit[0] == 301, "tree %d: no virtual visit left over (%d)", g, sum);
+        }
+        printf("virtual loss %s: G=%d K=%d, %llu states in %llu calls, %llu collisions\n",
+               alg ? "gumbel" : "puct", G, K, (unsigned long long)st.model_states,
+               (unsigned long long)st.model_calls, (unsigned long long)st.collisions);
+        zt_search_free(s);
+    }
+    zt_model_free(&m->base);
+}
+
+/* 1M simulations with a bounded tree: the search stops expanding, keeps
+ * backing up and counts it (under ASan this also shows nothing leaks). */
+static void test_bounded_capacity(void)
+{
+    enum { G = 16 };
+    syn_model *m = syn_new(G);
+    zt_search_config cfg;
+    zt_search_config_default(&cfg, ZT_SEARCH_PUCT);
+    cfg.num_simulations = 1000000 / G;
+    cfg.node_capacity = 300;
+    cfg.edge_capacity = 1000;
+    zt_search *s;
+    CHECK(zt_search_new(&cfg, &m->base, G, &s) == ZT_OK, "search_new: %s", zt_error_message());
+    syn_state roots[G];
+    for (int g = 0; g < G; g++) {
+        roots[g] = (syn_state){.path = 77 + (uint64_t)g};
+        zt_search_begin(s, g, &roots[g]);
+    }
+    zt_search_run(s);
+    zt_search_stats st = zt_search_get_stats(s);
+    CHECK(st.simulations == 1000000, "simulations %llu", (unsigned long long)st.simulations);
+    CHECK(st.capacity_hits > 0, "capacity never reached");
+    for (int g = 0; g < G; g++) {
+        const zt_tree *t = zt_search_tree(s, g);
+        CHECK(t->num_nodes <= 300 && t->visit[0] == cfg.num_simulations + 1, "tree %d bounded", g);
+        CHECK(isfinite(zt_search_root_value(s, g)), "root value finite");
+    }
+    printf("bounded: 1M simulations, %zu bytes per tree, %llu capacity hits\n", zt_search_tree_bytes(s),
+           (unsigned long long)st.capacity_hits);
+    zt_search_free(s);
+    zt_model_free(&m->base);
+}
+
+/* ---- a dice game: player 0 picks one of 3 bets, a loaded die with one
+ * impossible face is rolled, the bet pays table[bet][face]. ---- */
+
+enum { DICE_BETS = 3, DICE_FACES = 6 };
+static const float dice_prob[DICE_FACES] = {0.1f, 0.2f, 0.3f, 0.15f, 0.25f, 0.0f};
+static const float dice_pay[DICE_BETS][DICE_FACES] = {
+    {1, -1, 0.5f, 0, -0.5f, 1},
+    {-1, 1, 0.2f, 1, -1, -1},
+    {0.3f, 0.3f, -0.2f, 0.6f, 0.1f, 1},
+};
+
+typedef struct dice_state {
+    int32_t stage; /* 0 bet, 1 roll, 2 over */
+    int32_t bet, face;
+} dice_state;
+
+static void dice_out(const dice_state *s, int i, zt_model_output *out)
+{
+    out->reward[i] = 0;
+    out->value[i] = 0;
+    out->player[i] = 0;
+    out->num_outcomes[i] = 0;
+    if (s->stage == 0) {
+        out->kind[i] = ZT_NODE_DECISION;
+        for (int a = 0; a < DICE_BETS; a++) out->logits[i * DICE_BETS + a] = 0;
+    } else if (s->stage == 1) {
+        out->kind[i] = ZT_NODE_CHANCE;
+        out->num_outcomes[i] = DICE_FACES;
+        for (int o = 0; o < DICE_FACES; o++) {
+            out->outcomes[i * DICE_FACES + o] = o;
+            out->outcome_probs[i * DICE_FACES + o] = dice_prob[o];
+        }
+    } else {
+        out->kind[i] = ZT_NODE_TERMINAL;
+        out->reward[i] = dice_pay[s->bet][s->face];
+    }
+}
+
+static void dice_initial(zt_model *m, int B, const void *const *roots, void *const *states,
+                         zt_model_output *out)
+{
+    for (int i = 0; i < B; i++) {
+        memcpy(states[i], roots[i], sizeof(dice_state));
+        dice_out(states[i], i, out);
+    }
+}
+
+static void dice_recurrent(zt_model *m, int B, const void *const *states, const int *actions,
+                           void *const *next, zt_model_output *out)
+{
+    for (int i = 0; i < B; i++) {
+        dice_state *n = next[i];
+        *n = *(const dice_state *)states[i];
+        if (n->stage == 0)
+            n->bet = actions[i];
+        else
+            n->face = actions[i];
+        n->stage++;
+        dice_out(n, i, out);
+    }
+}
+
+static void test_chance_expectation(void)
+{
+    zt_model m = {.num_actions = DICE_BETS,
+                  .max_outcomes = DICE_FACES,
+                  .state_size = sizeof(dice_state),
+                  .input_size = sizeof(dice_state),
+                  .max_batch = 4,
+                  .initial = dice_initial,
+                  .recurrent = dice_recurrent};
+    float expect[DICE_BETS], best = -INFINITY;
+    for (int b = 0; b < DICE_BETS; b++) {
+        expect[b] = 0;
+        for (int o = 0; o < DICE_FACES; o++) expect[b] += dice_prob[o] * dice_pay[b][o];
+        best = fmaxf(best, expect[b]);
+    }
+    for (int alg = 0; alg < 2; alg++) {
+        zt_search_config cfg;
+        zt_search_config_default(&cfg, alg ? ZT_SEARCH_GUMBEL : ZT_SEARCH_PUCT);
+        cfg.num_simulations = alg ? 200 : 4000;
+        cfg.leaves_per_round = 2;
+        cfg.gumbel_noise = false;
+        zt_search *s;
+        CHECK(zt_search_new(&cfg, &m, 2, &s) == ZT_OK, "search_new: %s", zt_error_message());
+        dice_state root = {0};
+        zt_search_begin(s, 0, &root);
+        zt_search_begin(s, 1, &root);
+        zt_search_run(s);
+        const zt_tree *t = zt_search_tree(s, 0);
+        for (int e = t->first_edge[0]; e < t->first_edge[0] + t->num_edges_of[0]; e++) {
+            int c = t->child[e];
+            if (c == ZT_TREE_NONE || t->visit[c] < 30) continue;
+            float q = zt_tree_q(t, c);
+            CHECK(fabsf(q - expect[t->action[e]]) < 1e-5f, "bet %d: Q %.6f, expectation %.6f",
+                  t->action[e], q, expect[t->action[e]]);
+            int total = 0;
+            for (int k = t->first_edge[c]; k < t->first_edge[c] + t->num_edges_of[c]; k++) {
+                int f = t->child[k];
+                if (t->prior[k] == 0) CHECK(f == ZT_TREE_NONE, "descended into a face of probability 0");
+                if (f != ZT_TREE_NONE) total += t->visit[f];
+            }
+            for (int k = t->first_edge[c]; k < t->first_edge[c] + t->num_edges_of[c]; k++) {
+                int f = t->child[k];
+                int v = f != ZT_TREE_NONE ? t->visit[f] : 0;
+                CHECK(fabsf((float)v - t->prior[k] * (float)total) <= 1.0f + 0.02f * (float)total,
+                      "face visits %d far from %.1f", v, t->prior[k] * (float)total);
+            }
+        }
+        int chosen = zt_search_choose(s, 0, 0.0f);
+        CHECK(expect[chosen] == best, "%s chose bet %d (%.3f), best %.3f", alg ? "gumbel" : "puct", chosen,
+              expect[chosen], best);
+        if (!alg) {
+            float v = zt_search_root_value(s, 0);
+            CHECK(fabsf(v - best) < 0.05f, "root value %.4f, exact %.4f", v, best);
+            printf("chance: root value %.4f, exact expectation %.4f\n", v, best);
+        }
+        zt_search_free(s);
+    }
+}
+
+/* ---- Gumbel arithmetic ---- */
+
+static void test_gumbel_math(void)
+{
+    enum { N = 5 };
+    float prior[N] = {0.1f, 0.3f, 0.2f, 0.25f, 0.15f};
+    float logits[N], q[N] = {0.2f, -0.4f, 0.9f, 0.1f, -1.0f}, completed[N], sigma[N], pi[N];
+    int32_t equal[N] = {3, 3, 3, 3, 3};
+    for (int a = 0; a < N; a++) logits[a] = logf(prior[a]);
+
+    /* all visited equally: completed Q is Q and the policy is softmax(logits + sigma(Q)) */
+    zt_gumbel_completed_q(N, prior, q, equal, 0.7f, completed);
+    for (int a = 0; a < N; a++) CHECK(completed[a] == q[a], "completed q[%d] %f != q %f", a, completed[a], q[a]);
+    zt_gumbel_sigma(N, completed, 3, 50.0f, 0.1f, true, sigma);
+    zt_gumbel_softmax(N, logits, sigma, pi);
+    double z = 0, manual[N];
+    for (int a = 0; a < N; a++) {
+        double qhat = (q[a] - (-1.0)) / (0.9 - (-1.0));
+        manual[a] = exp(logits[a] + (50.0 + 3) * 0.1 * qhat);
+        z += manual[a];
+    }
+    for (int a = 0; a < N; a++)
+        CHECK(fabs(pi[a] - manual[a] / z) < 1e-5, "improved policy %d: %f vs %f", a, pi[a], manual[a] / z);
+
+    /* more mass on higher completed Q, with equal logits */
+    float flat[N] = {0, 0, 0, 0, 0};
+    zt_gumbel_softmax(N, flat, sigma, pi);
+    for (int a = 0; a < N; a++)
+        for (int b = 0; b < N; b++)
+            if (q[a] > q[b]) CHECK(pi[a] > pi[b], "pi(%d)=%f not above pi(%d)=%f", a, pi[a], b, pi[b]);
+
+    /* v_mix (Danihelka et al. eq. 33) for the unvisited actions */
+    int32_t some[N] = {2, 0, 1, 0, 0};
+    zt_gumbel_completed_q(N, prior, q, some, 0.7f, completed);
+    double mean = (0.1 * 0.2 + 0.2 * 0.9) / (0.1 + 0.2);
+    double vmix = (0.7 + 3 * mean) / (1 + 3);
+    CHECK(fabs(completed[1] - vmix) < 1e-6 && fabs(completed[4] - vmix) < 1e-6, "v_mix %f vs %f",
+          completed[1], vmix);
+    CHECK(completed[0] == q[0] && completed[2] == q[2], "visited actions keep Q");
+
+    /* sequential halving: m=4, n=8 -> one visit each, then two more for the best two */
+    int32_t seq[64];
+    zt_gumbel_halving_schedule(4, 8, seq);
+    int32_t want[8] = {0, 0, 0, 0, 1, 1, 2, 2};
+    for (int i = 0; i < 8; i++) CHECK(seq[i] == want[i], "schedule[%d] = %d, expected %d", i, seq[i], want[i]);
+    zt_gumbel_halving_schedule(16, 2, seq);
+    CHECK(seq[0] == 0 && seq[1] == 0, "two simulations visit two actions once");
+}
+
+/* Gumbel from 2 simulations, and the most visited considered action wins. */
+static void test_gumbel_small(void)
+{
+    syn_model *m = syn_new(4);
+    zt_search_config cfg;
+    zt_search_config_default(&cfg, ZT_SEARCH_GUMBEL);
+    cfg.num_simulations = 2;
+    zt_search *s;
+    CHECK(zt_search_new(&cfg, &m->base, 1, &s) == ZT_OK, "search_new: %s", zt_error_message());
+    syn_state root = {.path = 9};
+    zt_search_begin(s, 0, &root);
+    zt_search_run(s);
+    int32_t visits[SYN_ACTIONS];
+    zt_search_root_visits(s, 0, visits);
+    int visited = 0;
+    for (int a = 0; a < SYN_ACTIONS; a++) visited += visits[a] == 1;
+    CHECK(visited == 2, "2 simulations visit 2 root actions (%d)", visited);
+    int a = zt_search_choose(s, 0, 1.0f);
+    CHECK(visits[a] == 1, "chosen action %d was not searched", a);
+    float policy[SYN_ACTIONS], total = 0;
+    zt_search_policy(s, 0, policy);
+    for (int k = 0; k < SYN_ACTIONS; k++) total += policy[k];
+    CHECK(fabsf(total - 1) < 1e-5f, "improved policy sums to %f", total);
+    zt_search_free(s);
+    zt_model_free(&m->base);
+}
+
+int main(void)
+{
+    test_gumbel_math();
+    test_tree_clone_and_reuse();
+    test_virtual_loss_distinct();
+    test_chance_expectation();
+    test_gumbel_small();
+    test_bounded_capacity();
+    if (failures) {
+        printf("test_search: %d failures\n", failures);
+        return 1;
+    }
+    printf("test_search: ok\n");
+    return 0;
+}
