@@ -3,7 +3,7 @@
 # Idempotent: installs only packages that are missing. Needs root (or sudo).
 set -euo pipefail
 
-pkgs=(build-essential cmake pkg-config libinih-dev)
+pkgs=(build-essential cmake pkg-config libinih-dev libdnnl-dev)
 
 missing=()
 for p in "${pkgs[@]}"; do
