@@ -26,17 +26,45 @@ static int win_score(int n)
     return AB_WIN + (C4_CELLS - n);
 }
 
-/* The side to move's prospects from the board alone: cells where a stone
- * would complete a four (threats; the lower ones are the more urgent) and
- * stones in the central columns, which take part in the most fours. */
+/* Window starts per direction: the cells from which four cells at steps of
+ * d (1 up, 7 right, 8 up-right, 6 down-right) stay on the board. */
+#define C4_ROWS_0_2 (C4_BOTTOM * 0x07)
+#define C4_ROWS_3_5 (C4_BOTTOM * 0x38)
+#define C4_COLS_0_3 0x000000000fffffffULL
+
+/* Lines of four with exactly two / three stones of `own` and none of `other`,
+ * counted by a bit-sliced adder over the four shifted boards. */
+static void count_windows(uint64_t own, uint64_t other, int *twos, int *threes)
+{
+    static const int dirs[4] = {1, 7, 8, 6};
+    static const uint64_t starts[4] = {C4_ROWS_0_2, C4_BOARD & C4_COLS_0_3,
+                                       C4_ROWS_0_2 & C4_COLS_0_3, C4_ROWS_3_5 & C4_COLS_0_3};
+    *twos = *threes = 0;
+    for (int i = 0; i < 4; i++) {
+        int d = dirs[i];
+        uint64_t a = own, b = own >> d, c = own >> 2 * d, e = own >> 3 * d;
+        uint64_t open = starts[i] & ~(other | other >> d | other >> 2 * d | other >> 3 * d);
+        uint64_t s1 = a ^ b, c1 = a & b, s2 = c ^ e, c2 = c & e;
+        uint64_t bit0 = s1 ^ s2, carry = s1 & s2;
+        uint64_t bit1 = c1 ^ c2 ^ carry, bit2 = (c1 & c2) | (carry & (c1 ^ c2));
+        *twos += c4_popcount(open & ~bit0 & bit1 & ~bit2);
+        *threes += c4_popcount(open & bit0 & bit1 & ~bit2);
+    }
+}
+
+/* The side to move's prospects from the board alone: open lines of three
+ * and two (unblocked windows of four), stones in the central columns, which
+ * take part in the most lines, and a bonus for threats (cells completing a
+ * four) on the low rows, which decide endgames by zugzwang. */
 static int evaluate(uint64_t cur, uint64_t mask)
 {
     uint64_t opp = cur ^ mask;
+    int own2, own3, opp2, opp3;
+    count_windows(cur, opp, &own2, &own3);
+    count_windows(opp, cur, &opp2, &opp3);
+    int score = 8 * (own3 - opp3) + 2 * (own2 - opp2);
     uint64_t own_t = c4_winning_cells(cur, mask), opp_t = c4_winning_cells(opp, mask);
-    /* Threats on the bottom three rows are the ones that decide endgames. */
-    const uint64_t low = C4_BOTTOM * 0x7;
-    int score = 8 * (c4_popcount(own_t) - c4_popcount(opp_t)) +
-                4 * (c4_popcount(own_t & low) - c4_popcount(opp_t & low));
+    score += 4 * (c4_popcount(own_t & C4_ROWS_0_2) - c4_popcount(opp_t & C4_ROWS_0_2));
     static const int column_weight[C4_WIDTH] = {0, 1, 2, 4, 2, 1, 0};
     for (int c = 0; c < C4_WIDTH; c++) {
         uint64_t col = c4_column_mask(c);
