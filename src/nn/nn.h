@@ -1,0 +1,254 @@
+/* Neural networks: the network description, inference, training and weight
+ * files, on whichever backend a net lives on (DESIGN.md §3 "Evaluator").
+ * The caller owns what zt_net_new / zt_trainer_new return and frees them with
+ * zt_net_free / zt_trainer_free; a trainer borrows its net and must be freed
+ * first. Observations are NHWC float32 (the game's HWC planes, batched). */
+#ifndef ZT_NN_NN_H
+#define ZT_NN_NN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/rng.h"
+#include "core/status.h"
+
+/* ---- network description ---- */
+
+typedef enum zt_net_kind {
+    ZT_NET_RESNET, /* AlphaZero residual tower over board planes */
+    ZT_NET_MLP,    /* dense tower over a feature vector (backgammon) */
+} zt_net_kind;
+
+typedef enum zt_value_kind {
+    ZT_VALUE_SCALAR, /* one value in [-1, 1] (tanh) */
+    ZT_VALUE_WDL,    /* three logits: win, draw, loss for the player to move */
+} zt_value_kind;
+
+typedef enum zt_norm_kind {
+    ZT_NORM_BATCH, /* batch norm: batch statistics in training, running ones at use */
+    ZT_NORM_LAYER, /* layer norm over each sample's features */
+} zt_norm_kind;
+
+/* Every size a net needs; the architecture string in a weight file is this
+ * struct written out (zt_net_config_format), so two nets with equal configs
+ * have identically named and shaped tensors. */
+typedef struct zt_net_config {
+    zt_net_kind kind;
+    int in_h, in_w, in_c;  /* the game's obs_shape (H, W, C) */
+    int num_actions;       /* policy size */
+    zt_value_kind value_kind;
+    int value_hidden;      /* the value head's hidden dense width */
+    /* resnet */
+    int channels;          /* trunk width */
+    int blocks;            /* residual blocks */
+    int policy_channels;   /* the policy head's 1x1 conv width (AlphaZero: 2) */
+    int value_channels;    /* the value head's 1x1 conv width (AlphaZero: 1) */
+    /* mlp */
+    int mlp_hidden;        /* width of each dense block */
+    int mlp_layers;        /* number of dense-norm-ReLU blocks */
+    zt_norm_kind mlp_norm;
+} zt_net_config;
+
+/* Defaults for a game of shape (h, w, c) with `num_actions` actions: a resnet
+ * of 64 channels x 5 blocks for planes (h*w > 1), else an MLP of 3 x 256. */
+void zt_net_config_default(zt_net_config *cfg, int h, int w, int c, int num_actions);
+/* Rejects impossible sizes, naming the field. */
+zt_status zt_net_config_check(const zt_net_config *cfg);
+/* One-line text form, e.g. "resnet in=6x7x2 actions=7 value=scalar:64 ch=64
+ * blocks=5 pol=2 valc=1"; parse accepts exactly what format writes. */
+void zt_net_config_format(const zt_net_config *cfg, char *buf, size_t cap);
+zt_status zt_net_config_parse(const char *text, zt_net_config *cfg);
+
+/* Outputs per sample of the value head: 1 (scalar) or 3 (WDL logits). */
+static inline int zt_net_value_size(const zt_net_config *cfg)
+{
+    return cfg->value_kind == ZT_VALUE_WDL ? 3 : 1;
+}
+
+/* ---- precision (bf16: 8 exponent bits, 7 mantissa bits) ---- */
+
+typedef enum zt_precision {
+    ZT_PRECISION_AUTO, /* the backend's fastest supported on this machine */
+    ZT_PRECISION_FP32,
+    ZT_PRECISION_BF16, /* bf16 storage and products, fp32 accumulation */
+} zt_precision;
+
+zt_status zt_precision_parse(const char *name, zt_precision *out); /* auto|fp32|bf16 */
+const char *zt_precision_name(zt_precision p);
+
+/* Round-to-nearest-even conversion; NaN stays NaN (quietened), infinities and
+ * overflow to infinity follow IEEE rounding. */
+static inline uint16_t zt_bf16_from_f32(float f)
+{
+    union {
+        float f;
+        uint32_t u;
+    } v = {f};
+    if ((v.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((v.u >> 16) | 0x0040u);
+    uint32_t round = 0x7fffu + ((v.u >> 16) & 1u);
+    return (uint16_t)((v.u + round) >> 16);
+}
+
+static inline float zt_f32_from_bf16(uint16_t h)
+{
+    union {
+        uint32_t u;
+        float f;
+    } v = {(uint32_t)h << 16};
+    return v.f;
+}
+
+/* f rounded to the nearest bf16, as a float. */
+static inline float zt_bf16_round(float f)
+{
+    return zt_f32_from_bf16(zt_bf16_from_f32(f));
+}
+
+/* ---- nets ---- */
+
+typedef struct zt_net zt_net;
+
+/* Builds the net described by `cfg` on backend `backend` ("ref", or "auto"
+ * for the fastest one built in), with parameters zero until zt_net_init or
+ * zt_net_load. `threads` bounds the threads one call may use (1 per actor in
+ * self-play, all cores for training). */
+zt_status zt_net_new(const zt_net_config *cfg, const char *backend, zt_precision precision,
+                     int threads, zt_net **out);
+void zt_net_free(zt_net *net);
+
+const zt_net_config *zt_net_config_of(const zt_net *net);
+const char *zt_net_backend_name(const zt_net *net);
+zt_precision zt_net_precision(const zt_net *net);
+
+/* He-normal weights (He et al. 2015, fan-in), zero biases, BN/LN gamma 1 and
+ * beta 0, running mean 0 and variance 1. */
+void zt_net_init(zt_net *net, zt_rng *rng);
+
+/* Sizes working memory for batches up to `max_batch` now, so that later calls
+ * of at most that size allocate nothing. Calls with a larger batch grow it. */
+zt_status zt_net_reserve(zt_net *net, int max_batch);
+
+/* Inference on B observations (NHWC): policy_logits[B * num_actions] (raw:
+ * illegal actions are masked by the caller), value[B * zt_net_value_size]
+ * (tanh'ed scalar or WDL logits). Batch norm uses its running statistics. */
+zt_status zt_net_forward(zt_net *net, int B, const float *obs, float *policy_logits,
+                         float *value);
+
+/* ---- parameters (fp32 master copies on the host) ---- */
+
+/* A named tensor of the net: trainable parameters (weights, biases, norm
+ * gains) and non-trainable state (batch-norm running statistics). Weight
+ * layouts: conv [out][kh][kw][in] (OHWI), dense [out][in] with `in` the
+ * flattened HWC index of its input. */
+typedef struct zt_net_tensor {
+    const char *name; /* e.g. "blocks.0.bn1.running_mean" */
+    int ndim;
+    int shape[4];
+    size_t count;
+    float *data;   /* into the net's storage */
+    bool trainable;
+    bool decay;    /* weight decay applies (conv and dense weights only) */
+} zt_net_tensor;
+
+int zt_net_tensor_count(const zt_net *net);
+zt_net_tensor zt_net_tensor_at(const zt_net *net, int i);
+/* Total trainable floats. */
+size_t zt_net_param_count(const zt_net *net);
+/* Must be called after writing tensor data directly, so that backends holding
+ * their own copies (bf16, device memory) refresh them. */
+void zt_net_params_changed(zt_net *net);
+
+/* ---- weight files (safetensors; see safetensors.c for the layout) ---- */
+
+/* Atomically writes the net's tensors with metadata: architecture, game name,
+ * format version and a hash of the data. */
+zt_status zt_net_save(const zt_net *net, const char *game, const char *path);
+/* Loads weights into `net`; refuses (one line naming the problem) a truncated
+ * or corrupt file, another architecture, or another game. */
+zt_status zt_net_load(zt_net *net, const char *game, const char *path);
+/* Reads only the architecture and game of a weight file (game: cap bytes). */
+zt_status zt_net_file_info(const char *path, zt_net_config *cfg, char *game, size_t cap);
+
+/* ---- training ---- */
+
+typedef enum zt_optimizer_kind {
+    ZT_OPT_SGD,   /* SGD with Nesterov momentum; L2 added to the gradient */
+    ZT_OPT_ADAMW, /* Adam with decoupled weight decay (Loshchilov & Hutter 2019) */
+} zt_optimizer_kind;
+
+typedef enum zt_schedule_kind {
+    ZT_SCHED_CONSTANT,
+    ZT_SCHED_STEP,   /* lr * gamma^(floor((t - warmup) / step_size)) */
+    ZT_SCHED_COSINE, /* from lr to lr_min over total_steps - warmup (SGDR, no restarts) */
+} zt_schedule_kind;
+
+typedef struct zt_train_config {
+    zt_optimizer_kind optimizer;
+    double lr;
+    double momentum;       /* SGD */
+    double beta1, beta2, eps; /* AdamW */
+    double weight_decay;   /* SGD: L2 coefficient c of 0.5*c*|w|^2; AdamW: decoupled */
+    zt_schedule_kind schedule;
+    int warmup_steps;      /* linear warm-up from lr/warmup to lr, then the schedule */
+    int total_steps;       /* cosine */
+    int step_size;         /* step */
+    double step_gamma;     /* step */
+    double lr_min;         /* cosine floor */
+    double value_weight;   /* weight of the value term in the total loss */
+    int micro_batch;       /* a batch is split into micro-batches of at most this */
+    double clip_norm;      /* global gradient-norm bound; 0 disables */
+} zt_train_config;
+
+void zt_train_config_default(zt_train_config *cfg);
+
+/* One batch of targets. policy_target[B * A] is a distribution over the legal
+ * actions given by legal[B * A] (non-zero = legal; no target mass on an
+ * illegal action). value_target: B scalars in [-1, 1], or B * 3 WDL
+ * probabilities. */
+typedef struct zt_train_batch {
+    int B;
+    const float *obs;
+    const float *policy_target;
+    const uint8_t *legal;
+    const float *value_target;
+} zt_train_batch;
+
+/* The loss terms of one step, each averaged over the batch. */
+typedef struct zt_train_losses {
+    double policy;   /* cross-entropy of the masked softmax against the target */
+    double value;    /* MSE (scalar) or cross-entropy (WDL) */
+    double l2;       /* 0.5 * weight_decay * sum of decayed weights squared */
+    double total;    /* policy + value_weight * value + l2 */
+    double grad_norm; /* global norm of the loss gradient before clipping */
+    double lr;       /* learning rate used for this step */
+} zt_train_losses;
+
+typedef struct zt_trainer zt_trainer;
+
+zt_status zt_trainer_new(zt_net *net, const zt_train_config *cfg, zt_trainer **out);
+void zt_trainer_free(zt_trainer *t);
+
+/* One optimizer step on `batch`, split into micro-batches whose gradients
+ * are accumulated (batch norm statistics are per micro-batch). Allocates
+ * nothing once a batch of this size has been seen. */
+zt_status zt_trainer_step(zt_trainer *t, const zt_train_batch *batch, zt_train_losses *out);
+
+/* Loss terms and gradient without updating anything but the returned values:
+ * grads[zt_net_param_count] in the order of zt_net_tensor_at's trainable
+ * tensors (for tests and diagnostics). Batch norm runs in training mode but
+ * its running statistics are left as they are. */
+zt_status zt_trainer_loss_grad(zt_trainer *t, const zt_train_batch *batch,
+                               zt_train_losses *out, float *grads);
+
+/* Learning rate of the schedule at optimizer step `step` (0-based). */
+double zt_trainer_lr_at(const zt_train_config *cfg, long step);
+long zt_trainer_steps(const zt_trainer *t);
+
+/* Optimizer state (step count and moments) in its own safetensors file,
+ * beside the weights. Load refuses a file from another architecture or
+ * optimizer. */
+zt_status zt_trainer_save(const zt_trainer *t, const char *path);
+zt_status zt_trainer_load(zt_trainer *t, const char *path);
+
+#endif

@@ -1,0 +1,406 @@
+/* Training: losses, gradient accumulation over micro-batches, clipping,
+ * SGD with Nesterov momentum and AdamW, learning-rate schedules, and the
+ * optimizer-state file. The loss is AlphaZero's (Silver et al. 2018):
+ * policy cross-entropy + value error + L2, each term reported. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "nn/backend.h"
+#include "nn/safetensors.h"
+
+struct zt_trainer {
+    zt_net *net;
+    zt_train_config cfg;
+    size_t n;     /* trainable floats */
+    float *grads; /* accumulated over the micro-batches of one step */
+    float *m;     /* SGD: momentum buffer; AdamW: first moment */
+    float *v;     /* AdamW: second moment */
+    bool *decay;  /* per trainable float: weight decay applies */
+    long step;
+    int cap; /* micro-batch capacity of the buffers below */
+    float *policy, *value, *d_policy, *d_value;
+};
+
+void zt_train_config_default(zt_train_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->optimizer = ZT_OPT_SGD;
+    cfg->lr = 0.02;
+    cfg->momentum = 0.9;
+    cfg->beta1 = 0.9;
+    cfg->beta2 = 0.999;
+    cfg->eps = 1e-8;
+    cfg->weight_decay = 1e-4;
+    cfg->schedule = ZT_SCHED_CONSTANT;
+    cfg->step_size = 1000;
+    cfg->step_gamma = 0.1;
+    cfg->value_weight = 1.0;
+    cfg->micro_batch = 256;
+}
+
+static zt_status check_config(const zt_train_config *c)
+{
+    if (c->optimizer != ZT_OPT_SGD && c->optimizer != ZT_OPT_ADAMW)
+        return zt_fail(ZT_ERR_INVALID, "unknown optimizer %d", (int)c->optimizer);
+    if (c->schedule != ZT_SCHED_CONSTANT && c->schedule != ZT_SCHED_STEP &&
+        c->schedule != ZT_SCHED_COSINE)
+        return zt_fail(ZT_ERR_INVALID, "unknown lr schedule %d", (int)c->schedule);
+    if (!(c->lr > 0)) return zt_fail(ZT_ERR_INVALID, "lr = %g must be positive", c->lr);
+    if (!(c->momentum >= 0 && c->momentum < 1))
+        return zt_fail(ZT_ERR_INVALID, "momentum = %g must be in [0, 1)", c->momentum);
+    if (!(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1))
+        return zt_fail(ZT_ERR_INVALID, "adam betas (%g, %g) must be in [0, 1)", c->beta1,
+                       c->beta2);
+    if (!(c->eps > 0)) return zt_fail(ZT_ERR_INVALID, "adam eps = %g must be positive", c->eps);
+    if (!(c->weight_decay >= 0))
+        return zt_fail(ZT_ERR_INVALID, "weight_decay = %g must be >= 0", c->weight_decay);
+    if (c->warmup_steps < 0)
+        return zt_fail(ZT_ERR_INVALID, "warmup_steps = %d must be >= 0", c->warmup_steps);
+    if (c->schedule == ZT_SCHED_COSINE && c->total_steps <= c->warmup_steps)
+        return zt_fail(ZT_ERR_INVALID, "cosine schedule needs total_steps (%d) > warmup_steps (%d)",
+                       c->total_steps, c->warmup_steps);
+    if (c->schedule == ZT_SCHED_STEP && (c->step_size < 1 || !(c->step_gamma > 0)))
+        return zt_fail(ZT_ERR_INVALID, "step schedule needs step_size >= 1 and step_gamma > 0");
+    if (!(c->lr_min >= 0 && c->lr_min <= c->lr))
+        return zt_fail(ZT_ERR_INVALID, "lr_min = %g must be in [0, lr]", c->lr_min);
+    if (!(c->value_weight >= 0))
+        return zt_fail(ZT_ERR_INVALID, "value_weight = %g must be >= 0", c->value_weight);
+    if (c->micro_batch < 1)
+        return zt_fail(ZT_ERR_INVALID, "micro_batch = %d must be >= 1", c->micro_batch);
+    if (!(c->clip_norm >= 0))
+        return zt_fail(ZT_ERR_INVALID, "clip_norm = %g must be >= 0", c->clip_norm);
+    return ZT_OK;
+}
+
+double zt_trainer_lr_at(const zt_train_config *c, long step)
+{
+    /* Linear warm-up (Goyal et al. 2017) ends at the schedule's start value. */
+    if (step < c->warmup_steps) return c->lr * (double)(step + 1) / c->warmup_steps;
+    long t = step - c->warmup_steps;
+    switch (c->schedule) {
+    case ZT_SCHED_CONSTANT: return c->lr;
+    case ZT_SCHED_STEP: return c->lr * pow(c->step_gamma, (double)(t / c->step_size));
+    case ZT_SCHED_COSINE: {
+        /* SGDR's cosine annealing without restarts (Loshchilov & Hutter 2017). */
+        long span = c->total_steps - c->warmup_steps;
+        if (t >= span) return c->lr_min;
+        return c->lr_min + 0.5 * (c->lr - c->lr_min) * (1 + cos(M_PI * (double)t / span));
+    }
+    }
+    return c->lr;
+}
+
+zt_status zt_trainer_new(zt_net *net, const zt_train_config *cfg, zt_trainer **out)
+{
+    ZT_TRY(check_config(cfg));
+    zt_trainer *t = zt_xcalloc(1, sizeof *t);
+    t->net = net;
+    t->cfg = *cfg;
+    t->n = zt_net_param_count(net);
+    size_t bytes = (t->n + 1) * sizeof(float);
+    t->grads = zt_aligned_alloc(ZT_CACHE_LINE, bytes);
+    t->m = zt_aligned_alloc(ZT_CACHE_LINE, bytes);
+    t->v = cfg->optimizer == ZT_OPT_ADAMW ? zt_aligned_alloc(ZT_CACHE_LINE, bytes) : NULL;
+    t->decay = zt_xcalloc(t->n + 1, sizeof *t->decay);
+    if (!t->grads || !t->m || (cfg->optimizer == ZT_OPT_ADAMW && !t->v)) {
+        zt_trainer_free(t);
+        return zt_fail(ZT_ERR_NOMEM, "no memory for the optimizer state");
+    }
+    const zt_nn_graph *g = zt_net_graph(net);
+    for (int i = 0; i < g->nparams; i++)
+        if (g->params[i].decay)
+            for (size_t e = 0; e < g->params[i].count; e++) t->decay[g->params[i].offset + e] = 1;
+    *out = t;
+    return ZT_OK;
+}
+
+static void free_batch_buffers(zt_trainer *t)
+{
+    free(t->policy);
+    free(t->value);
+    free(t->d_policy);
+    free(t->d_value);
+    t->policy = t->value = t->d_policy = t->d_value = NULL;
+    t->cap = 0;
+}
+
+void zt_trainer_free(zt_trainer *t)
+{
+    if (!t) return;
+    free_batch_buffers(t);
+    zt_aligned_free(t->grads);
+    zt_aligned_free(t->m);
+    zt_aligned_free(t->v);
+    free(t->decay);
+    free(t);
+}
+
+long zt_trainer_steps(const zt_trainer *t)
+{
+    return t->step;
+}
+
+static zt_status reserve(zt_trainer *t, int mb)
+{
+    if (mb <= t->cap) return ZT_OK;
+    const zt_net_config *cfg = zt_net_config_of(t->net);
+    free_batch_buffers(t);
+    size_t np = (size_t)mb * cfg->num_actions, nv = (size_t)mb * zt_net_value_size(cfg);
+    t->policy = malloc(np * sizeof(float));
+    t->d_policy = malloc(np * sizeof(float));
+    t->value = malloc(nv * sizeof(float));
+    t->d_value = malloc(nv * sizeof(float));
+    if (!t->policy || !t->d_policy || !t->value || !t->d_value) {
+        free_batch_buffers(t);
+        return zt_fail(ZT_ERR_NOMEM, "no memory for a training batch of %d", mb);
+    }
+    ZT_TRY(zt_net_backend(t->net)->reserve(zt_net_plan(t->net), mb, true));
+    t->cap = mb;
+    return ZT_OK;
+}
+
+/* Masked softmax cross-entropy of one sample: illegal logits count as -inf.
+ * Adds the loss to *loss and writes d loss / d logits scaled by `scale`. */
+static void policy_ce(const float *logits, const float *target, const uint8_t *legal, int A,
+                      double scale, double *loss, float *d)
+{
+    double max = -INFINITY, mass = 0;
+    for (int a = 0; a < A; a++) {
+        ZT_ASSERT(legal[a] || target[a] == 0);
+        if (legal[a] && logits[a] > max) max = logits[a];
+        mass += target[a];
+    }
+    if (max == -INFINITY) { /* no legal action: nothing to learn */
+        for (int a = 0; a < A; a++) d[a] = 0;
+        return;
+    }
+    double z = 0;
+    for (int a = 0; a < A; a++)
+        if (legal[a]) z += exp(logits[a] - max);
+    double lse = max + log(z);
+    for (int a = 0; a < A; a++) {
+        if (!legal[a]) {
+            d[a] = 0;
+            continue;
+        }
+        double logp = logits[a] - lse;
+        if (target[a] > 0) *loss -= target[a] * logp;
+        d[a] = (float)(scale * (exp(logp) * mass - target[a]));
+    }
+}
+
+/* Forward and backward over one micro-batch [off, off + B) of a batch of
+ * `total` samples; adds each loss term (already divided by total). */
+static zt_status micro_batch(zt_trainer *t, const zt_train_batch *b, int off, int B,
+                             bool update_stats, float *grads, zt_train_losses *acc)
+{
+    zt_net *net = t->net;
+    const zt_net_config *cfg = zt_net_config_of(net);
+    const zt_nn_backend *be = zt_net_backend(net);
+    zt_nn_plan *plan = zt_net_plan(net);
+    int A = cfg->num_actions, V = zt_net_value_size(cfg);
+    size_t obs_n = (size_t)cfg->in_h * cfg->in_w * cfg->in_c;
+    float *outs[2] = {t->policy, t->value};
+    ZT_TRY(be->forward(plan, B, b->obs + (size_t)off * obs_n, outs, true, update_stats));
+    double scale = 1.0 / b->B, vw = t->cfg.value_weight;
+    double policy = 0, value = 0;
+    for (int n = 0; n < B; n++) {
+        size_t s = (size_t)(off + n);
+        policy_ce(t->policy + (size_t)n * A, b->policy_target + s * A, b->legal + s * A, A,
+                  scale, &policy, t->d_policy + (size_t)n * A);
+        const float *v = t->value + (size_t)n * V;
+        float *dv = t->d_value + (size_t)n * V;
+        if (cfg->value_kind == ZT_VALUE_SCALAR) {
+            double err = v[0] - b->value_target[s];
+            value += err * err;
+            dv[0] = (float)(2 * err * scale * vw);
+        } else {
+            static const uint8_t all3[3] = {1, 1, 1};
+            double ce = 0;
+            policy_ce(v, b->value_target + s * 3, all3, 3, scale * vw, &ce, dv);
+            value += ce;
+        }
+    }
+    acc->policy += policy * scale;
+    acc->value += value * scale;
+    const float *d_outs[2] = {t->d_policy, t->d_value};
+    return be->backward(plan, B, d_outs, grads, NULL);
+}
+
+static zt_status run_batch(zt_trainer *t, const zt_train_batch *b, bool update_stats,
+                           float *grads, zt_train_losses *out)
+{
+    ZT_ASSERT(b->B > 0);
+    int mb = b->B < t->cfg.micro_batch ? b->B : t->cfg.micro_batch;
+    ZT_TRY(reserve(t, mb));
+    memset(grads, 0, t->n * sizeof(float));
+    memset(out, 0, sizeof *out);
+    for (int off = 0; off < b->B; off += mb) {
+        int B = b->B - off < mb ? b->B - off : mb;
+        ZT_TRY(micro_batch(t, b, off, B, update_stats, grads, out));
+    }
+    double sq = 0, l2 = 0;
+    const float *w = zt_net_params(t->net);
+    for (size_t i = 0; i < t->n; i++) {
+        sq += (double)grads[i] * grads[i];
+        if (t->decay[i]) l2 += (double)w[i] * w[i];
+    }
+    out->grad_norm = sqrt(sq);
+    out->l2 = 0.5 * t->cfg.weight_decay * l2;
+    out->total = out->policy + t->cfg.value_weight * out->value + out->l2;
+    return ZT_OK;
+}
+
+zt_status zt_trainer_loss_grad(zt_trainer *t, const zt_train_batch *batch, zt_train_losses *out,
+                               float *grads)
+{
+    ZT_TRY(run_batch(t, batch, false, grads, out));
+    const float *w = zt_net_params(t->net);
+    double wd = t->cfg.weight_decay;
+    for (size_t i = 0; i < t->n; i++)
+        if (t->decay[i]) grads[i] += (float)(wd * w[i]);
+    out->lr = zt_trainer_lr_at(&t->cfg, t->step);
+    return ZT_OK;
+}
+
+zt_status zt_trainer_step(zt_trainer *t, const zt_train_batch *batch, zt_train_losses *out)
+{
+    zt_train_losses losses;
+    ZT_TRY(run_batch(t, batch, true, t->grads, &losses));
+    const zt_train_config *c = &t->cfg;
+    float *g = t->grads, *w = zt_net_params(t->net), *m = t->m, *v = t->v;
+    if (c->clip_norm > 0 && losses.grad_norm > c->clip_norm) {
+        float k = (float)(c->clip_norm / losses.grad_norm);
+        for (size_t i = 0; i < t->n; i++) g[i] *= k;
+    }
+    double lr = zt_trainer_lr_at(c, t->step);
+    losses.lr = lr;
+    t->step++;
+    if (c->optimizer == ZT_OPT_SGD) {
+        /* Nesterov momentum in Sutskever et al.'s (2013) reformulation, as
+         * PyTorch: buf = mu*buf + g; w -= lr * (g + mu*buf), with the L2
+         * gradient wd*w added to g. */
+        float mu = (float)c->momentum, wd = (float)c->weight_decay, flr = (float)lr;
+        for (size_t i = 0; i < t->n; i++) {
+            float gi = g[i] + (t->decay[i] ? wd * w[i] : 0.0f);
+            m[i] = mu * m[i] + gi;
+            w[i] -= flr * (gi + mu * m[i]);
+        }
+    } else {
+        /* AdamW (Loshchilov & Hutter 2019, Algorithm 2): decay decoupled from
+         * the adaptive step, bias-corrected moments (Kingma & Ba 2015). */
+        double bc1 = 1 - pow(c->beta1, (double)t->step), bc2 = 1 - pow(c->beta2, (double)t->step);
+        float b1 = (float)c->beta1, b2 = (float)c->beta2;
+        float step_size = (float)(lr / bc1), inv_bc2 = (float)(1 / bc2), eps = (float)c->eps;
+        float shrink = (float)(1 - lr * c->weight_decay);
+        for (size_t i = 0; i < t->n; i++) {
+            if (t->decay[i]) w[i] *= shrink;
+            m[i] = b1 * m[i] + (1 - b1) * g[i];
+            v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+            w[i] -= step_size * m[i] / (sqrtf(v[i] * inv_bc2) + eps);
+        }
+    }
+    zt_net_params_changed(t->net);
+    if (out) *out = losses;
+    return ZT_OK;
+}
+
+/* ---- optimizer-state file ---- */
+
+#define TRAIN_FORMAT "1"
+
+static const char *optimizer_name(zt_optimizer_kind k)
+{
+    return k == ZT_OPT_ADAMW ? "adamw" : "sgd";
+}
+
+/* The moment tensors are named "<moment>.<parameter name>". */
+static void moment_name(char *buf, size_t cap, const char *moment, const char *param)
+{
+    int len = snprintf(buf, cap, "%s.%s", moment, param);
+    ZT_ASSERT(len > 0 && (size_t)len < cap);
+}
+
+zt_status zt_trainer_save(const zt_trainer *t, const char *path)
+{
+    const zt_nn_graph *g = zt_net_graph(t->net);
+    int moments = t->v ? 2 : 1;
+    zt_st_tensor *ts = zt_xcalloc((size_t)g->nparams * 2 + 1, sizeof *ts);
+    char(*names)[96] = zt_xcalloc((size_t)g->nparams * 2 + 1, sizeof *names);
+    int n = 0;
+    for (int mo = 0; mo < moments; mo++)
+        for (int i = 0; i < g->nparams; i++) {
+            const zt_nn_param *p = &g->params[i];
+            if (!p->trainable) continue;
+            moment_name(names[n], sizeof names[n], mo == 0 ? "m" : "v", p->name);
+            ts[n].name = names[n];
+            ts[n].ndim = p->ndim;
+            memcpy(ts[n].shape, p->shape, sizeof ts[n].shape);
+            ts[n].data = (mo == 0 ? t->m : t->v) + p->offset;
+            n++;
+        }
+    char arch[256], step[32];
+    zt_net_config_format(zt_net_config_of(t->net), arch, sizeof arch);
+    snprintf(step, sizeof step, "%ld", t->step);
+    zt_st_meta meta[] = {{"format", "zeroth-optimizer"},
+                         {"version", TRAIN_FORMAT},
+                         {"architecture", arch},
+                         {"optimizer", optimizer_name(t->cfg.optimizer)},
+                         {"step", step}};
+    zt_status s = zt_st_write(path, ts, n, meta, (int)(sizeof meta / sizeof meta[0]));
+    free(names);
+    free(ts);
+    return s;
+}
+
+zt_status zt_trainer_load(zt_trainer *t, const char *path)
+{
+    zt_st_file f;
+    ZT_TRY(zt_st_open(path, &f));
+    zt_status s = ZT_OK;
+    char arch[256];
+    zt_net_config_format(zt_net_config_of(t->net), arch, sizeof arch);
+    const char *format = zt_st_meta_get(&f, "format"), *version = zt_st_meta_get(&f, "version");
+    const char *farch = zt_st_meta_get(&f, "architecture");
+    const char *opt = zt_st_meta_get(&f, "optimizer"), *step = zt_st_meta_get(&f, "step");
+    char *end = NULL;
+    long steps = step ? strtol(step, &end, 10) : -1;
+    int expected = 0;
+    const zt_nn_graph *g = zt_net_graph(t->net);
+    for (int i = 0; i < g->nparams; i++) expected += g->params[i].trainable;
+    if (t->v) expected *= 2;
+    if (!format || strcmp(format, "zeroth-optimizer") != 0)
+        s = zt_fail(ZT_ERR_INVALID, "'%s' is not a Zeroth optimizer-state file", path);
+    else if (!version || strcmp(version, TRAIN_FORMAT) != 0)
+        s = zt_fail(ZT_ERR_UNSUPPORTED, "'%s' has optimizer-state format version '%s', not %s",
+                    path, version ? version : "", TRAIN_FORMAT);
+    else if (!farch || strcmp(farch, arch) != 0)
+        s = zt_fail(ZT_ERR_INVALID, "'%s' is optimizer state for architecture '%s', not '%s'",
+                    path, farch ? farch : "", arch);
+    else if (!opt || strcmp(opt, optimizer_name(t->cfg.optimizer)) != 0)
+        s = zt_fail(ZT_ERR_INVALID, "'%s' is optimizer state for '%s', not '%s'", path,
+                    opt ? opt : "", optimizer_name(t->cfg.optimizer));
+    else if (steps < 0 || *end != '\0')
+        s = zt_fail(ZT_ERR_CORRUPT, "'%s' has a malformed step count", path);
+    else if (f.nentries != expected)
+        s = zt_fail(ZT_ERR_INVALID, "'%s' holds %d tensors, this optimizer has %d", path,
+                    f.nentries, expected);
+    /* Everything is checked before anything is written, so a refused file
+     * leaves the trainer as it was. */
+    for (int pass = 0; pass < 2 && s == ZT_OK; pass++)
+        for (int mo = 0; mo < (t->v ? 2 : 1) && s == ZT_OK; mo++)
+            for (int i = 0; i < g->nparams && s == ZT_OK; i++) {
+                const zt_nn_param *p = &g->params[i];
+                if (!p->trainable) continue;
+                char name[96];
+                moment_name(name, sizeof name, mo == 0 ? "m" : "v", p->name);
+                float *dst = pass == 0 ? NULL : (mo == 0 ? t->m : t->v) + p->offset;
+                s = zt_st_read_tensor(&f, name, p->ndim, p->shape, dst);
+            }
+    if (s == ZT_OK) t->step = steps;
+    zt_st_close(&f);
+    return s;
+}
