@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test sanitize clean format
+.PHONY: all deps build run test sanitize clean format torch-compare
 
 all: build
 
@@ -28,6 +28,17 @@ sanitize: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZT_SANITIZE=ON -DZT_WERROR=ON $(CMAKE_FLAGS) >/dev/null
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+# Zeroth's networks against PyTorch on the same weights (bench/torch_compare.py).
+# PyTorch comes from PyPI into a virtual environment (a few GB with its
+# CUDA wheels); nothing else depends on it.
+VENV ?= bench/.venv
+torch-compare: build
+	bash scripts/install-deps.sh --bench
+	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	$(VENV)/bin/python -c "import torch, safetensors, numpy" 2>/dev/null || \
+		$(VENV)/bin/pip install -q torch numpy safetensors
+	$(VENV)/bin/python bench/torch_compare.py --zeroth $(BUILD)/zeroth $(TORCH_ARGS)
 
 format:
 	clang-format -i src/*/*.c src/*/*.h tests/*.c bench/*.c

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Installs what Zeroth builds and links against, from Debian packages only.
 # Idempotent: installs only packages that are missing. Needs root (or sudo).
+# Usage: scripts/install-deps.sh [--bench]
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libinih-dev libdnnl-dev)
+# --bench: also what bench/torch_compare.py needs to make its virtual environment.
+if [ "${1:-}" = "--bench" ]; then
+    pkgs+=(python3 python3-venv python3-pip)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

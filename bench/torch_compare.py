@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""Zeroth's networks against PyTorch on the CPU, on the very same weights.
+
+For each benchmark net (`zeroth bench nn --export DIR` writes its weights and
+a reference input/output pair as safetensors) this script
+  1. builds the same architecture in PyTorch from the file's metadata and
+     loads Zeroth's weights (OHWI convs and HWC-ordered dense inputs are
+     permuted to PyTorch's NCHW conventions),
+  2. checks that PyTorch's outputs equal Zeroth's (fp32, 1e-4 relative),
+  3. times PyTorch's configurations -- fp32 eager, bf16 autocast, TorchScript
+     frozen (fp32 and bf16), torch.compile -- keeping the fastest at each
+     batch size, and a bf16-autocast SGD training step at batch 256,
+  4. runs `zeroth bench nn --json` in the same process tree, on the same
+     threads, and prints Zeroth / PyTorch ratios (medians of repeated runs).
+
+Usage: bench/torch_compare.py [--zeroth build/zeroth] [--threads N]
+         [--batches 1,8,32,64,256,1024,4096] [--nets c4_64x5,...] [--quick]
+Set up with `make torch-compare` (a virtual environment with torch from PyPI).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from safetensors.numpy import load_file
+from safetensors import safe_open
+
+
+def parse_arch(text):
+    """The architecture string of zt_net_config_format."""
+    parts = text.split()
+    arch = {"kind": parts[0]}
+    for p in parts[1:]:
+        k, v = p.split("=", 1)
+        arch[k] = v
+    h, w, c = (int(x) for x in arch["in"].split("x"))
+    vkind, vhidden = arch["value"].split(":")
+    arch.update(h=h, w=w, c=c, actions=int(arch["actions"]), value_kind=vkind,
+                value_hidden=int(vhidden))
+    return arch
+
+
+class ConvBN(nn.Module):
+    def __init__(self, cin, cout, k):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, k, padding=k // 2, bias=False)
+        self.bn = nn.BatchNorm2d(cout, eps=1e-5, momentum=0.1)
+
+
+class Residual(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(x + y)
+
+
+class ResNet(nn.Module):
+    """The AlphaZero tower as Zeroth builds it (src/nn/net.c)."""
+
+    def __init__(self, a):
+        super().__init__()
+        ch, hw = int(a["ch"]), a["h"] * a["w"]
+        self.a = a
+        self.stem = ConvBN(a["c"], ch, 3)
+        self.blocks = nn.ModuleList([Residual(ch) for _ in range(int(a["blocks"]))])
+        pol, valc = int(a["pol"]), int(a["valc"])
+        self.policy = ConvBN(ch, pol, 1)
+        self.policy.fc = nn.Linear(pol * hw, a["actions"])
+        self.value = ConvBN(ch, valc, 1)
+        self.value.fc1 = nn.Linear(valc * hw, a["value_hidden"])
+        self.value.fc2 = nn.Linear(a["value_hidden"], 3 if a["value_kind"] == "wdl" else 1)
+
+    def forward(self, x):  # x: NCHW
+        x = F.relu(self.stem.bn(self.stem.conv(x)))
+        for b in self.blocks:
+            x = b(x)
+        p = F.relu(self.policy.bn(self.policy.conv(x)))
+        p = self.policy.fc(p.flatten(1))
+        v = F.relu(self.value.bn(self.value.conv(x)))
+        v = self.value.fc2(F.relu(self.value.fc1(v.flatten(1))))
+        if self.a["value_kind"] != "wdl":
+            v = torch.tanh(v)
+        return p, v
+
+
+class MLPBlock(nn.Module):
+    def __init__(self, cin, width, norm):
+        super().__init__()
+        self.fc = nn.Linear(cin, width, bias=False)
+        self.norm = nn.BatchNorm1d(width) if norm == "batch" else nn.LayerNorm(width)
+
+    def forward(self, x):
+        return F.relu(self.norm(self.fc(x)))
+
+
+class MLP(nn.Module):
+    def __init__(self, a):
+        super().__init__()
+        self.a = a
+        width, n = int(a["width"]), int(a["layers"])
+        cin = a["h"] * a["w"] * a["c"]
+        self.mlp = nn.ModuleList([MLPBlock(cin if i == 0 else width, width, a["norm"])
+                                  for i in range(n)])
+        self.policy = nn.Module()
+        self.policy.fc = nn.Linear(width, a["actions"])
+        self.value = nn.Module()
+        self.value.fc1 = nn.Linear(width, a["value_hidden"])
+        self.value.fc2 = nn.Linear(a["value_hidden"], 3 if a["value_kind"] == "wdl" else 1)
+
+    def forward(self, x):
+        x = x.flatten(1)
+        for b in self.mlp:
+            x = b(x)
+        v = self.value.fc2(F.relu(self.value.fc1(x)))
+        if self.a["value_kind"] != "wdl":
+            v = torch.tanh(v)
+        return self.policy.fc(x), v
+
+
+def load_zeroth(path):
+    with safe_open(path, "np") as f:
+        meta = f.metadata()
+    arch = parse_arch(meta["architecture"])
+    model = ResNet(arch) if arch["kind"] == "resnet" else MLP(arch)
+    tensors = load_file(path)
+    state = model.state_dict()
+    for name, value in tensors.items():
+        if name not in state:
+            sys.exit(f"torch_compare: {path}: tensor {name} has no PyTorch counterpart")
+        t = torch.from_numpy(value.copy())
+        if t.dim() == 4:  # conv OHWI -> OIHW
+            t = t.permute(0, 3, 1, 2).contiguous()
+        elif t.dim() == 2 and arch["kind"] == "resnet" and name.endswith(("policy.fc.weight",
+                                                                          "value.fc1.weight")):
+            # Zeroth flattens HWC, PyTorch flattens CHW.
+            out, cin = t.shape
+            c = cin // (arch["h"] * arch["w"])
+            t = t.reshape(out, arch["h"], arch["w"], c).permute(0, 3, 1, 2).reshape(out, cin)
+        if tuple(t.shape) != tuple(state[name].shape):
+            sys.exit(f"torch_compare: {name}: shape {tuple(t.shape)} vs {tuple(state[name].shape)}")
+        state[name] = t
+    missing = set(state) - set(tensors) - {k for k in state if k.endswith("num_batches_tracked")}
+    if missing:
+        sys.exit(f"torch_compare: {path}: missing tensors {sorted(missing)}")
+    model.load_state_dict(state)
+    model.eval()
+    return arch, model
+
+
+def to_nchw(x, arch):
+    return x.reshape(-1, arch["h"], arch["w"], arch["c"]).permute(0, 3, 1, 2).contiguous()
+
+
+def check_outputs(name, arch, model, io_path):
+    io = load_file(io_path)
+    x = to_nchw(torch.from_numpy(io["input"]), arch)
+    with torch.no_grad():
+        p, v = model(x)
+    ref_p, ref_v = torch.from_numpy(io["policy"]), torch.from_numpy(io["value"])
+    scale = max(ref_p.abs().max().item(), ref_v.abs().max().item(), 1e-6)
+    err = max((p - ref_p).abs().max().item(), (v.reshape(ref_v.shape) - ref_v).abs().max().item())
+    ok = err <= 1e-4 * scale
+    print(f"{name}: PyTorch vs Zeroth fp32 outputs: max abs error {err:.2e} "
+          f"(scale {scale:.2f}) {'agree' if ok else 'DISAGREE'}")
+    return ok
+
+
+def time_call(fn, x, min_time, repeats):
+    """Median over `repeats` runs of the mean seconds per call."""
+    fn(x)
+    fn(x)
+    runs = []
+    for _ in range(repeats):
+        n, t0 = 0, time.perf_counter()
+        while True:
+            fn(x)
+            n += 1
+            dt = time.perf_counter() - t0
+            if dt >= min_time:
+                break
+        runs.append(dt / n)
+    return statistics.median(runs)
+
+
+def torch_variants(model, arch, example):
+    """name -> callable(x) for every configuration worth trying."""
+    variants = {}
+
+    def eager(x):
+        with torch.inference_mode():
+            return model(x)
+
+    def autocast(x):
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+            return model(x)
+
+    variants["fp32 eager"] = eager
+    variants["bf16 autocast"] = autocast
+    try:
+        with torch.no_grad():
+            ts = torch.jit.freeze(torch.jit.trace(model, example))
+        variants["torchscript frozen"] = lambda x: ts(x)
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=False):
+            ts16 = torch.jit.freeze(torch.jit.trace(model, example))
+
+        def ts_bf16(x):
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=False):
+                return ts16(x)
+        variants["torchscript bf16"] = ts_bf16
+    except Exception as e:  # a failed variant is reported, not fatal
+        print(f"  (torchscript unavailable: {type(e).__name__}: {e})")
+    try:
+        compiled = torch.compile(model, dynamic=False)
+
+        def comp(x):
+            with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+                return compiled(x)
+        variants["torch.compile bf16"] = comp
+    except Exception as e:
+        print(f"  (torch.compile unavailable: {type(e).__name__}: {e})")
+    return variants
+
+
+def torch_train_step_rate(model, arch, batch, min_time, repeats):
+    """Samples/s of an SGD step with bf16 autocast (policy CE + value MSE)."""
+    model = model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, nesterov=True,
+                          weight_decay=1e-4)
+    x = torch.randn(batch, arch["c"], arch["h"], arch["w"]) if arch["kind"] == "resnet" \
+        else torch.randn(batch, arch["h"] * arch["w"] * arch["c"])
+    target = torch.softmax(torch.randn(batch, arch["actions"]), dim=1)
+    vt = torch.rand(batch, 1) * 2 - 1
+
+    def step(_):
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            p, v = model(x)
+        loss = -(target * torch.log_softmax(p.float(), 1)).sum(1).mean() + \
+            F.mse_loss(v.float().reshape(-1, 1)[:, :1], vt)
+        loss.backward()
+        opt.step()
+
+    sec = time_call(step, None, min_time, repeats)
+    model.eval()
+    return batch / sec
+
+
+def zeroth_numbers(zeroth, nets, batches, threads, quick):
+    cmd = [zeroth, "bench", "nn", "--json", "--nets", ",".join(nets),
+           "--batches", ",".join(str(b) for b in batches), "--threads", str(threads)]
+    if quick:
+        cmd.append("--quick")
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--zeroth", default="build/zeroth")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--batches", default="1,8,32,64,256,1024,4096")
+    ap.add_argument("--nets", default="c4_64x5,c4_128x10,bg_mlp")
+    ap.add_argument("--quick", action="store_true", help="shorter timings (smoke test)")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    batches = [int(b) for b in args.batches.split(",")]
+    nets = args.nets.split(",")
+    min_time, repeats = (0.05, 1) if args.quick else (0.3, 5)
+    print(f"PyTorch {torch.__version__} on CPU, {args.threads} threads; "
+          f"oneDNN (mkldnn) {torch.backends.mkldnn.is_available()}")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([args.zeroth, "bench", "nn", "--export", tmp, "--nets", ",".join(nets)],
+                       check=True, stdout=subprocess.DEVNULL)
+        zrows = zeroth_numbers(args.zeroth, nets, batches, args.threads, args.quick)
+        zbest = {}
+        for r in zrows:
+            if "batch" in r and r.get("threads") == args.threads:
+                key = (r["net"], r["batch"])
+                zbest[key] = max(zbest.get(key, (0, ""))[0], r["inf_per_s"]), r["precision"]
+        ztrain = {r["net"]: r["samples_per_s"] for r in zrows if "train_batch" in r}
+
+        ok = True
+        print(f"\n{'net':<10} {'batch':>6} {'zeroth inf/s':>13} {'torch inf/s':>12} "
+              f"{'torch best config':<20} {'ratio':>6}")
+        for name in nets:
+            arch, model = load_zeroth(os.path.join(tmp, name + ".safetensors"))
+            ok &= check_outputs(name, arch, model, os.path.join(tmp, name + ".io.safetensors"))
+            for b in batches:
+                shape = (b, arch["c"], arch["h"], arch["w"]) if arch["kind"] == "resnet" \
+                    else (b, arch["h"] * arch["w"] * arch["c"])
+                x = torch.randn(*shape)
+                best = (0.0, "")
+                for vname, fn in torch_variants(model, arch, x).items():
+                    try:
+                        rate = b / time_call(fn, x, min_time, repeats)
+                    except Exception as e:
+                        print(f"  ({vname} failed at batch {b}: {type(e).__name__})")
+                        continue
+                    if rate > best[0]:
+                        best = (rate, vname)
+                z = zbest.get((name, b), (float("nan"), ""))
+                print(f"{name:<10} {b:>6} {z[0]:>13.0f} {best[0]:>12.0f} {best[1]:<20} "
+                      f"{z[0] / best[0]:>6.2f}", flush=True)
+            t_rate = torch_train_step_rate(model, arch, 256, min_time, repeats)
+            z_rate = ztrain.get(name, float("nan"))
+            print(f"{name:<10} train step batch 256: zeroth {z_rate:.0f} samples/s, "
+                  f"PyTorch bf16 autocast {t_rate:.0f} samples/s, ratio {z_rate / t_rate:.2f}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,325 @@
+/* Matches between two agents, and the solver test sets. */
+#include "arena/arena.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/fileio.h"
+#include "game/solver.h"
+
+/* ---- matches ---- */
+
+/* Games in flight when neither the caller nor the agents limit them: enough
+ * for full evaluator batches, few enough that an SPRT wastes little. */
+#define MATCH_DEFAULT_CONCURRENCY 256
+
+typedef struct game_slot {
+    uint8_t state[ZT_MAX_STATE_BYTES];
+    zt_rng rng;
+    int index; /* game number, -1 while the slot is free */
+    int a_seat;
+} game_slot;
+
+typedef struct match {
+    const zt_game *g;
+    zt_agent *agent[2]; /* a, b */
+    const zt_match_config *cfg;
+    zt_match_result *res;
+    game_slot *slots;
+    int num_slots, in_flight, next_game;
+    /* Results are counted in game order, so that an SPRT stops at the same
+     * game whatever the number of games in flight. */
+    int8_t *finished; /* per game: 0 not yet, 1 finished */
+    float *returns;   /* per game: a's return */
+    int counted;      /* games 0 .. counted - 1 are in res */
+    bool decided;     /* the SPRT decided: stop */
+} match;
+
+static void notify_played(match *m, int slot, int action)
+{
+    for (int k = 0; k < 2; k++)
+        if (m->agent[k]->played) m->agent[k]->played(m->agent[k], slot, action);
+}
+
+static void start_game(match *m, int slot)
+{
+    game_slot *gs = &m->slots[slot];
+    gs->index = m->next_game++;
+    gs->a_seat = gs->index & 1;
+    zt_rng_seed(&gs->rng, m->cfg->seed, (uint64_t)gs->index);
+    m->g->reset(m->g, gs->state);
+    for (int k = 0; k < 2; k++)
+        if (m->agent[k]->new_game) m->agent[k]->new_game(m->agent[k], slot);
+    m->in_flight++;
+}
+
+static void count_game(match *m, int index)
+{
+    float ra = m->returns[index];
+    zt_match_result *res = m->res;
+    res->games++;
+    res->total_return += ra;
+    if (ra > 0)
+        res->wins++;
+    else if (ra < 0)
+        res->losses++;
+    else
+        res->draws++;
+    if ((index & 1) == 0) {
+        res->games_first++;
+        res->wins_first += ra > 0;
+    }
+    if (m->cfg->use_sprt) {
+        res->sprt = zt_sprt_update(&m->cfg->sprt, res->wins, res->draws, res->losses);
+        if (res->sprt.decision != 0) {
+            m->decided = true;
+            res->stopped_early = index + 1 < m->cfg->games;
+        }
+    }
+}
+
+static void finish_game(match *m, int slot)
+{
+    game_slot *gs = &m->slots[slot];
+    float r[2];
+    m->g->returns(m->g, gs->state, r);
+    m->returns[gs->index] = r[gs->a_seat];
+    m->finished[gs->index] = 1;
+    gs->index = -1;
+    m->in_flight--;
+    while (!m->decided && m->counted < m->next_game && m->finished[m->counted])
+        count_game(m, m->counted++);
+}
+
+/* Plays chance outcomes, finishes ended games and starts new ones in their
+ * slots until every slot in use waits on a player's move. */
+static void settle(match *m)
+{
+    const zt_game *g = m->g;
+    for (int i = 0; i < m->num_slots; i++) {
+        game_slot *gs = &m->slots[i];
+        for (;;) {
+            if (gs->index < 0) {
+                if (m->decided || m->next_game >= m->cfg->games) break;
+                start_game(m, i);
+            }
+            int p = g->current_player(g, gs->state);
+            if (p >= 0) break;
+            if (p == ZT_TERMINAL) {
+                finish_game(m, i);
+                continue;
+            }
+            int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+            float probs[ZT_MAX_CHANCE_OUTCOMES];
+            int n = g->chance_outcomes(g, gs->state, outcomes, probs);
+            int o = outcomes[zt_rng_categorical(&gs->rng, probs, n)];
+            g->apply(g, gs->state, o);
+            notify_played(m, i, o);
+        }
+    }
+}
+
+zt_status zt_arena_match(const zt_game *g, zt_agent *a, zt_agent *b, const zt_match_config *cfg,
+                         zt_match_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (cfg->games < 1) return zt_fail(ZT_ERR_INVALID, "match: games %d < 1", cfg->games);
+    if (cfg->use_sprt && !(cfg->sprt.alpha > 0 && cfg->sprt.alpha < 1 && cfg->sprt.beta > 0 &&
+                           cfg->sprt.beta < 1 && cfg->sprt.elo0 < cfg->sprt.elo1))
+        return zt_fail(ZT_ERR_INVALID, "sprt: need 0 < alpha, beta < 1 and elo0 < elo1");
+    int conc = a->max_games < b->max_games ? a->max_games : b->max_games;
+    if (cfg->concurrency > 0 && cfg->concurrency < conc) conc = cfg->concurrency;
+    if (cfg->concurrency <= 0 && conc > MATCH_DEFAULT_CONCURRENCY) conc = MATCH_DEFAULT_CONCURRENCY;
+    if (conc > cfg->games) conc = cfg->games;
+    match m = {.g = g, .agent = {a, b}, .cfg = cfg, .res = out, .num_slots = conc};
+    m.slots = zt_xcalloc((size_t)conc, sizeof *m.slots);
+    m.finished = zt_xcalloc((size_t)cfg->games, sizeof *m.finished);
+    m.returns = zt_xcalloc((size_t)cfg->games, sizeof *m.returns);
+    const void **states = zt_xmalloc((size_t)conc * sizeof *states);
+    zt_rng **rngs = zt_xmalloc((size_t)conc * sizeof *rngs);
+    int *slot_ids = zt_xmalloc((size_t)conc * sizeof *slot_ids);
+    int *actions = zt_xmalloc((size_t)conc * sizeof *actions);
+    for (int i = 0; i < conc; i++) m.slots[i].index = -1;
+    if (cfg->use_sprt) out->sprt = zt_sprt_update(&cfg->sprt, 0, 0, 0);
+    zt_status st = ZT_OK;
+    settle(&m);
+    while (m.in_flight > 0 && !m.decided && st == ZT_OK) {
+        /* One call per agent for every game in which it is to move. */
+        for (int k = 0; k < 2 && st == ZT_OK; k++) {
+            int n = 0;
+            for (int i = 0; i < conc; i++) {
+                game_slot *gs = &m.slots[i];
+                if (gs->index < 0) continue;
+                int p = g->current_player(g, gs->state);
+                if (p < 0 || (p == gs->a_seat) != (k == 0)) continue;
+                slot_ids[n] = i;
+                states[n] = gs->state;
+                rngs[n] = &gs->rng;
+                n++;
+            }
+            if (n == 0) continue;
+            zt_agent *ag = m.agent[k];
+            ag->choose(ag, n, slot_ids, states, rngs, actions);
+            for (int j = 0; j < n; j++) {
+                game_slot *gs = &m.slots[slot_ids[j]];
+                uint8_t mask[ZT_MAX_ACTIONS];
+                zt_game_legal_mask(g, gs->state, mask);
+                int act = actions[j];
+                if (act < 0 || act >= g->num_actions || !mask[act]) {
+                    char text[ZT_MAX_TEXT];
+                    g->to_text(g, gs->state, text, sizeof text);
+                    st = zt_fail(ZT_ERR_INVALID, "agent %s chose illegal action %d in %s", ag->name,
+                                 act, text);
+                    break;
+                }
+                g->apply(g, gs->state, act);
+                notify_played(&m, slot_ids[j], act);
+            }
+        }
+        settle(&m);
+    }
+    out->elo = zt_elo_estimate(out->wins, out->draws, out->losses);
+    free(m.slots);
+    free(m.finished);
+    free(m.returns);
+    free(states);
+    free(rngs);
+    free(slot_ids);
+    free(actions);
+    return st;
+}
+
+void zt_match_format(const zt_match_result *r, bool with_sprt, char *buf, size_t cap)
+{
+    int n = snprintf(buf, cap, "W-D-L %d-%d-%d, score %.3f, Elo %s%+.0f [%+.0f, %+.0f]", r->wins,
+                     r->draws, r->losses, r->elo.score,
+                     r->elo.bound ? (r->elo.score > 0.5 ? ">" : "<") : "", r->elo.elo, r->elo.lo,
+                     r->elo.hi);
+    if (with_sprt && n >= 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, ", SPRT LLR %.2f [%.2f, %.2f] %s", r->sprt.llr,
+                 r->sprt.lower, r->sprt.upper,
+                 r->sprt.decision > 0   ? "H1"
+                 : r->sprt.decision < 0 ? "H0"
+                                        : "undecided");
+}
+
+/* ---- solver test sets ---- */
+
+/* Positions judged per agent call. */
+#define POSITIONS_BATCH 256
+
+typedef struct judged {
+    int num_moves;
+    uint16_t moves[ZT_MAX_ACTIONS];
+} judged;
+
+static bool keeps_value(const judged *j, int action)
+{
+    for (int i = 0; i < j->num_moves; i++)
+        if (j->moves[i] == action) return true;
+    return false;
+}
+
+static void judge_batch(zt_agent *agent, int n, uint8_t *states, size_t stride, zt_rng *rngs,
+                        const judged *jd, zt_positions_result *out)
+{
+    int slots[POSITIONS_BATCH] = {0}, actions[POSITIONS_BATCH] = {0};
+    const void *ptrs[POSITIONS_BATCH] = {0};
+    zt_rng *rng_ptrs[POSITIONS_BATCH] = {0};
+    for (int i = 0; i < n; i++) {
+        slots[i] = i;
+        ptrs[i] = states + (size_t)i * stride;
+        rng_ptrs[i] = &rngs[i];
+        if (agent->new_game) agent->new_game(agent, i);
+    }
+    agent->choose(agent, n, slots, ptrs, rng_ptrs, actions);
+    for (int i = 0; i < n; i++) {
+        out->positions++;
+        out->optimal += keeps_value(&jd[i], actions[i]);
+    }
+}
+
+zt_status zt_arena_positions(const zt_game *g, zt_agent *agent, const char *path, int limit,
+                             uint64_t seed, zt_positions_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->report_mistakes = strcmp(g->name, "connect4") == 0;
+    zt_solver *sv;
+    ZT_TRY(zt_solver_new(g, &sv));
+    char *text;
+    size_t len;
+    zt_status st = zt_read_file(path, &text, &len);
+    if (st != ZT_OK) {
+        zt_solver_free(sv);
+        return st;
+    }
+    int batch = agent->max_games < POSITIONS_BATCH ? agent->max_games : POSITIONS_BATCH;
+    size_t stride = g->state_size;
+    uint8_t *states = zt_xmalloc((size_t)batch * stride);
+    zt_rng *rngs = zt_xmalloc((size_t)batch * sizeof *rngs);
+    judged *jd = zt_xmalloc((size_t)batch * sizeof *jd);
+    zt_position *pos = zt_xmalloc(sizeof *pos);
+    zt_solution *sol = zt_xmalloc(sizeof *sol);
+    int n = 0, line_no = 0, taken = 0;
+    char *line = text;
+    while (line && *line && st == ZT_OK && (limit <= 0 || taken < limit)) {
+        char *next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        line_no++;
+        size_t l = strlen(line);
+        if (l > 0 && line[l - 1] == '\r') line[--l] = '\0';
+        if (l == 0 || line[0] == '#') {
+            line = next;
+            continue;
+        }
+        memset(pos, 0, sizeof *pos); /* parsers set only what the line gives */
+        st = sv->parse_line(sv, line, pos);
+        if (st != ZT_OK) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", zt_error_message());
+            st = zt_fail(st, "%s:%d: %s", path, line_no, why);
+            break;
+        }
+        judged *j = &jd[n];
+        if (pos->has_moves) {
+            j->num_moves = pos->expected.num_moves;
+            memcpy(j->moves, pos->expected.moves, sizeof(uint16_t) * (size_t)j->num_moves);
+        } else {
+            /* The weak solve: each child's outcome only, not its exact score. */
+            st = sv->solve(sv, pos->state, true, sol);
+            if (st != ZT_OK) break;
+            j->num_moves = sol->num_moves;
+            memcpy(j->moves, sol->moves, sizeof(uint16_t) * (size_t)j->num_moves);
+        }
+        memcpy(states + (size_t)n * stride, pos->state, stride);
+        zt_rng_seed(&rngs[n], seed, (uint64_t)taken);
+        n++;
+        taken++;
+        if (n == batch) {
+            judge_batch(agent, n, states, stride, rngs, jd, out);
+            n = 0;
+        }
+        line = next;
+    }
+    if (st == ZT_OK && n > 0) judge_batch(agent, n, states, stride, rngs, jd, out);
+    out->mistakes = out->positions - out->optimal;
+    if (st == ZT_OK && out->positions == 0) st = zt_fail(ZT_ERR_INVALID, "%s: no positions", path);
+    free(sol);
+    free(pos);
+    free(jd);
+    free(rngs);
+    free(states);
+    free(text);
+    zt_solver_free(sv);
+    return st;
+}
+
+void zt_positions_format(const zt_positions_result *r, char *buf, size_t cap)
+{
+    if (r->report_mistakes)
+        snprintf(buf, cap, "mistakes %d/%d", r->mistakes, r->positions);
+    else
+        snprintf(buf, cap, "optimal %d/%d", r->optimal, r->positions);
+}

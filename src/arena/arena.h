@@ -1,0 +1,157 @@
+/* The arena: matches between two agents with alternating colours, Elo with a
+ * 95 % interval, a sequential probability ratio test to stop early, and the
+ * solver test sets (share of positions played optimally, or the mistake
+ * rate judged by the exact solver).
+ *
+ * An agent is anything that chooses actions. It is asked for several games
+ * at once, so an agent built on a network and a batched search evaluates
+ * all the games it is to move in with one call; baseline players
+ * (agent/player.h) are wrapped one position at a time.
+ *
+ * The caller owns what zt_agent_* constructors return (zt_agent_free) and
+ * the game, which must outlive them. */
+#ifndef ZT_ARENA_ARENA_H
+#define ZT_ARENA_ARENA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/az_model.h"
+#include "agent/player.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "game/game.h"
+#include "search/nncache.h"
+#include "search/search.h"
+
+/* ---- agents ---- */
+
+typedef struct zt_agent zt_agent;
+struct zt_agent {
+    const zt_game *game;
+    char name[64];
+    void *impl;
+    int max_games; /* games it can follow at once (slots 0 .. max_games - 1) */
+    /* Chooses actions[i], legal in states[i] (a player node), for the game in
+     * slots[i], i < n <= max_games, slots distinct; rngs[i] is that game's
+     * own stream. */
+    void (*choose)(zt_agent *a, int n, const int *slots, const void *const *states,
+                   zt_rng *const *rngs, int *actions);
+    /* Optional: a new game starts in `slot` (forget what was kept of it). */
+    void (*new_game)(zt_agent *a, int slot);
+    /* Optional: `action` (either side's, or a chance outcome) was played in
+     * the game in `slot` (tree reuse follows it). */
+    void (*played)(zt_agent *a, int slot, int action);
+    void (*free)(zt_agent *a);
+};
+
+void zt_agent_free(zt_agent *a);
+
+/* A baseline player, asked one position at a time. With `own`, the agent
+ * frees the player. */
+zt_agent *zt_agent_from_player(zt_player *p, bool own);
+
+/* The raw policy: the legal action with the highest logit of one evaluator
+ * call over all positions asked (ties to the lowest action). The evaluator
+ * context is borrowed. */
+zt_status zt_agent_policy_new(const zt_game *g, const zt_evaluator *ev, int max_games,
+                              zt_agent **out);
+
+/* Search on the AlphaZero model (agent/az_model.h) over an evaluator: one
+ * tree per game, all of them searched in lockstep, playing the search's
+ * choice at temperature 0 (PUCT: most visits; Gumbel: the sequential-halving
+ * winner). cache may be NULL. */
+zt_status zt_agent_search_new(const zt_game *g, const zt_evaluator *ev, const zt_search_config *cfg,
+                              int max_games, zt_nncache *cache, zt_agent **out);
+
+/* ---- Elo and the SPRT ---- */
+
+/* Logistic Elo: score = 1 / (1 + 10^(-elo / 400)). */
+double zt_elo_from_score(double score);
+double zt_score_from_elo(double elo);
+
+typedef struct zt_elo {
+    double score;  /* (wins + draws / 2) / games */
+    double elo;    /* point estimate */
+    double lo, hi; /* 95 % interval */
+    bool bound;    /* a perfect score: elo is an estimate from half a game less */
+} zt_elo;
+
+/* From the trinomial counts: the score's standard error over games gives
+ * score +- 1.96 se, mapped to Elo. A perfect (or nil) score is computed as
+ * if half a game had gone the other way, and interval ends are kept a
+ * quarter game from 0 and 1, so everything is finite. */
+zt_elo zt_elo_estimate(int wins, int draws, int losses);
+
+typedef struct zt_sprt_config {
+    double elo0, elo1;  /* H0: elo = elo0; H1: elo = elo1 (logistic Elo) */
+    double alpha, beta; /* error rates of type I and II */
+} zt_sprt_config;
+
+typedef struct zt_sprt_state {
+    double llr;          /* log-likelihood ratio of H1 to H0 */
+    double lower, upper; /* log(beta / (1 - alpha)), log((1 - beta) / alpha) */
+    int decision;        /* +1 H1 accepted, -1 H0 accepted, 0 continue */
+} zt_sprt_state;
+
+/* Wald's SPRT on the trinomial results in the normal approximation (the
+ * GSPRT of M. Van den Bergh used by Fishtest: LLR = N (s1 - s0)(2 s - s0 -
+ * s1) / (2 var), s and var the score's sample mean and per-game variance).
+ * The mean and variance include a prior of half a win and half a loss, so
+ * that short or one-sided runs (all draws, all wins) decide after a
+ * sensible number of games instead of at once. */
+zt_sprt_state zt_sprt_update(const zt_sprt_config *cfg, int wins, int draws, int losses);
+
+/* ---- matches ---- */
+
+typedef struct zt_match_config {
+    int games;       /* games to play (at most, with an SPRT) */
+    int concurrency; /* games in flight (0: as many as both agents follow, at most 256) */
+    uint64_t seed;   /* game i draws chance and the agents' randomness from (seed, i) */
+    bool use_sprt;
+    zt_sprt_config sprt;
+} zt_match_config;
+
+typedef struct zt_match_result {
+    int games, wins, draws, losses; /* from agent a's side */
+    int wins_first, games_first;    /* a's wins and games as player 0 */
+    double total_return;            /* a's summed returns (backgammon points) */
+    zt_elo elo;
+    zt_sprt_state sprt; /* when use_sprt */
+    bool stopped_early; /* the SPRT decided before cfg.games */
+} zt_match_result;
+
+/* Plays a against b; a is player 0 in even games and player 1 in odd ones.
+ * Results are counted in game order; with an SPRT the match ends at the
+ * first game after which it decides, and games in flight beyond it are
+ * dropped, so the result does not depend on the concurrency.
+ * ZT_ERR_INVALID if an agent chooses an illegal action. */
+zt_status zt_arena_match(const zt_game *g, zt_agent *a, zt_agent *b, const zt_match_config *cfg,
+                         zt_match_result *out);
+
+/* "W-D-L 12-3-5, score 0.675, Elo +127 [+21, +262]" and, with an SPRT,
+ * " SPRT LLR 2.95 [-2.94, 2.94] H1". */
+void zt_match_format(const zt_match_result *r, bool with_sprt, char *buf, size_t cap);
+
+/* ---- solver test sets ---- */
+
+typedef struct zt_positions_result {
+    int positions; /* judged */
+    int optimal;   /* the chosen move keeps the position's exact value */
+    int mistakes;  /* positions - optimal: a win turned into a draw or loss, a draw into a loss */
+    bool report_mistakes; /* Connect Four (Pons' sets): "mistakes N/M", else "optimal N/M" */
+} zt_positions_result;
+
+/* Asks the agent for a move in each position of a shared position file
+ * (game/solver.h parses it) and judges it by the value-preserving moves the
+ * file lists, or where it lists none (Connect Four) by the exact solver's
+ * weak solve of the children. limit > 0 judges only the first `limit`
+ * positions. */
+zt_status zt_arena_positions(const zt_game *g, zt_agent *agent, const char *path, int limit,
+                             uint64_t seed, zt_positions_result *out);
+
+/* "optimal 4520/4520" or "mistakes 12/1000". */
+void zt_positions_format(const zt_positions_result *r, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,76 @@
+/* Internals of the replay layer: the byte layout of one record, shared by the
+ * buffer (replay.c), its checkpoint format (replay_io.c) and the game
+ * builder. Not part of the replay API.
+ *
+ * A record:
+ *   flags    1 byte   ZT_REPLAY_FULL_SEARCH | RECORD_SPARSE
+ *   count    1-2 bytes, little-endian base-128 varint: the number of stored
+ *            weights (dense: legal actions - 1) or pairs (sparse); 0 when
+ *            there is no policy
+ *   state    g->compact_size bytes (g->encode)
+ *   value    2 bytes, IEEE 754 half float, little-endian
+ *   policy   dense: count uint16 weights of the legal actions in increasing
+ *                   order, the last legal action's weight implied
+ *            sparse: count actions (1 byte each if num_actions <= 256, else
+ *                   2), then count - 1 uint16 weights, the last implied
+ * Weights sum to exactly ZT_REPLAY_WEIGHT_SUM. */
+#ifndef ZT_REPLAY_RECORD_H
+#define ZT_REPLAY_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "game/game.h"
+
+#define ZT_REPLAY_WEIGHT_SUM 65535u
+#define RECORD_SPARSE 0x02u
+#define RECORD_KNOWN_FLAGS (ZT_REPLAY_FULL_SEARCH | RECORD_SPARSE)
+#define RECORD_MAX_COUNT 16383 /* two varint bytes */
+/* Seed of the checkpoint checksum (zt_hash_bytes); tests forge checksums. */
+#define ZT_REPLAY_HASH_SEED 0x7a7265706c6179ULL
+
+typedef struct zt_record_layout {
+    size_t compact_size;
+    int num_actions;
+    int action_bytes; /* 1 or 2 */
+    size_t max_bytes; /* the longest record this game can produce */
+} zt_record_layout;
+
+void zt_record_layout_init(zt_record_layout *l, const zt_game *g);
+
+/* Writes the record of (state, policy, value) at out (max_bytes available);
+ * returns its length. policy may be NULL when !full_search. */
+size_t zt_record_encode(const zt_record_layout *l, const zt_game *g, const void *state,
+                        const float *policy, float root_value, bool full_search, uint8_t *out);
+
+/* The length of the record at p from its header, or 0 if the header is
+ * malformed or the record would run past `avail` bytes. */
+size_t zt_record_length(const zt_record_layout *l, const uint8_t *p, size_t avail);
+
+/* A record parsed back: the state decoded, and the policy as (action,
+ * weight) pairs over the decoded state's actions (not symmetry-mapped). */
+typedef struct zt_record_view {
+    uint8_t flags;
+    float root_value;
+    int num_pairs;
+    uint16_t actions[ZT_MAX_ACTIONS];
+    uint16_t weights[ZT_MAX_ACTIONS];
+} zt_record_view;
+
+/* Decodes the record at p (whose length is known to be valid) into state
+ * and view, checking everything a corrupt record could get wrong:
+ * ZT_ERR_CORRUPT naming the problem. */
+zt_status zt_record_decode(const zt_record_layout *l, const zt_game *g, const uint8_t *p,
+                           size_t len, void *state, zt_record_view *view);
+
+/* Largest-remainder rounding of n non-negative weights (positive sum) to
+ * integers summing exactly to ZT_REPLAY_WEIGHT_SUM; each within one unit of
+ * its exact share. */
+void zt_record_quantise(const double *w, int n, uint16_t *q);
+
+uint16_t zt_record_half_from_float(float f);
+float zt_record_half_to_float(uint16_t h);
+
+#endif

@@ -1,0 +1,827 @@
+/* The replay buffer: a byte ring of records (record.h) with a ring of games
+ * beside it, sampling, and the checkpoint format. */
+#include "replay/replay.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/fileio.h"
+#include "core/hash.h"
+#include "replay/record.h"
+
+/* ---- the game builder ---- */
+
+struct zt_replay_traj {
+    const zt_game *game;
+    zt_record_layout layout;
+    uint8_t *bytes;
+    size_t used, capacity;
+    int length, max_length;
+    int full_searches;
+};
+
+zt_status zt_replay_traj_new(const zt_game *g, zt_replay_traj **out)
+{
+    zt_replay_traj *t = zt_xcalloc(1, sizeof *t);
+    t->game = g;
+    zt_record_layout_init(&t->layout, g);
+    t->max_length = g->max_game_length;
+    t->capacity = (size_t)t->max_length * t->layout.max_bytes;
+    t->bytes = malloc(t->capacity);
+    if (!t->bytes) {
+        free(t);
+        return zt_fail(ZT_ERR_NOMEM, "replay: no memory for a game of %d positions",
+                       g->max_game_length);
+    }
+    *out = t;
+    return ZT_OK;
+}
+
+void zt_replay_traj_free(zt_replay_traj *t)
+{
+    if (!t) return;
+    free(t->bytes);
+    free(t);
+}
+
+void zt_replay_traj_clear(zt_replay_traj *t)
+{
+    t->used = 0;
+    t->length = 0;
+    t->full_searches = 0;
+}
+
+int zt_replay_traj_length(const zt_replay_traj *t)
+{
+    return t->length;
+}
+
+void zt_replay_traj_add(zt_replay_traj *t, const void *state, const float *policy, float root_value,
+                        bool full_search)
+{
+    /* max_game_length bounds the positions of any game (game.h). */
+    ZT_ASSERT(t->length < t->max_length);
+    t->used += zt_record_encode(&t->layout, t->game, state, policy, root_value, full_search,
+                                t->bytes + t->used);
+    t->length++;
+    t->full_searches += full_search;
+}
+
+/* ---- the buffer ---- */
+
+/* One stored game. Ids are consecutive, so a game's id is its place in the
+ * ring counted from games_seen and needs no field. */
+typedef struct game_entry {
+    int64_t start;   /* absolute index of its first position */
+    uint32_t offset; /* of its first record in the byte ring */
+    uint32_t bytes;  /* of its records */
+    uint32_t length; /* positions */
+    float return0;   /* final return of player 0 */
+} game_entry;
+
+struct zt_replay {
+    const zt_game *game;
+    zt_replay_config cfg;
+    zt_record_layout layout;
+    pthread_mutex_t mutex;
+
+    uint8_t *ring;
+    size_t ring_bytes;
+    size_t head; /* where the next game's records go */
+
+    game_entry *games;
+    int64_t max_games;
+    int64_t first_game, num_games; /* ring of games, oldest first */
+
+    int64_t positions, positions_seen, games_seen, policy_targets;
+    size_t record_bytes;
+};
+
+void zt_replay_config_default(zt_replay_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->capacity = 1 << 20;
+    c->window_c = 250000;
+    c->window_alpha = 0.75;
+    c->window_beta = 0.4;
+    c->augment = true;
+}
+
+int64_t zt_replay_window(const zt_replay_config *cfg, int64_t n)
+{
+    if (n <= 0) return 0;
+    double w = (double)n, c = cfg->window_c;
+    if (c > 0 && w > c) {
+        double x = w / c;
+        double grow =
+            cfg->window_alpha > 0 ? (pow(x, cfg->window_alpha) - 1) / cfg->window_alpha : log(x);
+        w = c * (1 + cfg->window_beta * grow);
+    }
+    int64_t win = (int64_t)floor(w);
+    if (win > n) win = n;
+    if (win > cfg->capacity) win = cfg->capacity;
+    return win < 1 ? 1 : win;
+}
+
+/* A guess at a record's size from the game's sizes that is exact for dense
+ * policies up to 32 legal actions; one whole game of the longest records is
+ * added so that any game fits. */
+static size_t default_ring_bytes(const zt_replay_config *cfg, const zt_record_layout *l,
+                                 const zt_game *g)
+{
+    int typical_legal = g->num_actions < 32 ? g->num_actions : 32;
+    size_t per = 1 + 1 + l->compact_size + 2 + 2 * (size_t)(typical_legal - 1);
+    return (size_t)cfg->capacity * per + (size_t)g->max_game_length * l->max_bytes;
+}
+
+static zt_status check_config(const zt_replay_config *c)
+{
+    if (c->capacity < 1)
+        return zt_fail(ZT_ERR_INVALID, "replay capacity %lld < 1", (long long)c->capacity);
+    /* Every game has a position: more games than positions is a mistake. */
+    if (c->max_games < 0 || c->max_games > c->capacity)
+        return zt_fail(ZT_ERR_INVALID, "replay max_games %lld not in 0..capacity %lld",
+                       (long long)c->max_games, (long long)c->capacity);
+    if (!(c->window_c >= 0) || !(c->window_alpha >= 0) || !(c->window_beta >= 0))
+        return zt_fail(ZT_ERR_INVALID, "replay window c %g, alpha %g, beta %g: must be >= 0",
+                       c->window_c, c->window_alpha, c->window_beta);
+    return ZT_OK;
+}
+
+zt_status zt_replay_new(const zt_game *g, const zt_replay_config *cfg, zt_replay **out)
+{
+    *out = NULL;
+    ZT_TRY(check_config(cfg));
+    zt_replay *rb = zt_xcalloc(1, sizeof *rb);
+    rb->game = g;
+    rb->cfg = *cfg;
+    zt_record_layout_init(&rb->layout, g);
+    if (rb->cfg.max_games == 0) rb->cfg.max_games = rb->cfg.capacity / 4 + 1;
+    if (rb->cfg.arena_bytes == 0) rb->cfg.arena_bytes = default_ring_bytes(cfg, &rb->layout, g);
+    rb->max_games = rb->cfg.max_games;
+    rb->ring_bytes = rb->cfg.arena_bytes;
+    /* Offsets are 32-bit: 4 GiB of records is some 150 million positions. */
+    if (rb->ring_bytes > UINT32_MAX) {
+        size_t bytes = rb->ring_bytes;
+        free(rb);
+        return zt_fail(ZT_ERR_INVALID, "replay ring of %zu bytes exceeds 4 GiB", bytes);
+    }
+    rb->ring = malloc(rb->ring_bytes ? rb->ring_bytes : 1);
+    rb->games = calloc((size_t)rb->max_games, sizeof *rb->games);
+    if (!rb->ring || !rb->games) {
+        free(rb->ring);
+        free(rb->games);
+        free(rb);
+        return zt_fail(ZT_ERR_NOMEM, "replay: no memory for %lld positions",
+                       (long long)cfg->capacity);
+    }
+    pthread_mutex_init(&rb->mutex, NULL);
+    *out = rb;
+    return ZT_OK;
+}
+
+void zt_replay_free(zt_replay *rb)
+{
+    if (!rb) return;
+    pthread_mutex_destroy(&rb->mutex);
+    free(rb->ring);
+    free(rb->games);
+    free(rb);
+}
+
+const zt_game *zt_replay_game(const zt_replay *rb)
+{
+    return rb->game;
+}
+
+const zt_replay_config *zt_replay_get_config(const zt_replay *rb)
+{
+    return &rb->cfg;
+}
+
+static game_entry *game_at(zt_replay *rb, int64_t i)
+{
+    return &rb->games[(rb->first_game + i) % rb->max_games];
+}
+
+static int count_policy_targets(zt_replay *rb, const uint8_t *p, uint32_t length)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < length; i++) {
+        n += p[0] & ZT_REPLAY_FULL_SEARCH;
+        p += zt_record_length(&rb->layout, p, rb->layout.max_bytes);
+    }
+    return n;
+}
+
+static void evict_oldest(zt_replay *rb)
+{
+    game_entry *e = game_at(rb, 0);
+    rb->positions -= e->length;
+    rb->record_bytes -= e->bytes;
+    rb->policy_targets -= count_policy_targets(rb, rb->ring + e->offset, e->length);
+    rb->first_game = (rb->first_game + 1) % rb->max_games;
+    rb->num_games--;
+}
+
+/* Where `bytes` contiguous bytes go, evicting the oldest games until they
+ * fit. Games never wrap: live records are [tail, head) or, once wrapped,
+ * [tail, end of the last game) and [0, head). */
+static size_t make_room(zt_replay *rb, size_t bytes)
+{
+    for (;;) {
+        if (rb->num_games == 0) return 0;
+        size_t tail = game_at(rb, 0)->offset;
+        if (tail < rb->head) {
+            if (rb->head + bytes <= rb->ring_bytes) return rb->head;
+            if (bytes <= tail) return 0;
+        } else if (rb->head + bytes <= tail) {
+            return rb->head;
+        }
+        evict_oldest(rb);
+    }
+}
+
+zt_status zt_replay_add_game(zt_replay *rb, const zt_replay_traj *t, float return0,
+                             uint64_t *game_id)
+{
+    ZT_ASSERT(t->game == rb->game || strcmp(t->game->title, rb->game->title) == 0);
+    if (t->length == 0) return zt_fail(ZT_ERR_INVALID, "replay: a game with no positions");
+    if (t->length > rb->cfg.capacity || t->used > rb->ring_bytes)
+        return zt_fail(ZT_ERR_INVALID,
+                       "replay: a game of %d positions (%zu bytes) exceeds the capacity", t->length,
+                       t->used);
+    if (!isfinite(return0)) return zt_fail(ZT_ERR_INVALID, "replay: non-finite game return");
+    pthread_mutex_lock(&rb->mutex);
+    while (rb->num_games > 0 &&
+           (rb->positions + t->length > rb->cfg.capacity || rb->num_games == rb->max_games))
+        evict_oldest(rb);
+    size_t at = make_room(rb, t->used);
+    memcpy(rb->ring + at, t->bytes, t->used);
+    rb->head = at + t->used;
+    game_entry *e = &rb->games[(rb->first_game + rb->num_games) % rb->max_games];
+    e->start = rb->positions_seen;
+    e->offset = (uint32_t)at;
+    e->bytes = (uint32_t)t->used;
+    e->length = (uint32_t)t->length;
+    e->return0 = return0;
+    rb->num_games++;
+    rb->positions += t->length;
+    rb->positions_seen += t->length;
+    rb->policy_targets += t->full_searches;
+    rb->record_bytes += t->used;
+    if (game_id) *game_id = (uint64_t)rb->games_seen;
+    rb->games_seen++;
+    pthread_mutex_unlock(&rb->mutex);
+    return ZT_OK;
+}
+
+size_t zt_replay_dense_bytes(const zt_game *g)
+{
+    size_t obs = (size_t)g->obs_shape[0] * (size_t)g->obs_shape[1] * (size_t)g->obs_shape[2];
+    return sizeof(float) * (obs + (size_t)g->num_actions);
+}
+
+zt_replay_stats zt_replay_get_stats(zt_replay *rb)
+{
+    zt_replay_stats st;
+    memset(&st, 0, sizeof st);
+    pthread_mutex_lock(&rb->mutex);
+    st.positions = rb->positions;
+    st.games = rb->num_games;
+    st.positions_seen = rb->positions_seen;
+    st.games_seen = rb->games_seen;
+    st.policy_targets = rb->policy_targets;
+    st.record_bytes = rb->record_bytes;
+    st.game_bytes = (size_t)rb->num_games * sizeof(game_entry);
+    pthread_mutex_unlock(&rb->mutex);
+    int64_t w = zt_replay_window(&rb->cfg, st.positions_seen);
+    st.window = w < st.positions ? w : st.positions;
+    st.allocated_bytes = sizeof *rb + rb->ring_bytes + (size_t)rb->max_games * sizeof(game_entry);
+    st.dense_bytes_per_position = (double)zt_replay_dense_bytes(rb->game);
+    if (st.positions > 0) {
+        st.bytes_per_position = (double)(st.record_bytes + st.game_bytes) / (double)st.positions;
+        st.saving = 1 - st.bytes_per_position / st.dense_bytes_per_position;
+    }
+    return st;
+}
+
+/* The stored game holding absolute position `index` (binary search over the
+ * games' starts, which increase). Caller holds the lock. */
+static int64_t find_game(zt_replay *rb, int64_t index)
+{
+    int64_t lo = 0, hi = rb->num_games - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if (game_at(rb, mid)->start <= index)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* The record of absolute position `index` (stored) and its length. Records
+ * are found by walking the game's records: each header gives its length. */
+static const uint8_t *find_record(zt_replay *rb, int64_t index, int64_t *game, size_t *len)
+{
+    *game = find_game(rb, index);
+    const game_entry *e = game_at(rb, *game);
+    const uint8_t *p = rb->ring + e->offset;
+    for (int64_t i = e->start; i < index; i++)
+        p += zt_record_length(&rb->layout, p, rb->layout.max_bytes);
+    *len = zt_record_length(&rb->layout, p, rb->layout.max_bytes);
+    return p;
+}
+
+static float outcome_for(const zt_game *g, const void *state, float return0)
+{
+    return g->current_player(g, state) == 0 ? return0 : -return0;
+}
+
+zt_status zt_replay_get(zt_replay *rb, int64_t index, zt_replay_position *pos, float *policy)
+{
+    pthread_mutex_lock(&rb->mutex);
+    int64_t first = rb->positions_seen - rb->positions;
+    if (index < first || index >= rb->positions_seen) {
+        pthread_mutex_unlock(&rb->mutex);
+        return zt_fail(ZT_ERR_INVALID, "replay: position %lld is not stored (%lld..%lld)",
+                       (long long)index, (long long)first, (long long)rb->positions_seen - 1);
+    }
+    int64_t game;
+    size_t len;
+    const uint8_t *p = find_record(rb, index, &game, &len);
+    const game_entry *e = game_at(rb, game);
+    memset(pos, 0, sizeof *pos);
+    pos->game_id = (uint64_t)(rb->games_seen - rb->num_games + game);
+    pos->ply = (int)(index - e->start);
+    float return0 = e->return0;
+    zt_record_view view;
+    zt_status st = zt_record_decode(&rb->layout, rb->game, p, len, pos->state, &view);
+    pthread_mutex_unlock(&rb->mutex);
+    ZT_TRY(st);
+    pos->flags = view.flags & ZT_REPLAY_FULL_SEARCH;
+    pos->root_value = view.root_value;
+    pos->outcome = outcome_for(rb->game, pos->state, return0);
+    if (policy) {
+        memset(policy, 0, sizeof(float) * (size_t)rb->game->num_actions);
+        for (int i = 0; i < view.num_pairs; i++)
+            policy[view.actions[i]] = (float)view.weights[i] / (float)ZT_REPLAY_WEIGHT_SUM;
+    }
+    return ZT_OK;
+}
+
+/* ---- sampling ---- */
+
+/* What phase one copies per row, ahead of the record bytes. */
+typedef struct row_head {
+    size_t len;
+    float return0;
+} row_head;
+
+/* Carves `bytes` (cache-line aligned) out of a block being laid out; with
+ * base NULL it only measures. */
+static void *carve(uint8_t *base, size_t *at, size_t bytes)
+{
+    void *p = base ? base + *at : NULL;
+    *at += (bytes + ZT_CACHE_LINE - 1) & ~(size_t)(ZT_CACHE_LINE - 1);
+    return p;
+}
+
+static size_t lay_out(zt_replay_batch *b, uint8_t *base, bool wdl)
+{
+    size_t B = (size_t)b->size, A = (size_t)b->num_actions, at = 0;
+    b->obs = carve(base, &at, B * (size_t)b->obs_size * sizeof(float));
+    b->policy = carve(base, &at, B * A * sizeof(float));
+    b->legal = carve(base, &at, B * A);
+    b->policy_weight = carve(base, &at, B * sizeof(float));
+    b->value = carve(base, &at, B * sizeof(float));
+    b->root_value = carve(base, &at, B * sizeof(float));
+    b->wdl = wdl ? carve(base, &at, B * 3 * sizeof(float)) : NULL;
+    b->index = carve(base, &at, B * sizeof(int64_t));
+    b->sym = carve(base, &at, B * sizeof(int32_t));
+    b->scratch_ = carve(base, &at, B * b->scratch_stride_);
+    return at;
+}
+
+zt_status zt_replay_batch_init(zt_replay_batch *b, const zt_game *g, int size, bool wdl)
+{
+    memset(b, 0, sizeof *b);
+    ZT_ASSERT(size >= 1);
+    b->size = size;
+    b->obs_size = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    b->num_actions = g->num_actions;
+    zt_record_layout l;
+    zt_record_layout_init(&l, g);
+    b->scratch_stride_ = (sizeof(row_head) + l.max_bytes + 7) & ~(size_t)7;
+    size_t bytes = lay_out(b, NULL, wdl);
+    b->owned_ = zt_aligned_alloc(ZT_CACHE_LINE, bytes);
+    if (!b->owned_) return zt_fail(ZT_ERR_NOMEM, "replay: no memory for a batch of %d", size);
+    lay_out(b, b->owned_, wdl);
+    return ZT_OK;
+}
+
+void zt_replay_batch_free(zt_replay_batch *b)
+{
+    zt_aligned_free(b->owned_);
+    memset(b, 0, sizeof *b);
+}
+
+/* Uniform in [0, n) for n that may exceed 32 bits. */
+static int64_t below64(zt_rng *rng, int64_t n)
+{
+    if (n <= (int64_t)UINT32_MAX) return zt_rng_below(rng, (uint32_t)n);
+    uint64_t limit = UINT64_MAX - UINT64_MAX % (uint64_t)n, x;
+    do x = zt_rng_u64(rng);
+    while (x >= limit);
+    return (int64_t)(x % (uint64_t)n);
+}
+
+/* Rebuilds row r of b from its copied record: observation and legal mask
+ * of the symmetric position, the policy mapped through the same symmetry
+ * (game.h: sym_action(a) in sym_state(s) is sym(apply(s, a))). */
+static zt_status build_row(zt_replay *rb, zt_replay_batch *b, int r)
+{
+    const zt_game *g = rb->game;
+    const uint8_t *row = b->scratch_ + (size_t)r * b->scratch_stride_;
+    row_head h;
+    memcpy(&h, row, sizeof h);
+    uint8_t state[ZT_MAX_STATE_BYTES], sym_state[ZT_MAX_STATE_BYTES];
+    zt_record_view view;
+    ZT_TRY(zt_record_decode(&rb->layout, g, row + sizeof h, h.len, state, &view));
+    int sym = b->sym[r];
+    const void *seen = state;
+    if (sym != 0) {
+        g->sym_state(g, sym, state, sym_state);
+        seen = sym_state;
+    }
+    size_t A = (size_t)b->num_actions;
+    g->observe(g, seen, b->obs + (size_t)r * (size_t)b->obs_size);
+    zt_game_legal_mask(g, seen, b->legal + (size_t)r * A);
+    float *policy = b->policy + (size_t)r * A;
+    memset(policy, 0, A * sizeof(float));
+    for (int i = 0; i < view.num_pairs; i++) {
+        int a = sym != 0 ? g->sym_action(g, sym, view.actions[i]) : view.actions[i];
+        policy[a] = (float)view.weights[i] / (float)ZT_REPLAY_WEIGHT_SUM;
+    }
+    b->policy_weight[r] = (view.flags & ZT_REPLAY_FULL_SEARCH) ? 1.0f : 0.0f;
+    float z = outcome_for(g, state, h.return0);
+    b->value[r] = z;
+    b->root_value[r] = view.root_value;
+    if (b->wdl) {
+        float *wdl = b->wdl + (size_t)r * 3;
+        wdl[0] = z > 0;
+        wdl[1] = z == 0;
+        wdl[2] = z < 0;
+    }
+    return ZT_OK;
+}
+
+zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
+{
+    const zt_game *g = rb->game;
+    ZT_ASSERT(b->num_actions == g->num_actions &&
+              b->obs_size == g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2]);
+    pthread_mutex_lock(&rb->mutex);
+    if (rb->positions == 0) {
+        pthread_mutex_unlock(&rb->mutex);
+        return zt_fail(ZT_ERR_INVALID, "replay buffer is empty: nothing to sample");
+    }
+    int64_t window = zt_replay_window(&rb->cfg, rb->positions_seen);
+    if (window > rb->positions) window = rb->positions;
+    int64_t from = rb->positions_seen - window;
+    int syms = rb->cfg.augment ? g->num_symmetries : 1;
+    /* Phase one, under the lock: draw and copy the records out, so that
+     * actors appending games wait only for memcpy's, not for observations. */
+    for (int r = 0; r < b->size; r++) {
+        int64_t index = from + below64(rng, window);
+        b->index[r] = index;
+        b->sym[r] = syms > 1 ? (int32_t)zt_rng_below(rng, (uint32_t)syms) : 0;
+        int64_t game;
+        row_head h;
+        const uint8_t *p = find_record(rb, index, &game, &h.len);
+        h.return0 = game_at(rb, game)->return0;
+        uint8_t *row = b->scratch_ + (size_t)r * b->scratch_stride_;
+        memcpy(row, &h, sizeof h);
+        memcpy(row + sizeof h, p, h.len);
+    }
+    pthread_mutex_unlock(&rb->mutex);
+    for (int r = 0; r < b->size; r++) ZT_TRY(build_row(rb, b, r));
+    return ZT_OK;
+}
+
+/* ---- checkpoint format ----
+ *
+ * All integers little-endian.
+ *   "ZTREPLAY" | u32 version | u64 total bytes (this blob)
+ *   u16 title length | title | u32 compact_size | u32 num_actions
+ *   i64 capacity | i64 max_games | u64 arena_bytes | f64 c, alpha, beta | u8 augment
+ *   i64 positions_seen | i64 games_seen | i64 games stored
+ *   per game: i64 start | u32 length | u32 bytes | f32 return0
+ *   u64 record bytes | the records of every game, oldest first
+ *   u64 checksum (zt_hash_bytes of everything before it)
+ * The ring's physical layout is not saved: a loaded buffer holds the same
+ * games and records, packed from offset 0, and samples identically. */
+
+#define REPLAY_MAGIC "ZTREPLAY"
+#define REPLAY_VERSION 1u
+
+typedef struct writer {
+    uint8_t *p;
+    size_t len, cap;
+} writer;
+
+static void put_bytes(writer *w, const void *data, size_t n)
+{
+    if (w->len + n > w->cap) {
+        size_t cap = w->cap ? w->cap : 256;
+        while (cap < w->len + n) cap *= 2;
+        w->p = zt_xrealloc(w->p, cap);
+        w->cap = cap;
+    }
+    memcpy(w->p + w->len, data, n);
+    w->len += n;
+}
+
+static void put_le(writer *w, uint64_t v, int bytes)
+{
+    uint8_t b[8];
+    for (int i = 0; i < bytes; i++) b[i] = (uint8_t)(v >> (8 * i));
+    put_bytes(w, b, (size_t)bytes);
+}
+
+static void put_f64(writer *w, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, sizeof v);
+    put_le(w, v, 8);
+}
+
+static void put_f32(writer *w, float f)
+{
+    uint32_t v;
+    memcpy(&v, &f, sizeof v);
+    put_le(w, v, 4);
+}
+
+zt_status zt_replay_serialize(zt_replay *rb, uint8_t **data, size_t *len)
+{
+    writer w = {0};
+    const zt_game *g = rb->game;
+    pthread_mutex_lock(&rb->mutex);
+    put_bytes(&w, REPLAY_MAGIC, 8);
+    put_le(&w, REPLAY_VERSION, 4);
+    size_t total_at = w.len;
+    put_le(&w, 0, 8);
+    size_t title_len = strlen(g->title);
+    put_le(&w, title_len, 2);
+    put_bytes(&w, g->title, title_len);
+    put_le(&w, g->compact_size, 4);
+    put_le(&w, (uint64_t)g->num_actions, 4);
+    put_le(&w, (uint64_t)rb->cfg.capacity, 8);
+    put_le(&w, (uint64_t)rb->cfg.max_games, 8);
+    put_le(&w, rb->cfg.arena_bytes, 8);
+    put_f64(&w, rb->cfg.window_c);
+    put_f64(&w, rb->cfg.window_alpha);
+    put_f64(&w, rb->cfg.window_beta);
+    put_le(&w, rb->cfg.augment, 1);
+    put_le(&w, (uint64_t)rb->positions_seen, 8);
+    put_le(&w, (uint64_t)rb->games_seen, 8);
+    put_le(&w, (uint64_t)rb->num_games, 8);
+    for (int64_t i = 0; i < rb->num_games; i++) {
+        const game_entry *e = game_at(rb, i);
+        put_le(&w, (uint64_t)e->start, 8);
+        put_le(&w, e->length, 4);
+        put_le(&w, e->bytes, 4);
+        put_f32(&w, e->return0);
+    }
+    put_le(&w, rb->record_bytes, 8);
+    for (int64_t i = 0; i < rb->num_games; i++) {
+        const game_entry *e = game_at(rb, i);
+        put_bytes(&w, rb->ring + e->offset, e->bytes);
+    }
+    pthread_mutex_unlock(&rb->mutex);
+    uint64_t total = w.len + 8;
+    for (int i = 0; i < 8; i++) w.p[total_at + (size_t)i] = (uint8_t)(total >> (8 * i));
+    put_le(&w, zt_hash_bytes(w.p, w.len, ZT_REPLAY_HASH_SEED), 8);
+    *data = w.p;
+    *len = w.len;
+    return ZT_OK;
+}
+
+typedef struct reader {
+    const uint8_t *p;
+    size_t len, at;
+    bool short_read;
+} reader;
+
+static const uint8_t *take(reader *r, size_t n)
+{
+    if (r->short_read || n > r->len - r->at) {
+        r->short_read = true;
+        return NULL;
+    }
+    const uint8_t *p = r->p + r->at;
+    r->at += n;
+    return p;
+}
+
+static uint64_t get_le(reader *r, int bytes)
+{
+    const uint8_t *p = take(r, (size_t)bytes);
+    uint64_t v = 0;
+    for (int i = 0; p && i < bytes; i++) v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static double get_f64(reader *r)
+{
+    uint64_t v = get_le(r, 8);
+    double d;
+    memcpy(&d, &v, sizeof d);
+    return d;
+}
+
+static float get_f32(reader *r)
+{
+    uint32_t v = (uint32_t)get_le(r, 4);
+    float f;
+    memcpy(&f, &v, sizeof f);
+    return f;
+}
+
+/* Checks the games' records, packs them into rb from offset 0 and sets the
+ * counters. */
+static zt_status load_games(zt_replay *rb, reader *r, int64_t num_games, int64_t positions_seen,
+                            int64_t games_seen)
+{
+    if (num_games < 0 || num_games > rb->max_games || num_games > games_seen)
+        return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: %lld games stored (at most %lld)",
+                       (long long)num_games, (long long)rb->max_games);
+    int64_t expect_start = 0;
+    size_t bytes_sum = 0;
+    for (int64_t i = 0; i < num_games; i++) {
+        game_entry *e = &rb->games[i];
+        e->start = (int64_t)get_le(r, 8);
+        e->length = (uint32_t)get_le(r, 4);
+        e->bytes = (uint32_t)get_le(r, 4);
+        e->return0 = get_f32(r);
+        if (r->short_read) break;
+        if (i == 0) expect_start = e->start;
+        if (e->start != expect_start || e->length == 0 || !isfinite(e->return0))
+            return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: game %lld is inconsistent",
+                           (long long)i);
+        expect_start += e->length;
+        e->offset = (uint32_t)bytes_sum;
+        bytes_sum += e->bytes;
+        if (bytes_sum > rb->ring_bytes)
+            return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: records exceed the ring's %zu bytes",
+                           rb->ring_bytes);
+    }
+    uint64_t record_bytes = get_le(r, 8);
+    if (r->short_read) return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: truncated game table");
+    if (num_games > 0 && expect_start != positions_seen)
+        return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: games end at position %lld, not %lld",
+                       (long long)expect_start, (long long)positions_seen);
+    if (record_bytes != bytes_sum)
+        return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: %llu record bytes, games hold %zu",
+                       (unsigned long long)record_bytes, bytes_sum);
+    const uint8_t *records = take(r, bytes_sum);
+    if (!records) return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: truncated records");
+    int64_t positions = 0, targets = 0;
+    for (int64_t i = 0; i < num_games; i++) {
+        const game_entry *e = &rb->games[i];
+        const uint8_t *p = records + e->offset;
+        size_t left = e->bytes;
+        for (uint32_t k = 0; k < e->length; k++) {
+            size_t len = zt_record_length(&rb->layout, p, left);
+            if (len == 0)
+                return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: bad record %u of game %lld", k,
+                               (long long)i);
+            uint8_t state[ZT_MAX_STATE_BYTES];
+            zt_record_view view;
+            zt_status st = zt_record_decode(&rb->layout, rb->game, p, len, state, &view);
+            if (st != ZT_OK)
+                return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: record %u of game %lld: %s", k,
+                               (long long)i, zt_error_message());
+            targets += view.flags & ZT_REPLAY_FULL_SEARCH;
+            p += len;
+            left -= len;
+        }
+        if (left != 0)
+            return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: game %lld has %zu stray bytes",
+                           (long long)i, left);
+        positions += e->length;
+    }
+    if (positions > rb->cfg.capacity)
+        return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: %lld positions exceed the capacity %lld",
+                       (long long)positions, (long long)rb->cfg.capacity);
+    memcpy(rb->ring, records, bytes_sum);
+    rb->first_game = 0;
+    rb->num_games = num_games;
+    rb->head = bytes_sum;
+    rb->positions = positions;
+    rb->positions_seen = positions_seen;
+    rb->games_seen = games_seen;
+    rb->policy_targets = targets;
+    rb->record_bytes = bytes_sum;
+    return ZT_OK;
+}
+
+zt_status zt_replay_deserialize(const zt_game *g, const uint8_t *data, size_t len, zt_replay **out)
+{
+    *out = NULL;
+    reader r = {data, len, 0, false};
+    const uint8_t *magic = take(&r, 8);
+    if (!magic || memcmp(magic, REPLAY_MAGIC, 8) != 0)
+        return zt_fail(ZT_ERR_CORRUPT, "not a replay checkpoint (bad magic)");
+    uint32_t version = (uint32_t)get_le(&r, 4);
+    uint64_t total = get_le(&r, 8);
+    if (r.short_read) return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint truncated in its header");
+    if (version != REPLAY_VERSION)
+        return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint version %u (this program reads %u)",
+                       version, REPLAY_VERSION);
+    if (total > len)
+        return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint truncated: %zu of %llu bytes", len,
+                       (unsigned long long)total);
+    if (total < len)
+        return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint has %zu trailing bytes",
+                       len - (size_t)total);
+    if (total < r.at + 8) return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint too short");
+    uint64_t stored_hash = 0;
+    for (int i = 0; i < 8; i++) stored_hash |= (uint64_t)data[len - 8 + (size_t)i] << (8 * i);
+    if (zt_hash_bytes(data, len - 8, ZT_REPLAY_HASH_SEED) != stored_hash)
+        return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint checksum mismatch (corrupt data)");
+    r.len = len - 8;
+
+    size_t title_len = (size_t)get_le(&r, 2);
+    const uint8_t *title = take(&r, title_len);
+    uint32_t compact = (uint32_t)get_le(&r, 4), actions = (uint32_t)get_le(&r, 4);
+    if (r.short_read) return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint truncated in its header");
+    if (title_len != strlen(g->title) || memcmp(title, g->title, title_len) != 0 ||
+        compact != g->compact_size || actions != (uint32_t)g->num_actions)
+        return zt_fail(ZT_ERR_INVALID, "replay checkpoint is for '%.*s', not '%s'", (int)title_len,
+                       (const char *)title, g->title);
+    zt_replay_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.capacity = (int64_t)get_le(&r, 8);
+    cfg.max_games = (int64_t)get_le(&r, 8);
+    cfg.arena_bytes = (size_t)get_le(&r, 8);
+    cfg.window_c = get_f64(&r);
+    cfg.window_alpha = get_f64(&r);
+    cfg.window_beta = get_f64(&r);
+    uint64_t augment = get_le(&r, 1);
+    int64_t positions_seen = (int64_t)get_le(&r, 8);
+    int64_t games_seen = (int64_t)get_le(&r, 8);
+    int64_t num_games = (int64_t)get_le(&r, 8);
+    if (r.short_read) return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint truncated in its header");
+    cfg.augment = augment != 0;
+    if (augment > 1 || cfg.max_games < 1 || cfg.arena_bytes == 0 || positions_seen < 0 ||
+        games_seen < 0 || check_config(&cfg) != ZT_OK)
+        return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: impossible settings or counters");
+    /* Sizes come from the file: refuse what no buffer of ours would hold
+     * before allocating it. */
+    if ((uint64_t)num_games * 20 > len || cfg.arena_bytes > UINT32_MAX)
+        return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: sizes out of range");
+    zt_replay *rb;
+    ZT_TRY(zt_replay_new(g, &cfg, &rb));
+    zt_status st = load_games(rb, &r, num_games, positions_seen, games_seen);
+    if (st == ZT_OK && r.at != r.len)
+        st = zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: %zu unread bytes", r.len - r.at);
+    if (st != ZT_OK) {
+        zt_replay_free(rb);
+        return st;
+    }
+    *out = rb;
+    return ZT_OK;
+}
+
+zt_status zt_replay_save(zt_replay *rb, const char *path)
+{
+    uint8_t *data;
+    size_t len;
+    ZT_TRY(zt_replay_serialize(rb, &data, &len));
+    zt_status st = zt_write_file_atomic(path, data, len);
+    free(data);
+    return st;
+}
+
+zt_status zt_replay_load(const zt_game *g, const char *path, zt_replay **out)
+{
+    char *data;
+    size_t len;
+    *out = NULL;
+    ZT_TRY(zt_read_file(path, &data, &len));
+    zt_status st = zt_replay_deserialize(g, (const uint8_t *)data, len, out);
+    if (st != ZT_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", zt_error_message());
+        st = zt_fail(st, "%s: %s", path, why);
+    }
+    free(data);
+    return st;
+}

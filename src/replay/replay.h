@@ -1,0 +1,195 @@
+/* The replay buffer (DESIGN.md §3): finished self-play games stored as
+ * compact records in one byte ring, sampled uniformly over a window that grows
+ * with the positions seen, with observations and targets rebuilt (and a
+ * random symmetry applied) only for the positions sampled.
+ *
+ * A record (one position) is a flags byte, a count, the game's compact state
+ * bytes (g->encode), the root value as an IEEE half float and the search
+ * policy quantised to 16-bit weights summing to 65535, stored over the legal
+ * actions in increasing order (the last weight implied) or as sparse
+ * (action, weight) pairs, whichever is shorter. The outcome, game id and ply
+ * live once per game in a table beside the ring. Positions searched with a
+ * reduced budget (playout-cap randomisation, Wu 2019 "Accelerating
+ * Self-Play Learning in Go" §3.1) store no policy: they are value targets
+ * only.
+ *
+ * The caller owns what *_new / *_init return and frees it with the matching
+ * *_free. The buffer is safe to append to and sample from on different
+ * threads; the game is borrowed and must outlive it. */
+#ifndef ZT_REPLAY_REPLAY_H
+#define ZT_REPLAY_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/rng.h"
+#include "core/status.h"
+#include "game/game.h"
+
+/* Record flags. */
+#define ZT_REPLAY_FULL_SEARCH 0x01u /* the policy is a training target */
+
+/* ---- one game on its way in ---- */
+
+/* A game's positions collected by an actor while it plays (the outcome is
+ * known only at the end). Records are encoded as they are added; nothing is
+ * allocated after zt_replay_traj_new. */
+typedef struct zt_replay_traj zt_replay_traj;
+
+zt_status zt_replay_traj_new(const zt_game *g, zt_replay_traj **out);
+void zt_replay_traj_free(zt_replay_traj *t);
+void zt_replay_traj_clear(zt_replay_traj *t);
+int zt_replay_traj_length(const zt_replay_traj *t);
+
+/* Adds the position `state` (a player node) searched to `policy` (num_actions
+ * floats, 0 on illegal actions, any positive scale) with root value
+ * `root_value` for the player to move. With full_search false (a cheap
+ * search) the policy is not stored and may be NULL. */
+void zt_replay_traj_add(zt_replay_traj *t, const void *state, const float *policy, float root_value,
+                        bool full_search);
+
+/* ---- the buffer ---- */
+
+typedef struct zt_replay_config {
+    int64_t capacity;   /* positions kept; the oldest games are evicted first */
+    int64_t max_games;  /* games kept (0: capacity / 4) */
+    size_t arena_bytes; /* bytes of the record ring (0: from the game's sizes) */
+    /* Sampling window over the N positions seen, KataGo's power law (Wu
+     * 2019, "Accelerating Self-Play Learning in Go", training appendix):
+     * min(N, capacity, c (1 + beta ((N / c)^alpha - 1) / alpha)) once N > c,
+     * else N (alpha 0: the limit c (1 + beta ln(N / c))). c = 0, or
+     * alpha = beta = 1, give every stored position. */
+    double window_c, window_alpha, window_beta;
+    bool augment; /* a uniformly random symmetry per sampled position */
+} zt_replay_config;
+
+/* capacity 2^20 positions, c = 250000, alpha 0.75, beta 0.4 (KataGo's
+ * constants), max_games and arena_bytes from the game, augmentation on. */
+void zt_replay_config_default(zt_replay_config *c);
+
+typedef struct zt_replay zt_replay;
+
+zt_status zt_replay_new(const zt_game *g, const zt_replay_config *cfg, zt_replay **out);
+void zt_replay_free(zt_replay *rb);
+const zt_game *zt_replay_game(const zt_replay *rb);
+/* The settings in force (defaults resolved: max_games, arena_bytes). */
+const zt_replay_config *zt_replay_get_config(const zt_replay *rb);
+
+/* Appends a finished game: its positions in t (which is left unchanged) and
+ * the return of player 0 (zero-sum: player 1 gets the negation). Evicts the
+ * oldest games to make room. ZT_ERR_INVALID if the game alone exceeds the
+ * capacity. *game_id (may be NULL) receives the id given to it (0, 1, ...). */
+zt_status zt_replay_add_game(zt_replay *rb, const zt_replay_traj *t, float return0,
+                             uint64_t *game_id);
+
+/* The window's size after n positions seen (at most the capacity). */
+int64_t zt_replay_window(const zt_replay_config *cfg, int64_t n);
+
+typedef struct zt_replay_stats {
+    int64_t positions;      /* stored */
+    int64_t games;          /* stored */
+    int64_t positions_seen; /* ever added */
+    int64_t games_seen;
+    int64_t window;                  /* positions sampled from (the newest ones) */
+    int64_t policy_targets;          /* stored positions with a full search */
+    size_t record_bytes;             /* bytes of the stored records */
+    size_t game_bytes;               /* bytes of the per-game table entries in use */
+    size_t allocated_bytes;          /* everything the buffer holds */
+    double bytes_per_position;       /* (record + game bytes) / positions */
+    double dense_bytes_per_position; /* float32 observation + dense float policy */
+    double saving;                   /* 1 - bytes_per_position / dense */
+} zt_replay_stats;
+
+zt_replay_stats zt_replay_get_stats(zt_replay *rb);
+
+/* What one position takes as float32 observation planes plus a dense float
+ * policy: 4 * (H * W * C + num_actions). */
+size_t zt_replay_dense_bytes(const zt_game *g);
+
+/* One stored position, decoded: the position with absolute index `index`
+ * (0 = the first ever added; stored ones are positions_seen - positions ..
+ * positions_seen - 1). policy (num_actions floats, may be NULL) receives the
+ * dequantised policy, all zero without a full search. */
+typedef struct zt_replay_position {
+    uint8_t state[ZT_MAX_STATE_BYTES];
+    float root_value;
+    float outcome; /* the final return of the player to move */
+    uint8_t flags;
+    uint64_t game_id;
+    int ply; /* index of the position in its game */
+} zt_replay_position;
+
+zt_status zt_replay_get(zt_replay *rb, int64_t index, zt_replay_position *pos, float *policy);
+
+/* ---- sampling ---- */
+
+/* A batch of B training rows in contiguous arrays, row-major. Made by
+ * zt_replay_batch_init, which allocates all of them in one block; any of the
+ * output arrays may be pointed at caller-owned arrays of the same sizes
+ * before sampling (zt_replay_batch_free frees only the block). */
+typedef struct zt_replay_batch {
+    int size;     /* B */
+    int obs_size; /* H * W * C */
+    int num_actions;
+    float *obs;           /* B x obs_size, NHWC as g->observe writes it */
+    float *policy;        /* B x num_actions; all zero where policy_weight is 0 */
+    uint8_t *legal;       /* B x num_actions, 1 on legal actions */
+    float *policy_weight; /* B: 1 if the policy is a target (full search), else 0 */
+    float *value;         /* B: final return for the player to move */
+    float *root_value;    /* B: the search's root value */
+    float *wdl;           /* B x 3 (win, draw, loss one-hot), or NULL if not wanted */
+    int64_t *index;       /* B: absolute position index sampled */
+    int32_t *sym;         /* B: symmetry applied */
+    zt_rng rng_after;     /* sampler: the rng state after drawing this batch */
+    zt_status status;     /* sampler: how drawing it went */
+    uint8_t *scratch_;    /* records copied out under the lock */
+    size_t scratch_stride_;
+    void *owned_; /* the one block all the arrays above came from */
+} zt_replay_batch;
+
+zt_status zt_replay_batch_init(zt_replay_batch *b, const zt_game *g, int size, bool wdl);
+void zt_replay_batch_free(zt_replay_batch *b);
+
+/* Draws b->size positions uniformly from the window (with replacement) and a
+ * symmetry for each (if augmenting), consuming rng in that order, then
+ * rebuilds their observations and targets. ZT_ERR_INVALID if the buffer is
+ * empty. The buffer lock is held only while the records are copied. */
+zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b);
+
+/* ---- the sampler thread ---- */
+
+/* A thread that draws batches ahead of the learner: two batches, one held by
+ * the caller while the thread fills the other (no allocation per batch).
+ * Batches come out exactly as consecutive zt_replay_sample calls with the
+ * same rng would give on an unchanging buffer; a batch is drawn from the
+ * buffer as it was when the thread got to it, so a run that must repeat
+ * exactly with actors appending samples synchronously instead. For exact
+ * resume, checkpoint the rng_after of the last batch consumed and start the
+ * new sampler from it. Start it once the buffer holds positions: a batch
+ * drawn from an empty one comes back as an error. */
+typedef struct zt_replay_sampler zt_replay_sampler;
+
+zt_status zt_replay_sampler_new(zt_replay *rb, int batch_size, bool wdl, const zt_rng *rng,
+                                zt_replay_sampler **out);
+/* Stops the thread (after the batch in progress) and frees both batches. */
+void zt_replay_sampler_free(zt_replay_sampler *s);
+/* The next batch (waiting for it if needed). It stays valid until the next
+ * call; the one returned before goes back to the thread to be refilled.
+ * *batch is NULL and the batch's status returned if drawing it failed. */
+zt_status zt_replay_sampler_next(zt_replay_sampler *s, const zt_replay_batch **batch);
+
+/* ---- checkpoints ---- */
+
+/* The whole buffer (settings, counters, games, records) as one binary blob:
+ * a versioned header, the games and their records, and a checksum. The
+ * caller frees *data. */
+zt_status zt_replay_serialize(zt_replay *rb, uint8_t **data, size_t *len);
+/* Rebuilds a buffer from a blob; ZT_ERR_CORRUPT naming the problem if it is
+ * truncated, fails its checksum or holds records the game cannot decode. */
+zt_status zt_replay_deserialize(const zt_game *g, const uint8_t *data, size_t len, zt_replay **out);
+/* Atomic write (core/fileio.h) and read of the same blob. */
+zt_status zt_replay_save(zt_replay *rb, const char *path);
+zt_status zt_replay_load(const zt_game *g, const char *path, zt_replay **out);
+
+#endif

@@ -1,0 +1,383 @@
+/* Tests of the arena: Elo arithmetic and its interval; the SPRT accepts H1
+ * for a clearly stronger player and H0 for equal ones within a bounded
+ * number of games; matches alternate colours, are reproducible whatever the
+ * number of games in flight, and refuse illegal moves; on the solver test
+ * sets the perfect tic-tac-toe player is optimal in 4520/4520 positions and
+ * random is not, the Connect Four solver player makes no mistakes on
+ * Test_L2_R1 and random makes many; agents built on search and on a raw
+ * policy (over the exact oracle evaluator) plug into the same interface. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/evaluators.h"
+#include "arena/arena.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            failures++;                                                                            \
+            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                 \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+        }                                                                                          \
+    } while (0)
+
+static const uint64_t SEED = 4242;
+
+/* ZT_DATA_DIR, else ../shared/data, else tests/data. */
+static void data_path(const char *rel, char *buf, size_t cap)
+{
+    const char *env = getenv("ZT_DATA_DIR");
+    const char *dirs[] = {env, "../shared/data", "tests/data"};
+    for (int i = 0; i < 3; i++) {
+        if (!dirs[i]) continue;
+        snprintf(buf, cap, "%s/%s", dirs[i], rel);
+        FILE *f = fopen(buf, "r");
+        if (f) {
+            fclose(f);
+            return;
+        }
+    }
+    snprintf(buf, cap, "tests/data/%s", rel);
+}
+
+static zt_game *make_game(const char *name)
+{
+    zt_game *g;
+    zt_status st = zt_game_new(name, NULL, &g);
+    CHECK(st == ZT_OK, "%s: %s", name, zt_error_message());
+    return st == ZT_OK ? g : NULL;
+}
+
+static zt_agent *make_player(const zt_game *g, const char *spec)
+{
+    zt_player *p;
+    zt_status st = zt_player_new(g, spec, &p);
+    CHECK(st == ZT_OK, "%s: %s", spec, zt_error_message());
+    return st == ZT_OK ? zt_agent_from_player(p, true) : NULL;
+}
+
+static bool near(double x, double want, double tol)
+{
+    return fabs(x - want) <= tol;
+}
+
+static void test_elo(void)
+{
+    CHECK(near(zt_elo_from_score(0.5), 0, 1e-12), "0.5 -> %g", zt_elo_from_score(0.5));
+    CHECK(near(zt_elo_from_score(0.75), 190.85, 0.01), "0.75 -> %g", zt_elo_from_score(0.75));
+    CHECK(near(zt_elo_from_score(0.25), -190.85, 0.01), "0.25 -> %g", zt_elo_from_score(0.25));
+    CHECK(near(zt_score_from_elo(zt_elo_from_score(0.9)), 0.9, 1e-12), "inverse");
+
+    zt_elo e = zt_elo_estimate(3, 0, 1);
+    CHECK(near(e.score, 0.75, 1e-12) && near(e.elo, 190.85, 0.01) && !e.bound, "3-0-1: %g", e.elo);
+    e = zt_elo_estimate(5, 10, 5);
+    CHECK(near(e.elo, 0, 1e-9) && e.lo < 0 && e.hi > 0 && near(e.lo, -e.hi, 1e-9),
+          "even score: %g [%g, %g]", e.elo, e.lo, e.hi);
+
+    /* The same proportions over more games: the same Elo, a narrower interval. */
+    double width = INFINITY;
+    for (int k = 1; k <= 1000; k *= 10) {
+        e = zt_elo_estimate(6 * k, 2 * k, 2 * k);
+        double w = e.hi - e.lo;
+        CHECK(near(e.elo, zt_elo_from_score(0.7), 1e-9) && e.lo < e.elo && e.elo < e.hi &&
+                  w < width,
+              "x%d: %g [%g, %g]", k, e.elo, e.lo, e.hi);
+        printf("elo 6-2-2 x%-4d %+7.1f [%+7.1f, %+7.1f]\n", k, e.elo, e.lo, e.hi);
+        width = w;
+    }
+    /* Standard error by hand for 60-20-20: var = (60 .09 + 20 .04 + 20 .49) / 100. */
+    e = zt_elo_estimate(60, 20, 20);
+    double se = sqrt((60 * 0.09 + 20 * 0.04 + 20 * 0.49) / 100 / 100);
+    CHECK(near(e.lo, zt_elo_from_score(0.7 - 1.96 * se), 1e-9) &&
+              near(e.hi, zt_elo_from_score(0.7 + 1.96 * se), 1e-9),
+          "60-20-20 interval [%g, %g]", e.lo, e.hi);
+
+    /* Perfect and nil scores stay finite, and still shrink with games. */
+    width = INFINITY;
+    for (int n = 1; n <= 1000; n *= 10) {
+        zt_elo w = zt_elo_estimate(n, 0, 0), l = zt_elo_estimate(0, 0, n);
+        CHECK(isfinite(w.elo) && isfinite(w.lo) && isfinite(w.hi) && w.bound && w.lo <= w.elo &&
+                  w.elo <= w.hi && w.hi - w.lo < width + 1e-9 && w.score == 1,
+              "%d wins: %g [%g, %g]", n, w.elo, w.lo, w.hi);
+        CHECK(near(l.elo, -w.elo, 1e-9) && near(l.lo, -w.hi, 1e-9), "%d losses: %g", n, l.elo);
+        printf("elo %d-0-0 %+7.1f [%+7.1f, %+7.1f]\n", n, w.elo, w.lo, w.hi);
+        if (n > 1) width = w.hi - w.lo;
+    }
+    e = zt_elo_estimate(0, 0, 0);
+    CHECK(e.elo == 0 && e.lo == 0 && e.hi == 0, "no games");
+    e = zt_elo_estimate(0, 7, 0);
+    CHECK(e.elo == 0 && isfinite(e.lo) && isfinite(e.hi), "all draws");
+
+    zt_sprt_config sc = {0, 50, 0.05, 0.05};
+    zt_sprt_state s = zt_sprt_update(&sc, 0, 0, 0);
+    CHECK(s.llr == 0 && s.decision == 0 && near(s.upper, log(19), 1e-12) &&
+              near(s.lower, -log(19), 1e-12),
+          "empty SPRT");
+    s = zt_sprt_update(&sc, 0, 40, 0);
+    CHECK(isfinite(s.llr) && s.decision == -1, "all draws: LLR %g", s.llr);
+    s = zt_sprt_update(&sc, 40, 0, 0);
+    CHECK(isfinite(s.llr) && s.decision == 1, "all wins: LLR %g", s.llr);
+    /* A score exactly halfway between s0 and s1 is no evidence either way. */
+    double mid = (zt_score_from_elo(0) + zt_score_from_elo(50)) / 2;
+    int n = 100000, w = (int)lround(mid * n);
+    s = zt_sprt_update(&sc, w, 0, n - w);
+    CHECK(fabs(s.llr) < 0.5, "halfway score: LLR %g", s.llr);
+}
+
+static void test_matches(void)
+{
+    zt_game *g = make_game("tictactoe");
+    if (!g) return;
+    zt_agent *perfect = make_player(g, "perfect"), *random = make_player(g, "random"),
+             *random2 = make_player(g, "random");
+    if (!perfect || !random || !random2) return;
+    char line[256];
+
+    zt_match_config cfg = {.games = 60, .seed = SEED};
+    zt_match_result r;
+    CHECK(zt_arena_match(g, perfect, random, &cfg, &r) == ZT_OK, "%s", zt_error_message());
+    zt_match_format(&r, false, line, sizeof line);
+    printf("perfect vs random: %s\n", line);
+    CHECK(r.games == 60 && r.losses == 0 && r.wins > 40 && r.games_first == 30,
+          "perfect vs random: %s, %d games first", line, r.games_first);
+    CHECK(zt_arena_match(g, perfect, perfect, &cfg, &r) == ZT_OK && r.draws == 60,
+          "perfect vs perfect: %d draws", r.draws);
+
+    /* The same games whatever the number in flight: each game has its own
+     * stream. */
+    zt_match_result r1, r2;
+    cfg.games = 200;
+    cfg.concurrency = 1;
+    CHECK(zt_arena_match(g, random, random2, &cfg, &r1) == ZT_OK, "%s", zt_error_message());
+    cfg.concurrency = 0;
+    CHECK(zt_arena_match(g, random, random2, &cfg, &r2) == ZT_OK, "%s", zt_error_message());
+    CHECK(r1.wins == r2.wins && r1.draws == r2.draws && r1.losses == r2.losses &&
+              r1.wins_first == r2.wins_first,
+          "concurrency changed the results: %d-%d-%d vs %d-%d-%d", r1.wins, r1.draws, r1.losses,
+          r2.wins, r2.draws, r2.losses);
+
+    /* SPRT (elo0 0, elo1 50, alpha = beta = 0.05): H1 for the perfect
+     * player, H0 between equals, on five fixed seeds each. An SPRT errs
+     * with probability alpha by design; these seeds are reproducible. */
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        cfg = (zt_match_config){
+            .games = 400, .seed = seed, .use_sprt = true, .sprt = {0, 50, 0.05, 0.05}};
+        CHECK(zt_arena_match(g, perfect, random, &cfg, &r) == ZT_OK, "%s", zt_error_message());
+        zt_match_format(&r, true, line, sizeof line);
+        printf("sprt seed %llu perfect vs random: %3d games: %s\n", (unsigned long long)seed,
+               r.games, line);
+        CHECK(r.sprt.decision == 1 && r.stopped_early && r.games < 100, "perfect vs random: %s",
+              line);
+        cfg.games = 3000;
+        CHECK(zt_arena_match(g, random, random2, &cfg, &r) == ZT_OK, "%s", zt_error_message());
+        zt_match_format(&r, true, line, sizeof line);
+        printf("sprt seed %llu random vs random:  %3d games: %s\n", (unsigned long long)seed,
+               r.games, line);
+        CHECK(r.sprt.decision == -1 && r.stopped_early, "random vs random: %s", line);
+        /* The same SPRT with one game in flight stops at the same game. */
+        zt_match_result one;
+        cfg.concurrency = 1;
+        CHECK(zt_arena_match(g, random, random2, &cfg, &one) == ZT_OK && one.games == r.games &&
+                  one.wins == r.wins && one.sprt.llr == r.sprt.llr,
+              "concurrency changed the SPRT's stop");
+        /* And the wrong way round: H1 is rejected for the weaker side. */
+        cfg = (zt_match_config){
+            .games = 400, .seed = seed, .use_sprt = true, .sprt = {0, 50, 0.05, 0.05}};
+        CHECK(zt_arena_match(g, random, perfect, &cfg, &r) == ZT_OK && r.sprt.decision == -1 &&
+                  r.games < 100,
+              "random vs perfect: %d games, decision %d", r.games, r.sprt.decision);
+    }
+
+    zt_agent_free(perfect);
+    zt_agent_free(random);
+    zt_agent_free(random2);
+    zt_game_free(g);
+}
+
+/* An agent that plays an occupied cell once the game is under way. */
+static void cheat_choose(zt_agent *a, int n, const int *slots, const void *const *states,
+                         zt_rng *const *rngs, int *actions)
+{
+    const zt_game *g = a->game;
+    for (int i = 0; i < n; i++) {
+        uint8_t mask[ZT_MAX_ACTIONS];
+        zt_game_legal_mask(g, states[i], mask);
+        int pick = 0;
+        while (pick < g->num_actions - 1 && mask[pick]) pick++;
+        actions[i] = pick;
+    }
+}
+
+static void cheat_free(zt_agent *a)
+{
+    free(a);
+}
+
+static void test_illegal(void)
+{
+    zt_game *g = make_game("tictactoe");
+    if (!g) return;
+    zt_agent *cheat = calloc(1, sizeof *cheat);
+    cheat->game = g;
+    snprintf(cheat->name, sizeof cheat->name, "cheat");
+    cheat->max_games = 4;
+    cheat->choose = cheat_choose;
+    cheat->free = cheat_free;
+    zt_agent *random = make_player(g, "random");
+    zt_match_config cfg = {.games = 10, .seed = SEED};
+    zt_match_result r;
+    zt_status st = zt_arena_match(g, random, cheat, &cfg, &r);
+    CHECK(st == ZT_ERR_INVALID && strstr(zt_error_message(), "cheat chose illegal"), "%s",
+          zt_error_message());
+    cfg.games = 0;
+    CHECK(zt_arena_match(g, random, cheat, &cfg, &r) == ZT_ERR_INVALID, "zero games refused");
+    zt_agent_free(cheat);
+    zt_agent_free(random);
+    zt_game_free(g);
+}
+
+static void positions(const zt_game *g, zt_agent *agent, const char *file, int limit,
+                      zt_positions_result *r)
+{
+    char path[512], line[64];
+    data_path(file, path, sizeof path);
+    zt_status st = zt_arena_positions(g, agent, path, limit, SEED, r);
+    CHECK(st == ZT_OK, "%s on %s: %s", agent->name, path, zt_error_message());
+    zt_positions_format(r, line, sizeof line);
+    printf("positions %-12s %-10s %s\n", g->title, agent->name, line);
+}
+
+static void test_positions(void)
+{
+    zt_positions_result r;
+    zt_game *ttt = make_game("tictactoe");
+    if (ttt) {
+        zt_agent *perfect = make_player(ttt, "perfect"), *random = make_player(ttt, "random");
+        positions(ttt, perfect, "tictactoe/ttt_positions.txt", 0, &r);
+        CHECK(r.optimal == 4520 && r.positions == 4520 && !r.report_mistakes, "perfect: %d/%d",
+              r.optimal, r.positions);
+        positions(ttt, random, "tictactoe/ttt_positions.txt", 0, &r);
+        CHECK(r.positions == 4520 && r.optimal < 4000 && r.optimal > 1000, "random: %d/%d",
+              r.optimal, r.positions);
+
+        /* "Network + search" agents on the exact oracle evaluator. */
+        zt_evaluator oracle;
+        CHECK(zt_evaluator_oracle_new(ttt, &oracle) == ZT_OK, "%s", zt_error_message());
+        zt_agent *policy = NULL, *puct = NULL, *gumbel = NULL;
+        CHECK(zt_agent_policy_new(ttt, &oracle, 64, &policy) == ZT_OK, "%s", zt_error_message());
+        zt_search_config sc;
+        zt_search_config_default(&sc, ZT_SEARCH_PUCT);
+        sc.num_simulations = 24;
+        sc.node_capacity = 256;
+        sc.edge_capacity = 1024;
+        CHECK(zt_agent_search_new(ttt, &oracle, &sc, 32, NULL, &puct) == ZT_OK, "%s",
+              zt_error_message());
+        zt_search_config_default(&sc, ZT_SEARCH_GUMBEL);
+        sc.num_simulations = 16;
+        sc.node_capacity = 256;
+        sc.edge_capacity = 1024;
+        CHECK(zt_agent_search_new(ttt, &oracle, &sc, 32, NULL, &gumbel) == ZT_OK, "%s",
+              zt_error_message());
+        zt_agent *agents[] = {policy, puct, gumbel};
+        for (int i = 0; i < 3; i++) {
+            if (!agents[i]) continue;
+            positions(ttt, agents[i], "tictactoe/ttt_positions.txt", 0, &r);
+            CHECK(r.optimal == 4520, "%s on the oracle: %d/%d", agents[i]->name, r.optimal,
+                  r.positions);
+        }
+        if (puct) {
+            zt_match_config cfg = {.games = 20, .seed = SEED};
+            zt_match_result m;
+            CHECK(zt_arena_match(ttt, puct, random, &cfg, &m) == ZT_OK && m.losses == 0 &&
+                      m.games == 20,
+                  "search agent vs random: %d losses: %s", m.losses, zt_error_message());
+        }
+        for (int i = 0; i < 3; i++) zt_agent_free(agents[i]);
+        zt_evaluator_oracle_free(&oracle);
+        zt_agent_free(perfect);
+        zt_agent_free(random);
+        zt_game_free(ttt);
+    }
+
+    zt_game *c4 = make_game("connect4");
+    if (c4) {
+        zt_agent *solver = make_player(c4, "solver"), *perfect = make_player(c4, "perfect"),
+                 *random = make_player(c4, "random");
+        positions(c4, solver, "connect4/Test_L2_R1", 50, &r);
+        CHECK(r.positions == 50 && r.mistakes == 0 && r.report_mistakes, "solver: %d/%d",
+              r.mistakes, r.positions);
+        positions(c4, perfect, "connect4/Test_L2_R1", 50, &r);
+        CHECK(r.positions == 50 && r.mistakes == 0, "perfect: %d/%d", r.mistakes, r.positions);
+        positions(c4, random, "connect4/Test_L2_R1", 50, &r);
+        CHECK(r.positions == 50 && r.mistakes >= 10, "random: %d/%d", r.mistakes, r.positions);
+        char bad[] = "/nonexistent/positions.txt";
+        CHECK(zt_arena_positions(c4, random, bad, 0, SEED, &r) != ZT_OK, "a missing file");
+        zt_agent_free(solver);
+        zt_agent_free(perfect);
+        zt_agent_free(random);
+        zt_game_free(c4);
+    }
+
+    zt_game *sim = make_game("sim");
+    if (sim) {
+        zt_agent *perfect = make_player(sim, "perfect"), *random = make_player(sim, "random");
+        positions(sim, perfect, "sim/sim_k6_positions.txt", 300, &r);
+        CHECK(r.positions == 300 && r.optimal == 300, "sim perfect: %d/%d", r.optimal, r.positions);
+        positions(sim, random, "sim/sim_k6_positions.txt", 300, &r);
+        CHECK(r.positions == 300 && r.optimal < 300, "sim random: %d/%d", r.optimal, r.positions);
+        zt_agent_free(perfect);
+        zt_agent_free(random);
+        zt_game_free(sim);
+    }
+
+    /* A game without an exact solver has no positions mode. */
+    zt_game *bg = make_game("backgammon");
+    if (bg) {
+        zt_agent *random = make_player(bg, "random");
+        CHECK(zt_arena_positions(bg, random, "x", 0, SEED, &r) == ZT_ERR_UNSUPPORTED, "%s",
+              zt_error_message());
+        zt_agent_free(random);
+        zt_game_free(bg);
+    }
+}
+
+/* Backgammon: chance nodes are played by the arena, every game ends. */
+static void test_chance(void)
+{
+    zt_game *g = make_game("backgammon");
+    if (!g) return;
+    zt_agent *a = make_player(g, "pubeval"), *b = make_player(g, "random");
+    if (!a || !b) return;
+    zt_match_config cfg = {.games = 20, .seed = SEED};
+    zt_match_result r;
+    CHECK(zt_arena_match(g, a, b, &cfg, &r) == ZT_OK && r.games == 20, "%s", zt_error_message());
+    char line[256];
+    zt_match_format(&r, false, line, sizeof line);
+    printf("backgammon pubeval vs random: %s, %+.2f points per game\n", line,
+           r.total_return / r.games);
+    CHECK(r.total_return > 0, "pubeval should beat random");
+    zt_agent_free(a);
+    zt_agent_free(b);
+    zt_game_free(g);
+}
+
+int main(void)
+{
+    printf("seed %llu\n", (unsigned long long)SEED);
+    test_elo();
+    test_matches();
+    test_illegal();
+    test_positions();
+    test_chance();
+    if (failures) {
+        printf("%d failures\n", failures);
+        return 1;
+    }
+    printf("all arena tests passed\n");
+    return 0;
+}

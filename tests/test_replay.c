@@ -1,0 +1,718 @@
+/* Tests of the replay layer: records decode to the positions, policies and
+ * values stored (within 16-bit quantisation and half-float rounding); the
+ * window grows as documented; eviction and the byte ring's wrap keep the
+ * newest games intact; sampled targets under symmetry agree with the
+ * symmetric position; bytes per position against the dense float figure;
+ * checkpoints round-trip exactly and corrupt or truncated ones are refused
+ * naming the problem; the sampler thread yields exactly the synchronous
+ * batches. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/hash.h"
+#include "core/rng.h"
+#include "replay/record.h"
+#include "replay/replay.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            failures++;                                                                            \
+            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                 \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+        }                                                                                          \
+    } while (0)
+
+static const uint64_t SEED = 20240611;
+
+static zt_game *make_game(const char *name)
+{
+    zt_game *g;
+    zt_status st = zt_game_new(name, NULL, &g);
+    CHECK(st == ZT_OK, "%s: %s", name, zt_error_message());
+    return st == ZT_OK ? g : NULL;
+}
+
+/* ---- synthetic self-play: random games with made-up search outputs ---- */
+
+/* What the test put in, to compare with what comes out. */
+typedef struct truth {
+    uint8_t state[ZT_MAX_STATE_BYTES];
+    float policy[ZT_MAX_ACTIONS]; /* normalised, 0 without a full search */
+    float root_value;
+    float outcome;
+    bool full;
+    uint64_t game_id;
+    int ply;
+} truth;
+
+typedef struct truths {
+    truth *t;
+    int64_t n, cap;
+} truths;
+
+static truth *truth_push(truths *ts)
+{
+    if (ts->n == ts->cap) {
+        ts->cap = ts->cap ? 2 * ts->cap : 1024;
+        ts->t = realloc(ts->t, (size_t)ts->cap * sizeof *ts->t);
+    }
+    truth *t = &ts->t[ts->n++];
+    memset(t, 0, sizeof *t);
+    return t;
+}
+
+/* A search policy over the legal actions: dense with random weights (what
+ * Gumbel's completed-Q target looks like) or, with `sparse`, mass on a
+ * few actions (PUCT visit counts of a short search). */
+static void make_policy(const zt_game *g, const void *s, zt_rng *rng, bool sparse, float *policy)
+{
+    uint16_t legal[ZT_MAX_ACTIONS];
+    int n = g->legal(g, s, legal);
+    memset(policy, 0, sizeof(float) * (size_t)g->num_actions);
+    float sum = 0;
+    for (int i = 0; i < n; i++) {
+        float w = sparse ? (zt_rng_below(rng, 4) == 0 ? (float)(1 + zt_rng_below(rng, 50)) : 0.0f)
+                         : (float)zt_rng_uniform(rng) + 1e-3f;
+        policy[legal[i]] = w;
+        sum += w;
+    }
+    if (sum == 0) policy[legal[zt_rng_below(rng, (uint32_t)n)]] = 1;
+}
+
+/* Plays one random game into traj (and truths, if given); returns player
+ * 0's return. full_share: the share of positions with a full search. */
+static float play_game(const zt_game *g, zt_replay_traj *traj, zt_rng *rng, double full_share,
+                       bool sparse, truths *ts, uint64_t game_id)
+{
+    uint8_t s[ZT_MAX_STATE_BYTES];
+    float policy[ZT_MAX_ACTIONS];
+    g->reset(g, s);
+    zt_replay_traj_clear(traj);
+    int64_t first = ts ? ts->n : 0;
+    int ply = 0;
+    for (;;) {
+        int p = g->current_player(g, s);
+        if (p == ZT_TERMINAL) break;
+        if (p == ZT_CHANCE) {
+            int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+            float probs[ZT_MAX_CHANCE_OUTCOMES];
+            int n = g->chance_outcomes(g, s, outcomes, probs);
+            g->apply(g, s, outcomes[zt_rng_categorical(rng, probs, n)]);
+            continue;
+        }
+        bool full = zt_rng_uniform(rng) < full_share;
+        make_policy(g, s, rng, sparse, policy);
+        float v = (float)(2 * zt_rng_uniform(rng) - 1);
+        zt_replay_traj_add(traj, s, full ? policy : NULL, v, full);
+        if (ts) {
+            truth *t = truth_push(ts);
+            memcpy(t->state, s, g->state_size);
+            t->root_value = v;
+            t->full = full;
+            t->game_id = game_id;
+            t->ply = ply;
+            if (full) {
+                float sum = 0;
+                for (int a = 0; a < g->num_actions; a++) sum += policy[a];
+                for (int a = 0; a < g->num_actions; a++) t->policy[a] = policy[a] / sum;
+            }
+        }
+        ply++;
+        uint16_t legal[ZT_MAX_ACTIONS];
+        int n = g->legal(g, s, legal);
+        g->apply(g, s, legal[zt_rng_below(rng, (uint32_t)n)]);
+    }
+    float r[2];
+    g->returns(g, s, r);
+    if (ts)
+        for (int64_t i = first; i < ts->n; i++)
+            ts->t[i].outcome = g->current_player(g, ts->t[i].state) == 0 ? r[0] : r[1];
+    return r[0];
+}
+
+static void fill(zt_replay *rb, zt_replay_traj *traj, int games, zt_rng *rng, double full_share,
+                 bool sparse, truths *ts)
+{
+    const zt_game *g = zt_replay_game(rb);
+    for (int i = 0; i < games; i++) {
+        uint64_t expect_id = (uint64_t)zt_replay_get_stats(rb).games_seen, id = 0;
+        float r0 = play_game(g, traj, rng, full_share, sparse, ts, expect_id);
+        zt_status st = zt_replay_add_game(rb, traj, r0, &id);
+        CHECK(st == ZT_OK && id == expect_id, "add_game: %s", zt_error_message());
+    }
+}
+
+/* Every stored position decodes to what went in. */
+static void check_stored(zt_replay *rb, const truths *ts, const char *what)
+{
+    const zt_game *g = zt_replay_game(rb);
+    zt_replay_stats st = zt_replay_get_stats(rb);
+    int bad = 0;
+    for (int64_t i = st.positions_seen - st.positions; i < st.positions_seen && bad < 5; i++) {
+        const truth *t = &ts->t[i];
+        zt_replay_position pos;
+        float policy[ZT_MAX_ACTIONS];
+        zt_status s = zt_replay_get(rb, i, &pos, policy);
+        if (s != ZT_OK) {
+            CHECK(0, "%s: get %lld: %s", what, (long long)i, zt_error_message());
+            bad++;
+            continue;
+        }
+        bool ok = memcmp(pos.state, t->state, g->state_size) == 0 && pos.game_id == t->game_id &&
+                  pos.ply == t->ply && pos.outcome == t->outcome &&
+                  (pos.flags & ZT_REPLAY_FULL_SEARCH) == (t->full ? ZT_REPLAY_FULL_SEARCH : 0) &&
+                  fabsf(pos.root_value - t->root_value) <= 1.0f / 2048;
+        double worst = 0;
+        for (int a = 0; a < g->num_actions; a++) {
+            double e = fabs((double)policy[a] - (double)t->policy[a]);
+            if (e > worst) worst = e;
+        }
+        /* One quantisation unit, plus float rounding of the stored shares. */
+        ok = ok && worst <= 1.0 / 65535 + 1e-6;
+        CHECK(ok, "%s: position %lld (game %llu ply %d) differs: policy error %.3g, value %g vs %g",
+              what, (long long)i, (unsigned long long)t->game_id, t->ply, worst, pos.root_value,
+              t->root_value);
+        bad += !ok;
+    }
+}
+
+/* ---- the tests ---- */
+
+static void test_half_and_quantise(void)
+{
+    const float exact[] = {0.0f, 1.0f, -1.0f, 0.5f, -0.25f, 2.0f, -3.0f, 65504.0f, 0x1p-24f};
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+        float back = zt_record_half_to_float(zt_record_half_from_float(exact[i]));
+        CHECK(back == exact[i], "half round trip of %g gave %g", exact[i], back);
+    }
+    zt_rng rng;
+    zt_rng_seed(&rng, SEED, 1);
+    for (int i = 0; i < 10000; i++) {
+        float x = (float)(2 * zt_rng_uniform(&rng) - 1);
+        float back = zt_record_half_to_float(zt_record_half_from_float(x));
+        /* Round to nearest: half a unit in the last place, 2^-12 below 1. */
+        CHECK(fabsf(back - x) <= 0x1p-12f, "half of %g gave %g", x, back);
+    }
+    CHECK(isinf(zt_record_half_to_float(zt_record_half_from_float(1e6f))), "1e6 -> inf");
+
+    for (int trial = 0; trial < 2000; trial++) {
+        int n = 1 + (int)zt_rng_below(&rng, 300);
+        double w[ZT_MAX_ACTIONS], total = 0;
+        for (int i = 0; i < n; i++) {
+            int kind = (int)zt_rng_below(&rng, 4);
+            w[i] = kind == 0 ? 0 : kind == 1 ? 1e-9 * zt_rng_uniform(&rng) : zt_rng_uniform(&rng);
+            total += w[i];
+        }
+        if (total == 0) w[0] = total = 1;
+        uint16_t q[ZT_MAX_ACTIONS];
+        zt_record_quantise(w, n, q);
+        uint32_t sum = 0;
+        double worst = 0;
+        for (int i = 0; i < n; i++) {
+            sum += q[i];
+            double e = fabs(q[i] - w[i] / total * 65535);
+            if (e > worst) worst = e;
+        }
+        CHECK(sum == 65535 && worst < 1.0, "quantise n=%d: sum %u, worst error %g units", n, sum,
+              worst);
+    }
+}
+
+static void test_round_trip(const char *name)
+{
+    zt_game *g = make_game(name);
+    if (!g) return;
+    zt_replay_config cfg;
+    zt_replay_config_default(&cfg);
+    cfg.capacity = 1 << 14;
+    zt_replay *rb;
+    zt_replay_traj *traj;
+    CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_replay_traj_new(g, &traj) == ZT_OK, "%s", zt_error_message());
+    zt_rng rng;
+    zt_rng_seed(&rng, SEED, 2);
+    truths ts = {0};
+    int games = strcmp(name, "backgammon") == 0 ? 3 : 40;
+    fill(rb, traj, games / 2, &rng, 0.5, false, &ts);
+    fill(rb, traj, games - games / 2, &rng, 0.5, true, &ts);
+    zt_replay_stats st = zt_replay_get_stats(rb);
+    CHECK(st.positions == ts.n && st.games == games, "%s: %lld positions, %lld games", name,
+          (long long)st.positions, (long long)st.games);
+    check_stored(rb, &ts, name);
+    zt_replay_position pos;
+    CHECK(zt_replay_get(rb, ts.n, &pos, NULL) == ZT_ERR_INVALID, "get past the end");
+    printf("round trip %-12s %6lld positions in %3d games\n", g->title, (long long)ts.n, games);
+    free(ts.t);
+    zt_replay_traj_free(traj);
+    zt_replay_free(rb);
+    zt_game_free(g);
+}
+
+static void test_window(void)
+{
+    zt_replay_config cfg;
+    zt_replay_config_default(&cfg);
+    cfg.capacity = 1000000;
+    cfg.window_c = 1000;
+    int64_t prev = 0;
+    for (int64_t n = 1; n <= 2000000; n = n < 5000 ? n + 1 : n * 11 / 10) {
+        int64_t w = zt_replay_window(&cfg, n);
+        CHECK(w >= prev && w <= n && w <= cfg.capacity, "window(%lld) = %lld after %lld",
+              (long long)n, (long long)w, (long long)prev);
+        if (n <= 1000) CHECK(w == n, "window(%lld) = %lld before c", (long long)n, (long long)w);
+        prev = w;
+    }
+    /* c (1 + beta ((N/c)^alpha - 1) / alpha) at N = 16c: 1000 (1 + 0.4 * 7 / 0.75) */
+    int64_t w16 = zt_replay_window(&cfg, 16000);
+    CHECK(w16 == 4733, "window(16000) = %lld, want 4733", (long long)w16);
+    CHECK(zt_replay_window(&cfg, 1000000000) == cfg.capacity, "window capped by the capacity");
+    cfg.window_alpha = 1;
+    cfg.window_beta = 1;
+    CHECK(zt_replay_window(&cfg, 123456) == 123456, "alpha = beta = 1: everything");
+
+    /* Samples come from the newest window positions only. */
+    zt_game *g = make_game("tictactoe");
+    if (!g) return;
+    zt_replay_config_default(&cfg);
+    cfg.capacity = 4000;
+    cfg.window_c = 300;
+    zt_replay *rb;
+    zt_replay_traj *traj;
+    CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_replay_traj_new(g, &traj) == ZT_OK, "%s", zt_error_message());
+    zt_rng rng;
+    zt_rng_seed(&rng, SEED, 3);
+    fill(rb, traj, 400, &rng, 1.0, false, NULL);
+    zt_replay_stats st = zt_replay_get_stats(rb);
+    CHECK(st.window == zt_replay_window(&cfg, st.positions_seen) && st.window < st.positions,
+          "window %lld of %lld stored", (long long)st.window, (long long)st.positions);
+    zt_replay_batch b;
+    CHECK(zt_replay_batch_init(&b, g, 512, false) == ZT_OK, "%s", zt_error_message());
+    int64_t lowest = INT64_MAX;
+    for (int k = 0; k < 8; k++) {
+        CHECK(zt_replay_sample(rb, &rng, &b) == ZT_OK, "%s", zt_error_message());
+        for (int r = 0; r < b.size; r++)
+            if (b.index[r] < lowest) lowest = b.index[r];
+    }
+    CHECK(lowest >= st.positions_seen - st.window && lowest < st.positions_seen - st.window + 20,
+          "lowest sampled %lld, window starts at %lld", (long long)lowest,
+          (long long)(st.positions_seen - st.window));
+    printf("window: %lld positions seen, window %lld (c = 300), lowest sampled %lld\n",
+           (long long)st.positions_seen, (long long)st.window, (long long)lowest);
+    zt_replay_batch_free(&b);
+    zt_replay_traj_free(traj);
+    zt_replay_free(rb);
+    zt_game_free(g);
+}
+
+/* Capacity in positions, in games and in bytes (the ring wraps) all evict
+ * the oldest games and leave the newest ones intact. */
+static void test_eviction(void)
+{
+    zt_game *g = make_game("connect4");
+    if (!g) return;
+    const struct {
+        int64_t capacity, max_games;
+        size_t arena_bytes;
+    } cases[] = {{500, 0, 0}, {100000, 13, 0}, {100000, 0, 3001}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        zt_replay_config cfg;
+        zt_replay_config_default(&cfg);
+        cfg.capacity = cases[c].capacity;
+        cfg.max_games = cases[c].max_games;
+        cfg.arena_bytes = cases[c].arena_bytes;
+        zt_replay *rb;
+        zt_replay_traj *traj;
+        CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
+        CHECK(zt_replay_traj_new(g, &traj) == ZT_OK, "%s", zt_error_message());
+        zt_rng rng;
+        zt_rng_seed(&rng, SEED, 4 + c);
+        truths ts = {0};
+        fill(rb, traj, 300, &rng, 0.7, c == 2, &ts);
+        zt_replay_stats st = zt_replay_get_stats(rb);
+        const zt_replay_config *got = zt_replay_get_config(rb);
+        CHECK(st.positions <= cfg.capacity && st.games <= got->max_games &&
+                  st.record_bytes <= got->arena_bytes && st.games < 300 && st.games >= 5,
+              "case %zu: %lld positions, %lld games, %zu bytes", c, (long long)st.positions,
+              (long long)st.games, st.record_bytes);
+        check_stored(rb, &ts, "after eviction");
+        zt_replay_position pos;
+        CHECK(zt_replay_get(rb, st.positions_seen - st.positions - 1, &pos, NULL) == ZT_ERR_INVALID,
+              "an evicted position is refused");
+        free(ts.t);
+        zt_replay_traj_free(traj);
+        zt_replay_free(rb);
+    }
+    zt_game_free(g);
+}
+
+/* Sampled rows: the observation is that of the symmetric position, the
+ * policy target lies on its legal moves and is the stored policy moved by
+ * sym_action; value targets are the outcomes. */
+static void test_sampling(const char *name)
+{
+    zt_game *g = make_game(name);
+    if (!g) return;
+    zt_replay_config cfg;
+    zt_replay_config_default(&cfg);
+    cfg.capacity = 20000;
+    zt_replay *rb;
+    zt_replay_traj *traj;
+    CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_replay_traj_new(g, &traj) == ZT_OK, "%s", zt_error_message());
+    zt_rng rng;
+    zt_rng_seed(&rng, SEED, 5);
+    truths ts = {0};
+    fill(rb, traj, 60, &rng, 0.6, false, &ts);
+    zt_replay_batch b;
+    CHECK(zt_replay_batch_init(&b, g, 256, true) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_replay_sample(rb, &rng, &b) == ZT_OK, "%s", zt_error_message());
+    int obs_size = b.obs_size, A = g->num_actions, syms_seen = 0, bad = 0;
+    float *obs = malloc(sizeof(float) * (size_t)obs_size);
+    uint8_t seen_sym[1024] = {0};
+    for (int r = 0; r < b.size && bad < 5; r++) {
+        const truth *t = &ts.t[b.index[r]];
+        uint8_t sym_state[ZT_MAX_STATE_BYTES];
+        g->sym_state(g, b.sym[r], t->state, sym_state);
+        g->observe(g, sym_state, obs);
+        uint8_t mask[ZT_MAX_ACTIONS];
+        zt_game_legal_mask(g, sym_state, mask);
+        bool ok =
+            memcmp(obs, b.obs + (size_t)r * obs_size, sizeof(float) * (size_t)obs_size) == 0 &&
+            memcmp(mask, b.legal + (size_t)r * A, (size_t)A) == 0;
+        const float *p = b.policy + (size_t)r * A;
+        double sum = 0, worst = 0;
+        for (int a = 0; a < A; a++) {
+            if (p[a] != 0 && !mask[a]) ok = false;
+            sum += p[a];
+        }
+        for (int a = 0; a < A; a++) {
+            double e = fabs(p[g->sym_action(g, b.sym[r], a)] - t->policy[a]);
+            if (e > worst) worst = e;
+        }
+        ok = ok && worst <= 1.0 / 65535 + 1e-6;
+        ok = ok && (t->full ? b.policy_weight[r] == 1 && fabs(sum - 1) < 1e-4
+                            : b.policy_weight[r] == 0 && sum == 0);
+        ok =
+            ok && b.value[r] == t->outcome && fabsf(b.root_value[r] - t->root_value) <= 1.0f / 2048;
+        const float *wdl = b.wdl + (size_t)r * 3;
+        ok = ok && wdl[0] == (t->outcome > 0) && wdl[1] == (t->outcome == 0) &&
+             wdl[2] == (t->outcome < 0);
+        CHECK(ok, "%s: row %d (position %lld, symmetry %d) disagrees with the symmetric position",
+              name, r, (long long)b.index[r], b.sym[r]);
+        bad += !ok;
+        if (b.sym[r] < 1024 && !seen_sym[b.sym[r]]) {
+            seen_sym[b.sym[r]] = 1;
+            syms_seen++;
+        }
+    }
+    int want_syms = g->num_symmetries < 8 ? g->num_symmetries : 8;
+    CHECK(syms_seen >= want_syms, "%s: %d symmetries drawn of %d", name, syms_seen,
+          g->num_symmetries);
+    printf("sampling %-12s 256 rows, %d distinct symmetries drawn of %d\n", g->title, syms_seen,
+           g->num_symmetries);
+    free(obs);
+    free(ts.t);
+    zt_replay_batch_free(&b);
+    zt_replay_traj_free(traj);
+    zt_replay_free(rb);
+    zt_game_free(g);
+}
+
+/* Bytes per stored position against float32 planes + a dense float policy. */
+static void test_bytes(const char *name, double min_saving)
+{
+    zt_game *g = make_game(name);
+    if (!g) return;
+    const struct {
+        const char *what;
+        double full_share;
+        bool sparse;
+    } kinds[] = {{"dense policy, every move", 1.0, false},
+                 {"sparse policy, every move", 1.0, true},
+                 {"dense policy, 25% full searches", 0.25, false}};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        zt_replay_config cfg;
+        zt_replay_config_default(&cfg);
+        cfg.capacity = 50000;
+        zt_replay *rb;
+        zt_replay_traj *traj;
+        CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
+        CHECK(zt_replay_traj_new(g, &traj) == ZT_OK, "%s", zt_error_message());
+        zt_rng rng;
+        zt_rng_seed(&rng, SEED, 6);
+        fill(rb, traj, 2000, &rng, kinds[k].full_share, kinds[k].sparse, NULL);
+        zt_replay_stats st = zt_replay_get_stats(rb);
+        printf("bytes %-12s %-32s %6.2f B/position vs %4.0f dense: %.2f%% less\n", g->title,
+               kinds[k].what, st.bytes_per_position, st.dense_bytes_per_position, 100 * st.saving);
+        CHECK(st.saving >= min_saving, "%s %s: saving %.4f < %.4f", name, kinds[k].what, st.saving,
+              min_saving);
+        zt_replay_traj_free(traj);
+        zt_replay_free(rb);
+    }
+    zt_game_free(g);
+}
+
+static bool batches_equal(const zt_replay_batch *a, const zt_replay_batch *b)
+{
+    size_t B = (size_t)a->size, A = (size_t)a->num_actions;
+    return a->size == b->size &&
+           memcmp(a->obs, b->obs, B * (size_t)a->obs_size * sizeof(float)) == 0 &&
+           memcmp(a->policy, b->policy, B * A * sizeof(float)) == 0 &&
+           memcmp(a->legal, b->legal, B * A) == 0 &&
+           memcmp(a->policy_weight, b->policy_weight, B * sizeof(float)) == 0 &&
+           memcmp(a->value, b->value, B * sizeof(float)) == 0 &&
+           memcmp(a->root_value, b->root_value, B * sizeof(float)) == 0 &&
+           (!a->wdl || memcmp(a->wdl, b->wdl, B * 3 * sizeof(float)) == 0) &&
+           memcmp(a->index, b->index, B * sizeof(int64_t)) == 0 &&
+           memcmp(a->sym, b->sym, B * sizeof(int32_t)) == 0;
+}
+
+/* Rewrites the blob's checksum so that a deliberate change reaches the
+ * record checks behind it. */
+static void forge_checksum(uint8_t *data, size_t len)
+{
+    uint64_t h = zt_hash_bytes(data, len - 8, ZT_REPLAY_HASH_SEED);
+    for (int i = 0; i < 8; i++) data[len - 8 + (size_t)i] = (uint8_t)(h >> (8 * i));
+}
+
+static void expect_refused(const zt_game *g, const uint8_t *data, size_t len, const char *words,
+                           const char *what)
+{
+    zt_replay *rb = NULL;
+    zt_status st = zt_replay_deserialize(g, data, len, &rb);
+    CHECK(st != ZT_OK && rb == NULL && strstr(zt_error_message(), words),
+          "%s: status %s, message '%s' (want '%s')", what, zt_status_name(st), zt_error_message(),
+          words);
+    zt_replay_free(rb);
+}
+
+static void test_checkpoint(void)
+{
+    zt_game *g = make_game("connect4"), *ttt = make_game("tictactoe");
+    if (!g || !ttt) return;
+    zt_replay_config cfg;
+    zt_replay_config_default(&cfg);
+    cfg.capacity = 3000;
+    cfg.window_c = 1000;
+    cfg.arena_bytes = 40000; /* small enough that the ring has wrapped */
+    zt_replay *rb;
+    zt_replay_traj *traj;
+    CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_replay_traj_new(g, &traj) == ZT_OK, "%s", zt_error_message());
+    zt_rng rng;
+    zt_rng_seed(&rng, SEED, 7);
+    truths ts = {0};
+    fill(rb, traj, 250, &rng, 0.5, false, &ts);
+    fill(rb, traj, 250, &rng, 0.5, true, &ts);
+
+    uint8_t *blob, *blob2;
+    size_t len, len2;
+    CHECK(zt_replay_serialize(rb, &blob, &len) == ZT_OK, "%s", zt_error_message());
+    zt_replay *back = NULL;
+    CHECK(zt_replay_deserialize(g, blob, len, &back) == ZT_OK, "%s", zt_error_message());
+    if (!back) return;
+    CHECK(zt_replay_serialize(back, &blob2, &len2) == ZT_OK, "%s", zt_error_message());
+    CHECK(len == len2 && memcmp(blob, blob2, len) == 0, "serialise(deserialise(x)) != x");
+    check_stored(back, &ts, "deserialised");
+    zt_replay_stats s1 = zt_replay_get_stats(rb), s2 = zt_replay_get_stats(back);
+    CHECK(s1.positions == s2.positions && s1.positions_seen == s2.positions_seen &&
+              s1.games_seen == s2.games_seen && s1.policy_targets == s2.policy_targets &&
+              s1.window == s2.window,
+          "stats differ after a round trip");
+    zt_replay_batch a, b;
+    CHECK(zt_replay_batch_init(&a, g, 128, true) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_replay_batch_init(&b, g, 128, true) == ZT_OK, "%s", zt_error_message());
+    zt_rng r1, r2;
+    zt_rng_seed(&r1, SEED, 8);
+    r2 = r1;
+    for (int k = 0; k < 3; k++) {
+        CHECK(zt_replay_sample(rb, &r1, &a) == ZT_OK, "%s", zt_error_message());
+        CHECK(zt_replay_sample(back, &r2, &b) == ZT_OK, "%s", zt_error_message());
+        CHECK(batches_equal(&a, &b), "batch %d differs after a checkpoint round trip", k);
+    }
+    /* The loaded buffer keeps working: more games, same as the original. */
+    zt_rng g1, g2;
+    zt_rng_seed(&g1, SEED, 9);
+    g2 = g1;
+    fill(rb, traj, 50, &g1, 0.5, false, NULL);
+    fill(back, traj, 50, &g2, 0.5, false, NULL);
+    CHECK(zt_replay_sample(rb, &r1, &a) == ZT_OK && zt_replay_sample(back, &r2, &b) == ZT_OK &&
+              batches_equal(&a, &b),
+          "batches differ after appending to a loaded buffer");
+
+    /* Through a file, atomically written. */
+    char dir[] = "/tmp/zt_test_replay_XXXXXX", path[256];
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(path, sizeof path, "%s/replay.bin", dir);
+    CHECK(zt_replay_save(back, path) == ZT_OK, "%s", zt_error_message());
+    zt_replay *loaded = NULL;
+    CHECK(zt_replay_load(g, path, &loaded) == ZT_OK, "%s", zt_error_message());
+    CHECK(loaded && zt_replay_sample(loaded, &r1, &a) == ZT_OK &&
+              zt_replay_sample(back, &r2, &b) == ZT_OK && batches_equal(&a, &b),
+          "a saved and loaded buffer samples differently");
+    zt_replay_free(loaded);
+    CHECK(zt_replay_load(g, "/nonexistent/replay.bin", &loaded) != ZT_OK && !loaded,
+          "a missing file is refused");
+    unlink(path);
+    rmdir(dir);
+
+    /* Refusals, each naming its problem. */
+    for (size_t cut = 0; cut < len; cut += cut < 64 ? 7 : len / 9)
+        expect_refused(g, blob, cut, cut < 20 ? "" : "truncated", "truncated blob");
+    uint8_t *bad = malloc(len + 16);
+    memcpy(bad, blob, len);
+    bad[len / 2] ^= 0x10;
+    expect_refused(g, bad, len, "checksum", "flipped byte");
+    memcpy(bad, blob, len);
+    bad[0] = 'X';
+    expect_refused(g, bad, len, "magic", "bad magic");
+    memcpy(bad, blob, len);
+    bad[8] = 99;
+    expect_refused(g, bad, len, "version", "future version");
+    memcpy(bad, blob, len);
+    memset(bad + len, 0, 16);
+    expect_refused(g, bad, len + 16, "trailing", "trailing bytes");
+    expect_refused(ttt, blob, len, "not 'tictactoe'", "another game's buffer");
+    free(bad);
+
+    free(blob);
+    free(blob2);
+    free(ts.t);
+    zt_replay_batch_free(&a);
+    zt_replay_batch_free(&b);
+    zt_replay_traj_free(traj);
+    zt_replay_free(back);
+    zt_replay_free(rb);
+    zt_game_free(g);
+    zt_game_free(ttt);
+}
+
+/* Corrupt records behind a valid checksum are caught by the record checks:
+ * every single-byte change of the record area either still decodes (the
+ * byte was a weight or a value) or is refused as corrupt, never accepted
+ * into a buffer that would crash when sampled. */
+static void test_record_checks(void)
+{
+    zt_game *g = make_game("tictactoe");
+    if (!g) return;
+    zt_replay_config cfg;
+    zt_replay_config_default(&cfg);
+    cfg.capacity = 100;
+    zt_replay *rb;
+    zt_replay_traj *traj;
+    CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_replay_traj_new(g, &traj) == ZT_OK, "%s", zt_error_message());
+    zt_rng rng;
+    zt_rng_seed(&rng, SEED, 10);
+    fill(rb, traj, 3, &rng, 0.6, true, NULL);
+    uint8_t *blob;
+    size_t len;
+    CHECK(zt_replay_serialize(rb, &blob, &len) == ZT_OK, "%s", zt_error_message());
+    zt_replay_stats st = zt_replay_get_stats(rb);
+    size_t records = len - 8 - st.record_bytes;
+    uint8_t *bad = malloc(len);
+    int refused = 0, accepted = 0;
+    zt_replay_batch b;
+    CHECK(zt_replay_batch_init(&b, g, 64, false) == ZT_OK, "%s", zt_error_message());
+    for (size_t at = records; at < len - 8; at++) {
+        for (int bit = 0; bit < 8; bit++) {
+            memcpy(bad, blob, len);
+            bad[at] ^= (uint8_t)(1u << bit);
+            forge_checksum(bad, len);
+            zt_replay *back = NULL;
+            zt_status s = zt_replay_deserialize(g, bad, len, &back);
+            if (s == ZT_OK) {
+                accepted++;
+                CHECK(zt_replay_sample(back, &rng, &b) == ZT_OK, "sampling an accepted blob: %s",
+                      zt_error_message());
+            } else {
+                refused++;
+                CHECK(s == ZT_ERR_CORRUPT, "byte %zu bit %d: %s", at, bit, zt_error_message());
+            }
+            zt_replay_free(back);
+        }
+    }
+    printf("record checks: %d single-bit changes refused, %d harmless\n", refused, accepted);
+    CHECK(refused > 0, "no corrupt record was refused");
+    free(bad);
+    free(blob);
+    zt_replay_batch_free(&b);
+    zt_replay_traj_free(traj);
+    zt_replay_free(rb);
+    zt_game_free(g);
+}
+
+static void test_sampler_thread(void)
+{
+    zt_game *g = make_game("connect4");
+    if (!g) return;
+    zt_replay_config cfg;
+    zt_replay_config_default(&cfg);
+    cfg.capacity = 10000;
+    zt_replay *rb;
+    zt_replay_traj *traj;
+    CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_replay_traj_new(g, &traj) == ZT_OK, "%s", zt_error_message());
+    zt_rng rng;
+    zt_rng_seed(&rng, SEED, 11);
+
+    /* On an empty buffer the error comes through, with its message. */
+    zt_replay_sampler *s = NULL;
+    CHECK(zt_replay_sampler_new(rb, 32, false, &rng, &s) == ZT_OK, "%s", zt_error_message());
+    const zt_replay_batch *got = NULL;
+    zt_status st = zt_replay_sampler_next(s, &got);
+    CHECK(st == ZT_ERR_INVALID && !got && strstr(zt_error_message(), "empty"), "empty: %s",
+          zt_error_message());
+    zt_replay_sampler_free(s);
+
+    fill(rb, traj, 100, &rng, 0.5, false, NULL);
+    zt_rng start;
+    zt_rng_seed(&start, SEED, 12);
+    CHECK(zt_replay_sampler_new(rb, 96, true, &start, &s) == ZT_OK, "%s", zt_error_message());
+    zt_replay_batch sync;
+    CHECK(zt_replay_batch_init(&sync, g, 96, true) == ZT_OK, "%s", zt_error_message());
+    zt_rng r = start;
+    for (int k = 0; k < 12; k++) {
+        CHECK(zt_replay_sampler_next(s, &got) == ZT_OK && got, "%s", zt_error_message());
+        CHECK(zt_replay_sample(rb, &r, &sync) == ZT_OK, "%s", zt_error_message());
+        CHECK(got && batches_equal(got, &sync),
+              "threaded batch %d differs from the synchronous one", k);
+        CHECK(got && memcmp(&got->rng_after, &r, sizeof r) == 0, "rng after batch %d differs", k);
+    }
+    /* Freed while the thread holds a batch in progress or waits. */
+    zt_replay_sampler_free(s);
+    zt_replay_batch_free(&sync);
+    zt_replay_traj_free(traj);
+    zt_replay_free(rb);
+    zt_game_free(g);
+}
+
+int main(void)
+{
+    printf("seed %llu\n", (unsigned long long)SEED);
+    test_half_and_quantise();
+    const char *games[] = {"tictactoe", "connect4", "sim", "backgammon"};
+    for (int i = 0; i < 4; i++) test_round_trip(games[i]);
+    test_window();
+    test_eviction();
+    for (int i = 0; i < 3; i++) test_sampling(games[i]);
+    test_bytes("tictactoe", 0.85);
+    test_bytes("connect4", 0.95);
+    test_checkpoint();
+    test_record_checks();
+    test_sampler_thread();
+    if (failures) {
+        printf("%d failures\n", failures);
+        return 1;
+    }
+    printf("all replay tests passed\n");
+    return 0;
+}
