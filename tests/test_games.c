@@ -166,6 +166,18 @@ static void test_game(const char *name, const char *const *settings, int playout
             if (plies > g->max_game_length) break;
         }
     }
+    /* the spec names the same game */
+    char spec[256];
+    zt_game_spec(g, spec, sizeof spec);
+    zt_game *again = NULL;
+    CHECK(zt_game_from_spec(spec, &again) == ZT_OK, "%s: spec '%s': %s", g->title, spec,
+          zt_error_message());
+    if (again) {
+        CHECK(strcmp(again->title, g->title) == 0 && again->state_size == g->state_size &&
+                  again->num_actions == g->num_actions,
+              "%s: spec '%s' gives %s", g->title, spec, again->title);
+        zt_game_free(again);
+    }
     printf("%-24s %6d playouts %8ld states checked  %s\n", g->title, playouts, states,
            failures == before ? "ok" : "FAILED");
     free(obs);

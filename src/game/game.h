@@ -48,6 +48,10 @@ typedef struct zt_game zt_game;
 struct zt_game {
     const char *name;     /* registry name, e.g. "connect4" */
     char title[64];       /* with settings, e.g. "sim K6 k=3 avoid" */
+    /* Every setting the game read, as "key=value" separated by spaces, in a
+     * form zt_game_new accepts back ("vertices=6 k=3 variant=avoid"); "" for
+     * games without settings. name + " " + settings identifies the game. */
+    char settings[96];
     size_t state_size;    /* bytes of the memcpy-able state */
     int num_actions;      /* policy size */
     int max_chance_outcomes; /* 0 for deterministic games */
@@ -106,6 +110,12 @@ extern const int zt_game_registry_count;
  * "unknown game 'x' (known: tictactoe, connect4, sim, backgammon)". */
 zt_status zt_game_new(const char *name, zt_config *cfg, zt_game **out);
 void zt_game_free(zt_game *g);
+
+/* The game's spec: its name followed by its settings ("sim vertices=14 k=4
+ * variant=avoid"), as weight files and checkpoints record it. */
+void zt_game_spec(const zt_game *g, char *buf, size_t cap);
+/* Instantiates a game from a spec written by zt_game_spec. */
+zt_status zt_game_from_spec(const char *spec, zt_game **out);
 
 /* ---- helpers over the interface ---- */
 

@@ -89,3 +89,30 @@ int zt_game_random_playout(const zt_game *g, void *s, zt_rng *rng)
         plies++;
     }
 }
+
+void zt_game_spec(const zt_game *g, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s%s%s", g->name, g->settings[0] ? " " : "", g->settings);
+}
+
+zt_status zt_game_from_spec(const char *spec, zt_game **out)
+{
+    *out = NULL;
+    char copy[256];
+    if (strlen(spec) >= sizeof copy) return zt_fail(ZT_ERR_INVALID, "game spec too long");
+    strcpy(copy, spec);
+    char *save = NULL;
+    char *name = strtok_r(copy, " ", &save);
+    if (!name) return zt_fail(ZT_ERR_INVALID, "empty game spec");
+    zt_config *cfg = zt_config_new();
+    zt_status st = ZT_OK;
+    for (char *tok = strtok_r(NULL, " ", &save); tok && st == ZT_OK; tok = strtok_r(NULL, " ", &save))
+        st = zt_config_set(cfg, tok);
+    if (st == ZT_OK) st = zt_game_new(name, cfg, out);
+    if (st == ZT_OK && (st = zt_config_check_unused(cfg)) != ZT_OK) {
+        zt_game_free(*out);
+        *out = NULL;
+    }
+    zt_config_free(cfg);
+    return st;
+}

@@ -475,6 +475,8 @@ static zt_status sim_create(zt_config *cfg, zt_game *g)
 
     g->name = "sim";
     snprintf(g->title, sizeof g->title, "sim K%d k=%d %s", im->n, im->k, sim_variants[variant]);
+    snprintf(g->settings, sizeof g->settings, "vertices=%d k=%d variant=%s", im->n, im->k,
+             sim_variants[variant]);
     g->state_size = sizeof(zt_sim_state);
     g->num_actions = im->edges;
     g->max_chance_outcomes = 0;
