@@ -14,7 +14,7 @@ a reference input/output pair as safetensors) this script
      threads, and prints Zeroth / PyTorch ratios (medians of repeated runs).
 
 Usage: bench/torch_compare.py [--zeroth build/zeroth] [--threads N]
-         [--batches 1,8,32,64,256,1024,4096] [--nets c4_64x5,...] [--quick]
+         [--batches 1,8,32,64,256,1024,4096] [--nets c4-64x5,c4-128x10,bg-mlp] [--quick]
 Set up with `make torch-compare` (a virtual environment with torch from PyPI).
 """
 import argparse
@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -261,21 +262,25 @@ def torch_train_step_rate(model, arch, batch, min_time, repeats):
 
 
 def zeroth_numbers(zeroth, nets, batches, threads, quick):
-    cmd = [zeroth, "bench", "nn", "--json", "--nets", ",".join(nets),
-           "--batches", ",".join(str(b) for b in batches), "--threads", str(threads)]
+    cmd = [zeroth, "bench", "nn", "--json", "--threads", str(threads)]
+    for n in nets:
+        cmd += ["--net", n]
+    for b in batches:
+        cmd += ["--batch", str(b)]
     if quick:
-        cmd.append("--quick")
+        cmd += ["--seconds", "0.05"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return rows
 
 
 def main():
+    warnings.filterwarnings("ignore")  # TorchScript's deprecation notices
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--zeroth", default="build/zeroth")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--batches", default="1,8,32,64,256,1024,4096")
-    ap.add_argument("--nets", default="c4_64x5,c4_128x10,bg_mlp")
+    ap.add_argument("--nets", default="c4-64x5,c4-128x10,bg-mlp")
     ap.add_argument("--quick", action="store_true", help="shorter timings (smoke test)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -286,15 +291,21 @@ def main():
           f"oneDNN (mkldnn) {torch.backends.mkldnn.is_available()}")
 
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([args.zeroth, "bench", "nn", "--export", tmp, "--nets", ",".join(nets)],
-                       check=True, stdout=subprocess.DEVNULL)
+        export = [args.zeroth, "bench", "nn", "--export", tmp]
+        for n in nets:
+            export += ["--net", n]
+        subprocess.run(export, check=True, stdout=subprocess.DEVNULL)
         zrows = zeroth_numbers(args.zeroth, nets, batches, args.threads, args.quick)
         zbest = {}
         for r in zrows:
             if "batch" in r and r.get("threads") == args.threads:
                 key = (r["net"], r["batch"])
-                zbest[key] = max(zbest.get(key, (0, ""))[0], r["inf_per_s"]), r["precision"]
-        ztrain = {r["net"]: r["samples_per_s"] for r in zrows if "train_batch" in r}
+                if r["inf_per_s"] > zbest.get(key, (0.0, ""))[0]:
+                    zbest[key] = (r["inf_per_s"], r["precision"])
+        ztrain = {}
+        for r in zrows:
+            if "train_batch" in r:
+                ztrain[r["net"]] = max(ztrain.get(r["net"], 0.0), r["samples_per_s"])
 
         ok = True
         print(f"\n{'net':<10} {'batch':>6} {'zeroth inf/s':>13} {'torch inf/s':>12} "

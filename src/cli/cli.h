@@ -38,5 +38,6 @@ int zt_cmd_games(int argc, char **argv);
 /* Benchmarks, under bench/ and compiled into the binary. */
 int zt_bench_games(int argc, char **argv);
 int zt_bench_search(int argc, char **argv);
+int zt_bench_nn(int argc, char **argv);
 
 #endif

@@ -8,7 +8,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: zeroth bench WHAT [FLAGS]   (zeroth bench WHAT --help)\n\n"
                "  games    random playouts per game: steps/s per core and on all cores\n"
-               "  search   tree cost per simulation with a free evaluator\n");
+               "  search   tree cost per simulation with a free evaluator\n"
+               "  nn       network inference and training throughput\n");
 }
 
 int zt_cmd_bench(int argc, char **argv)
@@ -23,5 +24,6 @@ int zt_cmd_bench(int argc, char **argv)
     }
     if (strcmp(argv[1], "games") == 0) return zt_bench_games(argc - 1, argv + 1);
     if (strcmp(argv[1], "search") == 0) return zt_bench_search(argc - 1, argv + 1);
-    return zt_cli_error("bench: unknown benchmark '%s' (games, search)", argv[1]);
+    if (strcmp(argv[1], "nn") == 0) return zt_bench_nn(argc - 1, argv + 1);
+    return zt_cli_error("bench: unknown benchmark '%s' (games, search, nn)", argv[1]);
 }

@@ -1,0 +1,1491 @@
+/* The oneDNN CPU backend (issue 3): the graph of backend.h compiled to oneDNN
+ * primitives through its C API.
+ *
+ * Layout: every activation is NHWC in memory (a 4-D nhwc descriptor for
+ * convolutions, norms, eltwise and binary ops; the same bytes as a 2-D {N,
+ * H*W*C} matrix for inner products and layer norm), so the graph's input and
+ * outputs need no reorder and oneDNN picks its brgemm kernels; only weights
+ * take whatever layout a primitive asks for (format_tag_any), reordered from
+ * the host's fp32 OHWI / [out][in] arrays when parameters change.
+ *
+ * Inference runs a fused program: batch norm folded into the preceding
+ * conv/dense (w' = w s, b' = (b - mean) s + beta, s = gamma / sqrt(var +
+ * eps)), the residual add as a sum post-op and ReLU/tanh as eltwise
+ * post-ops; tensors share a few liveness-assigned buffers. Primitives are
+ * cached per batch-size bucket (1, 2, 3, 4, 6, 8, 12, ... up to the reserved
+ * maximum) and a batch is padded to its bucket; padding rows never mix with
+ * real ones because inference has no cross-sample op.
+ *
+ * Training runs every op unfused with the exact batch size (batch statistics
+ * must not see padding), keeping each tensor and its gradient; primitives for
+ * the last few batch sizes are cached. Parameter gradients come out of oneDNN
+ * in fp32 and are added into the caller's host array (a reorder with a sum
+ * post-op for weights, host loops for the small vectors).
+ *
+ * bf16: activations and conv/dense weights are bf16, biases, norm parameters
+ * and statistics fp32, accumulation fp32 inside oneDNN; weight gradients are
+ * produced in fp32. Every primitive uses a user scratchpad from one shared
+ * buffer, so a call allocates nothing once its batch size (bucket) has been
+ * seen. Threads: oneDNN's OpenMP runtime takes omp_get_max_threads() of the
+ * calling thread, so each call sets it to the plan's count. */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <cpuid.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include "core/alloc.h"
+#include "nn/backend.h"
+
+#define MAX_ARGS 10
+#define TRAIN_SETS 4
+
+enum {
+    SB_SCRATCH, /* user scratchpad of every primitive */
+    SB_DW,      /* weight gradient in the primitive's layout, before the add */
+    SB_COUNT,
+    REF_GRADS = SB_COUNT, /* a memory over the caller's gradient array */
+};
+
+enum {
+    F_DIN = 1u,    /* only when the caller asks for the input's gradient */
+    F_UPDATE = 2u, /* only when running statistics are updated */
+};
+
+typedef struct zt_nn_plan plan;
+
+typedef struct step {
+    dnnl_primitive_t prim; /* NULL: a host step */
+    void (*host)(plan *p, const struct step *s);
+    dnnl_exec_arg_t args[MAX_ARGS];
+    int nargs;
+    unsigned flags;
+    int op;
+    const float *src; /* host steps: what to add or read */
+    size_t offset, count;
+} step;
+
+/* A memory object whose data lives in a shared buffer (or the caller's
+ * gradients) and is re-pointed when that moves. */
+typedef struct mem_ref {
+    dnnl_memory_t mem;
+    int buf;
+    size_t offset; /* bytes */
+} mem_ref;
+
+typedef struct exec_set {
+    int batch;
+    bool training;
+    step *steps;
+    int nsteps, cap_steps;
+    int nfwd; /* steps [0, nfwd) are the forward pass, the rest backward */
+    dnnl_memory_t *mems;
+    int nmems, cap_mems;
+    mem_ref *refs;
+    int nrefs, cap_refs;
+    unsigned long last_use;
+} exec_set;
+
+/* Weights of one conv/dense op (raw or BN-folded) in one primitive layout. */
+typedef struct weight_entry {
+    int op;
+    bool folded;
+    bool stale;
+    dnnl_memory_desc_t md;
+    void *buf; /* owned; NULL when dst wraps the host array */
+    dnnl_memory_t src, dst;
+    dnnl_primitive_t reorder;
+    dnnl_exec_arg_t args[3];
+    int nargs;
+} weight_entry;
+
+/* One step of the fused inference program. */
+typedef struct inode {
+    int op;   /* main graph op */
+    int bn;   /* batch norm folded into it, or -1 */
+    int sum;  /* tensor added by a sum post-op, or -1 */
+    int elt;  /* ZT_OP_RELU / ZT_OP_TANH as a post-op, or -1 */
+    int src, src1, out;
+    bool inplace; /* the output overwrites `sum`'s buffer */
+} inode;
+
+typedef struct shared_buf {
+    void *ptr;
+    size_t bytes;
+    size_t need;
+} shared_buf;
+
+struct zt_nn_plan {
+    const zt_nn_graph *g;
+    float *params, *state;
+    zt_precision prec;
+    dnnl_data_type_t dt;
+    size_t dt_size;
+    int threads;
+    dnnl_engine_t eng;
+    dnnl_stream_t stream;
+    size_t max_tensor; /* floats per sample of the largest tensor */
+    size_t max_param;  /* floats of the largest parameter */
+    /* inference program */
+    inode *nodes;
+    int nnodes;
+    int *tslot; /* per tensor: its buffer in the program, or -1 */
+    int nslots;
+    float **fold_w, **fold_b; /* per op: folded weights and bias (host layout) */
+    bool fold_dirty;
+    int cap_infer;
+    void **slots;
+    int *buckets;
+    int nbuckets;
+    exec_set **infer_sets; /* per bucket */
+    /* training */
+    int cap_train;
+    void **act, **diff, *tmp;
+    float **stat_mean, **stat_var; /* per op (bn: C, ln: cap_train) */
+    float *dscale, *dshift;        /* bias / gamma / beta gradients before the add */
+    exec_set *train_sets[TRAIN_SETS];
+    exec_set *last_train;
+    /* weights and shared buffers */
+    weight_entry *entries;
+    int nentries, cap_entries;
+    shared_buf sb[SB_COUNT];
+    mem_ref *prefs; /* plan-level memories into shared buffers */
+    int nprefs, cap_prefs;
+    unsigned long clock;
+    float *call_grads; /* the gradient array of the backward in progress */
+};
+
+/* ---- small helpers ---- */
+
+static zt_status dn_fail(const char *what, dnnl_status_t s)
+{
+    return zt_fail(ZT_ERR_UNSUPPORTED, "oneDNN %s failed: %s", what, dnnl_status2str(s));
+}
+
+#define DN(what, call)                                                                             \
+    do {                                                                                           \
+        dnnl_status_t dn_s_ = (call);                                                              \
+        if (dn_s_ != dnnl_success) return dn_fail(what, dn_s_);                                    \
+    } while (0)
+
+#define GROW(arr, n, cap)                                                                          \
+    do {                                                                                           \
+        if ((n) == (cap)) {                                                                        \
+            (cap) = (cap) ? 2 * (cap) : 16;                                                        \
+            (arr) = zt_xrealloc((arr), (size_t)(cap) * sizeof *(arr));                             \
+        }                                                                                          \
+    } while (0)
+
+static void (*omp_set_threads)(int);
+static pthread_once_t omp_once = PTHREAD_ONCE_INIT;
+
+/* libgomp is loaded as oneDNN's dependency; looking it up at run time keeps
+ * the build free of an OpenMP flag. */
+static void find_omp(void)
+{
+    void *f = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    memcpy(&omp_set_threads, &f, sizeof f);
+}
+
+static void use_threads(const plan *p)
+{
+    pthread_once(&omp_once, find_omp);
+    if (omp_set_threads) omp_set_threads(p->threads);
+}
+
+static dnnl_memory_desc_t md_tag(int ndims, const int64_t *dims, dnnl_data_type_t dt,
+                                 dnnl_format_tag_t tag)
+{
+    dnnl_memory_desc_t md;
+    dnnl_dims_t d;
+    for (int i = 0; i < ndims; i++) d[i] = dims[i];
+    dnnl_status_t s = dnnl_memory_desc_init_by_tag(&md, ndims, d, dt, tag);
+    ZT_ASSERT(s == dnnl_success);
+    return md;
+}
+
+/* A tensor of n samples as {N, C, H, W} in NHWC order. */
+static dnnl_memory_desc_t md_act(const plan *p, int n, zt_nn_shape s)
+{
+    int64_t d[4] = {n, s.c, s.h, s.w};
+    return md_tag(4, d, p->dt, dnnl_nhwc);
+}
+
+/* The same bytes as n rows of f features. */
+static dnnl_memory_desc_t md_flat(const plan *p, int n, size_t f)
+{
+    int64_t d[2] = {n, (int64_t)f};
+    return md_tag(2, d, p->dt, dnnl_nc);
+}
+
+static dnnl_memory_desc_t md_vec(size_t c)
+{
+    int64_t d[1] = {(int64_t)c};
+    return md_tag(1, d, dnnl_f32, dnnl_x);
+}
+
+/* The host layout of an op's weights: conv OHWI, dense [out][in]. */
+static dnnl_memory_desc_t md_user_weights(const plan *p, int op_i, dnnl_data_type_t dt,
+                                          dnnl_format_tag_t tag)
+{
+    const zt_nn_op *op = &p->g->ops[op_i];
+    zt_nn_shape in = p->g->tensors[op->in[0]];
+    int out_c = p->g->tensors[op->out].c;
+    if (op->kind == ZT_OP_CONV) {
+        int64_t d[4] = {out_c, in.c, op->k, op->k};
+        return md_tag(4, d, dt, tag == dnnl_format_tag_any ? tag : dnnl_ohwi);
+    }
+    int64_t d[2] = {out_c, (int64_t)zt_nn_shape_size(in)};
+    return md_tag(2, d, dt, tag == dnnl_format_tag_any ? tag : dnnl_oi);
+}
+
+static size_t param_off(const plan *p, int id)
+{
+    return p->g->params[id].offset;
+}
+
+/* Ops reading tensor t, plus one if t is a graph output. */
+static int uses(const zt_nn_graph *g, int t)
+{
+    int n = 0;
+    for (int i = 0; i < g->nops; i++) n += (g->ops[i].in[0] == t) + (g->ops[i].in[1] == t);
+    for (int i = 0; i < g->noutputs; i++) n += g->outputs[i] == t;
+    return n;
+}
+
+/* The one op reading t when nothing else does, else -1. */
+static int sole_consumer(const zt_nn_graph *g, int t)
+{
+    if (uses(g, t) != 1) return -1;
+    for (int i = 0; i < g->nops; i++)
+        if (g->ops[i].in[0] == t || g->ops[i].in[1] == t) return i;
+    return -1;
+}
+
+/* ---- execution sets: steps, memories, shared buffers ---- */
+
+static zt_status set_mem(exec_set *s, const dnnl_memory_desc_t *md, const plan *p, void *ptr,
+                         dnnl_memory_t *out)
+{
+    GROW(s->mems, s->nmems, s->cap_mems);
+    DN("memory_create", dnnl_memory_create(out, md, p->eng, ptr));
+    s->mems[s->nmems++] = *out;
+    return ZT_OK;
+}
+
+static void add_ref(mem_ref **refs, int *n, int *cap, dnnl_memory_t mem, int buf, size_t offset)
+{
+    GROW(*refs, *n, *cap);
+    (*refs)[(*n)++] = (mem_ref){mem, buf, offset};
+}
+
+static void set_free(exec_set *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->nsteps; i++)
+        if (s->steps[i].prim) dnnl_primitive_destroy(s->steps[i].prim);
+    for (int i = 0; i < s->nmems; i++) dnnl_memory_destroy(s->mems[i]);
+    free(s->steps);
+    free(s->mems);
+    free(s->refs);
+    free(s);
+}
+
+static zt_status create_pd(plan *p, const void *desc, dnnl_post_ops_t po,
+                           const_dnnl_primitive_desc_t hint, dnnl_primitive_desc_t *pd)
+{
+    dnnl_primitive_attr_t attr;
+    DN("attr_create", dnnl_primitive_attr_create(&attr));
+    dnnl_status_t s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (s == dnnl_success && po) s = dnnl_primitive_attr_set_post_ops(attr, po);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, desc, attr, p->eng, hint);
+    dnnl_primitive_attr_destroy(attr);
+    if (s != dnnl_success) return dn_fail("primitive_desc_create", s);
+    return ZT_OK;
+}
+
+static zt_status reorder_pd(plan *p, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
+                            bool accumulate, dnnl_primitive_desc_t *pd)
+{
+    dnnl_primitive_attr_t attr;
+    dnnl_post_ops_t po = NULL;
+    DN("attr_create", dnnl_primitive_attr_create(&attr));
+    dnnl_status_t s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (s == dnnl_success && accumulate) {
+        s = dnnl_post_ops_create(&po);
+        if (s == dnnl_success) s = dnnl_post_ops_append_sum(po, 1.0f);
+        if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, po);
+    }
+    if (s == dnnl_success) s = dnnl_reorder_primitive_desc_create(pd, from, p->eng, to, p->eng, attr);
+    if (po) dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    if (s != dnnl_success) return dn_fail("reorder_primitive_desc_create", s);
+    return ZT_OK;
+}
+
+static step *new_step(exec_set *s)
+{
+    GROW(s->steps, s->nsteps, s->cap_steps);
+    step *st = &s->steps[s->nsteps++];
+    memset(st, 0, sizeof *st);
+    st->op = -1;
+    return st;
+}
+
+/* Scratchpad argument of pd, pointing into the shared buffer. */
+static zt_status scratch_arg(plan *p, const_dnnl_primitive_desc_t pd, exec_set *s,
+                             dnnl_exec_arg_t *args, int *nargs)
+{
+    const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t bytes = md ? dnnl_memory_desc_get_size(md) : 0;
+    if (bytes == 0) return ZT_OK;
+    if (bytes > p->sb[SB_SCRATCH].need) p->sb[SB_SCRATCH].need = bytes;
+    dnnl_memory_t m;
+    if (s) {
+        ZT_TRY(set_mem(s, md, p, p->sb[SB_SCRATCH].ptr, &m));
+        add_ref(&s->refs, &s->nrefs, &s->cap_refs, m, SB_SCRATCH, 0);
+    } else {
+        DN("memory_create", dnnl_memory_create(&m, md, p->eng, p->sb[SB_SCRATCH].ptr));
+        add_ref(&p->prefs, &p->nprefs, &p->cap_prefs, m, SB_SCRATCH, 0);
+    }
+    ZT_ASSERT(*nargs < MAX_ARGS);
+    args[(*nargs)++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m};
+    return ZT_OK;
+}
+
+/* Appends a primitive step for pd (destroyed here) with the given args. */
+static zt_status prim_step(plan *p, exec_set *s, dnnl_primitive_desc_t pd,
+                           const dnnl_exec_arg_t *args, int nargs, unsigned flags)
+{
+    step *st = new_step(s);
+    st->flags = flags;
+    memcpy(st->args, args, (size_t)nargs * sizeof *args);
+    st->nargs = nargs;
+    zt_status z = scratch_arg(p, pd, s, st->args, &st->nargs);
+    dnnl_status_t r = z == ZT_OK ? dnnl_primitive_create(&st->prim, pd) : dnnl_success;
+    dnnl_primitive_desc_destroy(pd);
+    if (z != ZT_OK) return z;
+    if (r != dnnl_success) {
+        st->prim = NULL;
+        return dn_fail("primitive_create", r);
+    }
+    return ZT_OK;
+}
+
+static void repoint(plan *p, const mem_ref *refs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (refs[i].buf >= SB_COUNT) continue;
+        dnnl_status_t s = dnnl_memory_set_data_handle(
+            refs[i].mem, (char *)p->sb[refs[i].buf].ptr + refs[i].offset);
+        ZT_ASSERT(s == dnnl_success);
+    }
+}
+
+/* Grows shared buffers to what the primitives built so far need, and points
+ * every memory over them at the new blocks. */
+static zt_status grow_shared(plan *p)
+{
+    bool moved = false;
+    for (int b = 0; b < SB_COUNT; b++) {
+        shared_buf *sb = &p->sb[b];
+        if (sb->need <= sb->bytes) continue;
+        void *ptr = zt_aligned_alloc(ZT_CACHE_LINE, sb->need);
+        if (!ptr) return zt_fail(ZT_ERR_NOMEM, "no memory for a %zu-byte oneDNN buffer", sb->need);
+        zt_aligned_free(sb->ptr);
+        sb->ptr = ptr;
+        sb->bytes = sb->need;
+        moved = true;
+    }
+    if (!moved) return ZT_OK;
+    repoint(p, p->prefs, p->nprefs);
+    for (int i = 0; i < p->nbuckets; i++)
+        if (p->infer_sets[i]) repoint(p, p->infer_sets[i]->refs, p->infer_sets[i]->nrefs);
+    for (int i = 0; i < TRAIN_SETS; i++)
+        if (p->train_sets[i]) repoint(p, p->train_sets[i]->refs, p->train_sets[i]->nrefs);
+    return ZT_OK;
+}
+
+/* ---- weights ---- */
+
+/* The memory holding op's weights (folded or not) in layout md, creating the
+ * copy and its reorder from the host layout the first time. */
+static zt_status weight_mem(plan *p, int op_i, bool folded, const dnnl_memory_desc_t *md,
+                            dnnl_memory_t *out)
+{
+    for (int i = 0; i < p->nentries; i++) {
+        weight_entry *e = &p->entries[i];
+        if (e->op == op_i && e->folded == folded && dnnl_memory_desc_equal(&e->md, md)) {
+            *out = e->dst;
+            return ZT_OK;
+        }
+    }
+    GROW(p->entries, p->nentries, p->cap_entries);
+    weight_entry *e = &p->entries[p->nentries];
+    memset(e, 0, sizeof *e);
+    e->op = op_i;
+    e->folded = folded;
+    e->md = *md;
+    e->stale = true;
+    dnnl_memory_desc_t user = md_user_weights(p, op_i, dnnl_f32, dnnl_format_tag_undef);
+    float *host = folded ? p->fold_w[op_i] : p->params + param_off(p, p->g->ops[op_i].p[0]);
+    if (!folded && dnnl_memory_desc_equal(md, &user)) {
+        /* fp32 in the host layout: read the net's array directly. */
+        DN("memory_create", dnnl_memory_create(&e->dst, md, p->eng, host));
+        p->nentries++;
+        *out = e->dst;
+        return ZT_OK;
+    }
+    size_t bytes = dnnl_memory_desc_get_size(md);
+    e->buf = zt_aligned_alloc(ZT_CACHE_LINE, bytes);
+    if (!e->buf) return zt_fail(ZT_ERR_NOMEM, "no memory for %zu bytes of weights", bytes);
+    p->nentries++; /* from here plan_free releases what is made */
+    DN("memory_create", dnnl_memory_create(&e->dst, md, p->eng, e->buf));
+    DN("memory_create", dnnl_memory_create(&e->src, &user, p->eng, host));
+    dnnl_primitive_desc_t pd;
+    ZT_TRY(reorder_pd(p, &user, md, false, &pd));
+    e->args[0] = (dnnl_exec_arg_t){DNNL_ARG_FROM, e->src};
+    e->args[1] = (dnnl_exec_arg_t){DNNL_ARG_TO, e->dst};
+    e->nargs = 2;
+    zt_status z = scratch_arg(p, pd, NULL, e->args, &e->nargs);
+    dnnl_status_t r = z == ZT_OK ? dnnl_primitive_create(&e->reorder, pd) : dnnl_success;
+    dnnl_primitive_desc_destroy(pd);
+    if (z != ZT_OK) return z;
+    if (r != dnnl_success) {
+        e->reorder = NULL;
+        return dn_fail("primitive_create", r);
+    }
+    *out = e->dst;
+    return ZT_OK;
+}
+
+/* Batch norm folded into the conv/dense before it, as zt_nn_graph_fold_bn. */
+static void compute_folds(plan *p)
+{
+    const zt_nn_graph *g = p->g;
+    for (int k = 0; k < p->nnodes; k++) {
+        const inode *nd = &p->nodes[k];
+        if (nd->bn < 0) continue;
+        const zt_nn_op *op = &g->ops[nd->op], *bn = &g->ops[nd->bn];
+        const zt_nn_param *wp = &g->params[op->p[0]];
+        const float *w = p->params + wp->offset;
+        const float *b = op->p[1] >= 0 ? p->params + param_off(p, op->p[1]) : NULL;
+        const float *gamma = p->params + param_off(p, bn->p[0]);
+        const float *beta = p->params + param_off(p, bn->p[1]);
+        const float *mean = p->state + param_off(p, bn->p[2]);
+        const float *var = p->state + param_off(p, bn->p[3]);
+        float *fw = p->fold_w[nd->op], *fb = p->fold_b[nd->op];
+        int units = wp->shape[0];
+        size_t per_unit = wp->count / (size_t)units;
+        for (int u = 0; u < units; u++) {
+            double s = gamma[u] / sqrt((double)var[u] + ZT_NN_BN_EPS);
+            for (size_t e = 0; e < per_unit; e++)
+                fw[(size_t)u * per_unit + e] = (float)(w[(size_t)u * per_unit + e] * s);
+            fb[u] = (float)(((b ? b[u] : 0.0) - mean[u]) * s + beta[u]);
+        }
+    }
+}
+
+/* Brings the weight copies a pass reads up to date with the host arrays. */
+static zt_status refresh(plan *p, bool training)
+{
+    if (!training && p->fold_dirty) {
+        compute_folds(p);
+        p->fold_dirty = false;
+        for (int i = 0; i < p->nentries; i++)
+            if (p->entries[i].folded) p->entries[i].stale = true;
+    }
+    for (int i = 0; i < p->nentries; i++) {
+        weight_entry *e = &p->entries[i];
+        if (!e->stale || (e->folded && training)) continue;
+        if (e->reorder) DN("reorder", dnnl_primitive_execute(e->reorder, p->stream, e->nargs, e->args));
+        e->stale = false;
+    }
+    return ZT_OK;
+}
+
+static void cpu_params_changed(plan *p)
+{
+    /* Lazily: the next pass converts what it reads. */
+    p->fold_dirty = true;
+    for (int i = 0; i < p->nentries; i++) p->entries[i].stale = true;
+}
+
+/* ---- the fused inference program ---- */
+
+static void build_program(plan *p)
+{
+    const zt_nn_graph *g = p->g;
+    bool *absorbed = zt_xcalloc((size_t)g->nops + 1, sizeof *absorbed);
+    bool *mat = zt_xcalloc((size_t)g->ntensors, sizeof *mat);
+    p->nodes = zt_xcalloc((size_t)g->nops + 1, sizeof *p->nodes);
+    mat[g->input] = true;
+    for (int i = 0; i < g->nops; i++) {
+        if (absorbed[i]) continue;
+        const zt_nn_op *op = &g->ops[i];
+        inode nd = {i, -1, -1, -1, op->in[0], op->in[1], op->out, false};
+        if (op->kind == ZT_OP_CONV || op->kind == ZT_OP_DENSE) {
+            int cur = op->out, c = sole_consumer(g, cur);
+            if (c >= 0 && g->ops[c].kind == ZT_OP_BN) {
+                nd.bn = c;
+                absorbed[c] = true;
+                cur = g->ops[c].out;
+                c = sole_consumer(g, cur);
+            }
+            if (c >= 0 && g->ops[c].kind == ZT_OP_ADD) {
+                /* The other summand must exist before this op runs. */
+                int other = g->ops[c].in[0] == cur ? g->ops[c].in[1] : g->ops[c].in[0];
+                if (other != cur && mat[other]) {
+                    nd.sum = other;
+                    absorbed[c] = true;
+                    cur = g->ops[c].out;
+                    c = sole_consumer(g, cur);
+                }
+            }
+            if (c >= 0 && (g->ops[c].kind == ZT_OP_RELU || g->ops[c].kind == ZT_OP_TANH)) {
+                nd.elt = g->ops[c].kind;
+                absorbed[c] = true;
+                cur = g->ops[c].out;
+            }
+            nd.out = cur;
+        }
+        mat[nd.out] = true;
+        p->nodes[p->nnodes++] = nd;
+    }
+    /* Buffers by liveness: a tensor's buffer is free after its last reader. */
+    int never = p->nnodes + 1;
+    int *last = zt_xmalloc((size_t)g->ntensors * sizeof *last);
+    for (int t = 0; t < g->ntensors; t++) last[t] = -1;
+    for (int k = 0; k < p->nnodes; k++) {
+        const inode *nd = &p->nodes[k];
+        last[nd->src] = k;
+        if (nd->src1 >= 0 && g->ops[nd->op].kind == ZT_OP_ADD) last[nd->src1] = k;
+        if (nd->sum >= 0) last[nd->sum] = k;
+    }
+    for (int o = 0; o < g->noutputs; o++) last[g->outputs[o]] = never;
+    p->tslot = zt_xmalloc((size_t)g->ntensors * sizeof *p->tslot);
+    for (int t = 0; t < g->ntensors; t++) p->tslot[t] = -1;
+    bool *held = zt_xcalloc((size_t)g->ntensors + 1, sizeof *held);
+    int nslots = 0;
+#define TAKE_SLOT(dst)                                                                             \
+    do {                                                                                           \
+        int s_ = 0;                                                                                \
+        while (s_ < nslots && held[s_]) s_++;                                                      \
+        if (s_ == nslots) nslots++;                                                                \
+        held[s_] = true;                                                                           \
+        (dst) = s_;                                                                                \
+    } while (0)
+    TAKE_SLOT(p->tslot[g->input]);
+    for (int k = 0; k < p->nnodes; k++) {
+        inode *nd = &p->nodes[k];
+        nd->inplace = nd->sum >= 0 && last[nd->sum] == k && nd->sum != nd->src;
+        if (nd->inplace) p->tslot[nd->out] = p->tslot[nd->sum];
+        else TAKE_SLOT(p->tslot[nd->out]);
+        int reads[3] = {nd->src, g->ops[nd->op].kind == ZT_OP_ADD ? nd->src1 : -1,
+                        nd->inplace ? -1 : nd->sum};
+        for (int r = 0; r < 3; r++)
+            if (reads[r] >= 0 && last[reads[r]] == k) held[p->tslot[reads[r]]] = false;
+    }
+#undef TAKE_SLOT
+    p->nslots = nslots;
+    free(held);
+    free(last);
+    free(mat);
+    free(absorbed);
+}
+
+static zt_status node_step(plan *p, exec_set *s, const inode *nd)
+{
+    const zt_nn_graph *g = p->g;
+    const zt_nn_op *op = &g->ops[nd->op];
+    int n = s->batch;
+    void *src = p->slots[p->tslot[nd->src]], *dst = p->slots[p->tslot[nd->out]];
+    zt_nn_shape si = g->tensors[nd->src], so = g->tensors[op->out];
+    dnnl_exec_arg_t args[MAX_ARGS];
+    int na = 0;
+    dnnl_memory_t m;
+    dnnl_primitive_desc_t pd;
+    if (op->kind == ZT_OP_CONV || op->kind == ZT_OP_DENSE) {
+        bool conv = op->kind == ZT_OP_CONV;
+        dnnl_memory_desc_t smd = conv ? md_act(p, n, si) : md_flat(p, n, zt_nn_shape_size(si));
+        dnnl_memory_desc_t dmd = conv ? md_act(p, n, so) : md_flat(p, n, (size_t)so.c);
+        dnnl_memory_desc_t wmd = md_user_weights(p, nd->op, p->dt, dnnl_format_tag_any);
+        dnnl_memory_desc_t bmd = md_vec((size_t)so.c);
+        bool bias = op->p[1] >= 0 || nd->bn >= 0;
+        if (nd->sum >= 0 && !nd->inplace) {
+            /* The sum post-op adds to what dst holds: copy the summand in. */
+            dnnl_primitive_desc_t cpd;
+            ZT_TRY(reorder_pd(p, &dmd, &dmd, false, &cpd));
+            dnnl_memory_t a, b;
+            ZT_TRY(set_mem(s, &dmd, p, p->slots[p->tslot[nd->sum]], &a));
+            ZT_TRY(set_mem(s, &dmd, p, dst, &b));
+            dnnl_exec_arg_t cargs[2] = {{DNNL_ARG_FROM, a}, {DNNL_ARG_TO, b}};
+            ZT_TRY(prim_step(p, s, cpd, cargs, 2, 0));
+        }
+        dnnl_post_ops_t po;
+        DN("post_ops_create", dnnl_post_ops_create(&po));
+        dnnl_status_t r = dnnl_success;
+        if (nd->sum >= 0) r = dnnl_post_ops_append_sum(po, 1.0f);
+        if (r == dnnl_success && nd->elt >= 0)
+            r = dnnl_post_ops_append_eltwise(
+                po, 1.0f, nd->elt == ZT_OP_RELU ? dnnl_eltwise_relu : dnnl_eltwise_tanh, 0.0f, 0.0f);
+        if (r != dnnl_success) {
+            dnnl_post_ops_destroy(po);
+            return dn_fail("post_ops_append", r);
+        }
+        zt_status z;
+        if (conv) {
+            dnnl_convolution_desc_t cd;
+            dnnl_dims_t strides = {1, 1}, pad = {op->k / 2, op->k / 2};
+            r = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference,
+                                                   dnnl_convolution_direct, &smd, &wmd,
+                                                   bias ? &bmd : NULL, &dmd, strides, pad, pad);
+            z = r == dnnl_success ? create_pd(p, &cd, po, NULL, &pd) : dn_fail("conv_desc", r);
+        } else {
+            dnnl_inner_product_desc_t id;
+            r = dnnl_inner_product_forward_desc_init(&id, dnnl_forward_inference, &smd, &wmd,
+                                                     bias ? &bmd : NULL, &dmd);
+            z = r == dnnl_success ? create_pd(p, &id, po, NULL, &pd) : dn_fail("ip_desc", r);
+        }
+        dnnl_post_ops_destroy(po);
+        ZT_TRY(z);
+        dnnl_memory_t w;
+        z = weight_mem(p, nd->op, nd->bn >= 0,
+                       dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &w);
+        if (z != ZT_OK) {
+            dnnl_primitive_desc_destroy(pd);
+            return z;
+        }
+        if ((z = set_mem(s, &smd, p, src, &m)) != ZT_OK) goto fail;
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, m};
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, w};
+        if (bias) {
+            float *b = nd->bn >= 0 ? p->fold_b[nd->op] : p->params + param_off(p, op->p[1]);
+            if ((z = set_mem(s, &bmd, p, b, &m)) != ZT_OK) goto fail;
+            args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, m};
+        }
+        if ((z = set_mem(s, &dmd, p, dst, &m)) != ZT_OK) goto fail;
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, m};
+        return prim_step(p, s, pd, args, na, 0);
+    fail:
+        dnnl_primitive_desc_destroy(pd);
+        return z;
+    }
+    dnnl_memory_desc_t md = md_act(p, n, si);
+    switch (op->kind) {
+    case ZT_OP_BN: {
+        dnnl_batch_normalization_desc_t d;
+        DN("bnorm_desc", dnnl_batch_normalization_forward_desc_init(
+                             &d, dnnl_forward_inference, &md, (float)ZT_NN_BN_EPS,
+                             dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift));
+        ZT_TRY(create_pd(p, &d, NULL, NULL, &pd));
+        dnnl_memory_desc_t v = md_vec((size_t)si.c);
+        float *ptrs[4] = {p->params + param_off(p, op->p[0]), p->params + param_off(p, op->p[1]),
+                          p->state + param_off(p, op->p[2]), p->state + param_off(p, op->p[3])};
+        int kinds[4] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+        for (int j = 0; j < 4; j++) {
+            ZT_TRY(set_mem(s, &v, p, ptrs[j], &m));
+            args[na++] = (dnnl_exec_arg_t){kinds[j], m};
+        }
+        break;
+    }
+    case ZT_OP_LN: {
+        size_t f = zt_nn_shape_size(si);
+        md = md_flat(p, n, f);
+        dnnl_layer_normalization_desc_t d;
+        DN("lnorm_desc",
+           dnnl_layer_normalization_forward_desc_init(&d, dnnl_forward_inference, &md, NULL,
+                                                      (float)ZT_NN_LN_EPS,
+                                                      dnnl_use_scale | dnnl_use_shift));
+        ZT_TRY(create_pd(p, &d, NULL, NULL, &pd));
+        dnnl_memory_desc_t v = md_vec(f);
+        ZT_TRY(set_mem(s, &v, p, p->params + param_off(p, op->p[0]), &m));
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCALE, m};
+        ZT_TRY(set_mem(s, &v, p, p->params + param_off(p, op->p[1]), &m));
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SHIFT, m};
+        break;
+    }
+    case ZT_OP_RELU:
+    case ZT_OP_TANH: {
+        dnnl_eltwise_desc_t d;
+        DN("eltwise_desc",
+           dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference,
+                                          op->kind == ZT_OP_RELU ? dnnl_eltwise_relu
+                                                                 : dnnl_eltwise_tanh,
+                                          &md, 0.0f, 0.0f));
+        ZT_TRY(create_pd(p, &d, NULL, NULL, &pd));
+        break;
+    }
+    case ZT_OP_ADD: {
+        dnnl_binary_desc_t d;
+        DN("binary_desc", dnnl_binary_desc_init(&d, dnnl_binary_add, &md, &md, &md));
+        ZT_TRY(create_pd(p, &d, NULL, NULL, &pd));
+        ZT_TRY(set_mem(s, &md, p, p->slots[p->tslot[nd->src1]], &m));
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_1, m};
+        break;
+    }
+    default: return zt_fail(ZT_ERR_INVALID, "op kind %d in a fused node", (int)op->kind);
+    }
+    ZT_TRY(set_mem(s, &md, p, src, &m));
+    args[na++] = (dnnl_exec_arg_t){op->kind == ZT_OP_ADD ? DNNL_ARG_SRC_0 : DNNL_ARG_SRC, m};
+    ZT_TRY(set_mem(s, &md, p, dst, &m));
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, m};
+    return prim_step(p, s, pd, args, na, 0);
+}
+
+static zt_status build_infer_set(plan *p, int bucket, exec_set **out)
+{
+    exec_set *s = zt_xcalloc(1, sizeof *s);
+    s->batch = p->buckets[bucket];
+    zt_status z = ZT_OK;
+    for (int k = 0; k < p->nnodes && z == ZT_OK; k++) z = node_step(p, s, &p->nodes[k]);
+    s->nfwd = s->nsteps;
+    if (z == ZT_OK) {
+        p->infer_sets[bucket] = s; /* so that grow_shared repoints it too */
+        z = grow_shared(p);
+    }
+    if (z != ZT_OK) {
+        p->infer_sets[bucket] = NULL;
+        set_free(s);
+        return z;
+    }
+    *out = s;
+    return ZT_OK;
+}
+
+/* ---- the training program ---- */
+
+static void host_bn_update(plan *p, const step *st)
+{
+    /* As the reference (and PyTorch): the running variance takes the
+     * unbiased estimate of the batch variance. */
+    const zt_nn_op *op = &p->g->ops[st->op];
+    float *rmean = p->state + param_off(p, op->p[2]), *rvar = p->state + param_off(p, op->p[3]);
+    const float *mean = p->stat_mean[st->op], *var = p->stat_var[st->op];
+    double rows = (double)st->offset, m = ZT_NN_BN_MOMENTUM;
+    for (size_t c = 0; c < st->count; c++) {
+        double unbiased = rows > 1 ? var[c] * rows / (rows - 1) : var[c];
+        rmean[c] = (float)((1 - m) * rmean[c] + m * mean[c]);
+        rvar[c] = (float)((1 - m) * rvar[c] + m * unbiased);
+    }
+}
+
+static void host_add_grad(plan *p, const step *st)
+{
+    float *g = p->call_grads + st->offset;
+    for (size_t i = 0; i < st->count; i++) g[i] += st->src[i];
+}
+
+static void host_grad_step(exec_set *s, const float *src, size_t offset, size_t count)
+{
+    step *st = new_step(s);
+    st->host = host_add_grad;
+    st->src = src;
+    st->offset = offset;
+    st->count = count;
+}
+
+/* md of tensor t as op kind `kind` sees it. */
+static dnnl_memory_desc_t md_for(const plan *p, int n, int t, bool flat)
+{
+    zt_nn_shape s = p->g->tensors[t];
+    return flat ? md_flat(p, n, zt_nn_shape_size(s)) : md_act(p, n, s);
+}
+
+static zt_status train_forward_op(plan *p, exec_set *s, int i, dnnl_primitive_desc_t *fwd_pd)
+{
+    const zt_nn_graph *g = p->g;
+    const zt_nn_op *op = &g->ops[i];
+    int n = s->batch;
+    bool flat = op->kind == ZT_OP_DENSE || op->kind == ZT_OP_LN;
+    dnnl_memory_desc_t smd = md_for(p, n, op->in[0], flat), dmd = md_for(p, n, op->out, flat);
+    dnnl_exec_arg_t args[MAX_ARGS];
+    int na = 0;
+    dnnl_memory_t m;
+    dnnl_primitive_desc_t pd;
+    switch (op->kind) {
+    case ZT_OP_CONV:
+    case ZT_OP_DENSE: {
+        dnnl_memory_desc_t wmd = md_user_weights(p, i, p->dt, dnnl_format_tag_any);
+        dnnl_memory_desc_t bmd = md_vec((size_t)g->tensors[op->out].c);
+        bool bias = op->p[1] >= 0;
+        if (op->kind == ZT_OP_CONV) {
+            dnnl_convolution_desc_t d;
+            dnnl_dims_t strides = {1, 1}, pad = {op->k / 2, op->k / 2};
+            DN("conv_desc", dnnl_convolution_forward_desc_init(
+                                &d, dnnl_forward_training, dnnl_convolution_direct, &smd, &wmd,
+                                bias ? &bmd : NULL, &dmd, strides, pad, pad));
+            ZT_TRY(create_pd(p, &d, NULL, NULL, &pd));
+        } else {
+            dnnl_inner_product_desc_t d;
+            DN("ip_desc", dnnl_inner_product_forward_desc_init(&d, dnnl_forward_training, &smd,
+                                                               &wmd, bias ? &bmd : NULL, &dmd));
+            ZT_TRY(create_pd(p, &d, NULL, NULL, &pd));
+        }
+        dnnl_memory_t w;
+        zt_status z =
+            weight_mem(p, i, false, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &w);
+        if (z == ZT_OK) z = set_mem(s, &smd, p, p->act[op->in[0]], &m);
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, m};
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, w};
+        if (z == ZT_OK && bias) {
+            z = set_mem(s, &bmd, p, p->params + param_off(p, op->p[1]), &m);
+            args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, m};
+        }
+        if (z != ZT_OK) {
+            dnnl_primitive_desc_destroy(pd);
+            return z;
+        }
+        break;
+    }
+    case ZT_OP_BN:
+    case ZT_OP_LN: {
+        bool bn = op->kind == ZT_OP_BN;
+        size_t f = bn ? (size_t)g->tensors[op->in[0]].c : zt_nn_shape_size(g->tensors[op->in[0]]);
+        unsigned flags = dnnl_use_scale | dnnl_use_shift;
+        if (bn) {
+            dnnl_batch_normalization_desc_t d;
+            DN("bnorm_desc", dnnl_batch_normalization_forward_desc_init(
+                                 &d, dnnl_forward_training, &smd, (float)ZT_NN_BN_EPS, flags));
+            ZT_TRY(create_pd(p, &d, NULL, NULL, &pd));
+        } else {
+            dnnl_layer_normalization_desc_t d;
+            DN("lnorm_desc", dnnl_layer_normalization_forward_desc_init(
+                                 &d, dnnl_forward_training, &smd, NULL, (float)ZT_NN_LN_EPS, flags));
+            ZT_TRY(create_pd(p, &d, NULL, NULL, &pd));
+        }
+        dnnl_memory_desc_t v = md_vec(f), st = md_vec(bn ? f : (size_t)n);
+        ZT_TRY(set_mem(s, &v, p, p->params + param_off(p, op->p[0]), &m));
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCALE, m};
+        ZT_TRY(set_mem(s, &v, p, p->params + param_off(p, op->p[1]), &m));
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SHIFT, m};
+        ZT_TRY(set_mem(s, &st, p, p->stat_mean[i], &m));
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_MEAN, m};
+        ZT_TRY(set_mem(s, &st, p, p->stat_var[i], &m));
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_VARIANCE, m};
+        ZT_TRY(set_mem(s, &smd, p, p->act[op->in[0]], &m));
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, m};
+        break;
+    }
+    case ZT_OP_RELU:
+    case ZT_OP_TANH: {
+        dnnl_eltwise_desc_t d;
+        DN("eltwise_desc", dnnl_eltwise_forward_desc_init(
+                               &d, dnnl_forward_training,
+                               op->kind == ZT_OP_RELU ? dnnl_eltwise_relu_use_dst_for_bwd
+                                                      : dnnl_eltwise_tanh_use_dst_for_bwd,
+                               &smd, 0.0f, 0.0f));
+        ZT_TRY(create_pd(p, &d, NULL, NULL, &pd));
+        ZT_TRY(set_mem(s, &smd, p, p->act[op->in[0]], &m));
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, m};
+        break;
+    }
+    case ZT_OP_ADD: {
+        dnnl_binary_desc_t d;
+        DN("binary_desc", dnnl_binary_desc_init(&d, dnnl_binary_add, &smd, &smd, &dmd));
+        ZT_TRY(create_pd(p, &d, NULL, NULL, &pd));
+        ZT_TRY(set_mem(s, &smd, p, p->act[op->in[0]], &m));
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_0, m};
+        ZT_TRY(set_mem(s, &smd, p, p->act[op->in[1]], &m));
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_1, m};
+        break;
+    }
+    default: return zt_fail(ZT_ERR_INVALID, "unknown op kind %d", (int)op->kind);
+    }
+    ZT_TRY(set_mem(s, &dmd, p, p->act[op->out], &m));
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, m};
+    /* Keep a clone as the hint of the backward primitives. */
+    DN("pd_clone", dnnl_primitive_desc_clone(fwd_pd, pd));
+    ZT_TRY(prim_step(p, s, pd, args, na, 0));
+    if (op->kind == ZT_OP_BN) {
+        step *st = new_step(s);
+        st->host = host_bn_update;
+        st->op = i;
+        st->flags = F_UPDATE;
+        zt_nn_shape sh = g->tensors[op->in[0]];
+        st->offset = (size_t)n * sh.h * sh.w;
+        st->count = (size_t)sh.c;
+    }
+    return ZT_OK;
+}
+
+/* Where a backward op writes the gradient of tensor t: its own buffer when
+ * nothing has yet, else the temporary, added afterwards by add_into. */
+static void *grad_target(plan *p, bool *written, int t, bool *accumulate)
+{
+    *accumulate = written[t];
+    written[t] = true;
+    return *accumulate ? p->tmp : p->diff[t];
+}
+
+/* diff[t] += what (a binary add in place). */
+static zt_status add_into(plan *p, exec_set *s, const dnnl_memory_desc_t *md, int t, void *what,
+                          unsigned flags)
+{
+    dnnl_binary_desc_t d;
+    DN("binary_desc", dnnl_binary_desc_init(&d, dnnl_binary_add, md, md, md));
+    dnnl_primitive_desc_t pd;
+    ZT_TRY(create_pd(p, &d, NULL, NULL, &pd));
+    dnnl_memory_t a, b;
+    ZT_TRY(set_mem(s, md, p, p->diff[t], &a));
+    ZT_TRY(set_mem(s, md, p, what, &b));
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, b}, {DNNL_ARG_DST, a}};
+    return prim_step(p, s, pd, args, 3, flags);
+}
+
+static zt_status train_backward_op(plan *p, exec_set *s, int i, const_dnnl_primitive_desc_t fpd,
+                                   bool *written)
+{
+    const zt_nn_graph *g = p->g;
+    const zt_nn_op *op = &g->ops[i];
+    int n = s->batch, t = op->in[0];
+    unsigned fl = t == g->input ? F_DIN : 0;
+    bool flat = op->kind == ZT_OP_DENSE || op->kind == ZT_OP_LN;
+    dnnl_memory_desc_t smd = md_for(p, n, t, flat), dmd = md_for(p, n, op->out, flat);
+    dnnl_memory_t m, dy;
+    ZT_TRY(set_mem(s, &dmd, p, p->diff[op->out], &dy));
+    dnnl_exec_arg_t args[MAX_ARGS];
+    int na = 0;
+    dnnl_primitive_desc_t pd;
+    bool acc;
+    switch (op->kind) {
+    case ZT_OP_CONV:
+    case ZT_OP_DENSE: {
+        bool conv = op->kind == ZT_OP_CONV, bias = op->p[1] >= 0;
+        dnnl_dims_t strides = {1, 1}, pad = {op->k / 2, op->k / 2};
+        dnnl_memory_desc_t wmd = md_user_weights(p, i, p->dt, dnnl_format_tag_any);
+        /* Input gradient. */
+        if (conv) {
+            dnnl_convolution_desc_t d;
+            DN("conv_bwd_data_desc",
+               dnnl_convolution_backward_data_desc_init(&d, dnnl_convolution_direct, &smd, &wmd,
+                                                        &dmd, strides, pad, pad));
+            ZT_TRY(create_pd(p, &d, NULL, fpd, &pd));
+        } else {
+            dnnl_inner_product_desc_t d;
+            DN("ip_bwd_data_desc", dnnl_inner_product_backward_data_desc_init(&d, &smd, &wmd, &dmd));
+            ZT_TRY(create_pd(p, &d, NULL, fpd, &pd));
+        }
+        dnnl_memory_t w;
+        zt_status z =
+            weight_mem(p, i, false, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &w);
+        void *dx = grad_target(p, written, t, &acc);
+        if (z == ZT_OK) z = set_mem(s, &smd, p, dx, &m);
+        if (z != ZT_OK) {
+            dnnl_primitive_desc_destroy(pd);
+            return z;
+        }
+        dnnl_exec_arg_t a1[3] = {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DIFF_SRC, m}};
+        ZT_TRY(prim_step(p, s, pd, a1, 3, fl));
+        if (acc) ZT_TRY(add_into(p, s, &smd, t, dx, fl));
+        /* Weight and bias gradients, in fp32. */
+        dnnl_memory_desc_t dwmd = md_user_weights(p, i, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_t bmd = md_vec((size_t)g->tensors[op->out].c);
+        if (conv) {
+            dnnl_convolution_desc_t d;
+            DN("conv_bwd_weights_desc",
+               dnnl_convolution_backward_weights_desc_init(&d, dnnl_convolution_direct, &smd,
+                                                           &dwmd, bias ? &bmd : NULL, &dmd,
+                                                           strides, pad, pad));
+            ZT_TRY(create_pd(p, &d, NULL, fpd, &pd));
+        } else {
+            dnnl_inner_product_desc_t d;
+            DN("ip_bwd_weights_desc", dnnl_inner_product_backward_weights_desc_init(
+                                          &d, &smd, &dwmd, bias ? &bmd : NULL, &dmd));
+            ZT_TRY(create_pd(p, &d, NULL, fpd, &pd));
+        }
+        dnnl_memory_desc_t got = *dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 0);
+        size_t bytes = dnnl_memory_desc_get_size(&got);
+        if (bytes > p->sb[SB_DW].need) p->sb[SB_DW].need = bytes;
+        dnnl_memory_t dw, db = NULL, x;
+        if ((z = set_mem(s, &got, p, p->sb[SB_DW].ptr, &dw)) == ZT_OK)
+            z = set_mem(s, &smd, p, p->act[t], &x);
+        if (z == ZT_OK && bias) z = set_mem(s, &bmd, p, p->dscale, &db);
+        if (z != ZT_OK) {
+            dnnl_primitive_desc_destroy(pd);
+            return z;
+        }
+        add_ref(&s->refs, &s->nrefs, &s->cap_refs, dw, SB_DW, 0);
+        na = 0;
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, x};
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, dy};
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_WEIGHTS, dw};
+        if (bias) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_BIAS, db};
+        ZT_TRY(prim_step(p, s, pd, args, na, 0));
+        /* grads += dw, through a reorder to the host layout with a sum. */
+        dnnl_memory_desc_t user = md_user_weights(p, i, dnnl_f32, dnnl_format_tag_undef);
+        ZT_TRY(reorder_pd(p, &got, &user, true, &pd));
+        dnnl_memory_t gm;
+        ZT_TRY(set_mem(s, &user, p, DNNL_MEMORY_NONE, &gm));
+        add_ref(&s->refs, &s->nrefs, &s->cap_refs, gm, REF_GRADS,
+                param_off(p, op->p[0]) * sizeof(float));
+        dnnl_exec_arg_t a2[2] = {{DNNL_ARG_FROM, dw}, {DNNL_ARG_TO, gm}};
+        ZT_TRY(prim_step(p, s, pd, a2, 2, 0));
+        if (bias)
+            host_grad_step(s, p->dscale, param_off(p, op->p[1]),
+                           (size_t)g->tensors[op->out].c);
+        return ZT_OK;
+    }
+    case ZT_OP_BN:
+    case ZT_OP_LN: {
+        bool bn = op->kind == ZT_OP_BN;
+        size_t f = bn ? (size_t)g->tensors[t].c : zt_nn_shape_size(g->tensors[t]);
+        unsigned flags = dnnl_use_scale | dnnl_use_shift;
+        if (bn) {
+            dnnl_batch_normalization_desc_t d;
+            DN("bnorm_bwd_desc", dnnl_batch_normalization_backward_desc_init(
+                                     &d, dnnl_backward, &smd, &smd, (float)ZT_NN_BN_EPS, flags));
+            ZT_TRY(create_pd(p, &d, NULL, fpd, &pd));
+        } else {
+            dnnl_layer_normalization_desc_t d;
+            DN("lnorm_bwd_desc",
+               dnnl_layer_normalization_backward_desc_init(&d, dnnl_backward, &smd, &smd, NULL,
+                                                           (float)ZT_NN_LN_EPS, flags));
+            ZT_TRY(create_pd(p, &d, NULL, fpd, &pd));
+        }
+        dnnl_memory_desc_t v = md_vec(f), st = md_vec(bn ? f : (size_t)n);
+        struct {
+            int arg;
+            const dnnl_memory_desc_t *md;
+            void *ptr;
+        } a[] = {
+            {DNNL_ARG_SRC, &smd, p->act[t]},
+            {DNNL_ARG_MEAN, &st, p->stat_mean[i]},
+            {DNNL_ARG_VARIANCE, &st, p->stat_var[i]},
+            {DNNL_ARG_SCALE, &v, p->params + param_off(p, op->p[0])},
+            {DNNL_ARG_SHIFT, &v, p->params + param_off(p, op->p[1])},
+            {DNNL_ARG_DIFF_SCALE, &v, p->dscale},
+            {DNNL_ARG_DIFF_SHIFT, &v, p->dshift},
+        };
+        for (size_t j = 0; j < sizeof a / sizeof a[0]; j++) {
+            zt_status z = set_mem(s, a[j].md, p, a[j].ptr, &m);
+            if (z != ZT_OK) {
+                dnnl_primitive_desc_destroy(pd);
+                return z;
+            }
+            args[na++] = (dnnl_exec_arg_t){a[j].arg, m};
+        }
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, dy};
+        void *dx = grad_target(p, written, t, &acc);
+        zt_status z = set_mem(s, &smd, p, dx, &m);
+        if (z != ZT_OK) {
+            dnnl_primitive_desc_destroy(pd);
+            return z;
+        }
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, m};
+        ZT_TRY(prim_step(p, s, pd, args, na, 0));
+        if (acc) ZT_TRY(add_into(p, s, &smd, t, dx, fl));
+        host_grad_step(s, p->dscale, param_off(p, op->p[0]), f);
+        host_grad_step(s, p->dshift, param_off(p, op->p[1]), f);
+        return ZT_OK;
+    }
+    case ZT_OP_RELU:
+    case ZT_OP_TANH: {
+        dnnl_eltwise_desc_t d;
+        DN("eltwise_bwd_desc", dnnl_eltwise_backward_desc_init(
+                                   &d,
+                                   op->kind == ZT_OP_RELU ? dnnl_eltwise_relu_use_dst_for_bwd
+                                                          : dnnl_eltwise_tanh_use_dst_for_bwd,
+                                   &smd, &dmd, 0.0f, 0.0f));
+        ZT_TRY(create_pd(p, &d, NULL, fpd, &pd));
+        void *dx = grad_target(p, written, t, &acc);
+        dnnl_memory_t y;
+        zt_status z = set_mem(s, &dmd, p, p->act[op->out], &y);
+        if (z == ZT_OK) z = set_mem(s, &smd, p, dx, &m);
+        if (z != ZT_OK) {
+            dnnl_primitive_desc_destroy(pd);
+            return z;
+        }
+        dnnl_exec_arg_t a[3] = {{DNNL_ARG_DST, y}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, m}};
+        ZT_TRY(prim_step(p, s, pd, a, 3, fl));
+        if (acc) ZT_TRY(add_into(p, s, &smd, t, dx, fl));
+        return ZT_OK;
+    }
+    case ZT_OP_ADD:
+        for (int j = 0; j < 2; j++) {
+            int tj = op->in[j];
+            unsigned fj = tj == g->input ? F_DIN : 0;
+            if (written[tj]) {
+                ZT_TRY(add_into(p, s, &smd, tj, p->diff[op->out], fj));
+                continue;
+            }
+            written[tj] = true;
+            ZT_TRY(reorder_pd(p, &smd, &smd, false, &pd));
+            ZT_TRY(set_mem(s, &smd, p, p->diff[tj], &m));
+            dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, dy}, {DNNL_ARG_TO, m}};
+            ZT_TRY(prim_step(p, s, pd, a, 2, fj));
+        }
+        return ZT_OK;
+    }
+    return zt_fail(ZT_ERR_INVALID, "unknown op kind %d", (int)op->kind);
+}
+
+static zt_status build_train_set(plan *p, int n, exec_set *s)
+{
+    const zt_nn_graph *g = p->g;
+    s->batch = n;
+    s->training = true;
+    dnnl_primitive_desc_t *fwd = zt_xcalloc((size_t)g->nops + 1, sizeof *fwd);
+    bool *written = zt_xcalloc((size_t)g->ntensors, sizeof *written);
+    zt_status z = ZT_OK;
+    for (int i = 0; i < g->nops && z == ZT_OK; i++) z = train_forward_op(p, s, i, &fwd[i]);
+    s->nfwd = s->nsteps;
+    for (int o = 0; o < g->noutputs; o++) written[g->outputs[o]] = true;
+    for (int i = g->nops - 1; i >= 0 && z == ZT_OK; i--)
+        if (written[g->ops[i].out]) z = train_backward_op(p, s, i, fwd[i], written);
+    for (int i = 0; i < g->nops; i++)
+        if (fwd[i]) dnnl_primitive_desc_destroy(fwd[i]);
+    free(fwd);
+    free(written);
+    return z;
+}
+
+/* ---- buffers ---- */
+
+static void free_infer(plan *p)
+{
+    for (int i = 0; i < p->nbuckets; i++) set_free(p->infer_sets[i]);
+    free(p->infer_sets);
+    p->infer_sets = NULL;
+    for (int i = 0; p->slots && i < p->nslots; i++) zt_aligned_free(p->slots[i]);
+    free(p->slots);
+    p->slots = NULL;
+    free(p->buckets);
+    p->buckets = NULL;
+    p->nbuckets = 0;
+    p->cap_infer = 0;
+}
+
+static void free_train(plan *p)
+{
+    const zt_nn_graph *g = p->g;
+    for (int i = 0; i < TRAIN_SETS; i++) {
+        set_free(p->train_sets[i]);
+        p->train_sets[i] = NULL;
+    }
+    p->last_train = NULL;
+    if (p->act)
+        for (int t = 0; t < g->ntensors; t++) {
+            zt_aligned_free(p->act[t]);
+            zt_aligned_free(p->diff[t]);
+        }
+    if (p->stat_mean)
+        for (int i = 0; i < g->nops; i++) {
+            free(p->stat_mean[i]);
+            free(p->stat_var[i]);
+        }
+    free(p->act);
+    free(p->diff);
+    free(p->stat_mean);
+    free(p->stat_var);
+    zt_aligned_free(p->tmp);
+    p->act = p->diff = NULL;
+    p->stat_mean = p->stat_var = NULL;
+    p->tmp = NULL;
+    p->cap_train = 0;
+}
+
+static zt_status reserve_infer(plan *p, int max_batch)
+{
+    if (max_batch <= p->cap_infer) return ZT_OK;
+    free_infer(p);
+    size_t bytes = (size_t)max_batch * p->max_tensor * p->dt_size;
+    p->slots = zt_xcalloc((size_t)p->nslots, sizeof *p->slots);
+    for (int i = 0; i < p->nslots; i++) {
+        p->slots[i] = zt_aligned_alloc(ZT_CACHE_LINE, bytes);
+        if (!p->slots[i]) {
+            free_infer(p);
+            return zt_fail(ZT_ERR_NOMEM, "no memory for activations of batch %d", max_batch);
+        }
+    }
+    /* Buckets 1, 2, 3, 4, 6, 8, 12, ...: padding wastes at most a third. */
+    p->buckets = zt_xmalloc(64 * sizeof *p->buckets);
+    for (int b = 1; b < max_batch; b *= 2) {
+        p->buckets[p->nbuckets++] = b;
+        if (b >= 2 && b + b / 2 < max_batch) p->buckets[p->nbuckets++] = b + b / 2;
+    }
+    p->buckets[p->nbuckets++] = max_batch;
+    p->infer_sets = zt_xcalloc((size_t)p->nbuckets, sizeof *p->infer_sets);
+    p->cap_infer = max_batch;
+    return ZT_OK;
+}
+
+static zt_status reserve_train(plan *p, int max_batch)
+{
+    if (max_batch <= p->cap_train) return ZT_OK;
+    free_train(p);
+    const zt_nn_graph *g = p->g;
+    bool ok = true;
+    p->act = zt_xcalloc((size_t)g->ntensors, sizeof *p->act);
+    p->diff = zt_xcalloc((size_t)g->ntensors, sizeof *p->diff);
+    p->stat_mean = zt_xcalloc((size_t)g->nops + 1, sizeof *p->stat_mean);
+    p->stat_var = zt_xcalloc((size_t)g->nops + 1, sizeof *p->stat_var);
+    for (int t = 0; t < g->ntensors && ok; t++) {
+        size_t bytes = (size_t)max_batch * zt_nn_shape_size(g->tensors[t]) * p->dt_size;
+        p->act[t] = zt_aligned_alloc(ZT_CACHE_LINE, bytes);
+        p->diff[t] = zt_aligned_alloc(ZT_CACHE_LINE, bytes);
+        ok = p->act[t] && p->diff[t];
+    }
+    p->tmp = zt_aligned_alloc(ZT_CACHE_LINE, (size_t)max_batch * p->max_tensor * p->dt_size);
+    ok = ok && p->tmp;
+    for (int i = 0; i < g->nops && ok; i++) {
+        const zt_nn_op *op = &g->ops[i];
+        size_t n = op->kind == ZT_OP_BN ? (size_t)g->tensors[op->out].c
+                   : op->kind == ZT_OP_LN ? (size_t)max_batch : 0;
+        if (n == 0) continue;
+        p->stat_mean[i] = zt_xmalloc(n * sizeof(float));
+        p->stat_var[i] = zt_xmalloc(n * sizeof(float));
+    }
+    if (!ok) {
+        free_train(p);
+        return zt_fail(ZT_ERR_NOMEM, "no memory for training activations of batch %d", max_batch);
+    }
+    p->cap_train = max_batch;
+    return ZT_OK;
+}
+
+static zt_status cpu_reserve(plan *p, int max_batch, bool training)
+{
+    ZT_ASSERT(max_batch > 0);
+    return training ? reserve_train(p, max_batch) : reserve_infer(p, max_batch);
+}
+
+/* ---- the vtable ---- */
+
+static bool cpu_supports(zt_precision prec)
+{
+    if (prec == ZT_PRECISION_FP32) return true;
+    if (prec != ZT_PRECISION_BF16) return false;
+    /* Native bf16 dot products (AVX512_BF16: CPUID.(EAX=7,ECX=1):EAX[5]), and
+     * a oneDNN allowed to use them (DNNL_MAX_CPU_ISA may forbid it). */
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5))) return false;
+    unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+    return (isa & (unsigned)dnnl_cpu_isa_avx512_core_bf16) == (unsigned)dnnl_cpu_isa_avx512_core_bf16;
+}
+
+static zt_precision cpu_auto_precision(void)
+{
+    return cpu_supports(ZT_PRECISION_BF16) ? ZT_PRECISION_BF16 : ZT_PRECISION_FP32;
+}
+
+static void cpu_plan_free(plan *p)
+{
+    if (!p) return;
+    free_infer(p);
+    free_train(p);
+    for (int i = 0; i < p->nentries; i++) {
+        weight_entry *e = &p->entries[i];
+        if (e->reorder) dnnl_primitive_destroy(e->reorder);
+        if (e->src) dnnl_memory_destroy(e->src);
+        if (e->dst) dnnl_memory_destroy(e->dst);
+        zt_aligned_free(e->buf);
+    }
+    free(p->entries);
+    for (int i = 0; i < p->nprefs; i++) dnnl_memory_destroy(p->prefs[i].mem);
+    free(p->prefs);
+    for (int b = 0; b < SB_COUNT; b++) zt_aligned_free(p->sb[b].ptr);
+    if (p->fold_w)
+        for (int i = 0; i < p->g->nops; i++) {
+            free(p->fold_w[i]);
+            free(p->fold_b[i]);
+        }
+    free(p->fold_w);
+    free(p->fold_b);
+    free(p->nodes);
+    free(p->tslot);
+    free(p->dscale);
+    free(p->dshift);
+    if (p->stream) dnnl_stream_destroy(p->stream);
+    if (p->eng) dnnl_engine_destroy(p->eng);
+    free(p);
+}
+
+static zt_status cpu_plan_new(const zt_nn_graph *g, float *params, float *state, zt_precision prec,
+                              int threads, plan **out)
+{
+    ZT_ASSERT(prec == ZT_PRECISION_FP32 || prec == ZT_PRECISION_BF16);
+    if (prec == ZT_PRECISION_BF16 && !cpu_supports(prec))
+        return zt_fail(ZT_ERR_UNSUPPORTED, "this CPU has no native bf16 (AVX512_BF16)");
+    plan *p = zt_xcalloc(1, sizeof *p);
+    p->g = g;
+    p->params = params;
+    p->state = state;
+    p->prec = prec;
+    p->dt = prec == ZT_PRECISION_BF16 ? dnnl_bf16 : dnnl_f32;
+    p->dt_size = prec == ZT_PRECISION_BF16 ? 2 : 4;
+    p->threads = threads > 0 ? threads : 1;
+    p->fold_dirty = true;
+    p->max_tensor = 1;
+    for (int t = 0; t < g->ntensors; t++)
+        if (zt_nn_shape_size(g->tensors[t]) > p->max_tensor)
+            p->max_tensor = zt_nn_shape_size(g->tensors[t]);
+    p->max_param = 1;
+    for (int i = 0; i < g->nparams; i++)
+        if (g->params[i].count > p->max_param) p->max_param = g->params[i].count;
+    p->dscale = zt_xcalloc(p->max_param, sizeof(float));
+    p->dshift = zt_xcalloc(p->max_param, sizeof(float));
+    build_program(p);
+    p->fold_w = zt_xcalloc((size_t)g->nops + 1, sizeof *p->fold_w);
+    p->fold_b = zt_xcalloc((size_t)g->nops + 1, sizeof *p->fold_b);
+    for (int k = 0; k < p->nnodes; k++) {
+        const inode *nd = &p->nodes[k];
+        if (nd->bn < 0) continue;
+        p->fold_w[nd->op] = zt_xmalloc(g->params[g->ops[nd->op].p[0]].count * sizeof(float));
+        p->fold_b[nd->op] = zt_xmalloc((size_t)g->tensors[g->ops[nd->op].out].c * sizeof(float));
+    }
+    use_threads(p);
+    dnnl_status_t r = dnnl_engine_create(&p->eng, dnnl_cpu, 0);
+    if (r == dnnl_success) r = dnnl_stream_create(&p->stream, p->eng, dnnl_stream_default_flags);
+    if (r != dnnl_success) {
+        cpu_plan_free(p);
+        return dn_fail("engine/stream create", r);
+    }
+    *out = p;
+    return ZT_OK;
+}
+
+static zt_status run_steps(plan *p, const exec_set *s, int from, int to, unsigned skip)
+{
+    for (int i = from; i < to; i++) {
+        const step *st = &s->steps[i];
+        if (st->flags & skip) continue;
+        if (st->host) {
+            st->host(p, st);
+            continue;
+        }
+        DN("execute", dnnl_primitive_execute(st->prim, p->stream, st->nargs, st->args));
+    }
+    DN("stream_wait", dnnl_stream_wait(p->stream));
+    return ZT_OK;
+}
+
+static void load_input(const plan *p, void *dst, const float *src, size_t n, size_t padded)
+{
+    if (p->dt == dnnl_f32) {
+        memcpy(dst, src, n * sizeof(float));
+        memset((float *)dst + n, 0, (padded - n) * sizeof(float));
+        return;
+    }
+    uint16_t *d = dst;
+    for (size_t i = 0; i < n; i++) d[i] = zt_bf16_from_f32(src[i]);
+    memset(d + n, 0, (padded - n) * sizeof *d);
+}
+
+static void store_output(const plan *p, float *dst, const void *src, size_t n)
+{
+    if (p->dt == dnnl_f32) {
+        memcpy(dst, src, n * sizeof(float));
+        return;
+    }
+    const uint16_t *s = src;
+    for (size_t i = 0; i < n; i++) dst[i] = zt_f32_from_bf16(s[i]);
+}
+
+static zt_status train_set(plan *p, int n, exec_set **out)
+{
+    int victim = 0;
+    for (int i = 0; i < TRAIN_SETS; i++) {
+        exec_set *s = p->train_sets[i];
+        if (s && s->batch == n) {
+            s->last_use = ++p->clock;
+            *out = s;
+            return ZT_OK;
+        }
+        if (!s) victim = i;
+        else if (p->train_sets[victim] && s->last_use < p->train_sets[victim]->last_use) victim = i;
+    }
+    if (p->train_sets[victim] == p->last_train) p->last_train = NULL;
+    set_free(p->train_sets[victim]);
+    exec_set *s = zt_xcalloc(1, sizeof *s);
+    p->train_sets[victim] = s; /* so that grow_shared repoints it too */
+    zt_status z = build_train_set(p, n, s);
+    if (z == ZT_OK) z = grow_shared(p);
+    if (z != ZT_OK) {
+        p->train_sets[victim] = NULL;
+        set_free(s);
+        return z;
+    }
+    s->last_use = ++p->clock;
+    *out = s;
+    return ZT_OK;
+}
+
+static zt_status cpu_forward(plan *p, int B, const float *in, float *const *outs, bool training,
+                             bool update_stats)
+{
+    const zt_nn_graph *g = p->g;
+    use_threads(p);
+    size_t in_size = zt_nn_shape_size(g->tensors[g->input]);
+    if (training) {
+        ZT_TRY(reserve_train(p, B));
+        exec_set *s;
+        ZT_TRY(train_set(p, B, &s));
+        ZT_TRY(refresh(p, true));
+        load_input(p, p->act[g->input], in, (size_t)B * in_size, (size_t)B * in_size);
+        ZT_TRY(run_steps(p, s, 0, s->nfwd, update_stats ? 0 : F_UPDATE));
+        if (update_stats) p->fold_dirty = true;
+        for (int o = 0; o < g->noutputs; o++)
+            store_output(p, outs[o], p->act[g->outputs[o]],
+                         (size_t)B * zt_nn_shape_size(g->tensors[g->outputs[o]]));
+        p->last_train = s;
+        return ZT_OK;
+    }
+    ZT_TRY(reserve_infer(p, B));
+    int b = 0;
+    while (p->buckets[b] < B) b++;
+    exec_set *s = p->infer_sets[b];
+    if (!s) ZT_TRY(build_infer_set(p, b, &s));
+    ZT_TRY(refresh(p, false));
+    int n = s->batch;
+    load_input(p, p->slots[p->tslot[g->input]], in, (size_t)B * in_size, (size_t)n * in_size);
+    ZT_TRY(run_steps(p, s, 0, s->nsteps, 0));
+    for (int o = 0; o < g->noutputs; o++) {
+        int t = g->outputs[o];
+        store_output(p, outs[o], p->slots[p->tslot[t]], (size_t)B * zt_nn_shape_size(g->tensors[t]));
+    }
+    return ZT_OK;
+}
+
+static zt_status cpu_backward(plan *p, int B, const float *const *d_outs, float *grads, float *d_in)
+{
+    const zt_nn_graph *g = p->g;
+    exec_set *s = p->last_train;
+    ZT_ASSERT(s && s->batch == B);
+    use_threads(p);
+    for (int o = 0; o < g->noutputs; o++) {
+        int t = g->outputs[o];
+        size_t n = (size_t)B * zt_nn_shape_size(g->tensors[t]);
+        load_input(p, p->diff[t], d_outs[o], n, n);
+    }
+    for (int i = 0; i < s->nrefs; i++) {
+        if (s->refs[i].buf != REF_GRADS) continue;
+        DN("set_data_handle", dnnl_memory_set_data_handle(
+                                  s->refs[i].mem, (char *)grads + s->refs[i].offset));
+    }
+    p->call_grads = grads;
+    ZT_TRY(run_steps(p, s, s->nfwd, s->nsteps, d_in ? 0 : F_DIN));
+    p->call_grads = NULL;
+    if (d_in)
+        store_output(p, d_in, p->diff[g->input], (size_t)B * zt_nn_shape_size(g->tensors[g->input]));
+    return ZT_OK;
+}
+
+const zt_nn_backend zt_nn_backend_cpu = {
+    .name = "cpu",
+    .supports = cpu_supports,
+    .auto_precision = cpu_auto_precision,
+    .plan_new = cpu_plan_new,
+    .plan_free = cpu_plan_free,
+    .reserve = cpu_reserve,
+    .params_changed = cpu_params_changed,
+    .forward = cpu_forward,
+    .backward = cpu_backward,
+};

@@ -1,0 +1,406 @@
+/* Tests of the oneDNN CPU backend against the reference backend on small
+ * resnets and MLPs with random weights and inputs, batch sizes 1, 3, 8 and 33:
+ * fp32 inference and training forward to 1e-4 relative to the output scale,
+ * running statistics after a training step, parameter and input gradients to
+ * 1e-4 relative to each tensor's largest gradient, and bf16 forward and
+ * gradients within stated bounds of fp32. Skips (exit 0) in a build without
+ * the backend, and skips bf16 on a CPU without AVX512_BF16. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/rng.h"
+#include "nn/backend.h"
+#include "nn/nn.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            failures++;                                                                            \
+            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                 \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+        }                                                                                          \
+    } while (0)
+
+#define MUST(expr)                                                                                 \
+    do {                                                                                           \
+        zt_status s_ = (expr);                                                                     \
+        if (s_ != ZT_OK) {                                                                         \
+            printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #expr, zt_error_message());         \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* Bounds: fp32 differs from the double-accumulating reference by summation
+ * order only. bf16 keeps 8 significant bits per activation and weight; its
+ * distance from fp32 is bounded relative to the reference backend's bf16
+ * emulation (bf16_within). */
+#define TOL_FP32 1e-4
+#define BF16_FACTOR 2.0
+#define BF16_FWD_MARGIN 0.05
+#define BF16_GRAD_MARGIN 0.15
+#define BF16_OUT_SCALE 0.25 /* outputs are logits and values of order one */
+
+static double worst_fp32_fwd, worst_fp32_grad, worst_bf16_fwd, worst_bf16_grad;
+static double worst_emu_fwd, worst_emu_grad;
+
+static void fill_normal(zt_rng *r, float *x, size_t n, double scale)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (float)(scale * zt_rng_normal(r));
+}
+
+/* max |a - ref| over max |ref| (the scale of the tensor), at least `floor`. */
+static double rel_err_floor(const float *a, const float *ref, size_t n, double floor)
+{
+    double diff = 0, scale = floor;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - ref[i]);
+        if (!(d <= diff)) diff = d; /* NaN counts as worst */
+        if (fabs(ref[i]) > scale) scale = fabs(ref[i]);
+    }
+    return diff / scale;
+}
+
+static double rel_err(const float *a, const float *ref, size_t n)
+{
+    return rel_err_floor(a, ref, n, 1e-12);
+}
+
+typedef struct net_case {
+    const char *name;
+    zt_net_config cfg;
+} net_case;
+
+typedef struct side {
+    const zt_nn_backend *be;
+    zt_nn_plan *plan;
+    float *state;
+    float *outs[4];
+    float *grads, *d_in;
+} side;
+
+static void side_new(side *s, const zt_nn_backend *be, const zt_nn_graph *g, float *params,
+                     const float *state, zt_precision prec, int threads, int max_b)
+{
+    s->be = be;
+    s->state = zt_xmalloc((g->state_floats + 1) * sizeof(float));
+    memcpy(s->state, state, g->state_floats * sizeof(float));
+    for (int o = 0; o < g->noutputs; o++)
+        s->outs[o] = zt_xmalloc((size_t)max_b * zt_nn_shape_size(g->tensors[g->outputs[o]]) *
+                                sizeof(float));
+    s->grads = zt_xmalloc((g->param_floats + 1) * sizeof(float));
+    s->d_in = zt_xmalloc((size_t)max_b * zt_nn_shape_size(g->tensors[g->input]) * sizeof(float));
+    MUST(be->plan_new(g, params, s->state, prec, threads, &s->plan));
+}
+
+static void side_free(side *s, const zt_nn_graph *g)
+{
+    s->be->plan_free(s->plan);
+    free(s->state);
+    for (int o = 0; o < g->noutputs; o++) free(s->outs[o]);
+    free(s->grads);
+    free(s->d_in);
+}
+
+static double out_err(const zt_nn_graph *g, int B, const side *a, const side *ref, int o,
+                      double floor)
+{
+    return rel_err_floor(a->outs[o], ref->outs[o],
+                         (size_t)B * zt_nn_shape_size(g->tensors[g->outputs[o]]), floor);
+}
+
+static double compare_outs(const zt_nn_graph *g, int B, const side *a, const side *ref,
+                           const char *what, const char *name, double tol)
+{
+    double worst = 0;
+    for (int o = 0; o < g->noutputs; o++) {
+        double e = out_err(g, B, a, ref, o, 1e-12);
+        CHECK(e <= tol, "%s %s B=%d output %d: relative error %.3g > %.1g", name, what, B, o, e,
+              tol);
+        if (e > worst) worst = e;
+    }
+    return worst;
+}
+
+/* The largest gradient element added to any trainable tensor. */
+static double grad_scale(const zt_nn_graph *g, const float *ref, const float *init)
+{
+    double m = 1e-12;
+    for (size_t k = 0; k < g->param_floats; k++)
+        if (fabs((double)ref[k] - init[k]) > m) m = fabs((double)ref[k] - init[k]);
+    return m;
+}
+
+/* The error of trainable tensor p's gradient (grads started at `init`, so
+ * this compares what was added): the largest element error relative to the
+ * tensor's largest element, or with `l2` the norm of the difference relative
+ * to the norm of the gradient, a steadier measure of bf16 rounding noise.
+ * The scale is floored at 1% of the whole gradient's (`floor`, per element):
+ * a tensor of a few elements, each a sum with cancellation, would otherwise
+ * measure summation order rather than correctness. */
+static double grad_err(const zt_nn_param *p, const float *a, const float *ref, const float *init,
+                       double floor, bool l2)
+{
+    double diff = 0, scale = floor, sq_diff = 0, sq_ref = 0;
+    for (size_t e = 0; e < p->count; e++) {
+        size_t k = p->offset + e;
+        double d = fabs((double)a[k] - ref[k]);
+        if (!(d <= diff)) diff = d;
+        double added = fabs((double)ref[k] - init[k]);
+        if (added > scale) scale = added;
+        sq_diff += d * d;
+        sq_ref += added * added;
+    }
+    if (!l2) return diff / scale;
+    double norm_floor = floor * sqrt((double)p->count);
+    return sqrt(sq_diff) / (sqrt(sq_ref) > norm_floor ? sqrt(sq_ref) : norm_floor);
+}
+
+static double compare_grads(const zt_nn_graph *g, const float *a, const float *ref,
+                            const float *init, const char *what, const char *name, int B,
+                            double tol)
+{
+    double worst = 0, floor = 0.01 * grad_scale(g, ref, init);
+    for (int i = 0; i < g->nparams; i++) {
+        const zt_nn_param *p = &g->params[i];
+        if (!p->trainable) continue;
+        double err = grad_err(p, a, ref, init, floor, false);
+        CHECK(err <= tol, "%s %s B=%d gradient of %s: relative error %.3g > %.1g", name, what, B,
+              p->name, err, tol);
+        if (err > worst) worst = err;
+    }
+    return worst;
+}
+
+/* bf16 against fp32 is held to the reference's own bf16 emulation: at most
+ * twice its distance from fp32 plus a margin, since how far bf16 lands depends
+ * on the conditioning of the random net. The margin is wider for gradients:
+ * the emulation rounds forward activations only, while oneDNN also carries
+ * the incoming gradients in bf16, through batch norm's cancellations. */
+static bool bf16_within(double e_cpu, double e_emu, double margin)
+{
+    return e_cpu <= BF16_FACTOR * e_emu + margin;
+}
+
+static void check_bf16_outs(const zt_nn_graph *g, int B, const side *bf, const side *emu,
+                            const side *ref, const char *what, const char *name)
+{
+    for (int o = 0; o < g->noutputs; o++) {
+        double e_cpu = out_err(g, B, bf, ref, o, BF16_OUT_SCALE);
+        double e_emu = out_err(g, B, emu, ref, o, BF16_OUT_SCALE);
+        CHECK(bf16_within(e_cpu, e_emu, BF16_FWD_MARGIN),
+              "%s bf16 %s B=%d output %d: relative error %.3g (emulation %.3g)", name, what, B, o,
+              e_cpu, e_emu);
+        if (e_cpu > worst_bf16_fwd) worst_bf16_fwd = e_cpu;
+        if (e_emu > worst_emu_fwd) worst_emu_fwd = e_emu;
+    }
+}
+
+static void run_case(const net_case *nc, const zt_nn_backend *cpu, bool bf16, zt_rng *r)
+{
+    zt_nn_graph g;
+    zt_nn_graph_build(&g, &nc->cfg);
+    float *params = zt_xmalloc((g.param_floats + 1) * sizeof(float));
+    float *state = zt_xmalloc((g.state_floats + 1) * sizeof(float));
+    for (int i = 0; i < g.nparams; i++) {
+        const zt_nn_param *p = &g.params[i];
+        float *d = (p->trainable ? params : state) + p->offset;
+        for (size_t e = 0; e < p->count; e++)
+            d[e] = p->fan_in > 0 ? (float)(1.5 * zt_rng_normal(r) / sqrt(p->fan_in))
+                                 : p->init_value + (float)(0.3 * zt_rng_normal(r));
+        if (!p->trainable && strstr(p->name, "running_var"))
+            for (size_t e = 0; e < p->count; e++) d[e] = 0.5f + (float)zt_rng_uniform(r);
+    }
+    const int batches[] = {1, 3, 8, 33};
+    const int max_b = 33;
+    size_t in_size = zt_nn_shape_size(g.tensors[g.input]);
+    float *in = zt_xmalloc((size_t)max_b * in_size * sizeof(float));
+    float *d_outs[4];
+    for (int o = 0; o < g.noutputs; o++)
+        d_outs[o] = zt_xmalloc((size_t)max_b * zt_nn_shape_size(g.tensors[g.outputs[o]]) *
+                               sizeof(float));
+    float *init = zt_xmalloc((g.param_floats + 1) * sizeof(float));
+
+    side ref, fp, bf, emu;
+    side_new(&ref, &zt_nn_backend_ref, &g, params, state, ZT_PRECISION_FP32, 1, max_b);
+    /* Two threads on the fp32 plan, one on the bf16 plan: both paths run. */
+    side_new(&fp, cpu, &g, params, state, ZT_PRECISION_FP32, 2, max_b);
+    if (bf16) {
+        side_new(&bf, cpu, &g, params, state, ZT_PRECISION_BF16, 1, max_b);
+        side_new(&emu, &zt_nn_backend_ref, &g, params, state, ZT_PRECISION_BF16, 1, max_b);
+    }
+    /* Inference buckets up to 64: B=33 runs padded to 48. */
+    MUST(cpu->reserve(fp.plan, 64, false));
+
+    for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
+        int B = batches[bi];
+        fill_normal(r, in, (size_t)B * in_size, 1.0);
+        for (int o = 0; o < g.noutputs; o++)
+            fill_normal(r, d_outs[o], (size_t)B * zt_nn_shape_size(g.tensors[g.outputs[o]]), 1.0);
+
+        /* Inference (running statistics, BN folded on the oneDNN side). */
+        MUST(ref.be->forward(ref.plan, B, in, ref.outs, false, false));
+        MUST(fp.be->forward(fp.plan, B, in, fp.outs, false, false));
+        double e = compare_outs(&g, B, &fp, &ref, "fp32 inference", nc->name, TOL_FP32);
+        if (e > worst_fp32_fwd) worst_fp32_fwd = e;
+        if (bf16) {
+            MUST(bf.be->forward(bf.plan, B, in, bf.outs, false, false));
+            MUST(emu.be->forward(emu.plan, B, in, emu.outs, false, false));
+            check_bf16_outs(&g, B, &bf, &emu, &ref, "inference", nc->name);
+        }
+
+        /* Training forward with running-statistics update, then backward
+         * with the input gradient. */
+        MUST(ref.be->forward(ref.plan, B, in, ref.outs, true, true));
+        MUST(fp.be->forward(fp.plan, B, in, fp.outs, true, true));
+        e = compare_outs(&g, B, &fp, &ref, "fp32 training forward", nc->name, TOL_FP32);
+        if (e > worst_fp32_fwd) worst_fp32_fwd = e;
+        e = rel_err(fp.state, ref.state, g.state_floats);
+        CHECK(e <= TOL_FP32, "%s B=%d running statistics: relative error %.3g", nc->name, B, e);
+        fill_normal(r, init, g.param_floats, 0.1);
+        memcpy(ref.grads, init, g.param_floats * sizeof(float));
+        memcpy(fp.grads, init, g.param_floats * sizeof(float));
+        MUST(ref.be->backward(ref.plan, B, (const float *const *)d_outs, ref.grads, ref.d_in));
+        MUST(fp.be->backward(fp.plan, B, (const float *const *)d_outs, fp.grads, fp.d_in));
+        e = compare_grads(&g, fp.grads, ref.grads, init, "fp32", nc->name, B, TOL_FP32);
+        if (e > worst_fp32_grad) worst_fp32_grad = e;
+        e = rel_err(fp.d_in, ref.d_in, (size_t)B * in_size);
+        CHECK(e <= TOL_FP32, "%s B=%d input gradient: relative error %.3g", nc->name, B, e);
+        if (e > worst_fp32_grad) worst_fp32_grad = e;
+
+        /* Again without the input gradient and without the update: the
+         * gradients are added on top of the previous ones. */
+        memcpy(init, ref.grads, g.param_floats * sizeof(float));
+        MUST(ref.be->forward(ref.plan, B, in, ref.outs, true, false));
+        MUST(fp.be->forward(fp.plan, B, in, fp.outs, true, false));
+        MUST(ref.be->backward(ref.plan, B, (const float *const *)d_outs, ref.grads, NULL));
+        MUST(fp.be->backward(fp.plan, B, (const float *const *)d_outs, fp.grads, NULL));
+        e = compare_grads(&g, fp.grads, ref.grads, init, "fp32 accumulated", nc->name, B,
+                          2 * TOL_FP32);
+        if (e > worst_fp32_grad) worst_fp32_grad = e;
+
+        if (bf16) {
+            side *all[3] = {&ref, &bf, &emu};
+            fill_normal(r, init, g.param_floats, 0.1);
+            for (int k = 0; k < 3; k++) {
+                if (k > 0) {
+                    memcpy(all[k]->state, ref.state, g.state_floats * sizeof(float));
+                    all[k]->be->params_changed(all[k]->plan);
+                }
+                memcpy(all[k]->grads, init, g.param_floats * sizeof(float));
+                MUST(all[k]->be->forward(all[k]->plan, B, in, all[k]->outs, true, false));
+                MUST(all[k]->be->backward(all[k]->plan, B, (const float *const *)d_outs,
+                                          all[k]->grads, NULL));
+            }
+            check_bf16_outs(&g, B, &bf, &emu, &ref, "training forward", nc->name);
+            /* bf16 carries the incoming gradient in 8 bits: the floor is 5%. */
+            double floor = 0.05 * grad_scale(&g, ref.grads, init);
+            for (int i = 0; i < g.nparams; i++) {
+                const zt_nn_param *p = &g.params[i];
+                if (!p->trainable) continue;
+                double e_cpu = grad_err(p, bf.grads, ref.grads, init, floor, true);
+                double e_emu = grad_err(p, emu.grads, ref.grads, init, floor, true);
+                CHECK(bf16_within(e_cpu, e_emu, BF16_GRAD_MARGIN),
+                      "%s bf16 B=%d gradient of %s: relative L2 error %.3g (emulation %.3g)",
+                      nc->name, B, p->name, e_cpu, e_emu);
+                if (e_cpu > worst_bf16_grad) worst_bf16_grad = e_cpu;
+                if (e_emu > worst_emu_grad) worst_emu_grad = e_emu;
+            }
+        }
+    }
+
+    /* New weights reach the backend through params_changed. */
+    for (size_t e = 0; e < g.param_floats; e++) params[e] *= 0.9f;
+    ref.be->params_changed(ref.plan);
+    fp.be->params_changed(fp.plan);
+    fill_normal(r, in, 5 * in_size, 1.0);
+    MUST(ref.be->forward(ref.plan, 5, in, ref.outs, false, false));
+    MUST(fp.be->forward(fp.plan, 5, in, fp.outs, false, false));
+    compare_outs(&g, 5, &fp, &ref, "fp32 inference after params_changed", nc->name, TOL_FP32);
+    /* Padding rows do not leak: sample 0 alone equals sample 0 of five. */
+    float *first = zt_xmalloc(zt_nn_shape_size(g.tensors[g.outputs[0]]) * sizeof(float));
+    memcpy(first, fp.outs[0], zt_nn_shape_size(g.tensors[g.outputs[0]]) * sizeof(float));
+    MUST(fp.be->forward(fp.plan, 1, in, fp.outs, false, false));
+    double e = rel_err(fp.outs[0], first, zt_nn_shape_size(g.tensors[g.outputs[0]]));
+    CHECK(e <= TOL_FP32, "%s: sample 0 alone differs from it in a batch by %.3g", nc->name, e);
+    free(first);
+
+    side_free(&ref, &g);
+    side_free(&fp, &g);
+    if (bf16) {
+        side_free(&bf, &g);
+        side_free(&emu, &g);
+    }
+    for (int o = 0; o < g.noutputs; o++) free(d_outs[o]);
+    free(init);
+    free(in);
+    free(params);
+    free(state);
+    zt_nn_graph_free(&g);
+}
+
+int main(void)
+{
+    const zt_nn_backend *cpu;
+    if (zt_nn_backend_find("cpu", &cpu) != ZT_OK) {
+        printf("test_nn_cpu: SKIP (built without the oneDNN backend)\n");
+        return 0;
+    }
+    uint64_t seed = 20240611;
+    const char *env = getenv("ZT_SEED");
+    if (env) seed = strtoull(env, NULL, 10);
+    printf("test_nn_cpu: seed %llu\n", (unsigned long long)seed);
+    zt_rng r;
+    zt_rng_seed(&r, seed, 0);
+    bool bf16 = cpu->supports(ZT_PRECISION_BF16);
+    CHECK(cpu->supports(ZT_PRECISION_FP32), "fp32 unsupported");
+    CHECK(cpu->auto_precision() == (bf16 ? ZT_PRECISION_BF16 : ZT_PRECISION_FP32),
+          "auto precision is not the fastest supported");
+    if (!bf16) printf("test_nn_cpu: bf16 SKIPPED (no AVX512_BF16 here)\n");
+
+    net_case cases[4];
+    memset(cases, 0, sizeof cases);
+    cases[0].name = "resnet 6x7x2 ch16 x2 scalar";
+    zt_net_config_default(&cases[0].cfg, 6, 7, 2, 7);
+    cases[0].cfg.channels = 16;
+    cases[0].cfg.blocks = 2;
+    cases[0].cfg.value_hidden = 16;
+    cases[1].name = "resnet 5x5x3 ch8 x1 wdl";
+    zt_net_config_default(&cases[1].cfg, 5, 5, 3, 26);
+    cases[1].cfg.channels = 8;
+    cases[1].cfg.blocks = 1;
+    cases[1].cfg.value_kind = ZT_VALUE_WDL;
+    cases[1].cfg.policy_channels = 3;
+    cases[1].cfg.value_channels = 2;
+    cases[1].cfg.value_hidden = 8;
+    cases[2].name = "mlp 40 layernorm 2x32";
+    zt_net_config_default(&cases[2].cfg, 1, 1, 40, 26);
+    cases[2].cfg.mlp_hidden = 32;
+    cases[2].cfg.mlp_layers = 2;
+    cases[2].cfg.value_hidden = 16;
+    cases[3].name = "mlp 40 batchnorm 2x32 wdl";
+    cases[3].cfg = cases[2].cfg;
+    cases[3].cfg.mlp_norm = ZT_NORM_BATCH;
+    cases[3].cfg.value_kind = ZT_VALUE_WDL;
+    for (int i = 0; i < 4; i++) {
+        MUST(zt_net_config_check(&cases[i].cfg));
+        run_case(&cases[i], cpu, bf16, &r);
+    }
+    printf("test_nn_cpu: worst relative error fp32 forward %.2g, gradients %.2g", worst_fp32_fwd,
+           worst_fp32_grad);
+    if (bf16)
+        printf("; bf16 forward %.2g, gradients (L2) %.2g (reference's bf16 emulation: %.2g, %.2g)",
+               worst_bf16_fwd, worst_bf16_grad, worst_emu_fwd, worst_emu_grad);
+    printf("\n");
+    if (failures) {
+        printf("test_nn_cpu: %d FAILED\n", failures);
+        return 1;
+    }
+    printf("test_nn_cpu: all passed\n");
+    return 0;
+}
