@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Installs what Zeroth builds and links against, from Debian packages only.
 # Idempotent: installs only packages that are missing. Needs root (or sudo).
-# Usage: scripts/install-deps.sh [--bench]
+# Usage: scripts/install-deps.sh [--bench] [--gnubg]
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libinih-dev libdnnl-dev)
-# --bench: also what bench/torch_compare.py needs to make its virtual environment.
-if [ "${1:-}" = "--bench" ]; then
-    pkgs+=(python3 python3-venv python3-pip)
-fi
+for arg in "$@"; do
+    case "$arg" in
+    # --bench: also what bench/torch_compare.py needs to make its virtual environment.
+    --bench) pkgs+=(python3 python3-venv python3-pip) ;;
+    # --gnubg: GNU Backgammon, the outside opponent of `zeroth eval backgammon
+    # --opponent gnubg` (installed as /usr/games/gnubg).
+    --gnubg) pkgs+=(gnubg) ;;
+    *) echo "install-deps: unknown flag '$arg' (known: --bench, --gnubg)" >&2; exit 2 ;;
+    esac
+done
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -34,6 +34,9 @@ int zt_cmd_solve(int argc, char **argv);
 int zt_cmd_moves(int argc, char **argv);
 int zt_cmd_bench(int argc, char **argv);
 int zt_cmd_games(int argc, char **argv);
+int zt_cmd_eval(int argc, char **argv);
+int zt_cmd_play(int argc, char **argv);
+int zt_cmd_report(int argc, char **argv);
 
 /* Benchmarks, under bench/ and compiled into the binary. */
 int zt_bench_games(int argc, char **argv);

@@ -1,0 +1,287 @@
+/* zeroth eval GAME --model M --opponent X --games N: a match with
+ * alternating colours (W-D-L, score, Elo with its 95 % interval, an SPRT on
+ * request); zeroth eval GAME --model M --positions FILE: the share of a
+ * solver test set played optimally (arena/arena.h). The model plays with a
+ * net and a search (Gumbel by default), or its raw policy with --sims 0. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "agent/gnubg.h"
+#include "arena/arena.h"
+#include "cli/cli.h"
+#include "core/timer.h"
+#include "train/run.h"
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: zeroth eval GAME --model M --opponent X [--games N] [--sprt [--elo0 E0]\n"
+        "                        [--elo1 E1] [--alpha A] [--beta B]] [--sims S] [--set k=v]\n"
+        "       zeroth eval GAME --model M --positions FILE [--limit N] [--sims S] [--set k=v]\n\n"
+        "Measures a model's strength. A model is a weights file, a checkpoint directory\n"
+        "or a run directory (its latest checkpoint).\n"
+        "  --opponent X   random, perfect, solver, alphabeta:D (connect4), negamax:D (sim),\n"
+        "                 pubeval (backgammon), gnubg or gnubg:PLIES (backgammon, needs\n"
+        "                 GNU Backgammon), or another model\n"
+        "  --games N      games to play, colours alternating (default 100); prints\n"
+        "                 W-D-L, score and Elo with its 95 %% interval\n"
+        "  --sprt         stop early by a sequential probability ratio test of\n"
+        "                 H0 Elo = E0 (default 0) against H1 Elo = E1 (default 50),\n"
+        "                 error rates A and B (default 0.05)\n"
+        "  --positions F  a position file of ../shared/data: last line 'optimal N/M'\n"
+        "                 (tictactoe, sim) or 'mistakes N/M' (connect4)\n"
+        "  --limit N      only the first N positions\n"
+        "  --sims S       simulations per move (0: the raw policy's best move)\n"
+        "  --seed N       seed of dice and the agents' randomness (default 1)\n"
+        "  --set k=v      search=gumbel|puct, sims, leaves_per_tree, gumbel_m,\n"
+        "                 gumbel_noise (default on in matches, off on positions),\n"
+        "                 c_visit, c_scale, c_init, c_base, concurrency (games in\n"
+        "                 flight, default 64), backend, precision, threads, and the\n"
+        "                 game's settings (default: the model's)\n");
+}
+
+/* A model with everything its agent borrows. */
+typedef struct model_agent {
+    zt_game *game;
+    zt_net *net;
+    zt_evaluator ev;
+    zt_agent *agent;
+} model_agent;
+
+static void model_agent_free(model_agent *m)
+{
+    zt_agent_free(m->agent);
+    zt_run_evaluator_free(&m->ev);
+    zt_net_free(m->net);
+    zt_game_free(m->game);
+    memset(m, 0, sizeof *m);
+}
+
+/* Opens the model at `path`; its agent is built by model_agent_start once
+ * the search settings are known (they depend on the model's game). */
+static zt_status model_open(const char *path, const char *backend, zt_precision prec, int threads,
+                            model_agent *out)
+{
+    memset(out, 0, sizeof *out);
+    ZT_TRY(zt_run_open_model(path, backend, prec, threads, &out->game, &out->net));
+    zt_status st = zt_run_evaluator_new(out->net, &out->ev);
+    if (st != ZT_OK) model_agent_free(out);
+    return st;
+}
+
+static zt_status model_agent_start(model_agent *m, const zt_search_config *sc, int max_games)
+{
+    if (sc->num_simulations == 0) return zt_agent_policy_new(m->game, &m->ev, max_games, &m->agent);
+    return zt_agent_search_new(m->game, &m->ev, sc, max_games, NULL, &m->agent);
+}
+
+static bool parse_int(const char *flag, const char *text, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || v < lo || v > hi) {
+        zt_fail(ZT_ERR_INVALID, "%s: expected an integer in [%ld, %ld], got '%s'", flag, lo, hi,
+                text);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool parse_double(const char *flag, const char *text, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (*text == '\0' || *end != '\0' || !(v >= lo && v <= hi)) {
+        zt_fail(ZT_ERR_INVALID, "%s: expected a number in [%g, %g], got '%s'", flag, lo, hi, text);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* An opponent that names an existing file or directory, or has a path
+ * separator, is a model; anything else a baseline player's spec. */
+static bool names_model(const char *x)
+{
+    struct stat sb;
+    return strchr(x, '/') || stat(x, &sb) == 0;
+}
+
+int zt_cmd_eval(int argc, char **argv)
+{
+    zt_config *cfg = zt_config_new();
+    const char *game_name = NULL, *model_path = NULL, *opponent = NULL, *positions = NULL;
+    const char *games_arg = NULL, *limit_arg = NULL, *sims_arg = NULL, *seed_arg = NULL;
+    const char *elo0_arg = NULL, *elo1_arg = NULL, *alpha_arg = NULL, *beta_arg = NULL;
+    bool sprt = false;
+    zt_status st = ZT_OK;
+    int rc = 1;
+    model_agent me = {0}, them = {0};
+    zt_player *opp_player = NULL; /* owned by opp_agent once wrapped */
+    zt_agent *opp_agent = NULL;
+
+    for (int i = 1; i < argc; i++) {
+        if (zt_cli_is_help(argv[i])) {
+            usage(stdout);
+            rc = 0;
+            goto done;
+        }
+        if (zt_cli_config_arg(argc, argv, &i, cfg, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--model", &model_path, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--opponent", &opponent, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--games", &games_arg, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--positions", &positions, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--limit", &limit_arg, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--sims", &sims_arg, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--seed", &seed_arg, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--elo0", &elo0_arg, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--elo1", &elo1_arg, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--alpha", &alpha_arg, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--beta", &beta_arg, &st)) {
+            if (st != ZT_OK) goto fail;
+        } else if (strcmp(argv[i], "--sprt") == 0) {
+            sprt = true;
+        } else if (argv[i][0] == '-') {
+            rc = zt_cli_error("eval: unknown flag '%s'", argv[i]);
+            goto done;
+        } else if (!game_name) {
+            game_name = argv[i];
+        } else {
+            rc = zt_cli_error("eval: unexpected argument '%s'", argv[i]);
+            goto done;
+        }
+    }
+    if (!game_name || !model_path || (!opponent && !positions)) {
+        usage(stderr);
+        rc = 2;
+        goto done;
+    }
+    if (opponent && positions) {
+        rc = zt_cli_error("eval: give either --opponent or --positions, not both");
+        goto done;
+    }
+
+    long games = 100, limit = 0, seed = 1;
+    zt_sprt_config sc = {.elo0 = 0, .elo1 = 50, .alpha = 0.05, .beta = 0.05};
+    if ((games_arg && !parse_int("--games", games_arg, 1, 100000000, &games)) ||
+        (limit_arg && !parse_int("--limit", limit_arg, 1, 100000000, &limit)) ||
+        (seed_arg && !parse_int("--seed", seed_arg, 0, 0x7fffffffL, &seed)) ||
+        (elo0_arg && !parse_double("--elo0", elo0_arg, -2000, 2000, &sc.elo0)) ||
+        (elo1_arg && !parse_double("--elo1", elo1_arg, -2000, 2000, &sc.elo1)) ||
+        (alpha_arg && !parse_double("--alpha", alpha_arg, 1e-6, 0.5, &sc.alpha)) ||
+        (beta_arg && !parse_double("--beta", beta_arg, 1e-6, 0.5, &sc.beta))) {
+        st = ZT_ERR_INVALID;
+        goto fail;
+    }
+    if (sprt && sc.elo0 >= sc.elo1) {
+        rc = zt_cli_error("eval: --elo0 (%g) must be below --elo1 (%g)", sc.elo0, sc.elo1);
+        goto done;
+    }
+    if (sims_arg) {
+        long s;
+        if (!parse_int("--sims", sims_arg, 0, 1000000, &s)) {
+            st = ZT_ERR_INVALID;
+            goto fail;
+        }
+        zt_config_put(cfg, "sims", sims_arg);
+    }
+
+    /* Settings: the network's, the model (and its game), the search's. */
+    const char *backend;
+    zt_precision prec;
+    int threads;
+    int64_t concurrency;
+    zt_search_config search;
+    if ((st = zt_run_nn_settings(cfg, &backend, &prec, &threads)) != ZT_OK) goto fail;
+    if ((st = model_open(model_path, backend, prec, threads, &me)) != ZT_OK) goto fail;
+    if ((st = zt_run_check_game(model_path, me.game, game_name, cfg)) != ZT_OK) goto fail;
+    if ((st = zt_run_search_config(cfg, me.game, positions == NULL, &search)) != ZT_OK) goto fail;
+    if ((st = zt_config_int(cfg, "concurrency", 64, 1, 4096, &concurrency)) != ZT_OK) goto fail;
+    if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
+    search.seed = (uint64_t)seed;
+    if ((st = model_agent_start(&me, &search, positions ? 256 : (int)concurrency)) != ZT_OK)
+        goto fail;
+    const zt_game *g = me.game;
+    char spec[256], what[128];
+    zt_game_spec(g, spec, sizeof spec);
+    if (search.num_simulations == 0)
+        snprintf(what, sizeof what, "raw policy");
+    else
+        snprintf(what, sizeof what, "%s, %d simulations",
+                 search.algorithm == ZT_SEARCH_GUMBEL ? "gumbel" : "puct", search.num_simulations);
+    printf("model %s (%s; %s, %s nn)\n", model_path, spec, what, zt_net_backend_name(me.net));
+    double t0 = zt_now_s();
+
+    if (positions) {
+        zt_positions_result pr;
+        if ((st = zt_arena_positions(g, me.agent, positions, (int)limit, (uint64_t)seed, &pr)) !=
+            ZT_OK)
+            goto fail;
+        char line[128];
+        zt_positions_format(&pr, line, sizeof line);
+        printf("positions %s: %d judged in %.1f s, %.2f %% %s\n", positions, pr.positions,
+               zt_now_s() - t0,
+               100.0 * (pr.report_mistakes ? pr.mistakes : pr.optimal) / (double)pr.positions,
+               pr.report_mistakes ? "mistakes" : "optimal");
+        printf("%s\n", line);
+        rc = 0;
+        goto done;
+    }
+
+    bool gnubg = strcmp(opponent, "gnubg") == 0 || strncmp(opponent, "gnubg:", 6) == 0;
+    if (gnubg) {
+        if ((st = zt_player_new_gnubg(g, opponent, &opp_player)) != ZT_OK) goto fail;
+        opp_agent = zt_agent_from_player(opp_player, true);
+    } else if (names_model(opponent)) {
+        if ((st = model_open(opponent, backend, prec, threads, &them)) != ZT_OK) goto fail;
+        char theirs[256];
+        zt_game_spec(them.game, theirs, sizeof theirs);
+        if (strcmp(spec, theirs) != 0) {
+            rc = zt_cli_error("opponent '%s' plays '%s', not '%s'", opponent, theirs, spec);
+            goto done;
+        }
+        if ((st = model_agent_start(&them, &search, (int)concurrency)) != ZT_OK) goto fail;
+        opp_agent = them.agent;
+        them.agent = NULL; /* freed as opp_agent */
+    } else {
+        if ((st = zt_player_new(g, opponent, &opp_player)) != ZT_OK) goto fail;
+        opp_agent = zt_agent_from_player(opp_player, true);
+    }
+    zt_match_config mc = {.games = (int)games,
+                          .concurrency = (int)concurrency,
+                          .seed = (uint64_t)seed,
+                          .use_sprt = sprt,
+                          .sprt = sc};
+    zt_match_result r;
+    st = zt_arena_match(g, me.agent, opp_agent, &mc, &r);
+    /* A failing gnubg shows as an illegal move to the arena: say why. */
+    if (gnubg && zt_gnubg_error(opp_player)[0]) {
+        rc = zt_cli_error("%s", zt_gnubg_error(opp_player));
+        goto done;
+    }
+    if (st != ZT_OK) goto fail;
+    double dt = zt_now_s() - t0;
+    printf("%d games against %s in %.1f s (%.2f games/s)%s\n", r.games, opp_agent->name, dt,
+           dt > 0 ? r.games / dt : 0.0, r.stopped_early ? ", stopped early by the SPRT" : "");
+    printf("as first player: %d wins in %d games; as second: %d wins in %d games\n", r.wins_first,
+           r.games_first, r.wins - r.wins_first, r.games - r.games_first);
+    if (strcmp(g->name, "backgammon") == 0)
+        printf("points per game: %+.3f\n", r.total_return / (double)r.games);
+    char line[256];
+    zt_match_format(&r, sprt, line, sizeof line);
+    printf("%s\n", line);
+    rc = 0;
+    goto done;
+fail:
+    rc = zt_cli_fail(st);
+done:
+    zt_agent_free(opp_agent);
+    model_agent_free(&them);
+    model_agent_free(&me);
+    zt_config_free(cfg);
+    return rc;
+}

@@ -1,0 +1,269 @@
+/* Model paths, opening a model, and the settings of an agent playing with it. */
+#include "train/run.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/alloc.h"
+#include "core/fileio.h"
+#include "core/thread.h"
+
+#define WEIGHTS_NAME "weights.safetensors"
+
+static bool is_dir(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static bool is_file(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static zt_status join(char *out, size_t cap, const char *a, const char *b)
+{
+    size_t la = strlen(a);
+    bool slash = la > 0 && a[la - 1] == '/';
+    int n = snprintf(out, cap, "%s%s%s", a, slash ? "" : "/", b);
+    if (n < 0 || (size_t)n >= cap) return zt_fail(ZT_ERR_INVALID, "model path '%s' is too long", a);
+    return ZT_OK;
+}
+
+/* ckpt/latest holds one directory name; anything else (a path, an empty or
+ * binary file) is a damaged run, not a name to follow. */
+static zt_status read_latest(const char *run, const char *latest_path, char *name, size_t cap)
+{
+    char *text;
+    size_t len;
+    ZT_TRY(zt_read_file(latest_path, &text, &len));
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' '))
+        text[--len] = '\0';
+    bool ok = len > 0 && len < cap && !strchr(text, '/') && strcmp(text, ".") != 0 &&
+              strcmp(text, "..") != 0;
+    for (size_t i = 0; ok && i < len; i++) ok = text[i] >= ' ' && text[i] < 127;
+    if (ok) memcpy(name, text, len + 1);
+    free(text);
+    if (!ok) return zt_fail(ZT_ERR_CORRUPT, "run '%s': ckpt/latest names no checkpoint", run);
+    return ZT_OK;
+}
+
+zt_status zt_run_resolve_weights(const char *path, char *out, size_t cap)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return zt_fail(ZT_ERR_NOT_FOUND, "cannot open model '%s': %s", path, strerror(errno));
+    if (!S_ISDIR(sb.st_mode)) {
+        if (strlen(path) >= cap)
+            return zt_fail(ZT_ERR_INVALID, "model path '%s' is too long", path);
+        strcpy(out, path);
+        return ZT_OK;
+    }
+    /* A checkpoint directory. */
+    char buf[4096];
+    ZT_TRY(join(buf, sizeof buf, path, WEIGHTS_NAME));
+    if (is_file(buf)) {
+        if (strlen(buf) >= cap) return zt_fail(ZT_ERR_INVALID, "model path '%s' is too long", buf);
+        strcpy(out, buf);
+        return ZT_OK;
+    }
+    /* A run directory: the checkpoint ckpt/latest names, written last. */
+    char ckpt[4096], latest[4096], name[256];
+    ZT_TRY(join(ckpt, sizeof ckpt, path, "ckpt"));
+    ZT_TRY(join(latest, sizeof latest, ckpt, "latest"));
+    if (!is_dir(ckpt) || !is_file(latest))
+        return zt_fail(ZT_ERR_NOT_FOUND, "no checkpoint in '%s'", path);
+    ZT_TRY(read_latest(path, latest, name, sizeof name));
+    char dir[4096];
+    ZT_TRY(join(dir, sizeof dir, ckpt, name));
+    ZT_TRY(join(buf, sizeof buf, dir, WEIGHTS_NAME));
+    if (!is_file(buf))
+        return zt_fail(ZT_ERR_CORRUPT, "run '%s': its latest checkpoint '%s' has no %s", path, name,
+                       WEIGHTS_NAME);
+    if (strlen(buf) >= cap) return zt_fail(ZT_ERR_INVALID, "model path '%s' is too long", buf);
+    strcpy(out, buf);
+    return ZT_OK;
+}
+
+zt_status zt_run_open_model(const char *path, const char *backend, zt_precision prec, int threads,
+                            zt_game **game, zt_net **net)
+{
+    *game = NULL;
+    *net = NULL;
+    char file[4096], spec[256];
+    zt_net_config arch;
+    ZT_TRY(zt_run_resolve_weights(path, file, sizeof file));
+    zt_status st = zt_net_file_info(file, &arch, spec, sizeof spec);
+    if (st != ZT_OK) {
+        /* The reader's message names the file and what is wrong with it. */
+        char why[512];
+        snprintf(why, sizeof why, "%s", zt_error_message());
+        return zt_fail(st, "'%s' is not a weights file (%s)", file, why);
+    }
+    zt_game *g;
+    st = zt_game_from_spec(spec, &g);
+    if (st != ZT_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", zt_error_message());
+        return zt_fail(st, "'%s' names game '%s': %s", file, spec, why);
+    }
+    if (arch.in_h != g->obs_shape[0] || arch.in_w != g->obs_shape[1] ||
+        arch.in_c != g->obs_shape[2] || arch.num_actions != g->num_actions) {
+        zt_game_free(g);
+        return zt_fail(ZT_ERR_CORRUPT,
+                       "'%s': its net's input or policy size does not fit game '%s'", file, spec);
+    }
+    zt_net *n;
+    st = zt_net_new(&arch, backend, prec, threads, &n);
+    if (st == ZT_OK) {
+        st = zt_net_load(n, spec, file);
+        if (st != ZT_OK) zt_net_free(n);
+    }
+    if (st != ZT_OK) {
+        zt_game_free(g);
+        return st;
+    }
+    *game = g;
+    *net = n;
+    return ZT_OK;
+}
+
+zt_status zt_run_check_game(const char *path, const zt_game *model_game, const char *name,
+                            zt_config *cfg)
+{
+    char model_spec[256], user_spec[256];
+    zt_game_spec(model_game, model_spec, sizeof model_spec);
+    if (strcmp(model_game->name, name) == 0) {
+        /* Settings the user left out follow the model. */
+        char settings[sizeof model_game->settings];
+        snprintf(settings, sizeof settings, "%s", model_game->settings);
+        char *save = NULL;
+        for (char *tok = strtok_r(settings, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+            char *eq = strchr(tok, '=');
+            if (!eq) continue;
+            *eq = '\0';
+            if (!zt_config_has(cfg, tok)) zt_config_put(cfg, tok, eq + 1);
+        }
+    }
+    zt_game *g;
+    ZT_TRY(zt_game_new(name, cfg, &g));
+    zt_game_spec(g, user_spec, sizeof user_spec);
+    zt_game_free(g);
+    if (strcmp(model_spec, user_spec) != 0)
+        return zt_fail(ZT_ERR_INVALID, "model '%s' plays '%s', not '%s'", path, model_spec,
+                       user_spec);
+    return ZT_OK;
+}
+
+/* ---- the evaluator over a net ---- */
+
+typedef struct net_eval {
+    zt_net *net;
+    int value_size;
+    float *wdl; /* WDL logits, grown to the largest batch seen */
+    int wdl_batch;
+} net_eval;
+
+static void net_eval_run(void *ctx, int B, const float *obs, float *policy_logits, float *value)
+{
+    net_eval *ne = ctx;
+    if (ne->value_size == 1) {
+        zt_status st = zt_net_forward(ne->net, B, obs, policy_logits, value);
+        ZT_ASSERT(st == ZT_OK);
+        return;
+    }
+    if (B > ne->wdl_batch) {
+        free(ne->wdl);
+        ne->wdl = zt_xmalloc((size_t)B * 3 * sizeof(float));
+        ne->wdl_batch = B;
+    }
+    zt_status st = zt_net_forward(ne->net, B, obs, policy_logits, ne->wdl);
+    ZT_ASSERT(st == ZT_OK);
+    for (int i = 0; i < B; i++) {
+        const float *l = ne->wdl + 3 * i;
+        float m = fmaxf(l[0], fmaxf(l[1], l[2]));
+        float w = expf(l[0] - m), d = expf(l[1] - m), lo = expf(l[2] - m);
+        value[i] = (w - lo) / (w + d + lo);
+    }
+}
+
+zt_status zt_run_evaluator_new(zt_net *net, zt_evaluator *out)
+{
+    memset(out, 0, sizeof *out);
+    net_eval *ne = zt_xcalloc(1, sizeof *ne);
+    ne->net = net;
+    ne->value_size = zt_net_value_size(zt_net_config_of(net));
+    out->ctx = ne;
+    out->eval = net_eval_run;
+    return ZT_OK;
+}
+
+void zt_run_evaluator_free(zt_evaluator *ev)
+{
+    if (!ev || !ev->ctx) return;
+    net_eval *ne = ev->ctx;
+    free(ne->wdl);
+    free(ne);
+    ev->ctx = NULL;
+}
+
+/* ---- settings ---- */
+
+zt_status zt_run_search_config(zt_config *cfg, const zt_game *g, bool noise_default,
+                               zt_search_config *out)
+{
+    static const char *const algorithms[] = {"gumbel", "puct", NULL};
+    int alg;
+    ZT_TRY(zt_config_choice(cfg, "search", "gumbel", algorithms, &alg));
+    zt_search_config_default(out, alg == 0 ? ZT_SEARCH_GUMBEL : ZT_SEARCH_PUCT);
+    int64_t sims, leaves, m, seed;
+    double c_visit, c_scale, c_init, c_base;
+    bool noise;
+    ZT_TRY(zt_config_int(cfg, "sims", out->num_simulations, 0, 1000000, &sims));
+    ZT_TRY(zt_config_int(cfg, "leaves_per_tree", 1, 1, 64, &leaves));
+    ZT_TRY(zt_config_int(cfg, "gumbel_m", out->gumbel_m, 1, ZT_MAX_ACTIONS, &m));
+    ZT_TRY(zt_config_bool(cfg, "gumbel_noise", noise_default, &noise));
+    ZT_TRY(zt_config_double(cfg, "c_visit", out->c_visit, 0, 1e6, &c_visit));
+    ZT_TRY(zt_config_double(cfg, "c_scale", out->c_scale, 0, 1e6, &c_scale));
+    ZT_TRY(zt_config_double(cfg, "c_init", out->c_init, 0, 1e6, &c_init));
+    ZT_TRY(zt_config_double(cfg, "c_base", out->c_base, 1, 1e9, &c_base));
+    ZT_TRY(zt_config_int(cfg, "seed", 1, 0, INT64_MAX, &seed));
+    out->num_simulations = (int)sims;
+    out->leaves_per_round = (int)leaves;
+    out->gumbel_m = (int)m;
+    out->gumbel_noise = noise;
+    out->c_visit = (float)c_visit;
+    out->c_scale = (float)c_scale;
+    out->c_init = (float)c_init;
+    out->c_base = (float)c_base;
+    out->seed = (uint64_t)seed;
+    /* A simulation adds at most one node; the slack covers the root, the
+     * leaves of a round in flight and a kept subtree. Edges: every node's
+     * legal actions, bounded by the widest branching any game here has at
+     * a typical node (backgammon's first checker moves, Sim's edges). */
+    int nodes = 2 * (int)sims + 64;
+    int width = g->num_actions < 64 ? g->num_actions : 64;
+    if (g->max_chance_outcomes > width) width = g->max_chance_outcomes;
+    long edges = (long)nodes * width;
+    if (edges < g->num_actions) edges = g->num_actions;
+    out->node_capacity = nodes;
+    out->edge_capacity = (int)edges;
+    return ZT_OK;
+}
+
+zt_status zt_run_nn_settings(zt_config *cfg, const char **backend, zt_precision *prec, int *threads)
+{
+    const char *p;
+    int64_t t;
+    ZT_TRY(zt_config_string(cfg, "backend", "auto", backend));
+    ZT_TRY(zt_config_string(cfg, "precision", "auto", &p));
+    ZT_TRY(zt_precision_parse(p, prec));
+    ZT_TRY(zt_config_int(cfg, "threads", zt_cpu_count(), 1, 1024, &t));
+    *threads = (int)t;
+    return ZT_OK;
+}

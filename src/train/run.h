@@ -1,0 +1,60 @@
+/* Run directories and model paths (layout: docs of issue 5, "Run directory
+ * layout"). Wherever a model is expected a path may name a weights file, a
+ * checkpoint directory (its weights.safetensors) or a run directory (the
+ * checkpoint named by ckpt/latest). Also what every user of a model needs:
+ * the evaluator over its net and the search settings read from a config.
+ * The caller owns what zt_run_open_model and zt_run_evaluator_new return. */
+#ifndef ZT_TRAIN_RUN_H
+#define ZT_TRAIN_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "agent/az_model.h"
+#include "core/config.h"
+#include "core/status.h"
+#include "game/game.h"
+#include "nn/nn.h"
+#include "search/search.h"
+
+/* The weights file `path` stands for, written to out (cap bytes). Errors:
+ * "cannot open model 'P': ...", "no checkpoint in 'RUN'", a ckpt/latest that
+ * names a missing checkpoint. The file itself is not opened. */
+zt_status zt_run_resolve_weights(const char *path, char *out, size_t cap);
+
+/* Opens the weights at `path` (any of the three forms): reads the
+ * architecture and game spec from the file's metadata (zt_net_file_info),
+ * creates the game with zt_game_from_spec and the net, and loads the
+ * weights. A file that is no Zeroth weights file is refused with "'P' is not
+ * a weights file (...)". The caller frees *net and then *game. */
+zt_status zt_run_open_model(const char *path, const char *backend, zt_precision prec, int threads,
+                            zt_game **game, zt_net **net);
+
+/* Checks that the game a model was trained for is the one the user named:
+ * `name` with the game settings in cfg, where settings the user left out
+ * take the model's values (so `eval sim --model M` follows M's vertices and
+ * k). Reads the game's keys from cfg. Error: "model 'P' plays 'sim
+ * vertices=14 k=4 variant=avoid', not 'sim vertices=6 k=3 variant=avoid'". */
+zt_status zt_run_check_game(const char *path, const zt_game *model_game, const char *name,
+                            zt_config *cfg);
+
+/* An evaluator over a net (nn/nn.h) for the AlphaZero model: a forward pass,
+ * with WDL heads turned into the scalar value P(win) - P(loss). The net is
+ * borrowed; free the evaluator with zt_run_evaluator_free. */
+zt_status zt_run_evaluator_new(zt_net *net, zt_evaluator *out);
+void zt_run_evaluator_free(zt_evaluator *ev);
+
+/* Search settings of an agent that plays with a model, from cfg (defaults
+ * in brackets): search=gumbel|puct [gumbel], sims [gumbel 32, puct 200],
+ * leaves_per_tree [1], gumbel_m [16], gumbel_noise [noise_default], c_visit
+ * [50], c_scale [1], c_init [1.25], c_base [19652], seed [1]. Tree
+ * capacities are sized for one move's search of game g. */
+zt_status zt_run_search_config(zt_config *cfg, const zt_game *g, bool noise_default,
+                               zt_search_config *out);
+
+/* Network settings from cfg: backend [auto], precision [auto], threads
+ * [all cores]. *backend lives as long as cfg. */
+zt_status zt_run_nn_settings(zt_config *cfg, const char **backend, zt_precision *prec,
+                             int *threads);
+
+#endif
