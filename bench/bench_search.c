@@ -1,8 +1,9 @@
 /* Search cost with a free evaluator (uniform outputs from game states, no
  * observation, no network): nanoseconds per simulation of the tree plus the
  * AlphaZero model's game stepping, for G trees in lockstep over the first
- * plies of self-play-like games. One line per (game, algorithm, G).
- * Run as `zeroth bench search`. */
+ * plies of self-play-like games. One line per (game, algorithm, G), then
+ * the NN cache hit rate of whole self-play-like games. Run as
+ * `zeroth bench search`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "cli/cli.h"
 #include "core/rng.h"
 #include "core/timer.h"
+#include "search/nncache.h"
 #include "search/search.h"
 
 enum { PLIES = 8 };
@@ -99,12 +101,75 @@ static void bench(const char *game_name, zt_search_algorithm alg, int G, int sim
     zt_game_free(g);
 }
 
+/* NN cache hit rate of self-play-like searches: G games from the start
+ * position (the first move sampled from the visits, so the games differ),
+ * PUCT with tree reuse, one cache shared by the G trees as in an actor.
+ * With the uniform evaluator every position is "evaluated", so the rate is
+ * the share of model positions that were transpositions (within a tree,
+ * across trees or across moves). */
+static void cache_rate(const char *game_name, int G, int sims)
+{
+    zt_game *g;
+    if (zt_game_new(game_name, NULL, &g) != ZT_OK) {
+        printf("%-10s skipped: %s\n", game_name, zt_error_message());
+        return;
+    }
+    zt_evaluator ev = zt_evaluator_uniform(g);
+    zt_nncache *cache = zt_nncache_new((size_t)1 << 16, g->num_actions);
+    zt_model *m = NULL;
+    zt_search *s = NULL;
+    zt_search_config cfg;
+    zt_search_config_default(&cfg, ZT_SEARCH_PUCT);
+    cfg.num_simulations = sims;
+    cfg.node_capacity = 4 * sims + 16;
+    cfg.edge_capacity = cfg.node_capacity * g->num_actions;
+    if (!cache || zt_az_model_new(g, &ev, G, cache, &m) != ZT_OK || zt_search_new(&cfg, m, G, &s) != ZT_OK) {
+        printf("%-10s failed: %s\n", game_name, zt_error_message());
+        zt_search_free(s);
+        zt_model_free(m);
+        zt_nncache_free(cache);
+        zt_game_free(g);
+        return;
+    }
+    uint8_t *st = malloc((size_t)G * ZT_MAX_STATE_BYTES);
+    for (int k = 0; k < G; k++) g->reset(g, st + (size_t)k * ZT_MAX_STATE_BYTES);
+    for (int ply = 0; ply < g->max_game_length; ply++) {
+        int begun = 0;
+        for (int k = 0; k < G; k++) {
+            void *sk = st + (size_t)k * ZT_MAX_STATE_BYTES;
+            if (g->current_player(g, sk) < 0) continue;
+            zt_search_begin(s, k, sk);
+            begun++;
+        }
+        if (!begun) break;
+        zt_search_run(s);
+        for (int k = 0; k < G; k++) {
+            void *sk = st + (size_t)k * ZT_MAX_STATE_BYTES;
+            if (g->current_player(g, sk) < 0) continue;
+            int a = zt_search_choose(s, k, ply < 4 ? 1.0f : 0.0f);
+            g->apply(g, sk, a);
+            zt_search_played(s, k, a);
+        }
+    }
+    zt_nncache_stats cs = zt_nncache_get_stats(cache);
+    printf("%-10s puct   G=%-5d sims=%-4d NN cache hit rate %5.1f%%  (%llu lookups, %zu entries, "
+           "whole games, first 4 plies sampled)\n",
+           game_name, G, sims, 100.0 * (double)cs.hits / (double)(cs.lookups ? cs.lookups : 1),
+           (unsigned long long)cs.lookups, cs.entries);
+    free(st);
+    zt_search_free(s);
+    zt_model_free(m);
+    zt_nncache_free(cache);
+    zt_game_free(g);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: zeroth bench search [--sims N] [--game NAME] [--trees G]\n\n"
                "Tree cost with a free evaluator (uniform outputs, no network): ns per\n"
                "simulation for tic-tac-toe, Connect Four and backgammon, PUCT and Gumbel,\n"
-               "G = 1, 64, 1024 trees in lockstep (default sims 200).\n");
+               "G = 1, 64, 1024 trees in lockstep (default sims 200); then the NN cache\n"
+               "hit rate of self-play-like games of tic-tac-toe and Connect Four (G = 64).\n");
 }
 
 int zt_bench_search(int argc, char **argv)
@@ -144,5 +209,7 @@ int zt_bench_search(int argc, char **argv)
                 bench(games[gi], alg ? ZT_SEARCH_GUMBEL : ZT_SEARCH_PUCT, only_g ? only_g : Gs[k],
                       sims);
             }
+    for (int gi = 0; gi < 2; gi++)
+        if (!only_game || strcmp(only_game, games[gi]) == 0) cache_rate(games[gi], only_g ? only_g : 64, sims);
     return 0;
 }

@@ -1,6 +1,8 @@
 /* Tests of the search layer on toy models (no game needed): trees (clone,
- * subtree reuse, bounded capacity), Gumbel arithmetic, exact chance nodes on
- * a dice game with a known expectation, K distinct leaves per round. */
+ * subtree reuse, bounded capacity, no allocation while searching), Gumbel
+ * arithmetic and Gumbel with reused statistics, exact chance nodes on a dice
+ * game with a known expectation, K distinct leaves per round, min-max Q
+ * normalisation and the first-play-urgency modes. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,83 @@
 #include "search/search.h"
 
 static int failures;
+
+/* ---- allocation counting ----
+ * Every malloc-family call of the process is counted, so a test can assert
+ * that a stretch of code allocates nothing. Under AddressSanitizer through
+ * its allocator hooks (declared here: not every compiler ships
+ * sanitizer/allocator_interface.h); with glibc by replacing malloc and
+ * friends with counting wrappers around glibc's own entry points. */
+static volatile unsigned long allocations;
+static bool allocation_counting;
+
+#if defined(__SANITIZE_ADDRESS__)
+int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
+                                              void (*free_hook)(const volatile void *));
+static void count_malloc(const volatile void *p, size_t n)
+{
+    (void)p;
+    (void)n;
+    allocations++;
+}
+static void count_free(const volatile void *p)
+{
+    (void)p;
+    allocations++;
+}
+static void start_allocation_counting(void)
+{
+    allocation_counting = __sanitizer_install_malloc_and_free_hooks(count_malloc, count_free) != 0;
+}
+#elif defined(__GLIBC__)
+void *__libc_malloc(size_t n);
+void *__libc_calloc(size_t n, size_t size);
+void *__libc_realloc(void *p, size_t n);
+void *__libc_memalign(size_t alignment, size_t n);
+void __libc_free(void *p);
+
+void *malloc(size_t n)
+{
+    allocations++;
+    return __libc_malloc(n);
+}
+void *calloc(size_t n, size_t size)
+{
+    allocations++;
+    return __libc_calloc(n, size);
+}
+void *realloc(void *p, size_t n)
+{
+    allocations++;
+    return __libc_realloc(p, n);
+}
+void *aligned_alloc(size_t alignment, size_t n)
+{
+    allocations++;
+    return __libc_memalign(alignment, n);
+}
+int posix_memalign(void **out, size_t alignment, size_t n)
+{
+    allocations++;
+    void *p = __libc_memalign(alignment, n);
+    if (!p) return 12; /* ENOMEM */
+    *out = p;
+    return 0;
+}
+void free(void *p)
+{
+    if (p) allocations++;
+    __libc_free(p);
+}
+static void start_allocation_counting(void)
+{
+    allocation_counting = true;
+}
+#else
+static void start_allocation_counting(void)
+{
+}
+#endif
 
 #define CHECK(cond, ...)                                                                           \
     do {                                                                                           \
@@ -38,6 +117,8 @@ typedef struct syn_state {
 
 typedef struct syn_model {
     zt_model base;
+    float scale; /* multiplies every value and reward (1 by default) */
+    bool flat;   /* all logits 0: uniform priors */
     int duplicate_leaves;
     uint64_t calls;
     uint64_t seen[4096];
@@ -48,12 +129,13 @@ static float syn_unit(uint64_t h)
     return (float)((double)(zt_hash_mix(h) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
 }
 
-static void syn_fill(syn_state *s, int i, zt_model_output *out)
+static void syn_fill(const syn_model *m, syn_state *s, int i, zt_model_output *out)
 {
-    for (int a = 0; a < SYN_ACTIONS; a++) out->logits[i * SYN_ACTIONS + a] = syn_unit(s->path + 7 * (uint64_t)a);
+    for (int a = 0; a < SYN_ACTIONS; a++)
+        out->logits[i * SYN_ACTIONS + a] = m->flat ? 0.0f : syn_unit(s->path + 7 * (uint64_t)a);
     /* action 3 is illegal at odd depths: masking below the root */
     if (s->depth % 2 == 1) out->logits[i * SYN_ACTIONS + 3] = -INFINITY;
-    out->value[i] = 0.5f * syn_unit(s->path ^ 0x55);
+    out->value[i] = m->scale * 0.5f * syn_unit(s->path ^ 0x55);
     out->reward[i] = 0;
     out->player[i] = (int8_t)s->player;
     out->num_outcomes[i] = 0;
@@ -65,7 +147,7 @@ static void syn_initial(zt_model *m, int B, const void *const *roots, void *cons
 {
     for (int i = 0; i < B; i++) {
         memcpy(states[i], roots[i], sizeof(syn_state));
-        syn_fill(states[i], i, out);
+        syn_fill((const syn_model *)m, states[i], i, out);
     }
 }
 
@@ -87,10 +169,10 @@ static void syn_recurrent(zt_model *base, int B, const void *const *states, cons
             out->kind[i] = ZT_NODE_TERMINAL;
             out->player[i] = (int8_t)s->player;
             out->value[i] = 0;
-            out->reward[i] = syn_unit(n->path) > 0 ? 1.0f : -1.0f;
+            out->reward[i] = m->scale * (syn_unit(n->path) > 0 ? 1.0f : -1.0f);
             out->num_outcomes[i] = 0;
         } else {
-            syn_fill(n, i, out);
+            syn_fill(m, n, i, out);
         }
     }
 }
@@ -103,6 +185,7 @@ static void syn_free(zt_model *m)
 static syn_model *syn_new(int max_batch)
 {
     syn_model *m = calloc(1, sizeof *m);
+    m->scale = 1.0f;
     m->base = (zt_model){.num_actions = SYN_ACTIONS,
                          .state_size = sizeof(syn_state),
                          .input_size = sizeof(syn_state),
@@ -126,20 +209,21 @@ static void test_tree_clone_and_reuse(void)
     zt_search_run(s);
 
     const zt_tree *t = zt_search_tree(s, 0);
-    CHECK(t->visit[0] == 401, "root visits %d, expected 401", t->visit[0]);
+    CHECK(t->nodes[0].visit == 401, "root visits %d, expected 401", t->nodes[0].visit);
     zt_tree copy, before;
     zt_tree_init(&copy, cfg.node_capacity, cfg.edge_capacity, sizeof(syn_state));
     zt_tree_init(&before, cfg.node_capacity, cfg.edge_capacity, sizeof(syn_state));
     zt_tree_copy(&copy, t);
     CHECK(zt_tree_subtree_equal(&copy, 0, t, 0), "clone differs from the original");
-    CHECK(memcmp(copy.visit, t->visit, (size_t)t->num_nodes * 4) == 0, "clone visits differ");
+    CHECK(memcmp(copy.nodes, t->nodes, (size_t)t->num_nodes * sizeof(zt_node)) == 0 &&
+              memcmp(copy.edges, t->edges, (size_t)t->num_edges * sizeof(zt_edge)) == 0, "clone records differ");
 
     /* masking below the root: no node at odd depth has action 3 */
     for (int n = 0; n < t->num_nodes; n++) {
-        if (t->kind[n] != ZT_NODE_DECISION) continue;
+        if (t->nodes[n].kind != ZT_NODE_DECISION) continue;
         const syn_state *st = (const syn_state *)zt_tree_state(t, n);
-        for (int e = t->first_edge[n]; e < t->first_edge[n] + t->num_edges_of[n]; e++)
-            CHECK(!(st->depth % 2 == 1 && t->action[e] == 3), "illegal action expanded at node %d", n);
+        for (int e = t->nodes[n].first_edge; e < t->nodes[n].first_edge + t->nodes[n].num_edges; e++)
+            CHECK(!(st->depth % 2 == 1 && t->actions[e] == 3), "illegal action expanded at node %d", n);
     }
 
     int action = zt_search_choose(s, 0, 0.0f);
@@ -154,11 +238,11 @@ static void test_tree_clone_and_reuse(void)
 
     /* the next search continues from the kept visits */
     syn_state next = *(const syn_state *)zt_tree_state(t, 0);
-    int visits_before = t->visit[0];
+    int visits_before = t->nodes[0].visit;
     zt_search_begin(s, 0, &next);
     zt_search_run(s);
     t = zt_search_tree(s, 0);
-    CHECK(t->visit[0] == visits_before + 400, "root visits %d after reuse, expected %d", t->visit[0],
+    CHECK(t->nodes[0].visit == visits_before + 400, "root visits %d after reuse, expected %d", t->nodes[0].visit,
           visits_before + 400);
 
     zt_tree_free(&copy);
@@ -195,9 +279,9 @@ static void test_virtual_loss_distinct(void)
         for (int g = 0; g < G; g++) {
             const zt_tree *t = zt_search_tree(s, g);
             int32_t sum = 0;
-            for (int e = t->first_edge[0]; e < t->first_edge[0] + t->num_edges_of[0]; e++)
-                if (t->child[e] != ZT_TREE_NONE) sum += t->visit[t->child[e]];
-            CHECK(sum == 300 && t->visit[0] == 301, "tree %d: no virtual visit left over (%d)", g, sum);
+            for (int e = t->nodes[0].first_edge; e < t->nodes[0].first_edge + t->nodes[0].num_edges; e++)
+                sum += t->edges[e].visit;
+            CHECK(sum == 300 && t->nodes[0].visit == 301, "tree %d: no virtual visit left over (%d)", g, sum);
         }
         printf("virtual loss %s: G=%d K=%d, %llu states in %llu calls, %llu collisions\n",
                alg ? "gumbel" : "puct", G, K, (unsigned long long)st.model_states,
@@ -208,7 +292,8 @@ static void test_virtual_loss_distinct(void)
 }
 
 /* 1M simulations with a bounded tree: the search stops expanding, keeps
- * backing up and counts it (under ASan this also shows nothing leaks). */
+ * backing up and counts it, and neither allocates nor frees anything while
+ * it runs (under ASan this also shows nothing leaks). */
 static void test_bounded_capacity(void)
 {
     enum { G = 16 };
@@ -225,17 +310,21 @@ static void test_bounded_capacity(void)
         roots[g] = (syn_state){.path = 77 + (uint64_t)g};
         zt_search_begin(s, g, &roots[g]);
     }
+    unsigned long before = allocations;
     zt_search_run(s);
+    unsigned long during = allocations - before;
+    CHECK(!allocation_counting || during == 0, "%lu allocations or frees during 1M simulations", during);
     zt_search_stats st = zt_search_get_stats(s);
     CHECK(st.simulations == 1000000, "simulations %llu", (unsigned long long)st.simulations);
     CHECK(st.capacity_hits > 0, "capacity never reached");
     for (int g = 0; g < G; g++) {
         const zt_tree *t = zt_search_tree(s, g);
-        CHECK(t->num_nodes <= 300 && t->visit[0] == cfg.num_simulations + 1, "tree %d bounded", g);
+        CHECK(t->num_nodes <= 300 && t->nodes[0].visit == cfg.num_simulations + 1, "tree %d bounded", g);
         CHECK(isfinite(zt_search_root_value(s, g)), "root value finite");
     }
-    printf("bounded: 1M simulations, %zu bytes per tree, %llu capacity hits\n", zt_search_tree_bytes(s),
-           (unsigned long long)st.capacity_hits);
+    printf("bounded: 1M simulations, %zu bytes per tree, %llu capacity hits, %s\n", zt_search_tree_bytes(s),
+           (unsigned long long)st.capacity_hits,
+           allocation_counting ? "no allocation while searching" : "allocations not counted here");
     zt_search_free(s);
     zt_model_free(&m->base);
 }
@@ -330,23 +419,22 @@ static void test_chance_expectation(void)
         zt_search_begin(s, 1, &root);
         zt_search_run(s);
         const zt_tree *t = zt_search_tree(s, 0);
-        for (int e = t->first_edge[0]; e < t->first_edge[0] + t->num_edges_of[0]; e++) {
-            int c = t->child[e];
-            if (c == ZT_TREE_NONE || t->visit[c] < 30) continue;
-            float q = zt_tree_q(t, c);
-            CHECK(fabsf(q - expect[t->action[e]]) < 1e-5f, "bet %d: Q %.6f, expectation %.6f",
-                  t->action[e], q, expect[t->action[e]]);
+        for (int e = t->nodes[0].first_edge; e < t->nodes[0].first_edge + t->nodes[0].num_edges; e++) {
+            int c = t->edges[e].child;
+            if (c == ZT_TREE_NONE || t->edges[e].visit < 30) continue;
+            float q = zt_tree_edge_q(t, e);
+            CHECK(fabsf(q - expect[t->actions[e]]) < 1e-5f, "bet %d: Q %.6f, expectation %.6f",
+                  t->actions[e], q, expect[t->actions[e]]);
             int total = 0;
-            for (int k = t->first_edge[c]; k < t->first_edge[c] + t->num_edges_of[c]; k++) {
-                int f = t->child[k];
-                if (t->prior[k] == 0) CHECK(f == ZT_TREE_NONE, "descended into a face of probability 0");
-                if (f != ZT_TREE_NONE) total += t->visit[f];
+            for (int k = t->nodes[c].first_edge; k < t->nodes[c].first_edge + t->nodes[c].num_edges; k++) {
+                if (t->edges[k].prior == 0)
+                    CHECK(t->edges[k].child == ZT_TREE_NONE, "descended into a face of probability 0");
+                total += t->edges[k].visit;
             }
-            for (int k = t->first_edge[c]; k < t->first_edge[c] + t->num_edges_of[c]; k++) {
-                int f = t->child[k];
-                int v = f != ZT_TREE_NONE ? t->visit[f] : 0;
-                CHECK(fabsf((float)v - t->prior[k] * (float)total) <= 1.0f + 0.02f * (float)total,
-                      "face visits %d far from %.1f", v, t->prior[k] * (float)total);
+            for (int k = t->nodes[c].first_edge; k < t->nodes[c].first_edge + t->nodes[c].num_edges; k++) {
+                int v = t->edges[k].visit;
+                CHECK(fabsf((float)v - t->edges[k].prior * (float)total) <= 1.0f + 0.02f * (float)total,
+                      "face visits %d far from %.1f", v, t->edges[k].prior * (float)total);
             }
         }
         int chosen = zt_search_choose(s, 0, 0.0f);
@@ -437,14 +525,162 @@ static void test_gumbel_small(void)
     zt_model_free(&m->base);
 }
 
+/* Root visits of one PUCT search of the synthetic game from `root`. */
+static void puct_root_visits(syn_model *m, const zt_search_config *cfg, uint64_t root, int32_t *visits)
+{
+    zt_search *s;
+    CHECK(zt_search_new(cfg, &m->base, 1, &s) == ZT_OK, "search_new: %s", zt_error_message());
+    syn_state r = {.path = root};
+    zt_search_begin(s, 0, &r);
+    zt_search_run(s);
+    zt_search_root_visits(s, 0, visits);
+    zt_search_free(s);
+}
+
+/* Min-max Q normalisation (MuZero, Schrittwieser et al. 2020, Appendix B)
+ * makes PUCT blind to the scale of rewards: multiplying every value and
+ * reward by 4 (a power of two, so every float operation scales exactly)
+ * leaves the search unchanged with it, and changes it without. */
+static void test_minmax_q(void)
+{
+    syn_model *m = syn_new(1);
+    zt_search_config cfg;
+    zt_search_config_default(&cfg, ZT_SEARCH_PUCT);
+    cfg.num_simulations = 300;
+    int same_with = 0, same_without = 0, roots = 8;
+    for (uint64_t root = 1; root <= (uint64_t)roots; root++) {
+        int32_t unit[2][SYN_ACTIONS], scaled[2][SYN_ACTIONS];
+        for (int mm = 0; mm < 2; mm++) {
+            cfg.minmax_q = mm;
+            m->scale = 1.0f;
+            puct_root_visits(m, &cfg, root * 1013, unit[mm]);
+            m->scale = 4.0f;
+            puct_root_visits(m, &cfg, root * 1013, scaled[mm]);
+        }
+        same_without += memcmp(unit[0], scaled[0], sizeof unit[0]) == 0;
+        same_with += memcmp(unit[1], scaled[1], sizeof unit[1]) == 0;
+    }
+    CHECK(same_with == roots, "min-max Q: %d of %d searches unchanged by scaling rewards by 4", same_with, roots);
+    CHECK(same_without < roots, "without min-max Q scaling rewards changed no search: the test shows nothing");
+    printf("minmax_q: rewards x4 change %d of %d searches without normalisation, 0 with\n",
+           roots - same_without, roots);
+    zt_model_free(&m->base);
+}
+
+/* First-play urgency: the Q given to unvisited actions. Uniform priors,
+ * values within [-1, 1]. Optimistic (absolute +2, or parent value + 10):
+ * unvisited actions beat every visited one, so the first 4 simulations
+ * visit the 4 root actions once each. Pessimistic (absolute -10, or parent
+ * value - 10): no exploration bonus of 50 simulations reaches the gap, so
+ * the root's first action tried takes every visit. */
+static void test_fpu_modes(void)
+{
+    syn_model *m = syn_new(1);
+    m->flat = true;
+    struct {
+        zt_fpu_mode mode;
+        float value, reduction;
+        bool optimistic;
+        const char *name;
+    } cases[] = {
+        {ZT_FPU_ABSOLUTE, 2.0f, 0.0f, true, "absolute +2"},
+        {ZT_FPU_ABSOLUTE, -10.0f, 0.0f, false, "absolute -10"},
+        {ZT_FPU_PARENT, 0.0f, -10.0f, true, "parent + 10"},
+        {ZT_FPU_PARENT, 0.0f, 10.0f, false, "parent - 10"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        zt_search_config cfg;
+        zt_search_config_default(&cfg, ZT_SEARCH_PUCT);
+        cfg.fpu = cases[k].mode;
+        cfg.fpu_value = cases[k].value;
+        cfg.fpu_reduction = cases[k].reduction;
+        cfg.num_simulations = cases[k].optimistic ? SYN_ACTIONS : 50;
+        int32_t visits[SYN_ACTIONS];
+        puct_root_visits(m, &cfg, 4242, visits);
+        int visited = 0, top = 0;
+        for (int a = 0; a < SYN_ACTIONS; a++) {
+            visited += visits[a] > 0;
+            top = visits[a] > top ? visits[a] : top;
+        }
+        if (cases[k].optimistic)
+            CHECK(visited == SYN_ACTIONS && top == 1, "fpu %s: %d actions visited, most %d times",
+                  cases[k].name, visited, top);
+        else
+            CHECK(visited == 1 && top == 50, "fpu %s: %d actions visited, most %d times", cases[k].name,
+                  visited, top);
+    }
+    zt_model_free(&m->base);
+}
+
+/* Gumbel with tree reuse and the root cache: sequential halving runs on
+ * the search's own simulations whatever visits the kept subtree brings
+ * (search.c, "Gumbel and reused statistics"). After a move the root has 3
+ * legal actions; halving m = 3 over n = 8 gives them 1 visit each, then 2
+ * more to the best two, then 1 more to the best: new visits {4, 3, 1}. */
+static void test_gumbel_reuse(void)
+{
+    syn_model *m = syn_new(2);
+    zt_search_config cfg;
+    zt_search_config_default(&cfg, ZT_SEARCH_GUMBEL);
+    cfg.tree_reuse = true;
+    cfg.num_simulations = 8;
+    cfg.gumbel_m = 4;
+    zt_search *s;
+    CHECK(zt_search_new(&cfg, &m->base, 1, &s) == ZT_OK, "search_new: %s", zt_error_message());
+    syn_state root = {.path = 555};
+    CHECK(zt_search_build_root_cache(s, &root, 200) == ZT_OK, "Gumbel root cache: %s", zt_error_message());
+    zt_search_begin(s, 0, &root);
+    zt_search_run(s);
+    CHECK(zt_search_get_stats(s).root_cache_hits == 1, "root cache not used");
+    const zt_tree *t = zt_search_tree(s, 0);
+    CHECK(t->nodes[0].visit == 201 + 8, "root visits %d, expected cache 201 + 8", t->nodes[0].visit);
+
+    int action = zt_search_choose(s, 0, 0.0f);
+    zt_search_played(s, 0, action);
+    t = zt_search_tree(s, 0);
+    CHECK(t->num_nodes > 1 && t->nodes[0].visit > 8, "Gumbel reuse kept %d nodes", t->num_nodes);
+    int32_t before[SYN_ACTIONS], after[SYN_ACTIONS];
+    zt_search_root_visits(s, 0, before);
+    syn_state next = *(const syn_state *)zt_tree_state(t, 0);
+    zt_search_begin(s, 0, &next);
+    zt_search_run(s);
+    zt_search_root_visits(s, 0, after);
+    int gained[SYN_ACTIONS], total = 0;
+    for (int a = 0; a < SYN_ACTIONS; a++) {
+        gained[a] = after[a] - before[a];
+        total += gained[a];
+    }
+    /* sort the gains, largest first */
+    for (int i = 0; i < SYN_ACTIONS; i++)
+        for (int j = i + 1; j < SYN_ACTIONS; j++)
+            if (gained[j] > gained[i]) {
+                int x = gained[i];
+                gained[i] = gained[j];
+                gained[j] = x;
+            }
+    CHECK(total == 8 && gained[0] == 4 && gained[1] == 3 && gained[2] == 1 && gained[3] == 0,
+          "halving on a reused root gave new visits %d %d %d %d", gained[0], gained[1], gained[2], gained[3]);
+    int chosen = zt_search_choose(s, 0, 0.0f);
+    CHECK(after[chosen] - before[chosen] == 4, "chosen action gained %d visits, the halving winner 4",
+          after[chosen] - before[chosen]);
+    printf("gumbel reuse: kept root with %d visits, new visits %d %d %d\n", before[0] + before[1] + before[2] +
+           before[3], gained[0], gained[1], gained[2]);
+    zt_search_free(s);
+    zt_model_free(&m->base);
+}
+
 int main(void)
 {
+    start_allocation_counting();
     test_gumbel_math();
     test_tree_clone_and_reuse();
     test_virtual_loss_distinct();
     test_chance_expectation();
     test_gumbel_small();
     test_bounded_capacity();
+    test_minmax_q();
+    test_fpu_modes();
+    test_gumbel_reuse();
     if (failures) {
         printf("test_search: %d failures\n", failures);
         return 1;

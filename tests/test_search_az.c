@@ -254,7 +254,7 @@ static void caches(const char *game_name)
             if (!live[k]) continue;
             /* the games differ by their first move */
             const zt_tree *t = zt_search_tree(s, k);
-            int a = ply == 0 ? t->action[t->first_edge[0] + k % t->num_edges_of[0]] : zt_search_choose(s, k, 0.0f);
+            int a = ply == 0 ? t->actions[t->nodes[0].first_edge + k % t->nodes[0].num_edges] : zt_search_choose(s, k, 0.0f);
             g->apply(g, st[k], a);
             zt_search_played(s, k, a);
             if (g->current_player(g, st[k]) < 0) live[k] = false;
@@ -359,11 +359,11 @@ static void backgammon_chance(void)
         for (int k = 0; k < GAMES; k++) {
             const zt_tree *t = zt_search_tree(s, k);
             for (int n = 0; n < t->num_nodes; n++) {
-                if (t->kind[n] != ZT_NODE_CHANCE) continue;
+                if (t->nodes[n].kind != ZT_NODE_CHANCE) continue;
                 chance_nodes++;
-                if (!isfinite(t->value_sum[n]) || fabsf(t->raw_value[n]) > 1.0f) bad++;
-                for (int e = t->first_edge[n]; e < t->first_edge[n] + t->num_edges_of[n]; e++)
-                    if (t->prior[e] <= 0 && t->child[e] != ZT_TREE_NONE) bad++;
+                if (!isfinite(t->nodes[n].value_sum) || fabsf(t->nodes[n].raw_value) > 1.0f) bad++;
+                for (int e = t->nodes[n].first_edge; e < t->nodes[n].first_edge + t->nodes[n].num_edges; e++)
+                    if (t->edges[e].prior <= 0 && t->edges[e].child != ZT_TREE_NONE) bad++;
             }
             int a = zt_search_choose(s, k, 1.0f);
             g->apply(g, st[k], a);

@@ -21,32 +21,39 @@ typedef struct az_model {
     const zt_game *game;
     zt_evaluator ev;
     zt_nncache *cache;
-    size_t game_bytes; /* game state padded to 8; the perspective byte follows */
+    size_t game_bytes; /* game state padded to 8 (chance scratch stride) */
     int obs_size;
     int max_jobs;
     job *jobs;
     int *pending;       /* jobs that missed the cache, in evaluator order */
     const void **eval_states;
     float *obs;         /* max_jobs x obs_size, only with ev.eval */
-    float *logits;      /* max_jobs x num_actions */
-    float *values;
+    float *logits;      /* max_jobs x num_actions evaluator rows, then one spare row */
+    float *values;      /* max_jobs evaluator values */
     float *mass;        /* max_batch: probability resolved per chance output */
     uint8_t *scratch;   /* successor states of chance outcomes */
     zt_az_model_stats stats;
 } az_model;
 
+/* The perspective byte follows the game state's own bytes, so a model state
+ * is state_size + 1 bytes and stepping copies no more than that. */
 static inline int8_t *perspective_of(az_model *m, void *state)
 {
-    return (int8_t *)((uint8_t *)state + m->game_bytes);
+    return (int8_t *)((uint8_t *)state + m->game->state_size);
 }
 
-/* Sets illegal actions' logits to -INFINITY (masking at every node). */
+/* Sets illegal actions' logits to -INFINITY (masking at every node);
+ * legal() lists actions in increasing order (game.h), so one merge pass. */
 static void mask_illegal(const zt_game *g, const void *s, float *logits)
 {
-    uint8_t legal[ZT_MAX_ACTIONS];
-    zt_game_legal_mask(g, s, legal);
-    for (int a = 0; a < g->num_actions; a++)
-        if (!legal[a]) logits[a] = -INFINITY;
+    uint16_t legal[ZT_MAX_ACTIONS];
+    int n = g->legal(g, s, legal), k = 0;
+    for (int a = 0; a < g->num_actions; a++) {
+        if (k < n && legal[k] == a)
+            k++;
+        else
+            logits[a] = -INFINITY;
+    }
 }
 
 static void add_job(az_model *m, int *nj, int target, float weight, bool wants_logits, const void *s)
@@ -118,6 +125,12 @@ static void classify(az_model *m, int i, void *state, int from, bool is_root, zt
         out->kind[i] = ZT_NODE_DECISION;
         out->player[i] = (int8_t)cp;
         *perspective_of(m, state) = (int8_t)cp;
+        /* Rolls that lead to rolls can fill the job list (expect_chance
+         * flushes before each outcome, not after the last one). */
+        if (*nj == m->max_jobs) {
+            run_jobs(m, *nj, out);
+            *nj = 0;
+        }
         add_job(m, nj, i, 1.0f, true, state);
         return;
     }
@@ -139,51 +152,51 @@ static void classify(az_model *m, int i, void *state, int from, bool is_root, zt
     expect_chance(m, i, state, from, 1.0f, 0, out, nj);
 }
 
-/* Looks jobs up in the cache, evaluates the misses in one call, and
- * distributes values and logits to the outputs. */
+/* Delivers the (masked) logits and value of job j to its output row. */
+static inline void deliver(az_model *m, const job *jb, float value, zt_model_output *out)
+{
+    if (jb->wants_logits)
+        out->value[jb->target] = value;
+    else
+        out->value[jb->target] += jb->weight * value;
+}
+
+/* Looks jobs up in the cache (a hit writes straight into the output row),
+ * evaluates the misses in one call, and masks, caches and delivers them. */
 static void run_jobs(az_model *m, int nj, zt_model_output *out)
 {
     const zt_game *g = m->game;
     int A = g->num_actions;
+    float *spare_row = m->logits + (size_t)m->max_jobs * A;
     int misses = 0;
-    for (int j = 0; j < nj; j++) {
-        float *lg = m->logits + (size_t)j * A;
-        m->stats.positions++;
-        if (m->cache && zt_nncache_lookup(m->cache, m->jobs[j].key, lg, &m->values[j]))
-            continue;
-        m->pending[misses] = j;
-        m->eval_states[misses] = m->jobs[j].state;
-        if (!m->ev.eval_states) g->observe(g, m->jobs[j].state, m->obs + (size_t)misses * m->obs_size);
-        misses++;
-    }
-    if (misses > 0) {
-        /* The evaluator writes the rows after the jobs' rows; each miss is
-         * then copied to its job's row, masked and cached. */
-        float *lg_batch = m->logits + (size_t)nj * A;
-        float *v_batch = m->values + nj;
-        if (m->ev.eval_states)
-            m->ev.eval_states(m->ev.ctx, misses, m->eval_states, lg_batch, v_batch);
-        else
-            m->ev.eval(m->ev.ctx, misses, m->obs, lg_batch, v_batch);
-        m->stats.evaluations += (uint64_t)misses;
-        m->stats.eval_calls++;
-        for (int k = 0; k < misses; k++) {
-            int j = m->pending[k];
-            float *lg = m->logits + (size_t)j * A;
-            memcpy(lg, lg_batch + (size_t)k * A, (size_t)A * sizeof(float));
-            m->values[j] = v_batch[k];
-            mask_illegal(g, m->jobs[j].state, lg);
-            if (m->cache) zt_nncache_insert(m->cache, m->jobs[j].key, lg, m->values[j]);
-        }
-    }
+    m->stats.positions += (uint64_t)nj;
     for (int j = 0; j < nj; j++) {
         const job *jb = &m->jobs[j];
-        if (jb->wants_logits) {
-            memcpy(out->logits + (size_t)jb->target * A, m->logits + (size_t)j * A, (size_t)A * sizeof(float));
-            out->value[jb->target] = m->values[j];
-        } else {
-            out->value[jb->target] += jb->weight * m->values[j];
+        float value;
+        float *row = jb->wants_logits ? out->logits + (size_t)jb->target * A : spare_row;
+        if (m->cache && zt_nncache_lookup(m->cache, jb->key, row, &value)) {
+            deliver(m, jb, value, out);
+            continue;
         }
+        m->pending[misses] = j;
+        m->eval_states[misses] = jb->state;
+        if (!m->ev.eval_states) g->observe(g, jb->state, m->obs + (size_t)misses * m->obs_size);
+        misses++;
+    }
+    if (misses == 0) return;
+    if (m->ev.eval_states)
+        m->ev.eval_states(m->ev.ctx, misses, m->eval_states, m->logits, m->values);
+    else
+        m->ev.eval(m->ev.ctx, misses, m->obs, m->logits, m->values);
+    m->stats.evaluations += (uint64_t)misses;
+    m->stats.eval_calls++;
+    for (int k = 0; k < misses; k++) {
+        const job *jb = &m->jobs[m->pending[k]];
+        float *lg = m->logits + (size_t)k * A;
+        mask_illegal(g, jb->state, lg);
+        if (m->cache) zt_nncache_insert(m->cache, jb->key, lg, m->values[k]);
+        if (jb->wants_logits) memcpy(out->logits + (size_t)jb->target * A, lg, (size_t)A * sizeof(float));
+        deliver(m, jb, m->values[k], out);
     }
 }
 
@@ -215,6 +228,11 @@ static void az_recurrent(zt_model *base, int B, const void *const *states, const
     ZT_ASSERT(B <= base->max_batch);
     int nj = 0;
     for (int i = 0; i < B; i++) {
+        /* the states live in search trees, cold at large batches */
+        if (i + 4 < B) {
+            __builtin_prefetch(states[i + 4]);
+            __builtin_prefetch(next[i + 4], 1);
+        }
         memcpy(next[i], states[i], base->state_size);
         int from = *perspective_of(m, next[i]);
         m->game->apply(m->game, next[i], actions[i]);
@@ -258,9 +276,8 @@ zt_status zt_az_model_new(const zt_game *g, const zt_evaluator *ev, int max_batc
     m->pending = malloc(J * sizeof *m->pending);
     m->eval_states = malloc(J * sizeof *m->eval_states);
     m->obs = ev->eval_states ? NULL : malloc(J * (size_t)m->obs_size * sizeof *m->obs);
-    /* rows [0, J) per job, rows [J, 2J) for the evaluator's batch */
-    m->logits = malloc(2 * J * A * sizeof *m->logits);
-    m->values = malloc(2 * J * sizeof *m->values);
+    m->logits = malloc((J + 1) * A * sizeof *m->logits);
+    m->values = malloc(J * sizeof *m->values);
     m->mass = malloc((size_t)max_batch * sizeof *m->mass);
     m->scratch = zt_aligned_alloc(64, J * m->game_bytes);
     if (!m->jobs || !m->pending || !m->eval_states || (!ev->eval_states && !m->obs) || !m->logits ||
@@ -270,7 +287,7 @@ zt_status zt_az_model_new(const zt_game *g, const zt_evaluator *ev, int max_batc
     }
     m->base.num_actions = g->num_actions;
     m->base.max_outcomes = g->max_chance_outcomes;
-    m->base.state_size = m->game_bytes + 8;
+    m->base.state_size = g->state_size + 1;
     m->base.input_size = g->state_size;
     m->base.max_batch = max_batch;
     m->base.impl = m;

@@ -23,10 +23,19 @@ void zt_gumbel_sigma(int n, const float *completed, int max_visit, float c_visit
  * used for non-root selection (their §5). */
 void zt_gumbel_softmax(int n, const float *logits, const float *sigma, float *out);
 
+/* The same softmax from the normalised prior instead of its logits:
+ * out ∝ prior * exp(sigma), which equals softmax(log(prior) + sigma) without
+ * a logarithm per action (search's non-root selection runs it every visit). */
+void zt_gumbel_softmax_prior(int n, const float *prior, const float *sigma, float *out);
+
 /* Sequential halving over m considered actions and n simulations: seq[i] is
  * the visit count that simulation i's root action must have (Algorithm 2):
  * each phase gives every remaining action the same number of visits, then the
  * best half stays. Works for any n >= 1. */
 void zt_gumbel_halving_schedule(int m, int n, int32_t *seq);
+
+/* seq[i] of that schedule alone, in O(log m) and without the array, so that
+ * a search of any budget (the root cache's deep search) needs no storage. */
+int zt_gumbel_halving_visits(int m, int n, int i);
 
 #endif

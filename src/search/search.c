@@ -3,11 +3,26 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/alloc.h"
 #include "core/rng.h"
 #include "game/game.h"
+#include "search/fastexp.h"
 #include "search/gumbel.h"
+
+/* Gumbel and reused statistics. Danihelka et al.'s guarantee of policy
+ * improvement concerns the final choice, argmax over the considered actions
+ * of g + logits + sigma(q); sequential halving is only the bandit that
+ * spends this search's budget on estimating those q. A reused subtree (tree
+ * reuse, the root cache) brings q-values that are better estimates of the
+ * same quantities, so keeping them is sound as long as the halving itself
+ * runs on this search's own simulations: the schedule's "visits wanted"
+ * counts the simulations this search sent through each root action
+ * (slot.halving_visits), and the winner is the considered action that went
+ * furthest in this search's halving. Completed Q, sigma (max N) and the
+ * policy target use all statistics in the tree. Gumbel-top-k draws fresh
+ * Gumbel variables and candidates at every search. */
 
 /* One tree and the state of its current search. Root arrays are indexed by
  * the root's edge number, not by action. */
@@ -20,17 +35,18 @@ typedef struct slot {
     int sims_target;  /* simulations of this search */
     int sims_started; /* selected (pending or done) in this search */
     int sims_done;
+    int gumbel_m;     /* candidates considered in this search */
     float qmin, qmax; /* range of backed-up Q, for minmax_q */
-    float *root_prior;
-    float *gumbel;
-    uint8_t *considered;
-    int32_t *schedule; /* Gumbel: visits wanted at simulation i (sequential halving) */
+    bool root_noise;         /* PUCT: root_prior holds the prior with Dirichlet noise */
+    float *root_prior;       /* PUCT with noise: noisy prior; Gumbel: g(a) + logits(a) */
+    float *gumbel;           /* Gumbel variables (Dirichlet scratch for PUCT) */
+    uint8_t *considered;     /* Gumbel: in the top-m sample */
+    int32_t *halving_visits; /* Gumbel: this search's simulations per root edge */
     uint8_t *input;
 } slot;
 
 typedef struct leaf {
     int slot, node;
-    bool is_new; /* sent to the model; else a terminal or unexpandable node */
 } leaf;
 
 struct zt_search {
@@ -41,7 +57,6 @@ struct zt_search {
     zt_tree spare;    /* scratch target of subtree extraction */
     int32_t *remap;
     bool cache_valid;
-    int schedule_len;
 
     /* one round's batch, sized num_trees * K */
     int batch_cap;
@@ -52,7 +67,8 @@ struct zt_search {
     zt_model_output out;
 
     zt_search_stats stats;
-    void *block;
+    void *block;      /* slot arrays and batch buffers */
+    void *tree_block; /* every tree, the spare included */
 };
 
 void zt_search_config_default(zt_search_config *c, zt_search_algorithm algorithm)
@@ -67,6 +83,7 @@ void zt_search_config_default(zt_search_config *c, zt_search_algorithm algorithm
     c->c_base = 19652.0f;
     c->fpu = ZT_FPU_ABSOLUTE;
     c->fpu_value = 0.0f;
+    c->fpu_reduction = 0.0f;
     c->dirichlet_alpha = 0.3f;
     c->dirichlet_fraction = 0.0f;
     c->virtual_loss = 1.0f;
@@ -75,11 +92,34 @@ void zt_search_config_default(zt_search_config *c, zt_search_algorithm algorithm
     c->c_scale = 1.0f;
     c->gumbel_noise = true;
     c->gumbel_rescale = true;
+    /* Gumbel AlphaZero's paper and mctx search every move afresh; reuse is
+     * sound for it (see above) but not the published setting. */
     c->tree_reuse = algorithm == ZT_SEARCH_PUCT;
     c->seed = 1;
 }
 
 /* ---- allocation ---- */
+
+/* All trees of a search share one block. At G = 1024 the trees span tens of
+ * megabytes and every simulation lands in a tree last touched a round ago:
+ * with 4 KiB pages most of its cache misses would also miss the TLB, so a
+ * block of 2 MiB or more is aligned to and advised onto huge pages (where
+ * the kernel offers them; elsewhere this is a plain aligned block). Zeroed
+ * after the advice, so the first touch already gets huge pages. */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static void *tree_block_alloc(size_t bytes)
+{
+    void *p = NULL;
+    size_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : ZT_CACHE_LINE;
+    if (align == HUGE_PAGE) bytes = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    if (posix_memalign(&p, align, bytes) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (align == HUGE_PAGE) madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    memset(p, 0, bytes);
+    return p;
+}
 
 static void *take(zt_arena *a, size_t size)
 {
@@ -106,22 +146,22 @@ zt_status zt_search_new(const zt_search_config *cfg, zt_model *model, int num_tr
                        ZT_MAX_ACTIONS);
     if (cfg->algorithm == ZT_SEARCH_GUMBEL && cfg->gumbel_m < 1)
         return zt_fail(ZT_ERR_INVALID, "gumbel_m must be >= 1");
+    if (cfg->fpu != ZT_FPU_ABSOLUTE && cfg->fpu != ZT_FPU_PARENT)
+        return zt_fail(ZT_ERR_INVALID, "unknown first-play-urgency mode %d", (int)cfg->fpu);
 
     zt_search *s = zt_xcalloc(1, sizeof *s);
     s->cfg = *cfg;
-    if (cfg->algorithm == ZT_SEARCH_GUMBEL) s->cfg.tree_reuse = false;
     s->model = model;
     s->num_trees = num_trees;
     int nslots = num_trees + 1;
     int A = model->num_actions;
-    s->schedule_len = cfg->num_simulations;
     s->batch_cap = num_trees * K;
     int B = s->batch_cap > nslots ? s->batch_cap : nslots;
     int O = model->max_outcomes > 0 ? model->max_outcomes : 1;
 
-    /* Every per-slot array and the batch buffers come from one block. */
-    /* sizes plus 16 bytes of alignment slack per array */
-    size_t per_slot = (size_t)A * (4 + 4 + 1) + (size_t)s->schedule_len * 4 + model->input_size + 5 * 16;
+    /* Every per-slot array and the batch buffers come from one block:
+     * sizes plus 16 bytes of alignment slack per array. */
+    size_t per_slot = (size_t)A * (4 + 4 + 1 + 4) + model->input_size + 5 * 16;
     size_t batch = (size_t)B * (sizeof(leaf) + 2 * sizeof(void *) + 4 + (size_t)A * 4 + 4 + 4 + 1 +
                                 1 + 4 + (size_t)O * 8) + 12 * 16;
     size_t total = (size_t)nslots * per_slot + batch;
@@ -138,7 +178,7 @@ zt_status zt_search_new(const zt_search_config *cfg, zt_model *model, int num_tr
         sl->root_prior = TAKE(A, float);
         sl->gumbel = TAKE(A, float);
         sl->considered = TAKE(A, uint8_t);
-        sl->schedule = TAKE(s->schedule_len, int32_t);
+        sl->halving_visits = TAKE(A, int32_t);
         sl->input = TAKE(model->input_size ? model->input_size : 1, uint8_t);
         zt_rng_seed(&sl->rng, cfg->seed, (uint64_t)i);
     }
@@ -156,17 +196,17 @@ zt_status zt_search_new(const zt_search_config *cfg, zt_model *model, int num_tr
     s->out.outcome_probs = TAKE((size_t)B * O, float);
 #undef TAKE
 
+    size_t tree_bytes = zt_tree_bytes_for(cfg->node_capacity, cfg->edge_capacity, model->state_size);
     s->remap = malloc((size_t)cfg->node_capacity * sizeof *s->remap);
-    bool ok = s->remap != NULL;
-    for (int i = 0; ok && i < nslots; i++)
-        ok = zt_tree_init(&s->slots[i].tree, cfg->node_capacity, cfg->edge_capacity,
-                          model->state_size) == ZT_OK;
-    ok = ok && zt_tree_init(&s->spare, cfg->node_capacity, cfg->edge_capacity, model->state_size) == ZT_OK;
-    if (!ok) {
+    s->tree_block = tree_block_alloc((size_t)(nslots + 1) * tree_bytes);
+    if (!s->remap || !s->tree_block) {
         zt_search_free(s);
-        return zt_fail(ZT_ERR_NOMEM, "%d trees of %zu bytes", nslots + 1,
-                       zt_tree_bytes_for(cfg->node_capacity, cfg->edge_capacity, model->state_size));
+        return zt_fail(ZT_ERR_NOMEM, "%d trees of %zu bytes", nslots + 1, tree_bytes);
     }
+    unsigned char *p = s->tree_block;
+    for (int i = 0; i < nslots; i++, p += tree_bytes)
+        zt_tree_init_at(&s->slots[i].tree, p, cfg->node_capacity, cfg->edge_capacity, model->state_size);
+    zt_tree_init_at(&s->spare, p, cfg->node_capacity, cfg->edge_capacity, model->state_size);
     *out = s;
     return ZT_OK;
 }
@@ -179,50 +219,61 @@ void zt_search_free(zt_search *s)
     zt_tree_free(&s->spare);
     free(s->slots);
     free(s->remap);
+    free(s->tree_block);
     zt_aligned_free(s->block);
     free(s);
 }
 
 /* ---- node statistics ---- */
 
-static inline float sign_to_parent(const zt_tree *t, int n)
+static inline float sign_to_parent(const zt_tree *t, const zt_node *nd)
 {
-    int p = t->parent[n];
-    return (p == ZT_TREE_NONE || t->player[p] == t->player[n]) ? 1.0f : -1.0f;
+    return t->nodes[nd->parent].player == nd->player ? 1.0f : -1.0f;
 }
 
 /* A pending simulation counts as a visit that lost `virtual_loss` for the
- * player choosing it, so other selections in the round look elsewhere. */
-static inline void add_virtual(zt_tree *t, int n, float vl)
+ * player choosing it (Chaslot et al. 2008; Segal 2010), so other selections
+ * in the round look elsewhere. Node c is entered through edge e. */
+static inline void add_virtual(zt_tree *t, int c, int e, float vl)
 {
-    t->visit[n]++;
-    if (t->parent[n] != ZT_TREE_NONE) t->value_sum[n] -= sign_to_parent(t, n) * vl;
+    zt_node *nd = &t->nodes[c];
+    zt_edge *ed = &t->edges[e];
+    nd->visit++;
+    nd->value_sum -= sign_to_parent(t, nd) * vl;
+    ed->visit++;
+    ed->value_sum -= vl;
 }
 
-static inline void remove_virtual(zt_tree *t, int n, float vl)
+/* Takes back the virtual visits from `n` up to the root (a collision). */
+static void remove_virtual_path(zt_tree *t, int n, float vl)
 {
-    t->visit[n]--;
-    if (t->parent[n] != ZT_TREE_NONE) t->value_sum[n] += sign_to_parent(t, n) * vl;
-}
-
-static inline bool has_value(const zt_tree *t, int c)
-{
-    return c != ZT_TREE_NONE && t->visit[c] > 0;
+    while (n != 0) {
+        zt_node *nd = &t->nodes[n];
+        zt_edge *ed = &t->edges[nd->parent_edge];
+        nd->visit--;
+        nd->value_sum += sign_to_parent(t, nd) * vl;
+        ed->visit--;
+        ed->value_sum += vl;
+        n = nd->parent;
+    }
+    t->nodes[0].visit--;
 }
 
 /* Exact chance node value: outcomes searched contribute their values with
- * their probabilities, the mass not yet searched keeps the model's estimate. */
+ * their probabilities, the mass not yet searched keeps the model's estimate.
+ * An outcome whose child still waits for the model (kind new) holds only a
+ * virtual visit and does not count. */
 static float chance_value(const zt_tree *t, int n)
 {
-    int e0 = t->first_edge[n], ne = t->num_edges_of[n];
+    const zt_node *nd = &t->nodes[n];
+    const zt_edge *ed = t->edges + nd->first_edge;
     double sum = 0, mass = 0;
-    for (int i = 0; i < ne; i++) {
-        int c = t->child[e0 + i];
-        if (c == ZT_TREE_NONE || t->visit[c] == 0 || t->kind[c] == ZT_NODE_NEW) continue;
-        sum += t->prior[e0 + i] * zt_tree_q(t, c);
-        mass += t->prior[e0 + i];
+    for (int i = 0; i < nd->num_edges; i++) {
+        if (ed[i].visit == 0 || t->nodes[ed[i].child].kind == ZT_NODE_NEW) continue;
+        sum += ed[i].prior * (ed[i].value_sum / (float)ed[i].visit);
+        mass += ed[i].prior;
     }
-    return (float)(sum + (1.0 - mass) * t->raw_value[n]);
+    return (float)(sum + (1.0 - mass) * nd->raw_value);
 }
 
 /* ---- expansion ---- */
@@ -231,47 +282,52 @@ static void expand(zt_search *s, zt_tree *t, int n, const zt_model_output *o, in
 {
     int A = s->model->num_actions;
     int O = s->model->max_outcomes > 0 ? s->model->max_outcomes : 1;
-    t->kind[n] = o->kind[i];
-    t->player[n] = o->player[i];
-    t->reward[n] = o->reward[i];
-    t->raw_value[n] = o->value[i];
-    t->unexpanded[n] = 0;
+    zt_node *nd = &t->nodes[n];
+    nd->kind = o->kind[i];
+    nd->player = o->player[i];
+    nd->reward = o->reward[i];
+    nd->raw_value = o->value[i];
     if (o->kind[i] == ZT_NODE_DECISION) {
+        /* Gather the legal actions first: one pass over the logits, then
+         * the softmax over legal actions only (illegal ones get no edge). */
         const float *lg = o->logits + (size_t)i * A;
+        uint16_t act[ZT_MAX_ACTIONS];
+        float w[ZT_MAX_ACTIONS];
         int legal = 0;
         float top = -INFINITY;
-        for (int a = 0; a < A; a++)
-            if (isfinite(lg[a])) {
-                legal++;
-                top = fmaxf(top, lg[a]);
-            }
+        for (int a = 0; a < A; a++) {
+            if (!isfinite(lg[a])) continue;
+            act[legal] = (uint16_t)a;
+            w[legal++] = lg[a];
+            top = lg[a] > top ? lg[a] : top;
+        }
         ZT_ASSERT(legal > 0);
-        int e = zt_tree_add_edges(t, n, legal);
+        int e = zt_tree_reserve_edges(t, n, legal);
         if (e == ZT_TREE_NONE) {
-            t->unexpanded[n] = 1;
             s->stats.capacity_hits++;
             return;
         }
-        double total = 0;
-        for (int a = 0; a < A; a++) {
-            if (!isfinite(lg[a])) continue;
-            t->action[e] = (uint16_t)a;
-            t->prior[e] = expf(lg[a] - top);
-            total += t->prior[e++];
-        }
-        for (int k = t->first_edge[n]; k < e; k++) t->prior[k] = (float)(t->prior[k] / total);
+        /* padded to a multiple of 8 so that the loop vectorises whole */
+        int padded = (legal + 7) & ~7;
+        for (int k = legal; k < padded; k++) w[k] = top;
+        for (int k = 0; k < padded; k++) w[k] = zt_exp_nonpos(w[k] - top);
+        float total = 0;
+        for (int k = 0; k < legal; k++) total += w[k];
+        float inv = 1.0f / total;
+        zt_edge *ed = t->edges + e;
+        for (int k = 0; k < legal; k++) ed[k] = (zt_edge){.prior = w[k] * inv, .child = ZT_TREE_NONE};
+        memcpy(t->actions + e, act, (size_t)legal * sizeof *act);
     } else if (o->kind[i] == ZT_NODE_CHANCE) {
         int no = o->num_outcomes[i];
         ZT_ASSERT(no > 0 && no <= O);
-        int e = zt_tree_add_edges(t, n, no);
+        int e = zt_tree_reserve_edges(t, n, no);
         if (e == ZT_TREE_NONE) {
-            t->unexpanded[n] = 1;
             s->stats.capacity_hits++;
             return;
         }
         for (int k = 0; k < no; k++) {
-            t->action[e + k] = (uint16_t)o->outcomes[(size_t)i * O + k];
-            t->prior[e + k] = o->outcome_probs[(size_t)i * O + k];
+            t->actions[e + k] = (uint16_t)o->outcomes[(size_t)i * O + k];
+            t->edges[e + k] = (zt_edge){.prior = o->outcome_probs[(size_t)i * O + k], .child = ZT_TREE_NONE};
         }
     } else {
         ZT_ASSERT(o->kind[i] == ZT_NODE_TERMINAL);
@@ -280,64 +336,159 @@ static void expand(zt_search *s, zt_tree *t, int n, const zt_model_output *o, in
 
 /* ---- backup ---- */
 
-static void backup(zt_search *s, slot *sl, int leaf_node, bool was_new, float v)
+/* A backup in progress: value v (node's perspective) on its way from a leaf
+ * to the root. Like the walks down (select_round), ASCENT_LANES backups run
+ * side by side, one level each in turn, each level prefetching the parent's
+ * record and the edge into it for the next. */
+enum { ASCENT_LANES = 8 };
+
+typedef struct ascent {
+    int slot, node;
+    int out_row;  /* the leaf's row of the model output; -1 for a known leaf */
+    float v;
+    bool started; /* the leaf is expanded and v set */
+    bool first;   /* node is the leaf */
+} ascent;
+
+static inline void prefetch_parent(const zt_tree *t, const zt_node *nd)
 {
+    if (nd->parent == ZT_TREE_NONE) return;
+    __builtin_prefetch(&t->nodes[nd->parent], 1);
+    __builtin_prefetch(&t->edges[nd->parent_edge], 1);
+}
+
+/* One level of backup a: adds v to the node and its edge, taking back the
+ * virtual loss; returns true once the root is done. */
+static bool backup_level(zt_search *s, ascent *a)
+{
+    slot *sl = &s->slots[a->slot];
     zt_tree *t = &sl->tree;
-    float vl = s->cfg.virtual_loss;
-    int n = leaf_node;
-    bool first = true;
-    for (;;) {
-        int p = t->parent[n];
-        /* A new leaf's virtual loss was dropped when it was expanded. */
-        if (p != ZT_TREE_NONE && !(first && was_new)) t->value_sum[n] += sign_to_parent(t, n) * vl;
-        if (t->kind[n] == ZT_NODE_CHANCE && !first) {
-            v = chance_value(t, n);
-            t->value_sum[n] = v * (float)t->visit[n];
+    zt_node *nd = &t->nodes[a->node];
+    if (!a->started) {
+        a->started = true;
+        if (a->out_row >= 0) {
+            /* drop the new leaf's virtual loss: its first value replaces it */
+            nd->value_sum = 0;
+            t->edges[nd->parent_edge].value_sum = 0;
+            expand(s, t, a->node, &s->out, a->out_row);
+            a->v = s->out.value[a->out_row];
         } else {
-            t->value_sum[n] += v;
+            a->v = nd->raw_value;
         }
-        if (p == ZT_TREE_NONE) break;
-        v = t->reward[n] + sign_to_parent(t, n) * v;
-        if (s->cfg.minmax_q) {
-            sl->qmin = fminf(sl->qmin, v);
-            sl->qmax = fmaxf(sl->qmax, v);
+        prefetch_parent(t, nd);
+        return false;
+    }
+    float v = a->v;
+    if (nd->parent == ZT_TREE_NONE) {
+        nd->value_sum += v;
+        return true;
+    }
+    float vl = s->cfg.virtual_loss;
+    float sign = sign_to_parent(t, nd);
+    zt_edge *ed = &t->edges[nd->parent_edge];
+    /* A new leaf's virtual loss was dropped when it was expanded. */
+    if (!(a->first && a->out_row >= 0)) {
+        nd->value_sum += sign * vl;
+        ed->value_sum += vl;
+    }
+    float q;
+    if (nd->kind == ZT_NODE_CHANCE && !a->first) {
+        v = chance_value(t, a->node);
+        q = nd->reward + sign * v;
+        nd->value_sum = v * (float)nd->visit;
+        ed->value_sum = q * (float)ed->visit;
+    } else {
+        nd->value_sum += v;
+        q = nd->reward + sign * v;
+        ed->value_sum += q;
+    }
+    if (s->cfg.minmax_q) {
+        sl->qmin = q < sl->qmin ? q : sl->qmin;
+        sl->qmax = q > sl->qmax ? q : sl->qmax;
+    }
+    a->v = q;
+    a->node = nd->parent;
+    a->first = false;
+    prefetch_parent(t, &t->nodes[a->node]);
+    return false;
+}
+
+/* Expands this round's B model leaves and backs up every leaf, model
+ * leaves first (rows 0..B-1 of s->leaves), then the `known` ones at the
+ * back. Backups of one tree may interleave: their additions commute, and a
+ * chance node is recomputed from its outcomes by every backup through it. */
+static void backup_round(zt_search *s, int B, int known)
+{
+    int total = B + known, next = 0, active = 0;
+    ascent lanes[ASCENT_LANES];
+    for (;;) {
+        while (active < ASCENT_LANES && next < total) {
+            bool is_new = next < B;
+            const leaf *lf = &s->leaves[is_new ? next : s->batch_cap - (next - B) - 1];
+            lanes[active++] = (ascent){.slot = lf->slot, .node = lf->node, .out_row = is_new ? next : -1,
+                                       .first = true};
+            const zt_tree *t = &s->slots[lf->slot].tree;
+            __builtin_prefetch(&t->nodes[lf->node], 1);
+            if (is_new) {
+                /* where expansion will write the leaf's edges */
+                __builtin_prefetch(t->edges + t->num_edges, 1);
+                __builtin_prefetch(t->edges + t->num_edges + 4, 1);
+                __builtin_prefetch(t->actions + t->num_edges, 1);
+            }
+            next++;
         }
-        n = p;
-        first = false;
+        if (active == 0) break;
+        for (int j = 0; j < active; j++) {
+            if (!backup_level(s, &lanes[j])) continue;
+            s->slots[lanes[j].slot].sims_done++;
+            lanes[j--] = lanes[--active];
+        }
     }
 }
 
 /* ---- selection ---- */
 
-static inline float normalise_q(const zt_search *s, const slot *sl, float q)
+/* AlphaZero's exploration rate c(s) = c_init + log((N(s) + c_base + 1) / c_base)
+ * (Silver et al. 2018, pseudocode). With N(s) far below c_base, as in any
+ * search of fewer than a few thousand simulations, log1p's series to four
+ * terms is exact to float precision (error below x^5 / 5 < 1e-8 for
+ * x <= 0.02); beyond, logf. */
+static inline float c_puct_of(const zt_search_config *c, float parent_n)
 {
-    if (!s->cfg.minmax_q || !(sl->qmax > sl->qmin)) return q;
-    return (q - sl->qmin) / (sl->qmax - sl->qmin);
+    float x = (parent_n + 1.0f) / c->c_base;
+    if (x > 0.02f) return c->c_init + logf(1.0f + x);
+    return c->c_init + x * (1.0f - x * (0.5f - x * (1.0f / 3.0f - x * 0.25f)));
 }
 
+/* PUCT (Silver et al. 2018): argmax of Q(s,a) + c(s) P(s,a) sqrt(N(s)) / (1 + N(s,a)),
+ * reading only node n's edge range. Unvisited actions take the first-play
+ * urgency; with minmax_q every Q is rescaled to [0, 1] by the tree's range
+ * (Schrittwieser et al. 2020, Appendix B). */
 static int select_puct(const zt_search *s, const slot *sl, int n)
 {
     const zt_tree *t = &sl->tree;
     const zt_search_config *c = &s->cfg;
-    int e0 = t->first_edge[n], ne = t->num_edges_of[n];
-    /* visit[n] already counts this simulation; AlphaZero's N(s) does not. */
-    float parent_n = (float)(t->visit[n] - 1);
-    float sqrt_n = sqrtf(parent_n);
-    float c_puct = c->c_init + logf((parent_n + c->c_base + 1.0f) / c->c_base);
-    float fpu = c->fpu_value;
-    if (c->fpu == ZT_FPU_PARENT) fpu = t->value_sum[n] / (float)t->visit[n] - c->fpu_reduction;
-    fpu = normalise_q(s, sl, fpu);
-    const float *prior = (n == 0) ? sl->root_prior : t->prior + e0;
+    const zt_node *nd = &t->nodes[n];
+    const zt_edge *ed = t->edges + nd->first_edge;
+    int ne = nd->num_edges;
+    /* visit already counts this simulation; AlphaZero's N(s) does not. */
+    float parent_n = (float)(nd->visit - 1);
+    float explore = c_puct_of(c, parent_n) * sqrtf(parent_n);
+    float fpu = c->fpu == ZT_FPU_PARENT ? nd->value_sum / (float)nd->visit - c->fpu_reduction : c->fpu_value;
+    float lo = 0, inv_range = 1;
+    if (c->minmax_q && sl->qmax > sl->qmin) {
+        lo = sl->qmin;
+        inv_range = 1.0f / (sl->qmax - sl->qmin);
+        fpu = (fpu - lo) * inv_range;
+    }
+    bool noisy = n == 0 && sl->root_noise;
     int best = 0;
     float best_score = -INFINITY;
     for (int i = 0; i < ne; i++) {
-        int ch = t->child[e0 + i];
-        float q = fpu, visits = 0;
-        if (has_value(t, ch)) {
-            q = normalise_q(s, sl, zt_tree_q(t, ch));
-            visits = (float)t->visit[ch];
-        }
-        float score = q + c_puct * prior[i] * sqrt_n / (1.0f + visits);
+        float prior = noisy ? sl->root_prior[i] : ed[i].prior;
+        float visits = (float)ed[i].visit;
+        float q = ed[i].visit > 0 ? (ed[i].value_sum / visits - lo) * inv_range : fpu;
+        float score = q + explore * prior / (1.0f + visits);
         if (score > best_score) {
             best_score = score;
             best = i;
@@ -346,45 +497,46 @@ static int select_puct(const zt_search *s, const slot *sl, int n)
     return best;
 }
 
-/* Completed Q and sigma over the edges of decision node n (Gumbel §4). */
-static void gumbel_sigma_of(const zt_search *s, const zt_tree *t, int n, float *logits, float *sigma,
-                            float *completed)
+/* Completed Q and sigma over the edges of decision node n (Danihelka et
+ * al. §4, eq. 8 and 33), through the functions of gumbel.c; also returns
+ * the priors and the total visits of the edges. */
+static void gumbel_sigma_of(const zt_search *s, const zt_tree *t, int n, float *prior, float *sigma,
+                            int32_t *sum_visits)
 {
-    int e0 = t->first_edge[n], ne = t->num_edges_of[n];
-    float q[ZT_MAX_ACTIONS];
+    const zt_node *nd = &t->nodes[n];
+    const zt_edge *ed = t->edges + nd->first_edge;
+    int ne = nd->num_edges;
+    float q[ZT_MAX_ACTIONS], completed[ZT_MAX_ACTIONS];
     int32_t visits[ZT_MAX_ACTIONS];
-    int max_visit = 0;
+    int32_t max_visit = 0, total = 0;
     for (int i = 0; i < ne; i++) {
-        int ch = t->child[e0 + i];
-        visits[i] = has_value(t, ch) ? t->visit[ch] : 0;
-        q[i] = visits[i] ? zt_tree_q(t, ch) : 0.0f;
-        if (visits[i] > max_visit) max_visit = visits[i];
-        logits[i] = logf(fmaxf(t->prior[e0 + i], 1e-30f));
+        visits[i] = ed[i].visit;
+        prior[i] = ed[i].prior;
+        q[i] = visits[i] > 0 ? ed[i].value_sum / (float)visits[i] : 0.0f;
+        max_visit = visits[i] > max_visit ? visits[i] : max_visit;
+        total += visits[i];
     }
-    zt_gumbel_completed_q(ne, t->prior + e0, q, visits, t->raw_value[n], completed);
+    zt_gumbel_completed_q(ne, prior, q, visits, nd->raw_value, completed);
     zt_gumbel_sigma(ne, completed, max_visit, s->cfg.c_visit, s->cfg.c_scale, s->cfg.gumbel_rescale,
                     sigma);
+    *sum_visits = total;
 }
 
 /* Non-root Gumbel selection: argmax of pi'(a) - N(a) / (1 + sum N), pi' the
  * improved policy (Danihelka et al. §5). Deterministic. */
 static int select_gumbel_interior(const zt_search *s, const zt_tree *t, int n)
 {
-    int e0 = t->first_edge[n], ne = t->num_edges_of[n];
-    float logits[ZT_MAX_ACTIONS], sigma[ZT_MAX_ACTIONS], completed[ZT_MAX_ACTIONS];
-    gumbel_sigma_of(s, t, n, logits, sigma, completed);
-    zt_gumbel_softmax(ne, logits, sigma, completed);
-    float total = 0;
-    for (int i = 0; i < ne; i++) {
-        int ch = t->child[e0 + i];
-        if (ch != ZT_TREE_NONE) total += (float)t->visit[ch];
-    }
+    int ne = t->nodes[n].num_edges;
+    const zt_edge *ed = t->edges + t->nodes[n].first_edge;
+    float prior[ZT_MAX_ACTIONS], sigma[ZT_MAX_ACTIONS], improved[ZT_MAX_ACTIONS];
+    int32_t total;
+    gumbel_sigma_of(s, t, n, prior, sigma, &total);
+    zt_gumbel_softmax_prior(ne, prior, sigma, improved);
+    float inv = 1.0f / (1.0f + (float)total);
     int best = 0;
     float best_score = -INFINITY;
     for (int i = 0; i < ne; i++) {
-        int ch = t->child[e0 + i];
-        float visits = ch != ZT_TREE_NONE ? (float)t->visit[ch] : 0.0f;
-        float score = completed[i] - visits / (1.0f + total);
+        float score = improved[i] - (float)ed[i].visit * inv;
         if (score > best_score) {
             best_score = score;
             best = i;
@@ -393,24 +545,23 @@ static int select_gumbel_interior(const zt_search *s, const zt_tree *t, int n)
     return best;
 }
 
-/* Root Gumbel selection: among the considered actions whose visit count is
- * what sequential halving wants for this simulation, the one with the largest
- * g(a) + logits(a) + sigma(q(a)). */
+/* Root Gumbel selection: among the considered actions whose visit count in
+ * this search is what sequential halving wants for this simulation, the one
+ * with the largest g(a) + logits(a) + sigma(q(a)). */
 static int select_gumbel_root(const zt_search *s, const slot *sl)
 {
     const zt_tree *t = &sl->tree;
-    int e0 = t->first_edge[0], ne = t->num_edges_of[0];
-    float logits[ZT_MAX_ACTIONS], sigma[ZT_MAX_ACTIONS], completed[ZT_MAX_ACTIONS];
-    gumbel_sigma_of(s, t, 0, logits, sigma, completed);
-    int idx = sl->sims_started < s->schedule_len ? sl->sims_started : s->schedule_len - 1;
-    int want = sl->schedule[idx];
+    int ne = t->nodes[0].num_edges;
+    float prior[ZT_MAX_ACTIONS], sigma[ZT_MAX_ACTIONS];
+    int32_t total;
+    gumbel_sigma_of(s, t, 0, prior, sigma, &total);
+    int want = zt_gumbel_halving_visits(sl->gumbel_m, sl->sims_target, sl->sims_started);
     int best = -1, fallback = -1, fallback_visits = 0;
     float best_score = -INFINITY, fallback_score = -INFINITY;
     for (int i = 0; i < ne; i++) {
         if (!sl->considered[i]) continue;
-        int ch = t->child[e0 + i];
-        int visits = ch != ZT_TREE_NONE ? t->visit[ch] : 0;
-        float score = sl->gumbel[i] + logits[i] + sigma[i];
+        int visits = sl->halving_visits[i];
+        float score = sl->root_prior[i] + sigma[i];
         if (visits == want && score > best_score) {
             best_score = score;
             best = i;
@@ -432,20 +583,17 @@ static int select_gumbel_root(const zt_search *s, const slot *sl)
  * entered. */
 static int select_chance(const zt_tree *t, int n)
 {
-    int e0 = t->first_edge[n], ne = t->num_edges_of[n];
+    const zt_node *nd = &t->nodes[n];
+    const zt_edge *ed = t->edges + nd->first_edge;
+    int ne = nd->num_edges;
     float total = 0;
-    for (int i = 0; i < ne; i++) {
-        int ch = t->child[e0 + i];
-        if (ch != ZT_TREE_NONE) total += (float)t->visit[ch];
-    }
+    for (int i = 0; i < ne; i++) total += (float)ed[i].visit;
     int best = -1;
     float best_score = -INFINITY;
     for (int i = 0; i < ne; i++) {
-        float p = t->prior[e0 + i];
+        float p = ed[i].prior;
         if (!(p > 0)) continue;
-        int ch = t->child[e0 + i];
-        float visits = ch != ZT_TREE_NONE ? (float)t->visit[ch] : 0.0f;
-        float score = p * (total + 1.0f) - visits;
+        float score = p * (total + 1.0f) - (float)ed[i].visit;
         if (score > best_score) {
             best_score = score;
             best = i;
@@ -455,54 +603,171 @@ static int select_chance(const zt_tree *t, int n)
     return best;
 }
 
-typedef enum { PICK_NEW, PICK_KNOWN, PICK_COLLISION, PICK_NONE } pick;
+typedef enum { PICK_NONE, PICK_NEW, PICK_KNOWN, PICK_COLLISION } pick;
 
-/* Walks from the root to a leaf, adding virtual visits on the way. */
-static pick select_leaf(zt_search *s, slot *sl, int *leaf_node, int *leaf_action)
+/* A walk from a root to a leaf in progress. At G = 1024 every node it
+ * reaches is out of the nearer caches, and each step depends on the last,
+ * so a round runs DESCENT_LANES walks (of distinct trees) side by side, one
+ * step each in turn, and every step prefetches what the walk needs next:
+ * the misses of one walk overlap the work of the others. A node takes two
+ * steps: its record (virtual visit, kind, edge range; then prefetch the
+ * edges), and its edges (selection, then prefetch the child's record). The
+ * walks of one tree stay sequential, so virtual loss sees every earlier
+ * leaf of the round exactly as one walk after the other would. */
+enum { DESCENT_LANES = 8 };
+
+typedef struct descent {
+    int slot;
+    int node;
+    int root_edge;  /* Gumbel: root edge taken, -1 before */
+    int depth;      /* edges walked */
+    int8_t parent_player;
+    bool at_edges;  /* the node's record is done, its edges are next */
+    int taken, want; /* leaves this tree gave / may give this round */
+} descent;
+
+static inline void prefetch_lines(const void *p, size_t bytes)
 {
+    const char *c = p;
+    if (bytes > 16 * ZT_CACHE_LINE) bytes = 16 * ZT_CACHE_LINE;
+    for (size_t off = 0; off < bytes; off += ZT_CACHE_LINE) __builtin_prefetch(c + off);
+    __builtin_prefetch(c + bytes - 1);
+}
+
+static void descent_start(zt_search *s, descent *d, int slot_index)
+{
+    d->slot = slot_index;
+    d->node = 0;
+    d->root_edge = -1;
+    d->depth = 0;
+    d->at_edges = false;
+    __builtin_prefetch(s->slots[slot_index].tree.nodes, 1);
+}
+
+/* One step of walk d: PICK_NONE while it goes on, else how it ended. */
+static pick descent_step(zt_search *s, descent *d, int *leaf_node, int *leaf_action)
+{
+    slot *sl = &s->slots[d->slot];
     zt_tree *t = &sl->tree;
     float vl = s->cfg.virtual_loss;
-    int n = 0, depth = 0;
-    add_virtual(t, 0, vl);
-    for (;;) {
-        if (t->kind[n] == ZT_NODE_NEW) {
+    int n = d->node;
+    zt_node *nd = &t->nodes[n];
+    if (!d->at_edges) {
+        /* the virtual visit of the node entered (the edge took its own) */
+        nd->visit++;
+        if (n != 0) nd->value_sum -= (d->parent_player == nd->player ? vl : -vl);
+        if (nd->kind == ZT_NODE_NEW) {
             /* Pending in this round: give back the virtual visits. */
-            for (int m = n; m != ZT_TREE_NONE; m = t->parent[m]) remove_virtual(t, m, vl);
+            remove_virtual_path(t, n, vl);
+            if (d->root_edge >= 0) sl->halving_visits[d->root_edge]--;
             s->stats.collisions++;
             return PICK_COLLISION;
         }
-        if (t->kind[n] == ZT_NODE_TERMINAL || t->unexpanded[n]) {
+        if (nd->kind == ZT_NODE_TERMINAL || nd->num_edges == 0) {
+            /* terminal, or left unexpanded for lack of edges */
             *leaf_node = n;
             return PICK_KNOWN;
         }
-        int i;
-        if (t->kind[n] == ZT_NODE_CHANCE)
-            i = select_chance(t, n);
-        else if (s->cfg.algorithm == ZT_SEARCH_GUMBEL)
-            i = n == 0 ? select_gumbel_root(s, sl) : select_gumbel_interior(s, t, n);
-        else
-            i = select_puct(s, sl, n);
-        int e = t->first_edge[n] + i;
-        int c = t->child[e];
-        depth++;
-        if (depth > s->stats.max_depth) s->stats.max_depth = depth;
-        if (c == ZT_TREE_NONE) {
-            c = zt_tree_add_node(t, n);
-            if (c == ZT_TREE_NONE) {
-                /* Out of nodes: n stays a leaf valued by the model. */
-                s->stats.capacity_hits++;
-                *leaf_node = n;
-                return PICK_KNOWN;
-            }
-            t->child[e] = c;
-            add_virtual(t, c, vl);
-            *leaf_node = c;
-            *leaf_action = t->action[e];
-            return PICK_NEW;
-        }
-        add_virtual(t, c, vl);
-        n = c;
+        prefetch_lines(t->edges + nd->first_edge, (size_t)nd->num_edges * sizeof(zt_edge));
+        /* should the walk end below this node: the action of its edge and
+         * the record a new child would take */
+        __builtin_prefetch(t->actions + nd->first_edge);
+        __builtin_prefetch(t->nodes + t->num_nodes, 1);
+        d->at_edges = true;
+        return PICK_NONE;
     }
+    int i;
+    if (nd->kind == ZT_NODE_CHANCE)
+        i = select_chance(t, n);
+    else if (s->cfg.algorithm == ZT_SEARCH_GUMBEL)
+        i = n == 0 ? select_gumbel_root(s, sl) : select_gumbel_interior(s, t, n);
+    else
+        i = select_puct(s, sl, n);
+    int e = nd->first_edge + i;
+    if (n == 0 && s->cfg.algorithm == ZT_SEARCH_GUMBEL) {
+        d->root_edge = i;
+        sl->halving_visits[i]++;
+    }
+    if (++d->depth > s->stats.max_depth) s->stats.max_depth = d->depth;
+    int c = t->edges[e].child;
+    if (c == ZT_TREE_NONE) {
+        c = zt_tree_add_node(t, n, e);
+        if (c == ZT_TREE_NONE) {
+            /* Out of nodes: n stays a leaf valued by the model. */
+            s->stats.capacity_hits++;
+            *leaf_node = n;
+            return PICK_KNOWN;
+        }
+        add_virtual(t, c, e, vl);
+        *leaf_node = c;
+        *leaf_action = t->actions[e];
+        return PICK_NEW;
+    }
+    /* A pending simulation counts as a visit that lost `virtual_loss` for
+     * the player choosing it (Chaslot et al. 2008; Segal 2010): the edge
+     * now, the child's record at the next step, once prefetched. */
+    t->edges[e].visit++;
+    t->edges[e].value_sum -= vl;
+    __builtin_prefetch(&t->nodes[c], 1);
+    d->parent_player = nd->player;
+    d->node = c;
+    d->at_edges = false;
+    return PICK_NONE;
+}
+
+/* Selects this round's leaves: up to K per searching tree, model leaves
+ * to the front of s->leaves (their count is returned), known leaves
+ * (terminal or unexpandable) to the back (*known). */
+static int select_round(zt_search *s, int *known)
+{
+    int K = s->cfg.leaves_per_round, cap = s->batch_cap;
+    int B = 0, next = 0, active = 0;
+    *known = 0;
+    descent lanes[DESCENT_LANES];
+    for (;;) {
+        /* fill free lanes with the next trees that want leaves */
+        while (active < DESCENT_LANES && next <= s->num_trees) {
+            slot *sl = &s->slots[next];
+            int want = sl->searching ? sl->sims_target - sl->sims_started : 0;
+            if (want > 0) {
+                descent *d = &lanes[active++];
+                d->taken = 0;
+                d->want = want < K ? want : K;
+                descent_start(s, d, next);
+            }
+            next++;
+        }
+        if (active == 0) break;
+        for (int j = 0; j < active; j++) {
+            descent *d = &lanes[j];
+            int node, action = -1;
+            pick p = descent_step(s, d, &node, &action);
+            if (p == PICK_NONE) continue;
+            slot *sl = &s->slots[d->slot];
+            if (p != PICK_COLLISION) {
+                sl->sims_started++;
+                d->taken++;
+                if (p == PICK_KNOWN) {
+                    s->leaves[cap - ++*known] = (leaf){d->slot, node};
+                } else {
+                    zt_tree *t = &sl->tree;
+                    s->leaves[B] = (leaf){d->slot, node};
+                    s->in_states[B] = zt_tree_state(t, t->nodes[node].parent);
+                    s->out_states[B] = zt_tree_state(t, node);
+                    s->actions[B] = action;
+                    B++;
+                }
+                if (d->taken < d->want) {
+                    descent_start(s, d, d->slot);
+                    continue;
+                }
+            }
+            /* this tree is done for the round: free the lane */
+            lanes[j--] = lanes[--active];
+        }
+    }
+    ZT_ASSERT(B + *known <= cap);
+    return B;
 }
 
 /* ---- roots ---- */
@@ -510,23 +775,27 @@ static pick select_leaf(zt_search *s, slot *sl, int *leaf_node, int *leaf_action
 static void prepare_root(zt_search *s, slot *sl)
 {
     zt_tree *t = &sl->tree;
-    int e0 = t->first_edge[0], ne = t->num_edges_of[0];
+    const zt_edge *ed = t->edges + t->nodes[0].first_edge;
+    int ne = t->nodes[0].num_edges;
     ZT_ASSERT(ne <= ZT_MAX_ACTIONS);
     if (s->cfg.algorithm == ZT_SEARCH_PUCT) {
-        memcpy(sl->root_prior, t->prior + e0, (size_t)ne * sizeof(float));
+        /* AlphaZero's exploration noise: (1 - f) P + f Dir(alpha), kept
+         * beside the tree so that the stored prior (reused, cloned from the
+         * root cache) stays the model's. */
         float f = s->cfg.dirichlet_fraction;
-        if (f > 0 && ne > 1) {
-            /* AlphaZero's exploration noise: (1 - f) P + f Dir(alpha). */
+        sl->root_noise = f > 0 && ne > 1;
+        if (sl->root_noise) {
             zt_rng_dirichlet(&sl->rng, s->cfg.dirichlet_alpha, ne, sl->gumbel);
-            for (int i = 0; i < ne; i++) sl->root_prior[i] = (1 - f) * sl->root_prior[i] + f * sl->gumbel[i];
+            for (int i = 0; i < ne; i++) sl->root_prior[i] = (1 - f) * ed[i].prior + f * sl->gumbel[i];
         }
     } else {
         /* Gumbel-top-k: the m actions with the largest g(a) + logits(a). */
         int m = s->cfg.gumbel_m < ne ? s->cfg.gumbel_m : ne;
         for (int i = 0; i < ne; i++) {
             sl->gumbel[i] = s->cfg.gumbel_noise ? (float)zt_rng_gumbel(&sl->rng) : 0.0f;
-            sl->root_prior[i] = sl->gumbel[i] + logf(fmaxf(t->prior[e0 + i], 1e-30f));
+            sl->root_prior[i] = sl->gumbel[i] + logf(fmaxf(ed[i].prior, 1e-30f));
             sl->considered[i] = 0;
+            sl->halving_visits[i] = 0;
         }
         for (int k = 0; k < m; k++) {
             int best = -1;
@@ -534,7 +803,7 @@ static void prepare_root(zt_search *s, slot *sl)
                 if (!sl->considered[i] && (best < 0 || sl->root_prior[i] > sl->root_prior[best])) best = i;
             sl->considered[best] = 1;
         }
-        zt_gumbel_halving_schedule(m, s->schedule_len, sl->schedule);
+        sl->gumbel_m = m;
     }
     sl->prepared = true;
 }
@@ -551,7 +820,8 @@ void zt_search_begin(zt_search *s, int t, const void *root_input)
     slot *sl = &s->slots[t];
     memcpy(sl->input, root_input, s->model->input_size);
     zt_tree *tr = &sl->tree;
-    if (sl->has_root && (tr->kind[0] != ZT_NODE_DECISION || tr->unexpanded[0])) reset_slot(sl);
+    if (sl->has_root && (tr->nodes[0].kind != ZT_NODE_DECISION || tr->nodes[0].num_edges == 0))
+        reset_slot(sl);
     if (!sl->has_root && t < s->num_trees && s->cache_valid &&
         memcmp(s->slots[s->num_trees].input, root_input, s->model->input_size) == 0) {
         zt_tree_copy(tr, &s->slots[s->num_trees].tree);
@@ -575,8 +845,8 @@ static void evaluate_roots(zt_search *s)
         slot *sl = &s->slots[i];
         if (!sl->searching || sl->has_root) continue;
         zt_tree_clear(&sl->tree);
-        int root = zt_tree_add_node(&sl->tree, ZT_TREE_NONE);
-        s->leaves[B] = (leaf){i, root, true};
+        int root = zt_tree_add_node(&sl->tree, ZT_TREE_NONE, ZT_TREE_NONE);
+        s->leaves[B] = (leaf){i, root};
         s->in_states[B] = sl->input;
         s->out_states[B] = zt_tree_state(&sl->tree, root);
         B++;
@@ -588,9 +858,9 @@ static void evaluate_roots(zt_search *s)
         zt_tree *t = &sl->tree;
         ZT_ASSERT(s->out.kind[b] == ZT_NODE_DECISION); /* search starts where a player moves */
         expand(s, t, 0, &s->out, b);
-        ZT_ASSERT(!t->unexpanded[0]);
-        t->visit[0] = 1;
-        t->value_sum[0] = s->out.value[b];
+        ZT_ASSERT(t->nodes[0].num_edges > 0);
+        t->nodes[0].visit = 1;
+        t->nodes[0].value_sum = s->out.value[b];
         sl->has_root = true;
     }
 }
@@ -600,58 +870,18 @@ void zt_search_run(zt_search *s)
     evaluate_roots(s);
     for (int i = 0; i <= s->num_trees; i++)
         if (s->slots[i].searching && !s->slots[i].prepared) prepare_root(s, &s->slots[i]);
-    int K = s->cfg.leaves_per_round;
     for (;;) {
-        int B = 0, known = 0;
-        /* Known leaves go to the end of the leaf list, model leaves to the front. */
-        int cap = s->batch_cap;
-        for (int i = 0; i <= s->num_trees; i++) {
-            slot *sl = &s->slots[i];
-            if (!sl->searching) continue;
-            int want = sl->sims_target - sl->sims_started;
-            if (want > K) want = K;
-            for (int k = 0; k < want; k++) {
-                int node, action = -1;
-                pick p = select_leaf(s, sl, &node, &action);
-                if (p == PICK_COLLISION) break;
-                sl->sims_started++;
-                if (p == PICK_KNOWN) {
-                    known++;
-                    s->leaves[cap - known] = (leaf){i, node, false};
-                    continue;
-                }
-                zt_tree *t = &sl->tree;
-                int parent = t->parent[node];
-                s->leaves[B] = (leaf){i, node, true};
-                s->in_states[B] = zt_tree_state(t, parent);
-                s->out_states[B] = zt_tree_state(t, node);
-                s->actions[B] = action;
-                B++;
-            }
-        }
-        ZT_ASSERT(B + known <= s->batch_cap);
+        int known;
+        int B = select_round(s, &known);
         if (B == 0 && known == 0) break;
         if (B > 0) {
             s->model->recurrent(s->model, B, s->in_states, s->actions, s->out_states, &s->out);
             s->stats.model_calls++;
             s->stats.model_states += (uint64_t)B;
         }
-        for (int b = 0; b < B; b++) {
-            slot *sl = &s->slots[s->leaves[b].slot];
-            int n = s->leaves[b].node;
-            sl->tree.value_sum[n] = 0;
-            expand(s, &sl->tree, n, &s->out, b);
-            backup(s, sl, n, true, s->out.value[b]);
-        }
-        for (int k = 1; k <= known; k++) {
-            leaf lf = s->leaves[cap - k];
-            slot *sl = &s->slots[lf.slot];
-            backup(s, sl, lf.node, false, sl->tree.raw_value[lf.node]);
-        }
+        backup_round(s, B, known);
         s->stats.known_leaves += (uint64_t)known;
         s->stats.simulations += (uint64_t)(B + known);
-        for (int b = 0; b < B; b++) s->slots[s->leaves[b].slot].sims_done++;
-        for (int k = 1; k <= known; k++) s->slots[s->leaves[cap - k].slot].sims_done++;
         for (int i = 0; i <= s->num_trees; i++) {
             slot *sl = &s->slots[i];
             if (sl->searching && sl->sims_done >= sl->sims_target) sl->searching = false;
@@ -663,8 +893,7 @@ void zt_search_run(zt_search *s)
 
 static int root_visits_of(const zt_tree *t, int i)
 {
-    int c = t->child[t->first_edge[0] + i];
-    return c != ZT_TREE_NONE ? t->visit[c] : 0;
+    return t->edges[t->nodes[0].first_edge + i].visit;
 }
 
 int zt_search_choose(zt_search *s, int t, float temperature)
@@ -672,36 +901,38 @@ int zt_search_choose(zt_search *s, int t, float temperature)
     slot *sl = &s->slots[t];
     const zt_tree *tr = &sl->tree;
     ZT_ASSERT(sl->has_root);
-    int e0 = tr->first_edge[0], ne = tr->num_edges_of[0];
+    int e0 = tr->nodes[0].first_edge, ne = tr->nodes[0].num_edges;
     if (s->cfg.algorithm == ZT_SEARCH_GUMBEL) {
-        /* The sequential-halving winner: most visited of the considered
-         * actions, ties by g + logits + sigma (Danihelka et al. Alg. 2). */
-        float logits[ZT_MAX_ACTIONS], sigma[ZT_MAX_ACTIONS], completed[ZT_MAX_ACTIONS];
-        gumbel_sigma_of(s, tr, 0, logits, sigma, completed);
+        /* The sequential-halving winner: the considered action with the
+         * most visits in this search, ties by g + logits + sigma
+         * (Danihelka et al. Alg. 2). */
+        float prior[ZT_MAX_ACTIONS], sigma[ZT_MAX_ACTIONS];
+        int32_t total;
+        gumbel_sigma_of(s, tr, 0, prior, sigma, &total);
         int best = -1, best_visits = -1;
         float best_score = -INFINITY;
         for (int i = 0; i < ne; i++) {
             if (!sl->considered[i]) continue;
-            int v = root_visits_of(tr, i);
-            float score = sl->gumbel[i] + logits[i] + sigma[i];
+            int v = sl->halving_visits[i];
+            float score = sl->root_prior[i] + sigma[i];
             if (v > best_visits || (v == best_visits && score > best_score)) {
                 best = i;
                 best_visits = v;
                 best_score = score;
             }
         }
-        return tr->action[e0 + best];
+        return tr->actions[e0 + best];
     }
     int best = 0;
     for (int i = 1; i < ne; i++) {
         int v = root_visits_of(tr, i), bv = root_visits_of(tr, best);
-        if (v > bv || (v == bv && tr->prior[e0 + i] > tr->prior[e0 + best])) best = i;
+        if (v > bv || (v == bv && tr->edges[e0 + i].prior > tr->edges[e0 + best].prior)) best = i;
     }
-    if (temperature <= 0) return tr->action[e0 + best];
+    if (temperature <= 0) return tr->actions[e0 + best];
     float weights[ZT_MAX_ACTIONS];
     double top = root_visits_of(tr, best);
     for (int i = 0; i < ne; i++) weights[i] = (float)pow(root_visits_of(tr, i) / top, 1.0 / temperature);
-    return tr->action[e0 + zt_rng_categorical(&sl->rng, weights, ne)];
+    return tr->actions[e0 + zt_rng_categorical(&sl->rng, weights, ne)];
 }
 
 void zt_search_policy(const zt_search *s, int t, float *policy)
@@ -709,34 +940,36 @@ void zt_search_policy(const zt_search *s, int t, float *policy)
     const slot *sl = &s->slots[t];
     const zt_tree *tr = &sl->tree;
     ZT_ASSERT(sl->has_root);
-    int e0 = tr->first_edge[0], ne = tr->num_edges_of[0];
+    int e0 = tr->nodes[0].first_edge, ne = tr->nodes[0].num_edges;
     memset(policy, 0, (size_t)s->model->num_actions * sizeof(float));
     if (s->cfg.algorithm == ZT_SEARCH_GUMBEL) {
-        float logits[ZT_MAX_ACTIONS], sigma[ZT_MAX_ACTIONS], improved[ZT_MAX_ACTIONS];
-        gumbel_sigma_of(s, tr, 0, logits, sigma, improved);
-        zt_gumbel_softmax(ne, logits, sigma, improved);
-        for (int i = 0; i < ne; i++) policy[tr->action[e0 + i]] = improved[i];
+        /* the improved policy softmax(logits + sigma(completed Q)), eq. 11 */
+        float prior[ZT_MAX_ACTIONS], sigma[ZT_MAX_ACTIONS], improved[ZT_MAX_ACTIONS];
+        int32_t total;
+        gumbel_sigma_of(s, tr, 0, prior, sigma, &total);
+        zt_gumbel_softmax_prior(ne, prior, sigma, improved);
+        for (int i = 0; i < ne; i++) policy[tr->actions[e0 + i]] = improved[i];
         return;
     }
     double total = 0;
     for (int i = 0; i < ne; i++) total += root_visits_of(tr, i);
     for (int i = 0; i < ne; i++)
-        policy[tr->action[e0 + i]] = total > 0 ? (float)(root_visits_of(tr, i) / total) : 0.0f;
+        policy[tr->actions[e0 + i]] = total > 0 ? (float)(root_visits_of(tr, i) / total) : 0.0f;
 }
 
 void zt_search_root_visits(const zt_search *s, int t, int32_t *visits)
 {
     const zt_tree *tr = &s->slots[t].tree;
     memset(visits, 0, (size_t)s->model->num_actions * sizeof *visits);
-    int e0 = tr->first_edge[0], ne = tr->num_edges_of[0];
-    for (int i = 0; i < ne; i++) visits[tr->action[e0 + i]] = root_visits_of(tr, i);
+    int e0 = tr->nodes[0].first_edge, ne = tr->nodes[0].num_edges;
+    for (int i = 0; i < ne; i++) visits[tr->actions[e0 + i]] = root_visits_of(tr, i);
 }
 
 float zt_search_root_value(const zt_search *s, int t)
 {
     const zt_tree *tr = &s->slots[t].tree;
     ZT_ASSERT(s->slots[t].has_root);
-    return tr->value_sum[0] / (float)tr->visit[0];
+    return tr->nodes[0].value_sum / (float)tr->nodes[0].visit;
 }
 
 void zt_search_played(zt_search *s, int t, int action)
@@ -746,7 +979,7 @@ void zt_search_played(zt_search *s, int t, int action)
     if (!sl->has_root) return;
     zt_tree *tr = &sl->tree;
     int c = s->cfg.tree_reuse ? zt_tree_find_child(tr, 0, action) : ZT_TREE_NONE;
-    if (c == ZT_TREE_NONE || tr->kind[c] == ZT_NODE_NEW || tr->kind[c] == ZT_NODE_TERMINAL) {
+    if (c == ZT_TREE_NONE || tr->nodes[c].kind == ZT_NODE_NEW || tr->nodes[c].kind == ZT_NODE_TERMINAL) {
         reset_slot(sl);
         return;
     }
@@ -757,8 +990,7 @@ void zt_search_played(zt_search *s, int t, int action)
 
 zt_status zt_search_build_root_cache(zt_search *s, const void *root_input, int num_simulations)
 {
-    if (s->cfg.algorithm != ZT_SEARCH_PUCT)
-        return zt_fail(ZT_ERR_UNSUPPORTED, "the root cache serves PUCT; Gumbel's halving starts from zero visits");
+    if (num_simulations < 1) return zt_fail(ZT_ERR_INVALID, "root cache needs simulations >= 1");
     for (int i = 0; i < s->num_trees; i++) ZT_ASSERT(!s->slots[i].searching);
     slot *cache = &s->slots[s->num_trees];
     reset_slot(cache);

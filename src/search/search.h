@@ -55,7 +55,7 @@ typedef struct zt_search_config {
     bool gumbel_noise;   /* sample the Gumbel variables (off: deterministic top-m) */
     bool gumbel_rescale; /* rescale completed Q to [0, 1] per node (mctx) */
 
-    bool tree_reuse; /* keep the played subtree (PUCT; Gumbel starts afresh) */
+    bool tree_reuse; /* keep the played subtree (default on for PUCT, off for Gumbel) */
     uint64_t seed;
 } zt_search_config;
 
@@ -110,8 +110,9 @@ float zt_search_root_value(const zt_search *s, int t);
 void zt_search_played(zt_search *s, int t, int action);
 
 /* Deep search of root_input with num_simulations, kept for zt_search_begin.
- * No tree may be searching. Rebuild it when the model changes. PUCT only
- * (ZT_ERR_UNSUPPORTED for Gumbel, whose halving starts from zero visits). */
+ * No tree may be searching. Rebuild it when the model changes. Gumbel
+ * searches started from it run their sequential halving on their own
+ * simulations (see search.c, "Gumbel and reused statistics"). */
 zt_status zt_search_build_root_cache(zt_search *s, const void *root_input, int num_simulations);
 void zt_search_clear_root_cache(zt_search *s);
 
