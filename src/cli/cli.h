@@ -34,6 +34,7 @@ int zt_cmd_solve(int argc, char **argv);
 int zt_cmd_moves(int argc, char **argv);
 int zt_cmd_bench(int argc, char **argv);
 int zt_cmd_games(int argc, char **argv);
+int zt_cmd_train(int argc, char **argv);
 int zt_cmd_eval(int argc, char **argv);
 int zt_cmd_play(int argc, char **argv);
 int zt_cmd_report(int argc, char **argv);

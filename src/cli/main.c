@@ -15,6 +15,7 @@ static const command commands[] = {
     {"perft", zt_cmd_perft, "count action sequences of a given depth (rules check)"},
     {"solve", zt_cmd_solve, "exact values of positions from a file"},
     {"moves", zt_cmd_moves, "backgammon: the legal plays for a position and roll"},
+    {"train", zt_cmd_train, "train an agent by self-play"},
     {"eval", zt_cmd_eval, "strength of a model against an opponent or a position set"},
     {"play", zt_cmd_play, "play against a model in the terminal"},
     {"report", zt_cmd_report, "write RUN/report.html from a run's metrics"},

@@ -1,0 +1,144 @@
+/* zeroth train: self-play training of one game into a run directory. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/config.h"
+#include "train/train.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: zeroth train GAME [--config FILE] [--set k=v ...] [--run DIR] [--minutes M]\n"
+            "                         [--steps N]\n"
+            "       zeroth train --resume DIR [--set k=v ...] [--minutes M] [--steps N]\n\n"
+            "Trains an agent by self-play (AlphaZero / Gumbel AlphaZero). Settings come from\n"
+            "configs/GAME.ini when it exists (else --config FILE), then --set overrides; every key\n"
+            "is documented in configs/*.ini. The run directory (default runs/GAME-DATE-TIME) gets\n"
+            "config.ini, metrics.jsonl, log.txt and ckpt/. Ctrl-C stops after a checkpoint;\n"
+            "--resume continues a run from its latest checkpoint.\n\n"
+            "  --run DIR      run directory\n"
+            "  --minutes M    stop after M minutes (default: until interrupted)\n"
+            "  --steps N      stop at learner step N (counted over resumes)\n"
+            "  --resume DIR   continue the run in DIR (its config.ini, then --set overrides)\n");
+}
+
+static volatile sig_atomic_t interrupted;
+
+/* First Ctrl-C: stop cleanly after a checkpoint. Second: the default action. */
+static void on_sigint(int sig)
+{
+    (void)sig;
+    if (interrupted) {
+        signal(SIGINT, SIG_DFL);
+        raise(SIGINT);
+        return;
+    }
+    interrupted = 1;
+    zt_train_request_stop();
+}
+
+/* configs/<game>.ini from the working directory, or beside the executable
+ * (build/zeroth in a checkout). */
+static bool find_default_config(const char *game, char *out, size_t cap)
+{
+    char exe[4096] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+    }
+    const char *dirs[] = {"configs", NULL};
+    char beside[4200];
+    snprintf(beside, sizeof beside, "%s/../configs", exe);
+    dirs[1] = exe[0] ? beside : NULL;
+    for (int i = 0; i < 2; i++) {
+        if (!dirs[i]) continue;
+        snprintf(out, cap, "%s/%s.ini", dirs[i], game);
+        FILE *f = fopen(out, "r");
+        if (f) {
+            fclose(f);
+            return true;
+        }
+    }
+    return false;
+}
+
+int zt_cmd_train(int argc, char **argv)
+{
+    zt_train_options opt = {0};
+    const char *resume = NULL, *run = NULL, *game = NULL;
+    bool has_config = false;
+    zt_status st = ZT_OK;
+    /* first pass: everything but the config, which must be applied in order
+     * after the run's or the game's own file */
+    for (int i = 1; i < argc && st == ZT_OK; i++) {
+        const char *v;
+        if (zt_cli_is_help(argv[i])) {
+            usage(stdout);
+            return 0;
+        }
+        if (zt_cli_flag_value(argc, argv, &i, "--resume", &v, &st)) {
+            resume = v;
+        } else if (zt_cli_flag_value(argc, argv, &i, "--run", &v, &st)) {
+            run = v;
+        } else if (zt_cli_flag_value(argc, argv, &i, "--minutes", &v, &st)) {
+            char *end;
+            opt.minutes = strtod(v, &end);
+            if (st == ZT_OK && (*end || !(opt.minutes > 0)))
+                st = zt_fail(ZT_ERR_INVALID, "--minutes: expected a positive number, got '%s'", v);
+        } else if (zt_cli_flag_value(argc, argv, &i, "--steps", &v, &st)) {
+            char *end;
+            long long n = strtoll(v, &end, 10);
+            if (st == ZT_OK && (*end || n < 1))
+                st = zt_fail(ZT_ERR_INVALID, "--steps: expected a positive integer, got '%s'", v);
+            opt.steps = n;
+        } else if (strcmp(argv[i], "--set") == 0 || strcmp(argv[i], "--config") == 0 ||
+                   strcmp(argv[i], "--vertices") == 0 || strcmp(argv[i], "--k") == 0) {
+            has_config |= strcmp(argv[i], "--config") == 0;
+            i++;
+        } else if (strncmp(argv[i], "--set=", 6) == 0 || strncmp(argv[i], "--config=", 9) == 0 ||
+                   strncmp(argv[i], "--vertices=", 11) == 0 || strncmp(argv[i], "--k=", 4) == 0) {
+            has_config |= strncmp(argv[i], "--config=", 9) == 0;
+        } else if (argv[i][0] == '-') {
+            st = zt_fail(ZT_ERR_INVALID, "unknown flag '%s' (see zeroth train --help)", argv[i]);
+        } else if (!game) {
+            game = argv[i];
+        } else {
+            st = zt_fail(ZT_ERR_INVALID, "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (st != ZT_OK) return zt_cli_fail(st);
+    if (!game && !resume) {
+        usage(stderr);
+        return 2;
+    }
+    if (resume && run && strcmp(resume, run) != 0)
+        return zt_cli_error("--run and --resume name different directories");
+    zt_config *cfg = zt_config_new();
+    char path[4400];
+    if (resume) {
+        snprintf(path, sizeof path, "%s/config.ini", resume);
+        st = zt_config_load_file(cfg, path);
+    } else if (!has_config && find_default_config(game, path, sizeof path)) {
+        st = zt_config_load_file(cfg, path);
+    }
+    for (int i = 1; i < argc && st == ZT_OK; i++) zt_cli_config_arg(argc, argv, &i, cfg, &st);
+    if (st != ZT_OK) {
+        zt_config_free(cfg);
+        return zt_cli_fail(st);
+    }
+    opt.game = game;
+    opt.config = cfg;
+    opt.run_dir = resume ? resume : run;
+    opt.resume = resume != NULL;
+    signal(SIGINT, on_sigint);
+    st = zt_train_run(&opt);
+    signal(SIGINT, SIG_DFL);
+    zt_config_free(cfg);
+    return st == ZT_OK ? 0 : zt_cli_fail(st);
+}

@@ -1,0 +1,414 @@
+#include "selfplay/actor.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/az_model.h"
+#include "core/alloc.h"
+#include "core/hash.h"
+#include "core/rng.h"
+#include "search/nncache.h"
+
+/* One game in its slot. */
+typedef struct game_slot {
+    uint64_t state[ZT_MAX_STATE_BYTES / 8];
+    zt_replay_traj *traj;
+    zt_rng rng;
+    int ply;
+    int random_plies;  /* opening moves still to be played at random */
+    bool running;
+    bool finished;     /* generation mode: over, waiting for zt_actor_flush */
+    bool playout;      /* resignation disabled in this game */
+    int would_resign;  /* played-out games: the first player who would have resigned, or -1 */
+    float return0;
+} game_slot;
+
+struct zt_actor {
+    const zt_game *game;
+    zt_actor_config cfg;
+    zt_search_config full_cfg, fast_cfg;
+    zt_net *net;
+    int value_size;
+    float *wdl;       /* WDL nets: the three logits per position, turned into one value */
+    zt_nncache *cache;
+    zt_model *model;
+    zt_search *full, *fast; /* fast is NULL without playout-cap randomisation */
+    game_slot *slots;
+    int8_t *searched;       /* per slot this step: 0 none, 1 full, 2 fast */
+    float *policy;          /* num_actions */
+    uint64_t start[ZT_MAX_STATE_BYTES / 8];
+    bool start_is_decision;
+    uint64_t games_started; /* continuous mode: the stream of the next game */
+    zt_actor_stats stats;
+};
+
+void zt_actor_config_default(zt_actor_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->games = 16;
+    zt_search_config_default(&c->search, ZT_SEARCH_GUMBEL);
+    c->search.tree_reuse = true;
+    c->full_search_fraction = 1.0;
+    c->fast_simulations = 8;
+    c->temperature_moves = 8;
+    c->temperature = 1.0f;
+    c->resign = false;
+    c->resign_threshold = -0.9f;
+    c->resign_playout_fraction = 0.1;
+    c->nncache = true;
+    c->nncache_entries = 1 << 18;
+    c->root_cache = true;
+    c->root_cache_simulations = 256;
+    c->continuous = true;
+    c->seed = 1;
+}
+
+static void start_game(zt_actor *a, int t, uint64_t stream);
+static uint64_t continuous_stream(const zt_actor *a);
+
+/* ---- the evaluator: the actor's net on one thread ---- */
+
+static void eval_net(void *ctx, int B, const float *obs, float *logits, float *value)
+{
+    zt_actor *a = ctx;
+    if (a->value_size == 1) {
+        zt_status st = zt_net_forward(a->net, B, obs, logits, value);
+        ZT_ASSERT(st == ZT_OK);
+        return;
+    }
+    zt_status st = zt_net_forward(a->net, B, obs, logits, a->wdl);
+    ZT_ASSERT(st == ZT_OK);
+    /* Expected score for the player to move: P(win) - P(loss). */
+    for (int i = 0; i < B; i++) {
+        const float *w = a->wdl + (size_t)i * 3;
+        float m = fmaxf(w[0], fmaxf(w[1], w[2]));
+        float ew = expf(w[0] - m), ed = expf(w[1] - m), el = expf(w[2] - m);
+        value[i] = (ew - el) / (ew + ed + el);
+    }
+}
+
+/* ---- searches ---- */
+
+/* search.h has no call that drops the tree kept for one slot; playing an
+ * action no edge carries (-1) finds no child, so the tree is forgotten. */
+static void forget_tree(zt_search *s, int t)
+{
+    if (s) zt_search_played(s, t, -1);
+}
+
+static void free_searches(zt_actor *a)
+{
+    zt_search_free(a->full);
+    zt_search_free(a->fast);
+    a->full = a->fast = NULL;
+}
+
+static zt_status build_root_cache(zt_actor *a)
+{
+    if (!a->cfg.root_cache || !a->start_is_decision) return ZT_OK;
+    return zt_search_build_root_cache(a->full, a->start, a->cfg.root_cache_simulations);
+}
+
+static zt_status make_searches(zt_actor *a, uint64_t seed)
+{
+    free_searches(a);
+    a->full_cfg.seed = seed;
+    a->fast_cfg.seed = zt_hash_mix(seed ^ 0x5bd1e995u);
+    ZT_TRY(zt_search_new(&a->full_cfg, a->model, a->cfg.games, &a->full));
+    if (a->cfg.full_search_fraction < 1.0)
+        ZT_TRY(zt_search_new(&a->fast_cfg, a->model, a->cfg.games, &a->fast));
+    return build_root_cache(a);
+}
+
+/* The tree capacity a search of `sims` needs when subtrees are kept and the
+ * root cache's tree is cloned in: room for the cache's tree plus several
+ * moves' worth of simulations; expansion stops gracefully beyond it. */
+static void size_trees(const zt_game *g, const zt_actor_config *c, zt_search_config *sc, int sims)
+{
+    if (sc->node_capacity > 0 && sc->edge_capacity > 0) return;
+    int cache = c->root_cache ? c->root_cache_simulations : 0;
+    int nodes = 2 * cache + (sc->tree_reuse ? 8 : 2) * (sims + 1) + 64;
+    int branching = g->num_actions < 32 ? g->num_actions : 32;
+    if (g->max_chance_outcomes > branching) branching = g->max_chance_outcomes;
+    sc->node_capacity = nodes;
+    sc->edge_capacity = nodes * branching > g->num_actions ? nodes * branching : g->num_actions;
+}
+
+zt_status zt_actor_new(const zt_game *g, const zt_net_config *net_cfg, const char *backend,
+                       zt_precision precision, const zt_actor_config *cfg, zt_actor **out)
+{
+    *out = NULL;
+    if (cfg->games < 1) return zt_fail(ZT_ERR_INVALID, "games_per_actor must be >= 1");
+    if (!(cfg->full_search_fraction > 0 && cfg->full_search_fraction <= 1))
+        return zt_fail(ZT_ERR_INVALID, "full_search_fraction must be in (0, 1]");
+    zt_actor *a = zt_xcalloc(1, sizeof *a);
+    a->game = g;
+    a->cfg = *cfg;
+    a->full_cfg = cfg->search;
+    a->fast_cfg = cfg->search;
+    a->fast_cfg.num_simulations = cfg->fast_simulations;
+    size_trees(g, cfg, &a->full_cfg, a->full_cfg.num_simulations);
+    size_trees(g, cfg, &a->fast_cfg, a->fast_cfg.num_simulations);
+    a->value_size = zt_net_value_size(net_cfg);
+    int K = cfg->search.leaves_per_round > 0 ? cfg->search.leaves_per_round : 1;
+    int max_batch = cfg->games * K;
+    /* the model may send one position per chance outcome of each state */
+    int per_item = g->max_chance_outcomes > 1 ? g->max_chance_outcomes : 1;
+    int max_eval = max_batch * per_item;
+    zt_status st = zt_net_new(net_cfg, backend, precision, 1, &a->net);
+    if (st == ZT_OK) st = zt_net_reserve(a->net, max_eval);
+    if (st == ZT_OK && a->value_size == 3) {
+        a->wdl = malloc((size_t)max_eval * 3 * sizeof *a->wdl);
+        if (!a->wdl) st = zt_fail(ZT_ERR_NOMEM, "actor: WDL buffer");
+    }
+    if (st == ZT_OK && cfg->nncache) {
+        a->cache = zt_nncache_new((size_t)cfg->nncache_entries, g->num_actions);
+        if (!a->cache) st = zt_fail(ZT_ERR_NOMEM, "actor: NN cache of %d entries", cfg->nncache_entries);
+    }
+    zt_evaluator ev = {.ctx = a, .eval = eval_net};
+    if (st == ZT_OK) st = zt_az_model_new(g, &ev, max_batch, a->cache, &a->model);
+    a->slots = zt_xcalloc((size_t)cfg->games, sizeof *a->slots);
+    a->searched = zt_xcalloc((size_t)cfg->games, sizeof *a->searched);
+    a->policy = zt_xcalloc((size_t)g->num_actions, sizeof *a->policy);
+    for (int t = 0; t < cfg->games && st == ZT_OK; t++) st = zt_replay_traj_new(g, &a->slots[t].traj);
+    g->reset(g, a->start);
+    a->start_is_decision = g->current_player(g, a->start) >= 0;
+    if (st == ZT_OK) st = make_searches(a, zt_hash_mix(cfg->seed * 0x9e3779b97f4a7c15ULL + (uint64_t)cfg->id));
+    for (int t = 0; t < cfg->games && st == ZT_OK && cfg->continuous; t++) {
+        start_game(a, t, continuous_stream(a));
+        a->games_started++;
+    }
+    if (st != ZT_OK) {
+        zt_actor_free(a);
+        return st;
+    }
+    *out = a;
+    return ZT_OK;
+}
+
+void zt_actor_free(zt_actor *a)
+{
+    if (!a) return;
+    free_searches(a);
+    zt_model_free(a->model);
+    zt_nncache_free(a->cache);
+    zt_net_free(a->net);
+    if (a->slots)
+        for (int t = 0; t < a->cfg.games; t++) zt_replay_traj_free(a->slots[t].traj);
+    free(a->slots);
+    free(a->searched);
+    free(a->policy);
+    free(a->wdl);
+    free(a);
+}
+
+zt_net *zt_actor_net(zt_actor *a)
+{
+    return a->net;
+}
+
+zt_status zt_actor_weights_changed(zt_actor *a)
+{
+    if (a->cache) zt_nncache_clear(a->cache);
+    a->stats.weight_updates++;
+    return build_root_cache(a);
+}
+
+/* ---- games ---- */
+
+/* The random stream of a game: the actor's seed, its id and the game's
+ * number (continuous) or the generation and slot (generations). */
+static void start_game(zt_actor *a, int t, uint64_t stream)
+{
+    game_slot *s = &a->slots[t];
+    zt_rng_seed(&s->rng, a->cfg.seed, stream);
+    a->game->reset(a->game, s->state);
+    zt_replay_traj_clear(s->traj);
+    s->ply = 0;
+    s->running = true;
+    s->finished = false;
+    s->would_resign = -1;
+    s->playout = !a->cfg.resign || zt_rng_uniform(&s->rng) < a->cfg.resign_playout_fraction;
+    s->return0 = 0;
+    s->random_plies = 0;
+    if (a->cfg.random_opening_plies > 0 && zt_rng_uniform(&s->rng) < a->cfg.random_opening_fraction)
+        s->random_plies = 1 + (int)zt_rng_below(&s->rng, (uint32_t)a->cfg.random_opening_plies);
+    forget_tree(a->full, t);
+    forget_tree(a->fast, t);
+}
+
+static uint64_t continuous_stream(const zt_actor *a)
+{
+    return ((uint64_t)(a->cfg.id + 1) << 44) ^ a->games_started;
+}
+
+static zt_status append_game(zt_actor *a, const game_slot *s, zt_replay *rb)
+{
+    int n = zt_replay_traj_length(s->traj);
+    if (n == 0) return ZT_OK;
+    ZT_TRY(zt_replay_add_game(rb, s->traj, s->return0, NULL));
+    a->stats.games_added++;
+    a->stats.positions_added += (uint64_t)n;
+    return ZT_OK;
+}
+
+static zt_status end_game(zt_actor *a, int t, float return0, zt_replay *rb)
+{
+    game_slot *s = &a->slots[t];
+    s->return0 = return0;
+    s->running = false;
+    a->stats.games++;
+    if (s->would_resign >= 0) {
+        a->stats.playouts_would_resign++;
+        float r = s->would_resign == 0 ? return0 : -return0;
+        if (r >= 0) a->stats.false_resignations++;
+    }
+    forget_tree(a->full, t);
+    forget_tree(a->fast, t);
+    if (!a->cfg.continuous) {
+        s->finished = true;
+        return ZT_OK;
+    }
+    ZT_TRY(append_game(a, s, rb));
+    start_game(a, t, continuous_stream(a));
+    a->games_started++;
+    return ZT_OK;
+}
+
+/* Plays chance outcomes and ends finished games until slot t's game waits
+ * for a player's move; returns false if the slot has no game to play. */
+static zt_status reach_decision(zt_actor *a, int t, zt_replay *rb, bool *ready)
+{
+    const zt_game *g = a->game;
+    game_slot *s = &a->slots[t];
+    *ready = false;
+    while (s->running) {
+        int cp = g->current_player(g, s->state);
+        if (cp >= 0 && s->random_plies > 0) {
+            uint16_t legal[ZT_MAX_ACTIONS];
+            int n = g->legal(g, s->state, legal);
+            int action = legal[zt_rng_below(&s->rng, (uint32_t)n)];
+            g->apply(g, s->state, action);
+            s->random_plies--;
+            s->ply++;
+            zt_search_played(a->full, t, action);
+            if (a->fast) zt_search_played(a->fast, t, action);
+            continue;
+        }
+        if (cp >= 0) {
+            *ready = true;
+            return ZT_OK;
+        }
+        if (cp == ZT_TERMINAL) {
+            float r[2];
+            g->returns(g, s->state, r);
+            ZT_TRY(end_game(a, t, r[0], rb));
+            continue;
+        }
+        int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+        float probs[ZT_MAX_CHANCE_OUTCOMES];
+        int n = g->chance_outcomes(g, s->state, outcomes, probs);
+        int o = outcomes[zt_rng_categorical(&s->rng, probs, n)];
+        g->apply(g, s->state, o);
+        if (a->full) zt_search_played(a->full, t, o);
+        if (a->fast) zt_search_played(a->fast, t, o);
+    }
+    return ZT_OK;
+}
+
+zt_status zt_actor_begin_generation(zt_actor *a, uint64_t generation)
+{
+    uint64_t seed = zt_hash_mix(a->cfg.seed ^ zt_hash_mix(((uint64_t)a->cfg.id << 40) ^ generation));
+    /* Fresh searches and an empty NN cache, so that the generation's games
+     * depend on its seed and the weights alone. */
+    if (a->cache) zt_nncache_clear(a->cache);
+    ZT_TRY(make_searches(a, seed));
+    for (int t = 0; t < a->cfg.games; t++)
+        start_game(a, t, ((uint64_t)(a->cfg.id + 1) << 44) ^ (generation << 16) ^ (uint64_t)t);
+    return ZT_OK;
+}
+
+bool zt_actor_idle(const zt_actor *a)
+{
+    for (int t = 0; t < a->cfg.games; t++)
+        if (a->slots[t].running) return false;
+    return true;
+}
+
+zt_status zt_actor_flush(zt_actor *a, zt_replay *rb)
+{
+    for (int t = 0; t < a->cfg.games; t++) {
+        game_slot *s = &a->slots[t];
+        if (!s->finished) continue;
+        s->finished = false;
+        ZT_TRY(append_game(a, s, rb));
+    }
+    return ZT_OK;
+}
+
+zt_status zt_actor_step(zt_actor *a, zt_replay *rb)
+{
+    const zt_game *g = a->game;
+    int G = a->cfg.games;
+    bool any_full = false, any_fast = false;
+    for (int t = 0; t < G; t++) {
+        bool ready;
+        a->searched[t] = 0;
+        ZT_TRY(reach_decision(a, t, rb, &ready));
+        if (!ready) continue;
+        game_slot *s = &a->slots[t];
+        bool full = !a->fast || zt_rng_uniform(&s->rng) < a->cfg.full_search_fraction;
+        zt_search_begin(full ? a->full : a->fast, t, s->state);
+        a->searched[t] = full ? 1 : 2;
+        any_full |= full;
+        any_fast |= !full;
+    }
+    zt_az_model_stats before = zt_az_model_get_stats(a->model);
+    if (any_full) zt_search_run(a->full);
+    if (any_fast) zt_search_run(a->fast);
+    zt_az_model_stats after = zt_az_model_get_stats(a->model);
+    a->stats.inferences += after.evaluations - before.evaluations;
+    a->stats.positions_valued += after.positions - before.positions;
+    a->stats.nncache_hits += (after.positions - before.positions) - (after.evaluations - before.evaluations);
+
+    for (int t = 0; t < G; t++) {
+        if (!a->searched[t]) continue;
+        game_slot *s = &a->slots[t];
+        bool full = a->searched[t] == 1;
+        zt_search *sr = full ? a->full : a->fast;
+        int player = g->current_player(g, s->state);
+        float root_value = zt_search_root_value(sr, t);
+        if (full) zt_search_policy(sr, t, a->policy);
+        zt_replay_traj_add(s->traj, s->state, full ? a->policy : NULL, root_value, full);
+        a->stats.moves++;
+        a->stats.full_searches += full;
+        if (a->cfg.resign && root_value < a->cfg.resign_threshold) {
+            if (!s->playout) {
+                a->stats.resignations++;
+                ZT_TRY(end_game(a, t, player == 0 ? -1.0f : 1.0f, rb));
+                continue;
+            }
+            if (s->would_resign < 0) s->would_resign = player;
+        }
+        float temperature = s->ply < a->cfg.temperature_moves ? a->cfg.temperature : 0.0f;
+        int action = zt_search_choose(sr, t, temperature);
+        g->apply(g, s->state, action);
+        s->ply++;
+        zt_search_played(a->full, t, action);
+        if (a->fast) zt_search_played(a->fast, t, action);
+    }
+    /* Games that just ended are closed now rather than at the next step, so
+     * that a generation is over as soon as its last move is played. */
+    for (int t = 0; t < G; t++) {
+        if (!a->searched[t] || !a->slots[t].running) continue;
+        bool ready;
+        ZT_TRY(reach_decision(a, t, rb, &ready));
+    }
+    return ZT_OK;
+}
+
+zt_actor_stats zt_actor_get_stats(const zt_actor *a)
+{
+    return a->stats;
+}

@@ -1,0 +1,109 @@
+/* Self-play actors (DESIGN.md §1, §4): an actor owns G games played in
+ * lockstep, their search trees (one zt_search over G trees), its own copy of
+ * the network evaluated on one thread, and an NN cache. Every step plays one
+ * move in each running game, all G searches sharing one batched evaluator;
+ * finished games become replay trajectories.
+ *
+ * Two ways to run. Continuous: a finished game goes to the replay buffer at
+ * once and its slot starts a new game (what concurrent training wants).
+ * Generations: zt_actor_begin_generation starts G games from a seed derived
+ * from (seed, actor id, generation), finished games wait in their slots and
+ * zt_actor_flush appends them in slot order, so that a generation's result
+ * depends on nothing but its seed and the weights (exact resume).
+ *
+ * The caller owns what zt_actor_new returns (zt_actor_free); the game must
+ * outlive it. An actor is used by one thread at a time. */
+#ifndef ZT_SELFPLAY_ACTOR_H
+#define ZT_SELFPLAY_ACTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "game/game.h"
+#include "nn/nn.h"
+#include "replay/replay.h"
+#include "search/search.h"
+
+typedef struct zt_actor_config {
+    int games;                 /* G: games in lockstep */
+    zt_search_config search;   /* the full search; leaves_per_round is K */
+    /* Playout-cap randomisation (Wu 2019 §3.1): a share of the moves get the
+     * full search and become policy targets, the others a cheap search of
+     * fast_simulations whose positions are value targets only. */
+    double full_search_fraction; /* 1: every move searched fully */
+    int fast_simulations;
+    /* PUCT: the first temperature_moves plies are sampled from the visit
+     * counts at `temperature`, later ones take the most visited action.
+     * Gumbel explores through its Gumbel noise and ignores these. */
+    int temperature_moves;
+    float temperature;
+    /* Resignation (Silver et al. 2017): a player whose root value falls
+     * below resign_threshold loses at once, except in a share of games
+     * played out to the end to count false resignations. */
+    bool resign;
+    float resign_threshold;
+    double resign_playout_fraction;
+    /* Random openings: a share of games begin with 1..random_opening_plies
+     * uniformly random moves, neither searched nor recorded, so that the
+     * net also sees positions strong self-play never reaches (KataGo plays
+     * a few random opening moves for the same reason, Wu 2019 §5). */
+    double random_opening_fraction;
+    int random_opening_plies;
+    bool nncache;
+    int nncache_entries;
+    bool root_cache; /* deep search of the start position, cloned into new games */
+    int root_cache_simulations;
+    bool continuous;
+    uint64_t seed;
+    int id; /* the actor's number: its random streams */
+} zt_actor_config;
+
+/* Settings every game can start from: Gumbel with 32 simulations, 16 games,
+ * no playout-cap randomisation, resignation off, NN and root caches on. */
+void zt_actor_config_default(zt_actor_config *c);
+
+typedef struct zt_actor_stats {
+    uint64_t moves;          /* moves played (positions recorded) */
+    uint64_t full_searches;  /* of which with the full search */
+    uint64_t games;          /* games finished */
+    uint64_t games_added;    /* games appended to the replay buffer */
+    uint64_t positions_added; /* their positions */
+    uint64_t inferences;     /* positions sent to the network */
+    uint64_t positions_valued; /* positions the model needed (cache lookups) */
+    uint64_t nncache_hits;
+    uint64_t resignations;
+    uint64_t playouts_would_resign; /* played-out games where a side would have resigned */
+    uint64_t false_resignations;    /* ... and that side did not lose */
+    uint64_t weight_updates;
+} zt_actor_stats;
+
+typedef struct zt_actor zt_actor;
+
+/* A fresh actor whose net (architecture net_cfg, one thread) has zero
+ * weights until the caller writes them (zt_actor_net, then
+ * zt_actor_weights_changed). */
+zt_status zt_actor_new(const zt_game *g, const zt_net_config *net_cfg, const char *backend,
+                       zt_precision precision, const zt_actor_config *cfg, zt_actor **out);
+void zt_actor_free(zt_actor *a);
+
+/* The actor's own network, to copy published weights into. */
+zt_net *zt_actor_net(zt_actor *a);
+/* After the net's weights changed: forgets the NN cache and rebuilds the
+ * root cache. No game may be mid-search (between steps is fine). */
+zt_status zt_actor_weights_changed(zt_actor *a);
+
+/* Generations: starts G new games from the generation's seed. */
+zt_status zt_actor_begin_generation(zt_actor *a, uint64_t generation);
+/* True when no game is running (a generation is over). */
+bool zt_actor_idle(const zt_actor *a);
+/* Appends the finished games of the generation in slot order. */
+zt_status zt_actor_flush(zt_actor *a, zt_replay *rb);
+
+/* One move in every running game. Continuous mode appends finished games to
+ * rb (which may be NULL in generation mode) and starts new ones. */
+zt_status zt_actor_step(zt_actor *a, zt_replay *rb);
+
+zt_actor_stats zt_actor_get_stats(const zt_actor *a);
+
+#endif

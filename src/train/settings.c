@@ -1,0 +1,205 @@
+/* The training settings: every key a run reads, with its default, range
+ * and meaning documented in configs/<game>.ini. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/thread.h"
+#include "train/train.h"
+
+/* Shorthands that read one key into a field of another type. */
+static zt_status get_int(zt_config *c, const char *key, int64_t def, int64_t lo, int64_t hi, int *out)
+{
+    int64_t v;
+    ZT_TRY(zt_config_int(c, key, def, lo, hi, &v));
+    *out = (int)v;
+    return ZT_OK;
+}
+
+static zt_status get_float(zt_config *c, const char *key, double def, double lo, double hi, float *out)
+{
+    double v;
+    ZT_TRY(zt_config_double(c, key, def, lo, hi, &v));
+    *out = (float)v;
+    return ZT_OK;
+}
+
+static zt_status read_net(zt_config *c, const zt_game *g, zt_net_config *n)
+{
+    zt_net_config_default(n, g->obs_shape[0], g->obs_shape[1], g->obs_shape[2], g->num_actions);
+    static const char *const kinds[] = {"resnet", "mlp", NULL};
+    int kind;
+    ZT_TRY(zt_config_choice(c, "net.kind", n->kind == ZT_NET_RESNET ? "resnet" : "mlp", kinds, &kind));
+    n->kind = kind == 0 ? ZT_NET_RESNET : ZT_NET_MLP;
+    static const char *const values[] = {"scalar", "wdl", NULL};
+    int value;
+    ZT_TRY(zt_config_choice(c, "net.value", "scalar", values, &value));
+    n->value_kind = value == 0 ? ZT_VALUE_SCALAR : ZT_VALUE_WDL;
+    ZT_TRY(get_int(c, "net.value_hidden", n->value_hidden, 1, 1 << 14, &n->value_hidden));
+    if (n->kind == ZT_NET_RESNET) {
+        ZT_TRY(get_int(c, "net.channels", n->channels ? n->channels : 64, 1, 4096, &n->channels));
+        ZT_TRY(get_int(c, "net.blocks", n->channels ? n->blocks : 5, 0, 256, &n->blocks));
+        ZT_TRY(get_int(c, "net.policy_channels", n->policy_channels ? n->policy_channels : 2, 1, 4096,
+                       &n->policy_channels));
+        ZT_TRY(get_int(c, "net.value_channels", n->value_channels ? n->value_channels : 1, 1, 4096,
+                       &n->value_channels));
+    } else {
+        ZT_TRY(get_int(c, "net.mlp_hidden", n->mlp_hidden ? n->mlp_hidden : 256, 1, 1 << 14,
+                       &n->mlp_hidden));
+        ZT_TRY(get_int(c, "net.mlp_layers", n->mlp_layers ? n->mlp_layers : 3, 1, 256, &n->mlp_layers));
+        static const char *const norms[] = {"layer", "batch", NULL};
+        int norm;
+        ZT_TRY(zt_config_choice(c, "net.mlp_norm", "layer", norms, &norm));
+        n->mlp_norm = norm == 0 ? ZT_NORM_LAYER : ZT_NORM_BATCH;
+    }
+    return zt_net_config_check(n);
+}
+
+static zt_status read_search(zt_config *c, bool debug, zt_search_config *s)
+{
+    static const char *const algorithms[] = {"gumbel", "puct", NULL};
+    int alg;
+    ZT_TRY(zt_config_choice(c, "search.algorithm", "gumbel", algorithms, &alg));
+    zt_search_config_default(s, alg == 0 ? ZT_SEARCH_GUMBEL : ZT_SEARCH_PUCT);
+    ZT_TRY(get_int(c, "search.sims", s->num_simulations, 1, 1 << 20, &s->num_simulations));
+    ZT_TRY(get_int(c, "leaves_per_tree", debug ? 1 : s->leaves_per_round, 1, 256, &s->leaves_per_round));
+    ZT_TRY(get_int(c, "search.node_capacity", 0, 0, 1 << 26, &s->node_capacity));
+    ZT_TRY(get_int(c, "search.edge_capacity", 0, 0, 1 << 28, &s->edge_capacity));
+    ZT_TRY(get_int(c, "search.gumbel_m", s->gumbel_m, 1, 4096, &s->gumbel_m));
+    ZT_TRY(get_float(c, "search.c_visit", s->c_visit, 0, 1e6, &s->c_visit));
+    ZT_TRY(get_float(c, "search.c_scale", s->c_scale, 0, 1e6, &s->c_scale));
+    ZT_TRY(get_float(c, "search.c_init", s->c_init, 0, 100, &s->c_init));
+    ZT_TRY(get_float(c, "search.c_base", s->c_base, 1, 1e9, &s->c_base));
+    ZT_TRY(get_float(c, "search.dirichlet_alpha", s->dirichlet_alpha, 1e-6, 100, &s->dirichlet_alpha));
+    ZT_TRY(get_float(c, "search.dirichlet_fraction", 0.25, 0, 1, &s->dirichlet_fraction));
+    ZT_TRY(get_float(c, "search.virtual_loss", s->virtual_loss, 0, 100, &s->virtual_loss));
+    static const char *const fpus[] = {"absolute", "parent", NULL};
+    int fpu;
+    ZT_TRY(zt_config_choice(c, "search.fpu", "absolute", fpus, &fpu));
+    s->fpu = fpu == 0 ? ZT_FPU_ABSOLUTE : ZT_FPU_PARENT;
+    ZT_TRY(get_float(c, "search.fpu_value", s->fpu_value, -1, 1, &s->fpu_value));
+    ZT_TRY(get_float(c, "search.fpu_reduction", s->fpu_reduction, 0, 2, &s->fpu_reduction));
+    ZT_TRY(zt_config_bool(c, "search.tree_reuse", !debug, &s->tree_reuse));
+    return ZT_OK;
+}
+
+static zt_status read_optimizer(zt_config *c, zt_train_config *o)
+{
+    zt_train_config_default(o);
+    static const char *const optimizers[] = {"sgd", "adamw", NULL};
+    int opt;
+    ZT_TRY(zt_config_choice(c, "learner.optimizer", "sgd", optimizers, &opt));
+    o->optimizer = opt == 0 ? ZT_OPT_SGD : ZT_OPT_ADAMW;
+    ZT_TRY(zt_config_double(c, "learner.lr", o->lr, 1e-9, 10, &o->lr));
+    ZT_TRY(zt_config_double(c, "learner.momentum", o->momentum, 0, 0.999, &o->momentum));
+    ZT_TRY(zt_config_double(c, "learner.weight_decay", o->weight_decay, 0, 1, &o->weight_decay));
+    static const char *const schedules[] = {"constant", "step", "cosine", NULL};
+    int sched;
+    ZT_TRY(zt_config_choice(c, "learner.schedule", "constant", schedules, &sched));
+    o->schedule = sched == 0 ? ZT_SCHED_CONSTANT : sched == 1 ? ZT_SCHED_STEP : ZT_SCHED_COSINE;
+    ZT_TRY(get_int(c, "learner.warmup_steps", 0, 0, 1 << 30, &o->warmup_steps));
+    ZT_TRY(get_int(c, "learner.total_steps", 100000, 1, 1 << 30, &o->total_steps));
+    ZT_TRY(get_int(c, "learner.step_size", o->step_size, 1, 1 << 30, &o->step_size));
+    ZT_TRY(zt_config_double(c, "learner.step_gamma", o->step_gamma, 0, 1, &o->step_gamma));
+    ZT_TRY(zt_config_double(c, "learner.lr_min", 0, 0, 10, &o->lr_min));
+    ZT_TRY(zt_config_double(c, "learner.value_weight", o->value_weight, 0, 100, &o->value_weight));
+    ZT_TRY(get_int(c, "learner.micro_batch", o->micro_batch, 1, 1 << 16, &o->micro_batch));
+    ZT_TRY(zt_config_double(c, "learner.clip_norm", 0, 0, 1e9, &o->clip_norm));
+    return ZT_OK;
+}
+
+zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settings *S)
+{
+    memset(S, 0, sizeof *S);
+    int64_t v;
+    bool debug;
+    /* debug=1: every optimisation off (cross-game batching, K leaves, bf16,
+     * NN cache, root cache, tree reuse, sampler prefetch), for the plainest
+     * run; keys given explicitly still win. */
+    ZT_TRY(zt_config_bool(c, "debug", false, &debug));
+    ZT_TRY(zt_config_int(c, "seed", 1, 0, INT64_MAX, &v));
+    S->seed = (uint64_t)v;
+    static const char *const modes[] = {"concurrent", "alternate", "deterministic", NULL};
+    int mode;
+    ZT_TRY(zt_config_choice(c, "mode", "concurrent", modes, &mode));
+    S->mode = (zt_train_mode)mode;
+    /* One actor per core, the learner sharing the cores with them; on two
+     * cores one actor and the learner (measured: the learner alone keeps up
+     * with one actor on small nets, see configs/tictactoe.ini). */
+    int cores = zt_cpu_count();
+    int auto_actors = cores > 2 ? cores - 1 : 1;
+    ZT_TRY(get_int(c, "actors", 0, 0, 1024, &S->actors));
+    if (S->actors == 0) S->actors = auto_actors;
+    ZT_TRY(get_int(c, "learner.threads", 0, 0, 1024, &S->learner_threads));
+    if (S->learner_threads == 0) S->learner_threads = cores;
+    const char *backend;
+    ZT_TRY(zt_config_string(c, "backend", "auto", &backend));
+    snprintf(S->backend, sizeof S->backend, "%s", backend);
+    const char *precision;
+    ZT_TRY(zt_config_string(c, "precision", debug ? "fp32" : "auto", &precision));
+    ZT_TRY(zt_precision_parse(precision, &S->precision));
+    ZT_TRY(read_net(c, g, &S->net));
+
+    zt_actor_config *A = &S->actor;
+    zt_actor_config_default(A);
+    ZT_TRY(read_search(c, debug, &A->search));
+    ZT_TRY(get_int(c, "games_per_actor", debug ? 1 : 64, 1, 1 << 16, &A->games));
+    ZT_TRY(get_float(c, "selfplay.temperature", A->temperature, 0, 100, &A->temperature));
+    ZT_TRY(get_int(c, "selfplay.temperature_moves", A->temperature_moves, 0, 1 << 20,
+                   &A->temperature_moves));
+    ZT_TRY(zt_config_double(c, "selfplay.full_search_fraction", 1.0, 1e-3, 1.0, &A->full_search_fraction));
+    ZT_TRY(get_int(c, "selfplay.fast_sims", A->fast_simulations, 1, 1 << 20, &A->fast_simulations));
+    ZT_TRY(zt_config_bool(c, "selfplay.resign", false, &A->resign));
+    ZT_TRY(get_float(c, "selfplay.resign_threshold", A->resign_threshold, -1, 1, &A->resign_threshold));
+    ZT_TRY(zt_config_double(c, "selfplay.resign_playout_fraction", A->resign_playout_fraction, 0, 1,
+                            &A->resign_playout_fraction));
+    ZT_TRY(zt_config_double(c, "selfplay.random_opening_fraction", 0.0, 0, 1, &A->random_opening_fraction));
+    ZT_TRY(get_int(c, "selfplay.random_opening_plies", 0, 0, 1 << 16, &A->random_opening_plies));
+    ZT_TRY(zt_config_bool(c, "selfplay.nncache", !debug, &A->nncache));
+    ZT_TRY(get_int(c, "selfplay.nncache_entries", A->nncache_entries, 1, 1 << 28, &A->nncache_entries));
+    ZT_TRY(zt_config_bool(c, "selfplay.root_cache", !debug, &A->root_cache));
+    ZT_TRY(get_int(c, "selfplay.root_cache_sims", A->root_cache_simulations, 1, 1 << 20,
+                   &A->root_cache_simulations));
+
+    zt_replay_config_default(&S->replay);
+    ZT_TRY(zt_config_int(c, "replay.capacity", S->replay.capacity, 1, INT64_C(1) << 36, &S->replay.capacity));
+    ZT_TRY(zt_config_double(c, "replay.window_c", S->replay.window_c, 0, 1e12, &S->replay.window_c));
+    ZT_TRY(zt_config_double(c, "replay.window_alpha", S->replay.window_alpha, 0, 1, &S->replay.window_alpha));
+    ZT_TRY(zt_config_double(c, "replay.window_beta", S->replay.window_beta, 0, 10, &S->replay.window_beta));
+    ZT_TRY(zt_config_bool(c, "replay.augment", true, &S->replay.augment));
+
+    ZT_TRY(read_optimizer(c, &S->optimizer));
+    ZT_TRY(get_int(c, "learner.batch", 256, 1, 1 << 16, &S->batch));
+    ZT_TRY(zt_config_double(c, "replay_ratio", 4.0, 1e-3, 1e6, &S->replay_ratio));
+    ZT_TRY(get_int(c, "publish_every", 20, 1, 1 << 30, &S->publish_every));
+    ZT_TRY(zt_config_int(c, "learner.min_positions", 2000, 1, INT64_C(1) << 36, &S->min_positions));
+    ZT_TRY(zt_config_double(c, "learner.root_value_weight", 0.0, 0, 1, &S->root_value_weight));
+    ZT_TRY(zt_config_bool(c, "learner.prefetch", !debug, &S->prefetch));
+    ZT_TRY(get_int(c, "alternate.steps", 0, 0, 1 << 30, &S->alternate_steps));
+
+    ZT_TRY(zt_config_double(c, "checkpoint.minutes", 10, 0, 1e6, &S->checkpoint_minutes));
+    ZT_TRY(get_int(c, "checkpoint.keep", 3, 0, 1 << 20, &S->keep_checkpoints));
+    ZT_TRY(zt_config_double(c, "log.seconds", 10, 0.01, 1e6, &S->log_seconds));
+
+    bool c4 = strcmp(g->name, "connect4") == 0;
+    ZT_TRY(zt_config_double(c, "arena.minutes", 5, 0, 1e6, &S->arena_minutes));
+    ZT_TRY(get_int(c, "arena.games", 100, 0, 1 << 20, &S->arena_games));
+    ZT_TRY(zt_config_bool(c, "arena.positions", true, &S->arena_positions));
+    ZT_TRY(get_int(c, "arena.positions_limit", c4 ? 200 : 0, 0, 1 << 30, &S->arena_positions_limit));
+    ZT_TRY(get_int(c, "arena.sims", A->search.num_simulations, 1, 1 << 20, &S->arena_sims));
+    ZT_TRY(zt_config_bool(c, "arena.stop_on_perfect", false, &S->arena_stop_on_perfect));
+    ZT_TRY(zt_config_string(c, "arena.data_dir", "", &S->data_dir));
+
+    if (S->mode == ZT_TRAIN_DETERMINISTIC) {
+        /* One thread: the actor runs inline, batches are drawn synchronously,
+         * the learner's net computes on the calling thread alone. */
+        S->actors = 1;
+        S->learner_threads = 1;
+        S->prefetch = false;
+    }
+    A->continuous = S->mode == ZT_TRAIN_CONCURRENT;
+    A->seed = S->seed;
+    if (S->batch > S->replay.capacity)
+        return zt_fail(ZT_ERR_INVALID, "learner.batch %d exceeds replay.capacity %lld", S->batch,
+                       (long long)S->replay.capacity);
+    return ZT_OK;
+}

@@ -1,0 +1,104 @@
+/* The training loop (DESIGN.md §1): self-play actors, the replay buffer, the
+ * learner with its sampler thread, weight publication, checkpoints with
+ * exact resume, and the arena on a schedule, all in one run directory
+ * (RUN/config.ini, metrics.jsonl, log.txt, ckpt/NNNNNNNN/).
+ *
+ * Modes. concurrent: actor threads and the learner run at once, the replay
+ * ratio (training samples per new position) enforced by holding back
+ * whichever side is ahead. alternate: the classic loop, a generation of games
+ * from every actor, then a phase of training. deterministic: alternate on
+ * one thread from a fixed seed, so that a run killed and resumed ends with
+ * the same weights, bit for bit, as one that never stopped. */
+#ifndef ZT_TRAIN_TRAIN_H
+#define ZT_TRAIN_TRAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/status.h"
+#include "game/game.h"
+#include "nn/nn.h"
+#include "replay/replay.h"
+#include "selfplay/actor.h"
+
+typedef enum zt_train_mode {
+    ZT_TRAIN_CONCURRENT,
+    ZT_TRAIN_ALTERNATE,
+    ZT_TRAIN_DETERMINISTIC,
+} zt_train_mode;
+
+/* Every setting of a run, read from a config (the keys are documented in
+ * configs/<game>.ini). */
+typedef struct zt_train_settings {
+    uint64_t seed;
+    zt_train_mode mode;
+    int actors;           /* actor threads */
+    int learner_threads;  /* threads of the learner's net */
+    char backend[32];
+    zt_precision precision;
+    zt_net_config net;
+    zt_actor_config actor;
+    zt_replay_config replay;
+    zt_train_config optimizer;
+    int batch;
+    double replay_ratio;     /* training samples per new position */
+    int publish_every;       /* learner steps between weight publications */
+    int64_t min_positions;   /* positions in the buffer before training starts */
+    double root_value_weight; /* value target: (1 - w) outcome + w root value */
+    bool prefetch;           /* sampler thread */
+    int alternate_steps;     /* alternate: steps per phase (0: from replay_ratio) */
+    double checkpoint_minutes;
+    int keep_checkpoints;    /* newest checkpoints kept (0: all) */
+    double log_seconds;      /* plain log lines and self-play metrics */
+    double arena_minutes;    /* arena schedule (0: only at exit) */
+    int arena_games;         /* vs random (0: none) */
+    bool arena_positions;    /* the solver position sets of the game */
+    int arena_positions_limit;
+    int arena_sims;
+    bool arena_stop_on_perfect; /* end the run once every position set is played perfectly */
+    const char *data_dir;
+} zt_train_settings;
+
+/* Reads every training key of cfg (defaults for the game g). Unknown keys are
+ * left for zt_config_check_unused. */
+zt_status zt_train_settings_read(zt_config *cfg, const zt_game *g, zt_train_settings *out);
+
+typedef struct zt_train_options {
+    const char *game;       /* registry name; NULL to take it from cfg's "game" */
+    zt_config *config;      /* settings (a file, --set overrides); borrowed */
+    const char *run_dir;    /* NULL: runs/<game>-<YYYYmmdd-HHMMSS> */
+    bool resume;            /* continue run_dir from its latest checkpoint */
+    double minutes;         /* stop after this much wall time in this invocation (0: none) */
+    int64_t steps;          /* stop at this learner step, counted over resumes (0: none) */
+    bool quiet;             /* no status line */
+} zt_train_options;
+
+/* Runs training until a limit, a stop request or perfect play (if asked);
+ * writes a checkpoint at exit. */
+zt_status zt_train_run(const zt_train_options *opt);
+
+/* Asks a running zt_train_run to stop after writing a checkpoint.
+ * Async-signal-safe (for a SIGINT handler). */
+void zt_train_request_stop(void);
+
+/* ---- checkpoints (checkpoint.c) ---- */
+
+/* The loop's counters and random streams, in ckpt/NNNNNNNN/state.bin. */
+typedef struct zt_train_state {
+    int64_t step;            /* learner steps */
+    int64_t samples_trained; /* rows of all batches trained on */
+    int64_t phase_steps;     /* alternate: steps done in the current phase */
+    uint64_t generation;     /* alternate: generations played */
+    uint64_t published;      /* weight versions published */
+    double elapsed;          /* wall seconds over all invocations */
+    zt_rng sample_rng;       /* the learner's batch stream */
+    char game[128];          /* game spec */
+} zt_train_state;
+
+/* Writes state.bin (versioned, checksummed) atomically. */
+zt_status zt_train_state_save(const zt_train_state *s, const char *path);
+/* ZT_ERR_CORRUPT naming the problem for a truncated or damaged file. */
+zt_status zt_train_state_load(const char *path, zt_train_state *s);
+
+#endif
