@@ -1,6 +1,7 @@
 /* Matches between two agents, and the solver test sets. */
 #include "arena/arena.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,12 +192,18 @@ zt_status zt_arena_match(const zt_game *g, zt_agent *a, zt_agent *b, const zt_ma
     return st;
 }
 
+/* x rounded to an integer, never "-0" when printed. */
+static double whole(double x)
+{
+    return round(x) + 0.0;
+}
+
 void zt_match_format(const zt_match_result *r, bool with_sprt, char *buf, size_t cap)
 {
     int n = snprintf(buf, cap, "W-D-L %d-%d-%d, score %.3f, Elo %s%+.0f [%+.0f, %+.0f]", r->wins,
                      r->draws, r->losses, r->elo.score,
-                     r->elo.bound ? (r->elo.score > 0.5 ? ">" : "<") : "", r->elo.elo, r->elo.lo,
-                     r->elo.hi);
+                     r->elo.bound ? (r->elo.score > 0.5 ? ">" : "<") : "", whole(r->elo.elo),
+                     whole(r->elo.lo), whole(r->elo.hi));
     if (with_sprt && n >= 0 && (size_t)n < cap)
         snprintf(buf + n, cap - (size_t)n, ", SPRT LLR %.2f [%.2f, %.2f] %s", r->sprt.llr,
                  r->sprt.lower, r->sprt.upper,
