@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "zeroth/zeroth.h"
 
 typedef struct command {
     const char *name;
@@ -42,7 +43,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("zeroth 0.1.0\n");
+        printf("zeroth %s\n", ZEROTH_VERSION);
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
