@@ -44,6 +44,10 @@ expect_error "dice" moves backgammon --position 4HPwATDgc/ABMA --dice 71
 expect_error "dice" moves backgammon --position 4HPwATDgc/ABMA --dice ab
 expect_error "backgammon" moves connect4 --position 4HPwATDgc/ABMA --dice 31
 expect_error "unknown benchmark" bench nothing
+expect_error "seconds" bench selfplay --seconds x
+expect_error "unknown key 'colour'" bench selfplay --set colour=red
+expect_error "unknown game" bench selfplay chess
+expect_ok bench selfplay --help
 
 for cmd in games perft solve moves bench; do
     expect_ok "$cmd" --help

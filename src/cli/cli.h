@@ -43,5 +43,6 @@ int zt_cmd_report(int argc, char **argv);
 int zt_bench_games(int argc, char **argv);
 int zt_bench_search(int argc, char **argv);
 int zt_bench_nn(int argc, char **argv);
+int zt_bench_selfplay(int argc, char **argv);
 
 #endif

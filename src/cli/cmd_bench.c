@@ -9,7 +9,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: zeroth bench WHAT [FLAGS]   (zeroth bench WHAT --help)\n\n"
                "  games    random playouts per game: steps/s per core and on all cores\n"
                "  search   tree cost per simulation with a free evaluator\n"
-               "  nn       network inference and training throughput\n");
+               "  nn       network inference and training throughput\n"
+               "  selfplay self-play positions/s against the network alone; --ablate: each\n"
+               "           optimisation turned off in turn\n");
 }
 
 int zt_cmd_bench(int argc, char **argv)
@@ -25,5 +27,6 @@ int zt_cmd_bench(int argc, char **argv)
     if (strcmp(argv[1], "games") == 0) return zt_bench_games(argc - 1, argv + 1);
     if (strcmp(argv[1], "search") == 0) return zt_bench_search(argc - 1, argv + 1);
     if (strcmp(argv[1], "nn") == 0) return zt_bench_nn(argc - 1, argv + 1);
-    return zt_cli_error("bench: unknown benchmark '%s' (games, search, nn)", argv[1]);
+    if (strcmp(argv[1], "selfplay") == 0) return zt_bench_selfplay(argc - 1, argv + 1);
+    return zt_cli_error("bench: unknown benchmark '%s' (games, search, nn, selfplay)", argv[1]);
 }

@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/hash.h"
 #include "core/rng.h"
+#include "core/timer.h"
 #include "search/nncache.h"
 
 /* One game in its slot. */
@@ -72,13 +73,11 @@ static uint64_t continuous_stream(const zt_actor *a);
 static void eval_net(void *ctx, int B, const float *obs, float *logits, float *value)
 {
     zt_actor *a = ctx;
-    if (a->value_size == 1) {
-        zt_status st = zt_net_forward(a->net, B, obs, logits, value);
-        ZT_ASSERT(st == ZT_OK);
-        return;
-    }
-    zt_status st = zt_net_forward(a->net, B, obs, logits, a->wdl);
+    uint64_t t0 = zt_now_ns();
+    zt_status st = zt_net_forward(a->net, B, obs, logits, a->value_size == 1 ? value : a->wdl);
+    a->stats.net_ns += zt_now_ns() - t0;
     ZT_ASSERT(st == ZT_OK);
+    if (a->value_size == 1) return;
     /* Expected score for the player to move: P(win) - P(loss). */
     for (int i = 0; i < B; i++) {
         const float *w = a->wdl + (size_t)i * 3;
@@ -369,6 +368,7 @@ zt_status zt_actor_step(zt_actor *a, zt_replay *rb)
     if (any_fast) zt_search_run(a->fast);
     zt_az_model_stats after = zt_az_model_get_stats(a->model);
     a->stats.inferences += after.evaluations - before.evaluations;
+    a->stats.net_calls += after.eval_calls - before.eval_calls;
     a->stats.positions_valued += after.positions - before.positions;
     a->stats.nncache_hits += (after.positions - before.positions) - (after.evaluations - before.evaluations);
 
@@ -411,4 +411,16 @@ zt_status zt_actor_step(zt_actor *a, zt_replay *rb)
 zt_actor_stats zt_actor_get_stats(const zt_actor *a)
 {
     return a->stats;
+}
+
+zt_actor_memory zt_actor_get_memory(const zt_actor *a)
+{
+    zt_actor_memory m = {0};
+    /* a search holds its G trees, the root cache's and a spare for reuse
+     * (search.c: G + 2 trees of zt_search_tree_bytes each) */
+    const zt_search *searches[2] = {a->full, a->fast};
+    for (int i = 0; i < 2; i++)
+        if (searches[i]) m.trees += (size_t)(a->cfg.games + 2) * zt_search_tree_bytes(searches[i]);
+    if (a->cache) m.nncache = zt_nncache_get_stats(a->cache).bytes;
+    return m;
 }

@@ -70,6 +70,8 @@ typedef struct zt_actor_stats {
     uint64_t games_added;    /* games appended to the replay buffer */
     uint64_t positions_added; /* their positions */
     uint64_t inferences;     /* positions sent to the network */
+    uint64_t net_calls;      /* network calls (batches): inferences / net_calls is the mean batch */
+    uint64_t net_ns;         /* wall time spent in those calls */
     uint64_t positions_valued; /* positions the model needed (cache lookups) */
     uint64_t nncache_hits;
     uint64_t resignations;
@@ -105,5 +107,14 @@ zt_status zt_actor_flush(zt_actor *a, zt_replay *rb);
 zt_status zt_actor_step(zt_actor *a, zt_replay *rb);
 
 zt_actor_stats zt_actor_get_stats(const zt_actor *a);
+
+/* Bytes the actor holds for its searches and NN cache (the parts that
+ * depend on the settings; the network's own memory is not counted). */
+typedef struct zt_actor_memory {
+    size_t trees;   /* every search's trees, root cache and spare included */
+    size_t nncache; /* 0 without the NN cache */
+} zt_actor_memory;
+
+zt_actor_memory zt_actor_get_memory(const zt_actor *a);
 
 #endif

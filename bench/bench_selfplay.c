@@ -1,0 +1,606 @@
+/* zeroth bench selfplay: self-play throughput and memory with the training
+ * settings of a game (configs/GAME.ini, then --config / --set), the actors
+ * alone (no learner): positions, games and inferences per second, the mean
+ * network batch, and beside them what the network alone allows at that batch
+ * size: zt_net_forward timed on each actor's own net (same architecture,
+ * precision and one thread), divided by the inferences a position needs.
+ * Self-play as a share of that is the cost of the tree, the game and the
+ * batching (target: at least 90 %).
+ *
+ * --ablate repeats the measurement with each optimisation turned off in turn
+ * (or, for several leaves per tree, turned on when it is off by default),
+ * plus the compact replay (memory only: the buffer has no dense mode, so the
+ * bytes of float32 observation planes + a dense policy are computed), the
+ * sampler prefetch (learner steps per second over the filled buffer, with
+ * and without the sampler thread) and debug=1 (everything off). Memory is
+ * what the settings change: search trees, NN cache and the replay buffer at
+ * its capacity; the process's peak RSS is printed at the end. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/alloc.h"
+#include "core/config.h"
+#include "core/rng.h"
+#include "core/thread.h"
+#include "core/timer.h"
+#include "nn/nn.h"
+#include "replay/replay.h"
+#include "selfplay/actor.h"
+#include "train/train.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: zeroth bench selfplay [GAME] [--seconds S] [--ablate] [--config FILE] [--set "
+            "k=v ...]\n\n"
+            "Self-play alone (actors, no learner) with the training settings of GAME (default\n"
+            "connect4: configs/GAME.ini, then --config, then --set): positions/s, games/s,\n"
+            "inferences/s, mean batch, and the positions/s the network alone allows at that\n"
+            "batch (zt_net_forward on the actors' nets), self-play as a %% of it, and memory\n"
+            "(search trees + NN cache + replay buffer at capacity). The net has random weights.\n\n"
+            "  --seconds S   measured seconds per row (default 5; a short warm-up comes first)\n"
+            "  --ablate      one row per optimisation turned off in turn (cross-game batching,\n"
+            "                K leaves per tree, bf16, NN cache, root cache, tree reuse, compact\n"
+            "                replay, sampler prefetch), then debug=1; ratios against all-on\n");
+}
+
+/* ---- settings ---- */
+
+/* configs/<game>.ini from the working directory, or beside the executable
+ * (build/zeroth in a checkout), as `zeroth train` finds it. */
+static bool find_game_config(const char *game, char *out, size_t cap)
+{
+    char exe[4096] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+    }
+    char dirs[2][4200];
+    snprintf(dirs[0], sizeof dirs[0], "configs");
+    snprintf(dirs[1], sizeof dirs[1], "%s/../configs", exe);
+    for (int i = 0; i < (exe[0] ? 2 : 1); i++) {
+        snprintf(out, cap, "%s/%s.ini", dirs[i], game);
+        FILE *f = fopen(out, "r");
+        if (f) {
+            fclose(f);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The command line's arguments, replayed onto a fresh config for each row. */
+typedef struct bench_args {
+    const char *game;
+    double seconds;
+    bool ablate;
+    bool has_config;
+    int argc;
+    char **argv;
+} bench_args;
+
+/* A row's settings: the game's file, the command line, then `extra`
+ * (NULL-terminated assignments). The caller frees *game and *cfg. */
+static zt_status row_settings(const bench_args *A, const char *const *extra, zt_config **cfg_out,
+                              zt_game **game, zt_train_settings *S)
+{
+    *game = NULL;
+    zt_config *cfg = zt_config_new();
+    *cfg_out = cfg;
+    char path[8800];
+    zt_status st = ZT_OK;
+    if (!A->has_config && find_game_config(A->game, path, sizeof path))
+        st = zt_config_load_file(cfg, path);
+    for (int i = 1; i < A->argc && st == ZT_OK; i++)
+        zt_cli_config_arg(A->argc, A->argv, &i, cfg, &st);
+    for (int i = 0; extra && extra[i] && st == ZT_OK; i++) st = zt_config_set(cfg, extra[i]);
+    if (st == ZT_OK) st = zt_game_new(A->game, cfg, game);
+    if (st == ZT_OK) st = zt_train_settings_read(cfg, *game, S);
+    if (st == ZT_OK) st = zt_config_check_unused(cfg);
+    return st;
+}
+
+/* ---- self-play ---- */
+
+typedef struct actor_run {
+    zt_actor *actor;
+    zt_replay *rb;
+    double warmup, seconds;
+    zt_actor_stats before, after;
+    double elapsed;
+    zt_status st;
+    char message[256];
+} actor_run;
+
+/* Steps the actor through a warm-up (oneDNN builds its kernels per batch
+ * bucket on first use) and then the measured interval, timing itself so that
+ * no other thread reads its counters while it runs. */
+static void *actor_main(void *arg)
+{
+    actor_run *r = arg;
+    double t0 = zt_now_s(), tm = 0;
+    bool measuring = false;
+    for (;;) {
+        double now = zt_now_s();
+        if (!measuring && now - t0 >= r->warmup) {
+            measuring = true;
+            r->before = zt_actor_get_stats(r->actor);
+            tm = now;
+        }
+        if (measuring && now - tm >= r->seconds) {
+            r->after = zt_actor_get_stats(r->actor);
+            r->elapsed = now - tm;
+            break;
+        }
+        r->st = zt_actor_step(r->actor, r->rb);
+        if (r->st != ZT_OK) {
+            snprintf(r->message, sizeof r->message, "%s", zt_error_message());
+            break;
+        }
+    }
+    return NULL;
+}
+
+typedef struct net_run {
+    zt_net *net;
+    int B;
+    double seconds;
+    const float *obs;
+    float *logits, *value;
+    double rows_per_s;
+    zt_status st;
+    char message[256];
+} net_run;
+
+/* zt_net_forward at batch B back to back: the network alone. */
+static void *net_main(void *arg)
+{
+    net_run *r = arg;
+    r->st = zt_net_forward(r->net, r->B, r->obs, r->logits, r->value);
+    uint64_t calls = 0;
+    double t0 = zt_now_s(), t = t0;
+    while (r->st == ZT_OK && (t - t0 < r->seconds || calls < 3)) {
+        r->st = zt_net_forward(r->net, r->B, r->obs, r->logits, r->value);
+        calls++;
+        t = zt_now_s();
+    }
+    if (r->st != ZT_OK) snprintf(r->message, sizeof r->message, "%s", zt_error_message());
+    r->rows_per_s = (double)calls * r->B / (t - t0);
+    return NULL;
+}
+
+/* One row's measurement. */
+typedef struct result {
+    double pos_s, games_s, inf_s;
+    double mean_batch, inf_per_pos;
+    double net_only_pos_s;         /* what the net alone allows at mean_batch */
+    double in_net;                 /* share of the actors' time inside the net */
+    size_t trees, nncache, replay; /* bytes */
+    double bytes_per_position, dense_bytes_per_position;
+} result;
+
+static size_t row_memory(const result *r)
+{
+    return r->trees + r->nncache + r->replay;
+}
+
+/* Runs S's actors alone for `seconds` after a warm-up; keeps the replay
+ * buffer they filled in *rb_out when asked (the learner rows train on it). */
+static zt_status measure_selfplay(const zt_game *g, const zt_train_settings *S, double seconds,
+                                  result *r, zt_replay **rb_out)
+{
+    memset(r, 0, sizeof *r);
+    int n = S->actors;
+    zt_replay *rb = NULL;
+    ZT_TRY(zt_replay_new(g, &S->replay, &rb));
+    actor_run *runs = zt_xcalloc((size_t)n, sizeof *runs);
+    net_run *nets = zt_xcalloc((size_t)n, sizeof *nets);
+    pthread_t *threads = zt_xcalloc((size_t)n, sizeof *threads);
+    int obs_size = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    zt_status st = ZT_OK;
+    for (int i = 0; i < n && st == ZT_OK; i++) {
+        zt_actor_config ac = S->actor;
+        ac.id = i;
+        st = zt_actor_new(g, &S->net, S->backend, S->precision, &ac, &runs[i].actor);
+        if (st != ZT_OK) break;
+        /* the same He-initialised weights in every actor, as after a
+         * publication; the root cache is rebuilt for them */
+        zt_rng init;
+        zt_rng_seed(&init, S->seed, 0x6e657421ULL);
+        zt_net_init(zt_actor_net(runs[i].actor), &init);
+        zt_net_params_changed(zt_actor_net(runs[i].actor));
+        st = zt_actor_weights_changed(runs[i].actor);
+        runs[i].rb = rb;
+        runs[i].seconds = seconds;
+        runs[i].warmup = seconds / 10 > 0.5 ? seconds / 10 : 0.5;
+    }
+    int started = 0;
+    while (st == ZT_OK && started < n) {
+        if (pthread_create(&threads[started], NULL, actor_main, &runs[started]) != 0)
+            st = zt_fail(ZT_ERR_UNSUPPORTED, "cannot start actor thread %d", started);
+        else
+            started++;
+    }
+    for (int i = 0; i < started; i++) pthread_join(threads[i], NULL);
+    for (int i = 0; i < started && st == ZT_OK; i++)
+        if (runs[i].st != ZT_OK) st = zt_fail(runs[i].st, "actor %d: %s", i, runs[i].message);
+
+    uint64_t moves = 0, games = 0, inferences = 0, calls = 0, net_ns = 0;
+    double elapsed = 0;
+    for (int i = 0; i < n && st == ZT_OK; i++) {
+        const zt_actor_stats *a = &runs[i].after, *b = &runs[i].before;
+        moves += a->moves - b->moves;
+        games += a->games - b->games;
+        inferences += a->inferences - b->inferences;
+        calls += a->net_calls - b->net_calls;
+        net_ns += a->net_ns - b->net_ns;
+        elapsed += runs[i].elapsed;
+        zt_actor_memory m = zt_actor_get_memory(runs[i].actor);
+        r->trees += m.trees;
+        r->nncache += m.nncache;
+    }
+    if (st == ZT_OK && (moves == 0 || calls == 0))
+        st = zt_fail(ZT_ERR_INVALID, "no move played in %.1f s: raise --seconds", seconds);
+    if (st == ZT_OK) {
+        /* every actor ran for about `seconds`: rates add up over actors */
+        double per_actor = elapsed / n;
+        r->pos_s = (double)moves / per_actor;
+        r->games_s = (double)games / per_actor;
+        r->inf_s = (double)inferences / per_actor;
+        r->mean_batch = (double)inferences / (double)calls;
+        r->inf_per_pos = (double)inferences / (double)moves;
+        r->in_net = (double)net_ns * 1e-9 / elapsed;
+    }
+
+    /* The network alone at the mean batch, on each actor's net at once (the
+     * same threads the actors used). */
+    int B = (int)(r->mean_batch + 0.5);
+    if (B < 1) B = 1;
+    float *obs = NULL;
+    if (st == ZT_OK) {
+        obs = zt_xmalloc((size_t)B * obs_size * sizeof *obs);
+        uint64_t state[ZT_MAX_STATE_BYTES / 8];
+        g->reset(g, state);
+        g->observe(g, state, obs);
+        for (int b = 1; b < B; b++)
+            memcpy(obs + (size_t)b * obs_size, obs, (size_t)obs_size * sizeof *obs);
+    }
+    started = 0;
+    while (st == ZT_OK && started < n) {
+        net_run *nr = &nets[started];
+        nr->net = zt_actor_net(runs[started].actor);
+        nr->B = B;
+        nr->seconds = seconds / 5 < 0.3 ? 0.3 : seconds / 5 > 1.5 ? 1.5 : seconds / 5;
+        nr->obs = obs;
+        nr->logits = zt_xmalloc((size_t)B * g->num_actions * sizeof(float));
+        nr->value = zt_xmalloc((size_t)B * zt_net_value_size(&S->net) * sizeof(float));
+        if (pthread_create(&threads[started], NULL, net_main, nr) != 0)
+            st = zt_fail(ZT_ERR_UNSUPPORTED, "cannot start network thread %d", started);
+        else
+            started++;
+    }
+    for (int i = 0; i < started; i++) pthread_join(threads[i], NULL);
+    double rows_s = 0;
+    for (int i = 0; i < started && st == ZT_OK; i++) {
+        if (nets[i].st != ZT_OK) st = zt_fail(nets[i].st, "network %d: %s", i, nets[i].message);
+        rows_s += nets[i].rows_per_s;
+    }
+    if (st == ZT_OK) {
+        r->net_only_pos_s = rows_s / r->inf_per_pos;
+        zt_replay_stats rs = zt_replay_get_stats(rb);
+        r->replay = rs.allocated_bytes;
+        r->bytes_per_position = rs.bytes_per_position;
+        r->dense_bytes_per_position = (double)zt_replay_dense_bytes(g);
+    }
+    for (int i = 0; i < n; i++) {
+        free(nets[i].logits);
+        free(nets[i].value);
+        zt_actor_free(runs[i].actor);
+    }
+    free(obs);
+    free(runs);
+    free(nets);
+    free(threads);
+    if (st == ZT_OK && rb_out) {
+        *rb_out = rb;
+    } else {
+        zt_replay_free(rb);
+    }
+    return st;
+}
+
+/* ---- the learner ---- */
+
+/* Learner steps per second over a filled buffer, drawing batches with the
+ * sampler thread (prefetch) or on the learner's own thread; then *draw_s is
+ * the seconds per step spent drawing (what prefetch can hide at most). */
+static zt_status measure_learner(const zt_game *g, const zt_train_settings *S, zt_replay *rb,
+                                 double seconds, double *steps_s, double *draw_s)
+{
+    bool wdl = S->net.value_kind == ZT_VALUE_WDL;
+    zt_net *net = NULL;
+    zt_trainer *trainer = NULL;
+    zt_replay_sampler *sampler = NULL;
+    zt_replay_batch batch = {0};
+    bool batch_ready = false;
+    zt_rng rng;
+    zt_rng_seed(&rng, S->seed, 0x73616d70ULL);
+    zt_status st = zt_net_new(&S->net, S->backend, S->precision, S->learner_threads, &net);
+    if (st == ZT_OK) {
+        zt_rng init;
+        zt_rng_seed(&init, S->seed, 0x6e657421ULL);
+        zt_net_init(net, &init);
+        st = zt_trainer_new(net, &S->optimizer, &trainer);
+    }
+    if (st == ZT_OK && S->prefetch) st = zt_replay_sampler_new(rb, S->batch, wdl, &rng, &sampler);
+    if (st == ZT_OK && !S->prefetch) {
+        st = zt_replay_batch_init(&batch, g, S->batch, wdl);
+        batch_ready = st == ZT_OK;
+    }
+    /* two steps of warm-up (kernel creation), then the timed ones */
+    long steps = 0;
+    double t0 = 0, t = 0, drawing = 0;
+    for (int i = 0; st == ZT_OK && (i < 2 || t - t0 < seconds || steps < 3); i++) {
+        if (i == 2) t0 = zt_now_s();
+        const zt_replay_batch *b = &batch;
+        double d0 = zt_now_s();
+        st = sampler ? zt_replay_sampler_next(sampler, &b) : zt_replay_sample(rb, &rng, &batch);
+        if (i >= 2) drawing += zt_now_s() - d0;
+        if (st != ZT_OK) break;
+        zt_train_batch tb = {.B = b->size,
+                             .obs = b->obs,
+                             .policy_target = b->policy,
+                             .legal = b->legal,
+                             .value_target = wdl ? b->wdl : b->value};
+        zt_train_losses l;
+        st = zt_trainer_step(trainer, &tb, &l);
+        if (i >= 2) steps++;
+        t = zt_now_s();
+    }
+    if (st == ZT_OK) {
+        *steps_s = (double)steps / (t - t0);
+        *draw_s = drawing / (double)steps;
+    }
+    zt_replay_sampler_free(sampler);
+    if (batch_ready) zt_replay_batch_free(&batch);
+    zt_trainer_free(trainer);
+    zt_net_free(net);
+    return st;
+}
+
+/* ---- the table ---- */
+
+typedef enum row_kind {
+    ROW_SELFPLAY,
+    ROW_DENSE_REPLAY, /* memory only */
+    ROW_LEARNER,
+} row_kind;
+
+typedef struct row {
+    char name[64];
+    const char *sets[8]; /* --set assignments of the row, NULL-terminated */
+    row_kind kind;
+    bool turns_on; /* the row turns on an optimisation that is off by default */
+} row;
+
+static double mib(size_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}
+
+static void print_header(void)
+{
+    printf("%-40s %9s %7s %9s %6s %6s %9s %6s %6s %8s | %7s %7s | %s\n", "row", "pos/s", "games/s",
+           "infer/s", "batch", "inf/ps", "net-only", "%net", "in-net", "mem MiB", "speed", "mem",
+           "this optimisation brings");
+}
+
+/* A self-play row; base is the all-on row (NULL for itself). */
+static void print_selfplay(const row *rw, const result *r, const result *base)
+{
+    printf("%-40s %9.0f %7.2f %9.0f %6.1f %6.2f %9.0f %5.1f%% %5.1f%% %8.1f", rw->name, r->pos_s,
+           r->games_s, r->inf_s, r->mean_batch, r->inf_per_pos, r->net_only_pos_s,
+           100 * r->pos_s / r->net_only_pos_s, 100 * r->in_net, mib(row_memory(r)));
+    if (!base) {
+        printf(" | %7s %7s |\n", "1.00x", "1.00x");
+        return;
+    }
+    double speed = r->pos_s / base->pos_s;
+    double mem = (double)row_memory(r) / (double)row_memory(base);
+    /* what the optimisation brings: all-on against the row that lacks it,
+     * or the row that adds it against all-on */
+    double gain = rw->turns_on ? speed : 1 / speed;
+    double saved = rw->turns_on ? mib(row_memory(base)) - mib(row_memory(r))
+                                : mib(row_memory(r)) - mib(row_memory(base));
+    printf(" | %6.2fx %6.2fx | %.2fx positions/s, %+.1f MiB saved\n", speed, mem, gain, saved);
+}
+
+static int run(const bench_args *A)
+{
+    row rows[12];
+    int nrows = 0;
+    rows[nrows++] = (row){.name = "all on", .kind = ROW_SELFPLAY};
+
+    zt_config *cfg = NULL;
+    zt_game *g = NULL;
+    zt_train_settings S;
+    zt_status st = row_settings(A, NULL, &cfg, &g, &S);
+    if (st != ZT_OK) {
+        zt_game_free(g);
+        zt_config_free(cfg);
+        return zt_cli_fail(st);
+    }
+    /* the backend and precision "auto" resolve to */
+    zt_net *probe = NULL;
+    st = zt_net_new(&S.net, S.backend, S.precision, 1, &probe);
+    if (st != ZT_OK) {
+        zt_game_free(g);
+        zt_config_free(cfg);
+        return zt_cli_fail(st);
+    }
+    bool bf16 = zt_net_precision(probe) == ZT_PRECISION_BF16;
+    char arch[256];
+    zt_net_config_format(&S.net, arch, sizeof arch);
+    int K = S.actor.search.leaves_per_round;
+    if (A->ablate) {
+        rows[nrows++] =
+            (row){.name = "cross-game batching off (G=1)", .sets = {"games_per_actor=1"}};
+        if (K > 1)
+            rows[nrows++] =
+                (row){.name = "several leaves off (K=1)", .sets = {"leaves_per_tree=1"}};
+        else
+            rows[nrows++] = (row){.name = "K=4 leaves per tree (default K=1: off)",
+                                  .sets = {"leaves_per_tree=4"},
+                                  .turns_on = true};
+        if (bf16)
+            rows[nrows++] = (row){.name = "bf16 off (precision=fp32)", .sets = {"precision=fp32"}};
+        else
+            rows[nrows++] = (row){.name = "bf16 (off here: fp32 in use)",
+                                  .sets = {"precision=bf16"},
+                                  .turns_on = true};
+        rows[nrows++] = (row){.name = "NN cache off", .sets = {"selfplay.nncache=0"}};
+        rows[nrows++] = (row){.name = "root cache off", .sets = {"selfplay.root_cache=0"}};
+        rows[nrows++] = (row){.name = "tree reuse off", .sets = {"search.tree_reuse=0"}};
+        rows[nrows++] =
+            (row){.name = "compact replay off (dense f32, memory)", .kind = ROW_DENSE_REPLAY};
+        rows[nrows++] = (row){.name = "learner steps/s, sampler prefetch on", .kind = ROW_LEARNER};
+        rows[nrows++] = (row){.name = "learner steps/s, sampler prefetch off",
+                              .sets = {"learner.prefetch=0"},
+                              .kind = ROW_LEARNER};
+        rows[nrows++] = (row){.name = "debug=1 (all off)", .sets = {"debug=1"}};
+    }
+    double load[1] = {0};
+    if (getloadavg(load, 1) < 1) load[0] = -1;
+    printf(
+        "self-play %s: %d actor(s) x %d games, %s %d sims, K=%d, net %s on %s/%s, %.1f s per row, "
+        "%d cpus, load %.2f\n",
+        g->name, S.actors, S.actor.games,
+        S.actor.search.algorithm == ZT_SEARCH_GUMBEL ? "gumbel" : "puct",
+        S.actor.search.num_simulations, K, arch, zt_net_backend_name(probe),
+        zt_precision_name(zt_net_precision(probe)), A->seconds, zt_cpu_count(), load[0]);
+    zt_net_free(probe);
+    zt_game_free(g);
+    zt_config_free(cfg);
+
+    print_header();
+    result base = {0};
+    zt_replay *filled = NULL;
+    zt_game *filled_game = NULL; /* the buffer borrows its game */
+    double learner_base = 0;
+    for (int i = 0; i < nrows && st == ZT_OK; i++) {
+        const row *rw = &rows[i];
+        if (rw->kind == ROW_DENSE_REPLAY) {
+            /* the same run with the replay stored as float32 observation
+             * planes + a dense float policy per position */
+            result r = base;
+            size_t dense = (size_t)((double)S.replay.capacity * base.dense_bytes_per_position);
+            r.replay = dense;
+            printf("%-40s %9s %7s %9s %6s %6s %9s %6s %6s %8.1f | %7s %6.2fx | %.1f MiB saved "
+                   "(%.1f vs %.0f bytes/position, %.2f%% less, %lld positions)\n",
+                   rw->name, "-", "-", "-", "-", "-", "-", "-", "-", mib(row_memory(&r)), "-",
+                   (double)row_memory(&r) / (double)row_memory(&base),
+                   mib(dense) - mib(base.replay), base.bytes_per_position,
+                   base.dense_bytes_per_position,
+                   100 * (1 - base.bytes_per_position / base.dense_bytes_per_position),
+                   (long long)S.replay.capacity);
+            continue;
+        }
+        zt_train_settings RS;
+        st = row_settings(A, rw->sets, &cfg, &g, &RS);
+        if (st == ZT_OK && rw->kind == ROW_LEARNER) {
+            double steps_s = 0, draw_s = 0;
+            st = measure_learner(g, &RS, filled, A->seconds / 2, &steps_s, &draw_s);
+            if (st == ZT_OK) {
+                bool first = learner_base == 0;
+                if (first) learner_base = steps_s;
+                printf("%-40s %9.2f %7s %9s %6s %6s %9s %6s %6s %8s | %6.2fx %7s |", rw->name,
+                       steps_s, "-", "-", "-", "-", "-", "-", "-", "-", steps_s / learner_base,
+                       "-");
+                if (!first)
+                    printf(" %.2fx learner steps/s (batch %d, %d learner thread(s); drawing a "
+                           "batch takes "
+                           "%.1f of the %.1f ms per step)",
+                           learner_base / steps_s, RS.batch, RS.learner_threads, 1e3 * draw_s,
+                           1e3 / steps_s);
+                printf("\n");
+            }
+        } else if (st == ZT_OK) {
+            result r;
+            st = measure_selfplay(g, &RS, A->seconds, &r, i == 0 && A->ablate ? &filled : NULL);
+            if (st == ZT_OK) {
+                print_selfplay(rw, &r, i == 0 ? NULL : &base);
+                if (i == 0) base = r;
+            }
+        }
+        if (filled && !filled_game) {
+            filled_game = g;
+        } else {
+            zt_game_free(g);
+        }
+        zt_config_free(cfg);
+        fflush(stdout);
+    }
+    zt_replay_free(filled);
+    zt_game_free(filled_game);
+    if (st != ZT_OK) return zt_cli_fail(st);
+    printf(
+        "%%net: self-play positions/s as a share of net-only (zt_net_forward at the mean batch, "
+        "divided by inferences per position); in-net: share of the actors' time inside the net. "
+        "mem: trees + NN cache + replay at capacity (%lld positions); speed, mem: against all on; "
+        "learner rows against prefetch on.\n",
+        (long long)S.replay.capacity);
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            printf("peak RSS of this process (VmHWM): %s", line + 6 + strspn(line + 6, " \t"));
+    if (f) fclose(f);
+    return 0;
+}
+
+int zt_bench_selfplay(int argc, char **argv)
+{
+    bench_args A = {.game = "connect4", .seconds = 5, .argc = argc, .argv = argv};
+    bool game_given = false;
+    zt_status st = ZT_OK;
+    for (int i = 1; i < argc && st == ZT_OK; i++) {
+        const char *v;
+        if (zt_cli_is_help(argv[i])) {
+            usage(stdout);
+            return 0;
+        }
+        if (zt_cli_flag_value(argc, argv, &i, "--seconds", &v, &st)) {
+            char *end;
+            A.seconds = st == ZT_OK ? strtod(v, &end) : 0;
+            if (st == ZT_OK && (*end || !(A.seconds > 0) || A.seconds > 3600))
+                st = zt_fail(ZT_ERR_INVALID, "--seconds: expected a number in (0, 3600], got '%s'",
+                             v);
+        } else if (strcmp(argv[i], "--ablate") == 0) {
+            A.ablate = true;
+        } else if (strcmp(argv[i], "--set") == 0 || strcmp(argv[i], "--config") == 0 ||
+                   strcmp(argv[i], "--vertices") == 0 || strcmp(argv[i], "--k") == 0) {
+            A.has_config |= strcmp(argv[i], "--config") == 0;
+            if (i + 1 >= argc) st = zt_fail(ZT_ERR_INVALID, "%s needs a value", argv[i]);
+            i++;
+        } else if (strncmp(argv[i], "--set=", 6) == 0 || strncmp(argv[i], "--config=", 9) == 0 ||
+                   strncmp(argv[i], "--vertices=", 11) == 0 || strncmp(argv[i], "--k=", 4) == 0) {
+            A.has_config |= strncmp(argv[i], "--config=", 9) == 0;
+        } else if (argv[i][0] == '-') {
+            st = zt_fail(ZT_ERR_INVALID, "unknown flag '%s' (see zeroth bench selfplay --help)",
+                         argv[i]);
+        } else if (!game_given) {
+            A.game = argv[i];
+            game_given = true;
+        } else {
+            st = zt_fail(ZT_ERR_INVALID, "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (st != ZT_OK) return zt_cli_fail(st);
+    return run(&A);
+}
