@@ -7,7 +7,8 @@
 #include "train/train.h"
 
 /* Shorthands that read one key into a field of another type. */
-static zt_status get_int(zt_config *c, const char *key, int64_t def, int64_t lo, int64_t hi, int *out)
+static zt_status get_int(zt_config *c, const char *key, int64_t def, int64_t lo, int64_t hi,
+                         int *out)
 {
     int64_t v;
     ZT_TRY(zt_config_int(c, key, def, lo, hi, &v));
@@ -15,7 +16,8 @@ static zt_status get_int(zt_config *c, const char *key, int64_t def, int64_t lo,
     return ZT_OK;
 }
 
-static zt_status get_float(zt_config *c, const char *key, double def, double lo, double hi, float *out)
+static zt_status get_float(zt_config *c, const char *key, double def, double lo, double hi,
+                           float *out)
 {
     double v;
     ZT_TRY(zt_config_double(c, key, def, lo, hi, &v));
@@ -28,7 +30,8 @@ static zt_status read_net(zt_config *c, const zt_game *g, zt_net_config *n)
     zt_net_config_default(n, g->obs_shape[0], g->obs_shape[1], g->obs_shape[2], g->num_actions);
     static const char *const kinds[] = {"resnet", "mlp", NULL};
     int kind;
-    ZT_TRY(zt_config_choice(c, "net.kind", n->kind == ZT_NET_RESNET ? "resnet" : "mlp", kinds, &kind));
+    ZT_TRY(
+        zt_config_choice(c, "net.kind", n->kind == ZT_NET_RESNET ? "resnet" : "mlp", kinds, &kind));
     n->kind = kind == 0 ? ZT_NET_RESNET : ZT_NET_MLP;
     static const char *const values[] = {"scalar", "wdl", NULL};
     int value;
@@ -38,14 +41,15 @@ static zt_status read_net(zt_config *c, const zt_game *g, zt_net_config *n)
     if (n->kind == ZT_NET_RESNET) {
         ZT_TRY(get_int(c, "net.channels", n->channels ? n->channels : 64, 1, 4096, &n->channels));
         ZT_TRY(get_int(c, "net.blocks", n->channels ? n->blocks : 5, 0, 256, &n->blocks));
-        ZT_TRY(get_int(c, "net.policy_channels", n->policy_channels ? n->policy_channels : 2, 1, 4096,
-                       &n->policy_channels));
+        ZT_TRY(get_int(c, "net.policy_channels", n->policy_channels ? n->policy_channels : 2, 1,
+                       4096, &n->policy_channels));
         ZT_TRY(get_int(c, "net.value_channels", n->value_channels ? n->value_channels : 1, 1, 4096,
                        &n->value_channels));
     } else {
         ZT_TRY(get_int(c, "net.mlp_hidden", n->mlp_hidden ? n->mlp_hidden : 256, 1, 1 << 14,
                        &n->mlp_hidden));
-        ZT_TRY(get_int(c, "net.mlp_layers", n->mlp_layers ? n->mlp_layers : 3, 1, 256, &n->mlp_layers));
+        ZT_TRY(get_int(c, "net.mlp_layers", n->mlp_layers ? n->mlp_layers : 3, 1, 256,
+                       &n->mlp_layers));
         static const char *const norms[] = {"layer", "batch", NULL};
         int norm;
         ZT_TRY(zt_config_choice(c, "net.mlp_norm", "layer", norms, &norm));
@@ -61,7 +65,8 @@ static zt_status read_search(zt_config *c, bool debug, zt_search_config *s)
     ZT_TRY(zt_config_choice(c, "search.algorithm", "gumbel", algorithms, &alg));
     zt_search_config_default(s, alg == 0 ? ZT_SEARCH_GUMBEL : ZT_SEARCH_PUCT);
     ZT_TRY(get_int(c, "search.sims", s->num_simulations, 1, 1 << 20, &s->num_simulations));
-    ZT_TRY(get_int(c, "leaves_per_tree", debug ? 1 : s->leaves_per_round, 1, 256, &s->leaves_per_round));
+    ZT_TRY(get_int(c, "leaves_per_tree", debug ? 1 : s->leaves_per_round, 1, 256,
+                   &s->leaves_per_round));
     ZT_TRY(get_int(c, "search.node_capacity", 0, 0, 1 << 26, &s->node_capacity));
     ZT_TRY(get_int(c, "search.edge_capacity", 0, 0, 1 << 28, &s->edge_capacity));
     ZT_TRY(get_int(c, "search.gumbel_m", s->gumbel_m, 1, 4096, &s->gumbel_m));
@@ -69,7 +74,8 @@ static zt_status read_search(zt_config *c, bool debug, zt_search_config *s)
     ZT_TRY(get_float(c, "search.c_scale", s->c_scale, 0, 1e6, &s->c_scale));
     ZT_TRY(get_float(c, "search.c_init", s->c_init, 0, 100, &s->c_init));
     ZT_TRY(get_float(c, "search.c_base", s->c_base, 1, 1e9, &s->c_base));
-    ZT_TRY(get_float(c, "search.dirichlet_alpha", s->dirichlet_alpha, 1e-6, 100, &s->dirichlet_alpha));
+    ZT_TRY(
+        get_float(c, "search.dirichlet_alpha", s->dirichlet_alpha, 1e-6, 100, &s->dirichlet_alpha));
     ZT_TRY(get_float(c, "search.dirichlet_fraction", 0.25, 0, 1, &s->dirichlet_fraction));
     ZT_TRY(get_float(c, "search.virtual_loss", s->virtual_loss, 0, 100, &s->virtual_loss));
     static const char *const fpus[] = {"absolute", "parent", NULL};
@@ -114,8 +120,22 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     bool debug;
     /* debug=1: every optimisation off (cross-game batching, K leaves, bf16,
      * NN cache, root cache, tree reuse, sampler prefetch), for the plainest
-     * run; keys given explicitly still win. */
+     * run. It overrides the config files (which set every key), so the
+     * written config.ini shows what actually ran. */
     ZT_TRY(zt_config_bool(c, "debug", false, &debug));
+    if (debug) {
+        static const char *const plain[][2] = {
+            {"games_per_actor", "1"},
+            {"leaves_per_tree", "1"},
+            {"precision", "fp32"},
+            {"selfplay.nncache", "false"},
+            {"selfplay.root_cache", "false"},
+            {"search.tree_reuse", "false"},
+            {"learner.prefetch", "false"},
+        };
+        for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+            zt_config_put(c, plain[i][0], plain[i][1]);
+    }
     ZT_TRY(zt_config_int(c, "seed", 1, 0, INT64_MAX, &v));
     S->seed = (uint64_t)v;
     static const char *const modes[] = {"concurrent", "alternate", "deterministic", NULL};
@@ -136,7 +156,8 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
      * steps/s instead of ~10). The other modes train while actors wait. */
     if (S->learner_threads == 0)
         S->learner_threads = mode == ZT_TRAIN_CONCURRENT && cores > S->actors ? cores - S->actors
-                             : mode == ZT_TRAIN_CONCURRENT ? 1 : cores;
+                             : mode == ZT_TRAIN_CONCURRENT                    ? 1
+                                                                              : cores;
     const char *backend;
     ZT_TRY(zt_config_string(c, "backend", "auto", &backend));
     snprintf(S->backend, sizeof S->backend, "%s", backend);
@@ -152,25 +173,33 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(get_float(c, "selfplay.temperature", A->temperature, 0, 100, &A->temperature));
     ZT_TRY(get_int(c, "selfplay.temperature_moves", A->temperature_moves, 0, 1 << 20,
                    &A->temperature_moves));
-    ZT_TRY(zt_config_double(c, "selfplay.full_search_fraction", 1.0, 1e-3, 1.0, &A->full_search_fraction));
+    ZT_TRY(zt_config_double(c, "selfplay.full_search_fraction", 1.0, 1e-3, 1.0,
+                            &A->full_search_fraction));
     ZT_TRY(get_int(c, "selfplay.fast_sims", A->fast_simulations, 1, 1 << 20, &A->fast_simulations));
     ZT_TRY(zt_config_bool(c, "selfplay.resign", false, &A->resign));
-    ZT_TRY(get_float(c, "selfplay.resign_threshold", A->resign_threshold, -1, 1, &A->resign_threshold));
+    ZT_TRY(get_float(c, "selfplay.resign_threshold", A->resign_threshold, -1, 1,
+                     &A->resign_threshold));
     ZT_TRY(zt_config_double(c, "selfplay.resign_playout_fraction", A->resign_playout_fraction, 0, 1,
                             &A->resign_playout_fraction));
-    ZT_TRY(zt_config_double(c, "selfplay.random_opening_fraction", 0.0, 0, 1, &A->random_opening_fraction));
+    ZT_TRY(zt_config_double(c, "selfplay.random_opening_fraction", 0.0, 0, 1,
+                            &A->random_opening_fraction));
     ZT_TRY(get_int(c, "selfplay.random_opening_plies", 0, 0, 1 << 16, &A->random_opening_plies));
     ZT_TRY(zt_config_bool(c, "selfplay.nncache", !debug, &A->nncache));
-    ZT_TRY(get_int(c, "selfplay.nncache_entries", A->nncache_entries, 1, 1 << 28, &A->nncache_entries));
+    ZT_TRY(get_int(c, "selfplay.nncache_entries", A->nncache_entries, 1, 1 << 28,
+                   &A->nncache_entries));
     ZT_TRY(zt_config_bool(c, "selfplay.root_cache", !debug, &A->root_cache));
     ZT_TRY(get_int(c, "selfplay.root_cache_sims", A->root_cache_simulations, 1, 1 << 20,
                    &A->root_cache_simulations));
 
     zt_replay_config_default(&S->replay);
-    ZT_TRY(zt_config_int(c, "replay.capacity", S->replay.capacity, 1, INT64_C(1) << 36, &S->replay.capacity));
-    ZT_TRY(zt_config_double(c, "replay.window_c", S->replay.window_c, 0, 1e12, &S->replay.window_c));
-    ZT_TRY(zt_config_double(c, "replay.window_alpha", S->replay.window_alpha, 0, 1, &S->replay.window_alpha));
-    ZT_TRY(zt_config_double(c, "replay.window_beta", S->replay.window_beta, 0, 10, &S->replay.window_beta));
+    ZT_TRY(zt_config_int(c, "replay.capacity", S->replay.capacity, 1, INT64_C(1) << 36,
+                         &S->replay.capacity));
+    ZT_TRY(
+        zt_config_double(c, "replay.window_c", S->replay.window_c, 0, 1e12, &S->replay.window_c));
+    ZT_TRY(zt_config_double(c, "replay.window_alpha", S->replay.window_alpha, 0, 1,
+                            &S->replay.window_alpha));
+    ZT_TRY(zt_config_double(c, "replay.window_beta", S->replay.window_beta, 0, 10,
+                            &S->replay.window_beta));
     ZT_TRY(zt_config_bool(c, "replay.augment", true, &S->replay.augment));
 
     ZT_TRY(read_optimizer(c, &S->optimizer));
@@ -190,7 +219,8 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_double(c, "arena.minutes", 5, 0, 1e6, &S->arena_minutes));
     ZT_TRY(get_int(c, "arena.games", 100, 0, 1 << 20, &S->arena_games));
     ZT_TRY(zt_config_bool(c, "arena.positions", true, &S->arena_positions));
-    ZT_TRY(get_int(c, "arena.positions_limit", c4 ? 200 : 0, 0, 1 << 30, &S->arena_positions_limit));
+    ZT_TRY(
+        get_int(c, "arena.positions_limit", c4 ? 200 : 0, 0, 1 << 30, &S->arena_positions_limit));
     ZT_TRY(get_int(c, "arena.sims", A->search.num_simulations, 1, 1 << 20, &S->arena_sims));
     ZT_TRY(zt_config_bool(c, "arena.stop_on_perfect", false, &S->arena_stop_on_perfect));
     ZT_TRY(zt_config_string(c, "arena.data_dir", "", &S->data_dir));
