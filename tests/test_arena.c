@@ -14,36 +14,9 @@
 #include "agent/evaluators.h"
 #include "arena/arena.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                 \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
+#include "zt_test.h"
 
 static const uint64_t SEED = 4242;
-
-/* ZT_DATA_DIR, else ../shared/data, else tests/data. */
-static void data_path(const char *rel, char *buf, size_t cap)
-{
-    const char *env = getenv("ZT_DATA_DIR");
-    const char *dirs[] = {env, "../shared/data", "tests/data"};
-    for (int i = 0; i < 3; i++) {
-        if (!dirs[i]) continue;
-        snprintf(buf, cap, "%s/%s", dirs[i], rel);
-        FILE *f = fopen(buf, "r");
-        if (f) {
-            fclose(f);
-            return;
-        }
-    }
-    snprintf(buf, cap, "tests/data/%s", rel);
-}
 
 static zt_game *make_game(const char *name)
 {
@@ -245,7 +218,7 @@ static void positions(const zt_game *g, zt_agent *agent, const char *file, int l
                       zt_positions_result *r)
 {
     char path[512], line[64];
-    data_path(file, path, sizeof path);
+    zt_test_data_path(file, path, sizeof path);
     zt_status st = zt_arena_positions(g, agent, path, limit, SEED, r);
     CHECK(st == ZT_OK, "%s on %s: %s", agent->name, path, zt_error_message());
     zt_positions_format(r, line, sizeof line);
@@ -374,10 +347,5 @@ int main(void)
     test_illegal();
     test_positions();
     test_chance();
-    if (failures) {
-        printf("%d failures\n", failures);
-        return 1;
-    }
-    printf("all arena tests passed\n");
-    return 0;
+    return zt_test_finish("test_arena");
 }

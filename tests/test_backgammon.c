@@ -13,30 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            if (failures <= 30) {                                                                  \
-                printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                             \
-                printf(__VA_ARGS__);                                                               \
-                printf("\n");                                                                      \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
-
-static const char *data_dir(void)
-{
-    const char *env = getenv("ZT_DATA_DIR");
-    if (env && env[0]) return env;
-    struct stat st;
-    if (stat("../shared/data/backgammon", &st) == 0) return "../shared/data";
-    return "tests/data";
-}
+#include "zt_test.h"
 
 /* ---- sets of states reached through the game interface ---- */
 
@@ -149,8 +127,7 @@ static int split(char *line, char sep, char **parts, int max)
 static void test_gnubg_file(const zt_game *g)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/backgammon/gnubg_legal_moves.tsv", data_dir());
-    FILE *f = fopen(path, "r");
+    FILE *f = zt_test_open_data("backgammon/gnubg_legal_moves.tsv", path, sizeof path);
     CHECK(f != NULL, "cannot open %s", path);
     if (!f) return;
     bg_playlist *pl = zt_xmalloc(sizeof *pl);
@@ -628,9 +605,7 @@ static void test_pubeval(const zt_game *g, uint64_t seed)
 
 int main(void)
 {
-    uint64_t seed = 20240611;
-    const char *env = getenv("ZT_SEED");
-    if (env) seed = strtoull(env, NULL, 10);
+    uint64_t seed = zt_test_seed(20240611);
     zt_game *g = NULL;
     zt_status st = zt_game_new("backgammon", NULL, &g);
     if (st != ZT_OK) {
@@ -644,10 +619,5 @@ int main(void)
     test_random_games(g, seed);
     test_pubeval(g, seed);
     zt_game_free(g);
-    if (failures) {
-        printf("test_backgammon: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_backgammon: all passed\n");
-    return 0;
+    return zt_test_finish("test_backgammon");
 }

@@ -12,31 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
-
-/* ZT_DATA_DIR, else ../shared/data, else tests/data. */
-static FILE *open_data(const char *rel, char *path, size_t cap)
-{
-    const char *env = getenv("ZT_DATA_DIR");
-    const char *dirs[] = {env, "../shared/data", "tests/data"};
-    for (int i = 0; i < 3; i++) {
-        if (!dirs[i]) continue;
-        snprintf(path, cap, "%s/%s", dirs[i], rel);
-        FILE *f = fopen(path, "r");
-        if (f) return f;
-    }
-    return NULL;
-}
+#include "zt_test.h"
 
 /* ---- perft ---- */
 
@@ -250,7 +226,7 @@ static c4_state mirrored(const zt_game *g, const void *s)
 static void test_solver_set(const zt_game *g, zt_solver *sv, const char *rel)
 {
     char path[512], line[256];
-    FILE *f = open_data(rel, path, sizeof path);
+    FILE *f = zt_test_open_data(rel, path, sizeof path);
     CHECK(f != NULL, "cannot open %s", rel);
     if (!f) return;
     static zt_position pos;
@@ -413,10 +389,5 @@ int main(void)
     test_solver(g);
     test_alphabeta(g, &rng);
     zt_game_free(g);
-    if (failures) {
-        printf("%d failures\n", failures);
-        return 1;
-    }
-    printf("all connect4 tests passed\n");
-    return 0;
+    return zt_test_finish("test_connect4");
 }

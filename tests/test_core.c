@@ -1,7 +1,6 @@
 /* Tests of src/core: rng streams and distributions, hashing, arenas, the
  * thread pool, queue and barrier, configuration, atomic file I/O, logging. */
 #include <dirent.h>
-#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,25 +21,7 @@
 #include "core/status.h"
 #include "core/thread.h"
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                        \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_MSG(cond, ...)                                                                       \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "zt_test.h"
 
 static uint64_t seed;
 static char tmpdir[64];
@@ -61,9 +42,9 @@ static void test_rng_streams(void)
         diff_ac += x != z;
         diff_ad += x != w;
     }
-    CHECK(same_ab);
-    CHECK(diff_ac > 990);
-    CHECK(diff_ad > 990);
+    CHECK(same_ab, "");
+    CHECK(diff_ac > 990, "");
+    CHECK(diff_ad > 990, "");
 }
 
 static void test_rng_below(void)
@@ -74,7 +55,7 @@ static void test_rng_below(void)
     for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
         int ok = 1;
         for (int i = 0; i < 10000; i++) ok &= zt_rng_below(&r, ns[k]) < ns[k];
-        CHECK_MSG(ok, "n=%u", ns[k]);
+        CHECK(ok, "n=%u", ns[k]);
     }
     /* Chi-square with 9 degrees of freedom; P(chi2 > 45) is about 1e-6. */
     enum { BINS = 10, DRAWS = 100000 };
@@ -82,14 +63,14 @@ static void test_rng_below(void)
     for (int i = 0; i < DRAWS; i++) count[zt_rng_below(&r, BINS)]++;
     double chi2 = 0, expected = (double)DRAWS / BINS;
     for (int i = 0; i < BINS; i++) chi2 += (count[i] - expected) * (count[i] - expected) / expected;
-    CHECK_MSG(chi2 < 45, "chi2=%g", chi2);
+    CHECK(chi2 < 45, "chi2=%g", chi2);
 
     int in_range = 1;
     for (int i = 0; i < 10000; i++) {
         double u = zt_rng_uniform(&r);
         in_range &= u >= 0 && u < 1;
     }
-    CHECK(in_range);
+    CHECK(in_range, "");
 }
 
 /* Sample mean of n draws is within `sigmas` standard errors of `mean`. */
@@ -109,8 +90,8 @@ static void test_rng_distributions(void)
         sum += x;
         sq += x * x;
     }
-    CHECK_MSG(mean_close(sum, N, 0, 1, 6), "normal mean %g", sum / N);
-    CHECK_MSG(fabs(sq / N - 1) < 0.02, "normal variance %g", sq / N);
+    CHECK(mean_close(sum, N, 0, 1, 6), "normal mean %g", sum / N);
+    CHECK(fabs(sq / N - 1) < 0.02, "normal variance %g", sq / N);
 
     static const double shapes[] = {0.03, 0.3, 1.0, 2.5, 10.0};
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
@@ -121,16 +102,15 @@ static void test_rng_distributions(void)
             positive &= x >= 0 && isfinite(x);
             sum += x;
         }
-        CHECK_MSG(positive, "gamma(%g) not finite and non-negative", shapes[k]);
+        CHECK(positive, "gamma(%g) not finite and non-negative", shapes[k]);
         /* Gamma(k, 1) has mean k and variance k. */
-        CHECK_MSG(mean_close(sum, N, shapes[k], shapes[k], 6), "gamma(%g) mean %g", shapes[k],
-                  sum / N);
+        CHECK(mean_close(sum, N, shapes[k], shapes[k], 6), "gamma(%g) mean %g", shapes[k], sum / N);
     }
 
     sum = 0;
     for (int i = 0; i < N; i++) sum += zt_rng_gumbel(&r);
     /* Standard Gumbel: mean Euler's gamma, variance pi^2/6. */
-    CHECK_MSG(mean_close(sum, N, 0.5772156649, M_PI * M_PI / 6, 6), "gumbel mean %g", sum / N);
+    CHECK(mean_close(sum, N, 0.5772156649, M_PI * M_PI / 6, 6), "gumbel mean %g", sum / N);
 
     enum { DIM = 5, ROUNDS = 20000 };
     double comp_sum[DIM] = {0};
@@ -146,20 +126,20 @@ static void test_rng_distributions(void)
         }
         simplex &= fabs(total - 1) < 1e-5;
     }
-    CHECK(simplex);
+    CHECK(simplex, "");
     /* Each component is Beta(a, (n-1)a): mean 1/n, variance
      * (1/n)(1-1/n)/(n a + 1). */
     double var = (1.0 / DIM) * (1 - 1.0 / DIM) / (DIM * 0.3 + 1);
     for (int j = 0; j < DIM; j++)
-        CHECK_MSG(mean_close(comp_sum[j], ROUNDS, 1.0 / DIM, var, 6), "dirichlet[%d] mean %g", j,
-                  comp_sum[j] / ROUNDS);
+        CHECK(mean_close(comp_sum[j], ROUNDS, 1.0 / DIM, var, 6), "dirichlet[%d] mean %g", j,
+              comp_sum[j] / ROUNDS);
 
     float weights[4] = {0, 1, 0, 3};
     int hits[4] = {0};
     for (int i = 0; i < 40000; i++) hits[zt_rng_categorical(&r, weights, 4)]++;
-    CHECK(hits[0] == 0 && hits[2] == 0);
-    CHECK_MSG(mean_close(hits[3], 40000, 0.75, 0.75 * 0.25, 6), "categorical share %g",
-              hits[3] / 40000.0);
+    CHECK(hits[0] == 0 && hits[2] == 0, "");
+    CHECK(mean_close(hits[3], 40000, 0.75, 0.75 * 0.25, 6), "categorical share %g",
+          hits[3] / 40000.0);
 }
 
 /* ---- hash, arena -------------------------------------------------------- */
@@ -169,44 +149,44 @@ static void test_hash(void)
     unsigned char buf[37];
     for (int i = 0; i < 37; i++) buf[i] = (unsigned char)(i * 7 + 1);
     uint64_t h = zt_hash_bytes(buf, sizeof buf, 5);
-    CHECK(h == zt_hash_bytes(buf, sizeof buf, 5));
-    CHECK(h != zt_hash_bytes(buf, sizeof buf, 6));
-    CHECK(h != zt_hash_bytes(buf, sizeof buf - 1, 5));
+    CHECK(h == zt_hash_bytes(buf, sizeof buf, 5), "");
+    CHECK(h != zt_hash_bytes(buf, sizeof buf, 6), "");
+    CHECK(h != zt_hash_bytes(buf, sizeof buf - 1, 5), "");
     int all_bits_matter = 1;
     for (int bit = 0; bit < 37 * 8; bit++) {
         buf[bit / 8] ^= (unsigned char)(1u << (bit % 8));
         all_bits_matter &= zt_hash_bytes(buf, sizeof buf, 5) != h;
         buf[bit / 8] ^= (unsigned char)(1u << (bit % 8));
     }
-    CHECK(all_bits_matter);
+    CHECK(all_bits_matter, "");
     /* Zero bytes of different lengths must not collide. */
     unsigned char zeros[16] = {0};
-    CHECK(zt_hash_bytes(zeros, 8, 0) != zt_hash_bytes(zeros, 9, 0));
-    CHECK(zt_hash_bytes(zeros, 0, 0) != zt_hash_bytes(zeros, 1, 0));
+    CHECK(zt_hash_bytes(zeros, 8, 0) != zt_hash_bytes(zeros, 9, 0), "");
+    CHECK(zt_hash_bytes(zeros, 0, 0) != zt_hash_bytes(zeros, 1, 0), "");
 }
 
 static void test_arena(void)
 {
     zt_arena a;
-    CHECK(zt_arena_init(&a, 1000) == 0);
-    CHECK((uintptr_t)a.base % ZT_CACHE_LINE == 0);
+    CHECK(zt_arena_init(&a, 1000) == 0, "");
+    CHECK((uintptr_t)a.base % ZT_CACHE_LINE == 0, "");
     char *p = zt_arena_alloc(&a, 3, 1);
-    CHECK(p == (char *)a.base);
+    CHECK(p == (char *)a.base, "");
     static const size_t aligns[] = {8, 16, 64, 128};
     for (size_t i = 0; i < 4; i++) {
         void *q = zt_arena_alloc(&a, 10, aligns[i]);
-        CHECK_MSG(q && (uintptr_t)q % aligns[i] == 0, "alignment %zu", aligns[i]);
+        CHECK(q && (uintptr_t)q % aligns[i] == 0, "alignment %zu", aligns[i]);
     }
-    CHECK(zt_arena_alloc(&a, 2000, 8) == NULL);
+    CHECK(zt_arena_alloc(&a, 2000, 8) == NULL, "");
     size_t used = a.used;
-    CHECK(zt_arena_alloc(&a, 1000 - used + 1, 1) == NULL);
-    CHECK(zt_arena_alloc(&a, 1000 - used, 1) != NULL);
-    CHECK(a.used == 1000);
-    CHECK(zt_arena_alloc(&a, 1, 1) == NULL);
-    CHECK(a.high_water == 1000);
+    CHECK(zt_arena_alloc(&a, 1000 - used + 1, 1) == NULL, "");
+    CHECK(zt_arena_alloc(&a, 1000 - used, 1) != NULL, "");
+    CHECK(a.used == 1000, "");
+    CHECK(zt_arena_alloc(&a, 1, 1) == NULL, "");
+    CHECK(a.high_water == 1000, "");
     zt_arena_reset(&a);
-    CHECK(a.used == 0);
-    CHECK(zt_arena_alloc(&a, 1000, 64) == a.base);
+    CHECK(a.used == 0, "");
+    CHECK(zt_arena_alloc(&a, 1000, 64) == a.base, "");
     zt_arena_free(&a);
 }
 
@@ -230,14 +210,14 @@ static void pool_fn(void *arg, int ith, int nth)
 
 static void test_pool(void)
 {
-    CHECK(zt_cpu_count() >= 1);
-    CHECK(zt_pool_new(0) == NULL);
+    CHECK(zt_cpu_count() >= 1, "");
+    CHECK(zt_pool_new(0) == NULL, "");
     static const int sizes[] = {1, 2, 4, 7};
     for (size_t k = 0; k < 4; k++) {
         zt_pool *p = zt_pool_new(sizes[k]);
-        CHECK(p != NULL);
+        CHECK(p != NULL, "");
         if (!p) continue;
-        CHECK(zt_pool_size(p) == sizes[k]);
+        CHECK(zt_pool_size(p) == sizes[k], "");
         pool_job job;
         job.nth = sizes[k];
         atomic_init(&job.wrong_nth, 0);
@@ -249,8 +229,8 @@ static void test_pool(void)
             for (int i = 0; i < sizes[k]; i++) every_once &= atomic_load(&job.hits[i]) == 1;
             if (run % 100 == 99) usleep(2000); /* let workers fall asleep too */
         }
-        CHECK_MSG(every_once, "pool of %d", sizes[k]);
-        CHECK(atomic_load(&job.wrong_nth) == 0);
+        CHECK(every_once, "pool of %d", sizes[k]);
+        CHECK(atomic_load(&job.wrong_nth) == 0, "");
         zt_pool_free(p);
     }
 }
@@ -313,26 +293,26 @@ static void test_queue(void)
     int exactly_once = 1;
     for (int i = 0; i < PRODUCERS * PER_PRODUCER; i++)
         exactly_once &= atomic_load(&t->seen[i]) == 1;
-    CHECK(exactly_once);
-    CHECK(atomic_load(&t->bad_items) == 0);
+    CHECK(exactly_once, "");
+    CHECK(atomic_load(&t->bad_items) == 0, "");
     zt_queue_free(t->q);
     free(t);
 
     /* Non-blocking variants and draining after close. */
     zt_queue *q = zt_queue_new(2);
     void *item = NULL;
-    CHECK(zt_queue_try_pop(q, &item) == 1);
-    CHECK(zt_queue_try_push(q, (void *)1) == 0);
-    CHECK(zt_queue_push(q, (void *)2) == 0);
-    CHECK(zt_queue_try_push(q, (void *)3) == 1);
-    CHECK(zt_queue_len(q) == 2);
+    CHECK(zt_queue_try_pop(q, &item) == 1, "");
+    CHECK(zt_queue_try_push(q, (void *)1) == 0, "");
+    CHECK(zt_queue_push(q, (void *)2) == 0, "");
+    CHECK(zt_queue_try_push(q, (void *)3) == 1, "");
+    CHECK(zt_queue_len(q) == 2, "");
     zt_queue_close(q);
-    CHECK(zt_queue_push(q, (void *)4) == -1);
-    CHECK(zt_queue_try_push(q, (void *)4) == -1);
-    CHECK(zt_queue_pop(q, &item) == 0 && item == (void *)1);
-    CHECK(zt_queue_try_pop(q, &item) == 0 && item == (void *)2);
-    CHECK(zt_queue_pop(q, &item) == -1);
-    CHECK(zt_queue_try_pop(q, &item) == -1);
+    CHECK(zt_queue_push(q, (void *)4) == -1, "");
+    CHECK(zt_queue_try_push(q, (void *)4) == -1, "");
+    CHECK(zt_queue_pop(q, &item) == 0 && item == (void *)1, "");
+    CHECK(zt_queue_try_pop(q, &item) == 0 && item == (void *)2, "");
+    CHECK(zt_queue_pop(q, &item) == -1, "");
+    CHECK(zt_queue_try_pop(q, &item) == -1, "");
     zt_queue_free(q);
 
     /* Close wakes a consumer blocked on an empty queue and a producer blocked
@@ -344,17 +324,17 @@ static void test_queue(void)
     zt_queue_close(q);
     void *rc;
     pthread_join(waiter, &rc);
-    CHECK((intptr_t)rc == -1);
+    CHECK((intptr_t)rc == -1, "");
     zt_queue_free(q);
 
     q = zt_queue_new(1);
-    CHECK(zt_queue_push(q, q) == 0);
+    CHECK(zt_queue_push(q, q) == 0, "");
     pthread_create(&waiter, NULL, push_one, q);
     usleep(20000);
     zt_queue_close(q);
     pthread_join(waiter, &rc);
-    CHECK((intptr_t)rc == -1);
-    CHECK(zt_queue_len(q) == 1);
+    CHECK((intptr_t)rc == -1, "");
+    CHECK(zt_queue_len(q) == 1, "");
     zt_queue_free(q);
 }
 
@@ -389,13 +369,13 @@ static void test_barrier(void)
     for (int i = 0; i < BARRIER_THREADS; i++) pthread_join(th[i], NULL);
     int one_serial = 1;
     for (int r = 0; r < ROUNDS; r++) one_serial &= atomic_load(&t->serial[r]) == 1;
-    CHECK(one_serial);
-    CHECK(atomic_load(&t->early) == 0);
+    CHECK(one_serial, "");
+    CHECK(atomic_load(&t->early) == 0, "");
     zt_barrier_free(t->b);
     free(t);
 
     zt_barrier *single = zt_barrier_new(1);
-    CHECK(zt_barrier_wait(single) == 1 && zt_barrier_wait(single) == 1);
+    CHECK(zt_barrier_wait(single) == 1 && zt_barrier_wait(single) == 1, "");
     zt_barrier_free(single);
 }
 
@@ -429,56 +409,56 @@ static void test_config_file_and_overrides(void)
                      "[train]\n"
                      "lr = 0.01\n");
     zt_config *c = zt_config_new();
-    CHECK_MSG(zt_config_load_file(c, path) == ZT_OK, "%s", zt_error_message());
-    CHECK(zt_config_has(c, "search.sims"));
-    CHECK(!zt_config_has(c, "sims"));
+    CHECK(zt_config_load_file(c, path) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_config_has(c, "search.sims"), "");
+    CHECK(!zt_config_has(c, "sims"), "");
     /* --set is applied after the file and wins. */
-    CHECK(zt_config_set(c, " search.sims = 128 ") == ZT_OK);
+    CHECK(zt_config_set(c, " search.sims = 128 ") == ZT_OK, "");
     int64_t sims = 0;
-    CHECK(zt_config_int(c, "search.sims", 1, 1, 100000, &sims) == ZT_OK && sims == 128);
+    CHECK(zt_config_int(c, "search.sims", 1, 1, 100000, &sims) == ZT_OK && sims == 128, "");
     double cp = 0, lr = 0;
-    CHECK(zt_config_double(c, "search.c_puct", 2, 0, 10, &cp) == ZT_OK && cp == 1.25);
-    CHECK(zt_config_double(c, "train.lr", 1, 0, 1, &lr) == ZT_OK && lr == 0.01);
+    CHECK(zt_config_double(c, "search.c_puct", 2, 0, 10, &cp) == ZT_OK && cp == 1.25, "");
+    CHECK(zt_config_double(c, "train.lr", 1, 0, 1, &lr) == ZT_OK && lr == 0.01, "");
     const char *game = NULL;
-    CHECK(zt_config_string(c, "game", "connect4", &game) == ZT_OK &&
-          strcmp(game, "tictactoe") == 0);
+    CHECK(zt_config_string(c, "game", "connect4", &game) == ZT_OK && strcmp(game, "tictactoe") == 0,
+          "");
     /* A default is used when absent and does not count as set. */
     int64_t batch = 0;
-    CHECK(zt_config_int(c, "train.batch", 256, 1, 1 << 20, &batch) == ZT_OK && batch == 256);
-    CHECK(!zt_config_has(c, "train.batch"));
-    CHECK_MSG(zt_config_check_unused(c) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_config_int(c, "train.batch", 256, 1, 1 << 20, &batch) == ZT_OK && batch == 256, "");
+    CHECK(!zt_config_has(c, "train.batch"), "");
+    CHECK(zt_config_check_unused(c) == ZT_OK, "%s", zt_error_message());
 
     /* An unknown key, from the file or from --set, is rejected by name. */
-    CHECK(zt_config_set(c, "search.simz=3") == ZT_OK);
-    CHECK(zt_config_check_unused(c) == ZT_ERR_INVALID);
-    CHECK_MSG(contains(zt_error_message(), "'search.simz'"), "%s", zt_error_message());
+    CHECK(zt_config_set(c, "search.simz=3") == ZT_OK, "");
+    CHECK(zt_config_check_unused(c) == ZT_ERR_INVALID, "");
+    CHECK(contains(zt_error_message(), "'search.simz'"), "%s", zt_error_message());
     zt_config_free(c);
 
     c = zt_config_new();
     write_text(path, "[net]\nblocks = 4\nwidht = 64\n");
-    CHECK(zt_config_load_file(c, path) == ZT_OK);
+    CHECK(zt_config_load_file(c, path) == ZT_OK, "");
     int64_t blocks;
-    CHECK(zt_config_int(c, "net.blocks", 2, 1, 40, &blocks) == ZT_OK && blocks == 4);
-    CHECK(zt_config_check_unused(c) == ZT_ERR_INVALID);
-    CHECK_MSG(contains(zt_error_message(), "unknown key 'net.widht'"), "%s", zt_error_message());
+    CHECK(zt_config_int(c, "net.blocks", 2, 1, 40, &blocks) == ZT_OK && blocks == 4, "");
+    CHECK(zt_config_check_unused(c) == ZT_ERR_INVALID, "");
+    CHECK(contains(zt_error_message(), "unknown key 'net.widht'"), "%s", zt_error_message());
     zt_config_free(c);
 
     /* Malformed files and assignments. */
     c = zt_config_new();
     write_text(path, "[search]\nthis line has no equals sign\n");
-    CHECK(zt_config_load_file(c, path) == ZT_ERR_INVALID);
-    CHECK_MSG(contains(zt_error_message(), path) && contains(zt_error_message(), "line 2"), "%s",
-              zt_error_message());
+    CHECK(zt_config_load_file(c, path) == ZT_ERR_INVALID, "");
+    CHECK(contains(zt_error_message(), path) && contains(zt_error_message(), "line 2"), "%s",
+          zt_error_message());
     char missing[160];
     snprintf(missing, sizeof missing, "%s/missing.ini", tmpdir);
-    CHECK(zt_config_load_file(c, missing) == ZT_ERR_NOT_FOUND);
-    CHECK_MSG(contains(zt_error_message(), missing), "%s", zt_error_message());
-    CHECK(zt_config_set(c, "noequals") == ZT_ERR_INVALID);
-    CHECK_MSG(contains(zt_error_message(), "noequals"), "%s", zt_error_message());
-    CHECK(zt_config_set(c, " =5") == ZT_ERR_INVALID);
-    CHECK(zt_config_set(c, "empty=") == ZT_OK);
+    CHECK(zt_config_load_file(c, missing) == ZT_ERR_NOT_FOUND, "");
+    CHECK(contains(zt_error_message(), missing), "%s", zt_error_message());
+    CHECK(zt_config_set(c, "noequals") == ZT_ERR_INVALID, "");
+    CHECK(contains(zt_error_message(), "noequals"), "%s", zt_error_message());
+    CHECK(zt_config_set(c, " =5") == ZT_ERR_INVALID, "");
+    CHECK(zt_config_set(c, "empty=") == ZT_OK, "");
     const char *s = NULL;
-    CHECK(zt_config_string(c, "empty", "x", &s) == ZT_OK && strcmp(s, "") == 0);
+    CHECK(zt_config_string(c, "empty", "x", &s) == ZT_OK && strcmp(s, "") == 0, "");
     zt_config_free(c);
 }
 
@@ -487,37 +467,37 @@ static void test_config_types(void)
     zt_config *c = zt_config_new();
     int64_t i64;
     double d;
-    CHECK(zt_config_set(c, "k=x") == ZT_OK);
-    CHECK(zt_config_int(c, "k", 4, 3, 6, &i64) == ZT_ERR_INVALID);
-    CHECK_MSG(strcmp(zt_error_message(), "key 'k': expected an integer, got 'x'") == 0, "%s",
-              zt_error_message());
-    CHECK(zt_config_set(c, "k=7") == ZT_OK);
-    CHECK(zt_config_int(c, "k", 4, 3, 6, &i64) == ZT_ERR_INVALID);
-    CHECK_MSG(strcmp(zt_error_message(), "key 'k': 7 is outside [3, 6]") == 0, "%s",
-              zt_error_message());
-    CHECK(zt_config_set(c, "k=6") == ZT_OK);
-    CHECK(zt_config_int(c, "k", 4, 3, 6, &i64) == ZT_OK && i64 == 6);
-    CHECK(zt_config_set(c, "k=3.5") == ZT_OK);
-    CHECK(zt_config_int(c, "k", 4, 3, 6, &i64) == ZT_ERR_INVALID);
-    CHECK(zt_config_set(c, "k=99999999999999999999999") == ZT_OK);
-    CHECK(zt_config_int(c, "k", 4, 3, 6, &i64) == ZT_ERR_INVALID);
-    CHECK_MSG(contains(zt_error_message(), "key 'k'"), "%s", zt_error_message());
-    CHECK(zt_config_set(c, "k=-5") == ZT_OK);
-    CHECK(zt_config_int(c, "k", 0, INT64_MIN, INT64_MAX, &i64) == ZT_OK && i64 == -5);
+    CHECK(zt_config_set(c, "k=x") == ZT_OK, "");
+    CHECK(zt_config_int(c, "k", 4, 3, 6, &i64) == ZT_ERR_INVALID, "");
+    CHECK(strcmp(zt_error_message(), "key 'k': expected an integer, got 'x'") == 0, "%s",
+          zt_error_message());
+    CHECK(zt_config_set(c, "k=7") == ZT_OK, "");
+    CHECK(zt_config_int(c, "k", 4, 3, 6, &i64) == ZT_ERR_INVALID, "");
+    CHECK(strcmp(zt_error_message(), "key 'k': 7 is outside [3, 6]") == 0, "%s",
+          zt_error_message());
+    CHECK(zt_config_set(c, "k=6") == ZT_OK, "");
+    CHECK(zt_config_int(c, "k", 4, 3, 6, &i64) == ZT_OK && i64 == 6, "");
+    CHECK(zt_config_set(c, "k=3.5") == ZT_OK, "");
+    CHECK(zt_config_int(c, "k", 4, 3, 6, &i64) == ZT_ERR_INVALID, "");
+    CHECK(zt_config_set(c, "k=99999999999999999999999") == ZT_OK, "");
+    CHECK(zt_config_int(c, "k", 4, 3, 6, &i64) == ZT_ERR_INVALID, "");
+    CHECK(contains(zt_error_message(), "key 'k'"), "%s", zt_error_message());
+    CHECK(zt_config_set(c, "k=-5") == ZT_OK, "");
+    CHECK(zt_config_int(c, "k", 0, INT64_MIN, INT64_MAX, &i64) == ZT_OK && i64 == -5, "");
 
-    CHECK(zt_config_set(c, "x.lr=fast") == ZT_OK);
-    CHECK(zt_config_double(c, "x.lr", 0.1, 0, 1, &d) == ZT_ERR_INVALID);
-    CHECK_MSG(contains(zt_error_message(), "key 'x.lr'") && contains(zt_error_message(), "fast"),
-              "%s", zt_error_message());
-    CHECK(zt_config_set(c, "x.lr=1.5") == ZT_OK);
-    CHECK(zt_config_double(c, "x.lr", 0.1, 0, 1, &d) == ZT_ERR_INVALID);
-    CHECK_MSG(contains(zt_error_message(), "key 'x.lr'") &&
-                  contains(zt_error_message(), "outside [0, 1]"),
-              "%s", zt_error_message());
-    CHECK(zt_config_set(c, "x.lr=nan") == ZT_OK);
-    CHECK(zt_config_double(c, "x.lr", 0.1, -INFINITY, INFINITY, &d) == ZT_ERR_INVALID);
-    CHECK(zt_config_set(c, "x.lr=1e-3") == ZT_OK);
-    CHECK(zt_config_double(c, "x.lr", 0.1, 0, 1, &d) == ZT_OK && d == 1e-3);
+    CHECK(zt_config_set(c, "x.lr=fast") == ZT_OK, "");
+    CHECK(zt_config_double(c, "x.lr", 0.1, 0, 1, &d) == ZT_ERR_INVALID, "");
+    CHECK(contains(zt_error_message(), "key 'x.lr'") && contains(zt_error_message(), "fast"), "%s",
+          zt_error_message());
+    CHECK(zt_config_set(c, "x.lr=1.5") == ZT_OK, "");
+    CHECK(zt_config_double(c, "x.lr", 0.1, 0, 1, &d) == ZT_ERR_INVALID, "");
+    CHECK(contains(zt_error_message(), "key 'x.lr'") &&
+              contains(zt_error_message(), "outside [0, 1]"),
+          "%s", zt_error_message());
+    CHECK(zt_config_set(c, "x.lr=nan") == ZT_OK, "");
+    CHECK(zt_config_double(c, "x.lr", 0.1, -INFINITY, INFINITY, &d) == ZT_ERR_INVALID, "");
+    CHECK(zt_config_set(c, "x.lr=1e-3") == ZT_OK, "");
+    CHECK(zt_config_double(c, "x.lr", 0.1, 0, 1, &d) == ZT_OK && d == 1e-3, "");
 
     static const char *const yes[] = {"1", "true", "yes", "on", "TRUE", "On"};
     static const char *const no[] = {"0", "false", "no", "off", "False", "NO"};
@@ -525,38 +505,38 @@ static void test_config_types(void)
     for (int i = 0; i < 6; i++) {
         bool b = false;
         snprintf(set, sizeof set, "flag=%s", yes[i]);
-        CHECK(zt_config_set(c, set) == ZT_OK);
-        CHECK_MSG(zt_config_bool(c, "flag", false, &b) == ZT_OK && b, "%s", yes[i]);
+        CHECK(zt_config_set(c, set) == ZT_OK, "");
+        CHECK(zt_config_bool(c, "flag", false, &b) == ZT_OK && b, "%s", yes[i]);
         snprintf(set, sizeof set, "flag=%s", no[i]);
-        CHECK(zt_config_set(c, set) == ZT_OK);
-        CHECK_MSG(zt_config_bool(c, "flag", true, &b) == ZT_OK && !b, "%s", no[i]);
+        CHECK(zt_config_set(c, set) == ZT_OK, "");
+        CHECK(zt_config_bool(c, "flag", true, &b) == ZT_OK && !b, "%s", no[i]);
     }
     bool b;
-    CHECK(zt_config_set(c, "flag=maybe") == ZT_OK);
-    CHECK(zt_config_bool(c, "flag", true, &b) == ZT_ERR_INVALID);
-    CHECK_MSG(contains(zt_error_message(), "key 'flag'") && contains(zt_error_message(), "maybe"),
-              "%s", zt_error_message());
-    CHECK(zt_config_bool(c, "absent_flag", true, &b) == ZT_OK && b);
+    CHECK(zt_config_set(c, "flag=maybe") == ZT_OK, "");
+    CHECK(zt_config_bool(c, "flag", true, &b) == ZT_ERR_INVALID, "");
+    CHECK(contains(zt_error_message(), "key 'flag'") && contains(zt_error_message(), "maybe"), "%s",
+          zt_error_message());
+    CHECK(zt_config_bool(c, "absent_flag", true, &b) == ZT_OK && b, "");
 
     static const char *const modes[] = {"puct", "gumbel", "random", NULL};
     int choice = -1;
-    CHECK(zt_config_choice(c, "search.mode", "gumbel", modes, &choice) == ZT_OK && choice == 1);
-    CHECK(zt_config_set(c, "search.mode=random") == ZT_OK);
-    CHECK(zt_config_choice(c, "search.mode", "gumbel", modes, &choice) == ZT_OK && choice == 2);
-    CHECK(zt_config_set(c, "search.mode=mcts") == ZT_OK);
-    CHECK(zt_config_choice(c, "search.mode", "gumbel", modes, &choice) == ZT_ERR_INVALID);
+    CHECK(zt_config_choice(c, "search.mode", "gumbel", modes, &choice) == ZT_OK && choice == 1, "");
+    CHECK(zt_config_set(c, "search.mode=random") == ZT_OK, "");
+    CHECK(zt_config_choice(c, "search.mode", "gumbel", modes, &choice) == ZT_OK && choice == 2, "");
+    CHECK(zt_config_set(c, "search.mode=mcts") == ZT_OK, "");
+    CHECK(zt_config_choice(c, "search.mode", "gumbel", modes, &choice) == ZT_ERR_INVALID, "");
     const char *msg = zt_error_message();
-    CHECK_MSG(contains(msg, "key 'search.mode'") && contains(msg, "mcts") &&
-                  contains(msg, "puct") && contains(msg, "gumbel") && contains(msg, "random"),
-              "%s", msg);
+    CHECK(contains(msg, "key 'search.mode'") && contains(msg, "mcts") && contains(msg, "puct") &&
+              contains(msg, "gumbel") && contains(msg, "random"),
+          "%s", msg);
 
     /* A string handed out stays valid after the key is set again. */
     const char *first = NULL, *second = NULL;
-    CHECK(zt_config_set(c, "name=alpha") == ZT_OK);
-    CHECK(zt_config_string(c, "name", NULL, &first) == ZT_OK);
-    CHECK(zt_config_set(c, "name=beta") == ZT_OK);
-    CHECK(zt_config_string(c, "name", NULL, &second) == ZT_OK);
-    CHECK(strcmp(first, "alpha") == 0 && strcmp(second, "beta") == 0);
+    CHECK(zt_config_set(c, "name=alpha") == ZT_OK, "");
+    CHECK(zt_config_string(c, "name", NULL, &first) == ZT_OK, "");
+    CHECK(zt_config_set(c, "name=beta") == ZT_OK, "");
+    CHECK(zt_config_string(c, "name", NULL, &second) == ZT_OK, "");
+    CHECK(strcmp(first, "alpha") == 0 && strcmp(second, "beta") == 0, "");
     zt_config_free(c);
 }
 
@@ -566,52 +546,52 @@ static void test_config_roundtrip(void)
     snprintf(path, sizeof path, "%s/resolved.ini", tmpdir);
     static const char *const modes[] = {"puct", "gumbel", NULL};
     zt_config *c = zt_config_new();
-    CHECK(zt_config_set(c, "search.sims=800") == ZT_OK);
-    CHECK(zt_config_set(c, "train.lr=0.1") == ZT_OK);
+    CHECK(zt_config_set(c, "search.sims=800") == ZT_OK, "");
+    CHECK(zt_config_set(c, "train.lr=0.1") == ZT_OK, "");
     zt_config_put(c, "game", "connect4");
     int64_t sims, seed_value, batch;
     double lr, third;
     bool flag;
     const char *game, *dir;
     int mode;
-    CHECK(zt_config_int(c, "search.sims", 50, 1, 100000, &sims) == ZT_OK);
-    CHECK(zt_config_int(c, "seed", 7, 0, INT64_MAX, &seed_value) == ZT_OK);
-    CHECK(zt_config_double(c, "train.lr", 0.5, 0, 1, &lr) == ZT_OK);
-    CHECK(zt_config_double(c, "train.third", 1.0 / 3, 0, 1, &third) == ZT_OK);
-    CHECK(zt_config_int(c, "search.batch", 16, 1, 4096, &batch) == ZT_OK);
-    CHECK(zt_config_bool(c, "train.bf16", true, &flag) == ZT_OK);
-    CHECK(zt_config_string(c, "game", "tictactoe", &game) == ZT_OK);
-    CHECK(zt_config_string(c, "run.dir", "runs/x y", &dir) == ZT_OK);
-    CHECK(zt_config_choice(c, "search.mode", "gumbel", modes, &mode) == ZT_OK);
-    CHECK_MSG(zt_config_write(c, path) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_config_int(c, "search.sims", 50, 1, 100000, &sims) == ZT_OK, "");
+    CHECK(zt_config_int(c, "seed", 7, 0, INT64_MAX, &seed_value) == ZT_OK, "");
+    CHECK(zt_config_double(c, "train.lr", 0.5, 0, 1, &lr) == ZT_OK, "");
+    CHECK(zt_config_double(c, "train.third", 1.0 / 3, 0, 1, &third) == ZT_OK, "");
+    CHECK(zt_config_int(c, "search.batch", 16, 1, 4096, &batch) == ZT_OK, "");
+    CHECK(zt_config_bool(c, "train.bf16", true, &flag) == ZT_OK, "");
+    CHECK(zt_config_string(c, "game", "tictactoe", &game) == ZT_OK, "");
+    CHECK(zt_config_string(c, "run.dir", "runs/x y", &dir) == ZT_OK, "");
+    CHECK(zt_config_choice(c, "search.mode", "gumbel", modes, &mode) == ZT_OK, "");
+    CHECK(zt_config_write(c, path) == ZT_OK, "%s", zt_error_message());
     zt_config_free(c);
 
     /* Reloading with different defaults gives back every resolved value. */
     c = zt_config_new();
-    CHECK_MSG(zt_config_load_file(c, path) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_config_load_file(c, path) == ZT_OK, "%s", zt_error_message());
     int64_t i;
     double d;
     bool b;
     const char *s;
     int m;
-    CHECK(zt_config_int(c, "search.sims", 1, 1, 100000, &i) == ZT_OK && i == 800);
-    CHECK(zt_config_int(c, "seed", 1, 0, INT64_MAX, &i) == ZT_OK && i == 7);
-    CHECK(zt_config_double(c, "train.lr", 0.9, 0, 1, &d) == ZT_OK && d == 0.1);
-    CHECK(zt_config_double(c, "train.third", 0.9, 0, 1, &d) == ZT_OK && d == 1.0 / 3);
-    CHECK(zt_config_int(c, "search.batch", 1, 1, 4096, &i) == ZT_OK && i == 16);
-    CHECK(zt_config_bool(c, "train.bf16", false, &b) == ZT_OK && b);
-    CHECK(zt_config_string(c, "game", "x", &s) == ZT_OK && strcmp(s, "connect4") == 0);
-    CHECK(zt_config_string(c, "run.dir", "x", &s) == ZT_OK && strcmp(s, "runs/x y") == 0);
-    CHECK(zt_config_choice(c, "search.mode", "puct", modes, &m) == ZT_OK && m == 1);
-    CHECK_MSG(zt_config_check_unused(c) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_config_int(c, "search.sims", 1, 1, 100000, &i) == ZT_OK && i == 800, "");
+    CHECK(zt_config_int(c, "seed", 1, 0, INT64_MAX, &i) == ZT_OK && i == 7, "");
+    CHECK(zt_config_double(c, "train.lr", 0.9, 0, 1, &d) == ZT_OK && d == 0.1, "");
+    CHECK(zt_config_double(c, "train.third", 0.9, 0, 1, &d) == ZT_OK && d == 1.0 / 3, "");
+    CHECK(zt_config_int(c, "search.batch", 1, 1, 4096, &i) == ZT_OK && i == 16, "");
+    CHECK(zt_config_bool(c, "train.bf16", false, &b) == ZT_OK && b, "");
+    CHECK(zt_config_string(c, "game", "x", &s) == ZT_OK && strcmp(s, "connect4") == 0, "");
+    CHECK(zt_config_string(c, "run.dir", "x", &s) == ZT_OK && strcmp(s, "runs/x y") == 0, "");
+    CHECK(zt_config_choice(c, "search.mode", "puct", modes, &m) == ZT_OK && m == 1, "");
+    CHECK(zt_config_check_unused(c) == ZT_OK, "%s", zt_error_message());
     zt_config_free(c);
 
     /* A value inih would read back differently is refused, not mangled. */
     c = zt_config_new();
-    CHECK(zt_config_set(c, "note=a ;b") == ZT_OK);
-    CHECK(zt_config_string(c, "note", "", &s) == ZT_OK);
-    CHECK(zt_config_write(c, path) == ZT_ERR_INVALID);
-    CHECK_MSG(contains(zt_error_message(), "'note'"), "%s", zt_error_message());
+    CHECK(zt_config_set(c, "note=a ;b") == ZT_OK, "");
+    CHECK(zt_config_string(c, "note", "", &s) == ZT_OK, "");
+    CHECK(zt_config_write(c, path) == ZT_ERR_INVALID, "");
+    CHECK(contains(zt_error_message(), "'note'"), "%s", zt_error_message());
     zt_config_free(c);
 }
 
@@ -633,33 +613,34 @@ static void test_fileio(void)
 {
     char path[200], dir[160];
     snprintf(dir, sizeof dir, "%s/io", tmpdir);
-    CHECK(zt_mkdirs(dir) == ZT_OK);
+    CHECK(zt_mkdirs(dir) == ZT_OK, "");
     snprintf(path, sizeof path, "%s/file.bin", dir);
 
-    CHECK(zt_write_file_atomic(path, "hello", 5) == ZT_OK);
+    CHECK(zt_write_file_atomic(path, "hello", 5) == ZT_OK, "");
     char *data;
     size_t len;
-    CHECK(zt_read_file(path, &data, &len) == ZT_OK);
-    CHECK(len == 5 && memcmp(data, "hello", 5) == 0 && data[5] == '\0');
+    CHECK(zt_read_file(path, &data, &len) == ZT_OK, "");
+    CHECK(len == 5 && memcmp(data, "hello", 5) == 0 && data[5] == '\0', "");
     free(data);
 
     zt_iovec parts[3] = {{"re", 2}, {"", 0}, {"placed!", 7}};
-    CHECK(zt_write_file_atomicv(path, parts, 3) == ZT_OK);
-    CHECK(zt_read_file(path, &data, &len) == ZT_OK);
-    CHECK(len == 9 && strcmp(data, "replaced!") == 0);
+    CHECK(zt_write_file_atomicv(path, parts, 3) == ZT_OK, "");
+    CHECK(zt_read_file(path, &data, &len) == ZT_OK, "");
+    CHECK(len == 9 && strcmp(data, "replaced!") == 0, "");
     free(data);
-    CHECK(count_temp_files(dir) == 0);
+    CHECK(count_temp_files(dir) == 0, "");
 
-    CHECK(zt_write_file_atomic(path, "", 0) == ZT_OK);
-    CHECK(zt_read_file(path, &data, &len) == ZT_OK && len == 0 && data[0] == '\0');
+    CHECK(zt_write_file_atomic(path, "", 0) == ZT_OK, "");
+    CHECK(zt_read_file(path, &data, &len) == ZT_OK && len == 0 && data[0] == '\0', "");
     free(data);
 
     /* Larger than any initial read buffer. */
     size_t big = 3 * 1000 * 1000 + 17;
     char *blob = malloc(big);
     for (size_t i = 0; i < big; i++) blob[i] = (char)(i * 31 + 7);
-    CHECK(zt_write_file_atomic(path, blob, big) == ZT_OK);
-    CHECK(zt_read_file(path, &data, &len) == ZT_OK && len == big && memcmp(data, blob, big) == 0);
+    CHECK(zt_write_file_atomic(path, blob, big) == ZT_OK, "");
+    CHECK(zt_read_file(path, &data, &len) == ZT_OK && len == big && memcmp(data, blob, big) == 0,
+          "");
     free(data);
     free(blob);
 
@@ -667,57 +648,57 @@ static void test_fileio(void)
      * nothing created. */
     char bad[200];
     snprintf(bad, sizeof bad, "%s/no/such/dir/f", tmpdir);
-    CHECK(zt_write_file_atomic(bad, "x", 1) == ZT_ERR_IO);
-    CHECK_MSG(contains(zt_error_message(), "no/such/dir/f"), "%s", zt_error_message());
+    CHECK(zt_write_file_atomic(bad, "x", 1) == ZT_ERR_IO, "");
+    CHECK(contains(zt_error_message(), "no/such/dir/f"), "%s", zt_error_message());
     struct stat st;
-    CHECK(stat(bad, &st) != 0);
+    CHECK(stat(bad, &st) != 0, "");
 
     /* The rename fails (the target is a non-empty directory): the old target
      * is untouched and the temp file is gone. */
     char target[200], inside[220];
     snprintf(target, sizeof target, "%s/target", dir);
     snprintf(inside, sizeof inside, "%s/keep", target);
-    CHECK(zt_mkdirs(target) == ZT_OK);
-    CHECK(zt_write_file_atomic(inside, "kept", 4) == ZT_OK);
-    CHECK(zt_write_file_atomic(target, "x", 1) == ZT_ERR_IO);
-    CHECK_MSG(contains(zt_error_message(), target), "%s", zt_error_message());
-    CHECK(stat(target, &st) == 0 && S_ISDIR(st.st_mode));
-    CHECK(zt_read_file(inside, &data, &len) == ZT_OK && strcmp(data, "kept") == 0);
+    CHECK(zt_mkdirs(target) == ZT_OK, "");
+    CHECK(zt_write_file_atomic(inside, "kept", 4) == ZT_OK, "");
+    CHECK(zt_write_file_atomic(target, "x", 1) == ZT_ERR_IO, "");
+    CHECK(contains(zt_error_message(), target), "%s", zt_error_message());
+    CHECK(stat(target, &st) == 0 && S_ISDIR(st.st_mode), "");
+    CHECK(zt_read_file(inside, &data, &len) == ZT_OK && strcmp(data, "kept") == 0, "");
     free(data);
-    CHECK(count_temp_files(dir) == 0);
+    CHECK(count_temp_files(dir) == 0, "");
 
     char missing[200];
     snprintf(missing, sizeof missing, "%s/missing.txt", dir);
     zt_status s = zt_read_file(missing, &data, &len);
-    CHECK(s == ZT_ERR_NOT_FOUND || s == ZT_ERR_IO);
-    CHECK_MSG(contains(zt_error_message(), missing), "%s", zt_error_message());
-    CHECK(zt_read_file(dir, &data, &len) == ZT_ERR_IO);
+    CHECK(s == ZT_ERR_NOT_FOUND || s == ZT_ERR_IO, "");
+    CHECK(contains(zt_error_message(), missing), "%s", zt_error_message());
+    CHECK(zt_read_file(dir, &data, &len) == ZT_ERR_IO, "");
 
     char deep[200];
     snprintf(deep, sizeof deep, "%s/a/b/c/", dir);
-    CHECK(zt_mkdirs(deep) == ZT_OK);
-    CHECK(zt_mkdirs(deep) == ZT_OK);
-    CHECK(stat(deep, &st) == 0 && S_ISDIR(st.st_mode));
-    CHECK(zt_mkdirs(path) == ZT_ERR_IO);
-    CHECK_MSG(contains(zt_error_message(), path), "%s", zt_error_message());
+    CHECK(zt_mkdirs(deep) == ZT_OK, "");
+    CHECK(zt_mkdirs(deep) == ZT_OK, "");
+    CHECK(stat(deep, &st) == 0 && S_ISDIR(st.st_mode), "");
+    CHECK(zt_mkdirs(path) == ZT_ERR_IO, "");
+    CHECK(contains(zt_error_message(), path), "%s", zt_error_message());
 }
 
 /* ---- log ---------------------------------------------------------------- */
 
 static void test_log(void)
 {
-    CHECK(zt_log_parse_level("debug") == ZT_LOG_DEBUG);
-    CHECK(zt_log_parse_level("warn") == ZT_LOG_WARN);
-    CHECK(zt_log_parse_level("quiet") == ZT_LOG_QUIET);
-    CHECK(zt_log_parse_level("loud") == -1);
+    CHECK(zt_log_parse_level("debug") == ZT_LOG_DEBUG, "");
+    CHECK(zt_log_parse_level("warn") == ZT_LOG_WARN, "");
+    CHECK(zt_log_parse_level("quiet") == ZT_LOG_QUIET, "");
+    CHECK(zt_log_parse_level("loud") == -1, "");
     char path[160];
     snprintf(path, sizeof path, "%s/log.txt", tmpdir);
     FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
+    CHECK(f != NULL, "");
     if (!f) return;
     zt_log_level saved = zt_log_get_level();
     zt_log_set_level(ZT_LOG_ERROR);
-    CHECK(zt_log_get_level() == ZT_LOG_ERROR);
+    CHECK(zt_log_get_level() == ZT_LOG_ERROR, "");
     zt_log_set_file(f);
     zt_info("hidden %d", 1);
     zt_error("test_core: expected error line %d (not a failure)", 42);
@@ -727,10 +708,10 @@ static void test_log(void)
     fclose(f);
     char *data;
     size_t len;
-    CHECK(zt_read_file(path, &data, &len) == ZT_OK);
-    CHECK(!contains(data, "hidden"));
-    CHECK(contains(data, "error: test_core: expected error line 42 (not a failure)\n"));
-    CHECK(!contains(data, "not in the file"));
+    CHECK(zt_read_file(path, &data, &len) == ZT_OK, "");
+    CHECK(!contains(data, "hidden"), "");
+    CHECK(contains(data, "error: test_core: expected error line 42 (not a failure)\n"), "");
+    CHECK(!contains(data, "not in the file"), "");
     free(data);
 }
 
@@ -755,9 +736,7 @@ static void remove_tree(const char *path)
 
 int main(void)
 {
-    const char *env = getenv("ZT_SEED");
-    seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
-    printf("test_core: seed %" PRIu64 " (set ZT_SEED to reproduce)\n", seed);
+    seed = zt_test_seed((uint64_t)time(NULL));
     snprintf(tmpdir, sizeof tmpdir, "/tmp/zt_test_core_XXXXXX");
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");
@@ -779,10 +758,5 @@ int main(void)
     test_log();
 
     remove_tree(tmpdir);
-    if (failures) {
-        printf("test_core: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_core: all checks passed\n");
-    return 0;
+    return zt_test_finish("test_core");
 }

@@ -12,18 +12,7 @@
 #include "core/rng.h"
 #include "game/game.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            if (failures++ < 20) {                                                                 \
-                fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                    \
-                fprintf(stderr, __VA_ARGS__);                                                      \
-                fputc('\n', stderr);                                                               \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
+#include "zt_test.h"
 
 static void check_state(const zt_game *g, const uint8_t *s, zt_rng *rng, float *obs)
 {
@@ -140,9 +129,9 @@ static void test_game(const char *name, const char *const *settings, int playout
     uint16_t actions[ZT_MAX_ACTIONS];
     int outcomes[ZT_MAX_CHANCE_OUTCOMES];
     float probs[ZT_MAX_CHANCE_OUTCOMES];
-    int before = failures;
+    int before = zt_test_failures;
     long states = 0;
-    for (int p = 0; p < playouts && failures == before; p++) {
+    for (int p = 0; p < playouts && zt_test_failures == before; p++) {
         uint8_t s[ZT_MAX_STATE_BYTES];
         memset(s, 0, sizeof s);
         g->reset(g, s);
@@ -179,17 +168,14 @@ static void test_game(const char *name, const char *const *settings, int playout
         zt_game_free(again);
     }
     printf("%-24s %6d playouts %8ld states checked  %s\n", g->title, playouts, states,
-           failures == before ? "ok" : "FAILED");
+           zt_test_failures == before ? "ok" : "FAILED");
     free(obs);
     zt_game_free(g);
 }
 
 int main(void)
 {
-    uint64_t seed = 20261125;
-    const char *env = getenv("ZT_SEED");
-    if (env) seed = strtoull(env, NULL, 10);
-    printf("test_games seed %llu\n", (unsigned long long)seed);
+    uint64_t seed = zt_test_seed(20261125);
 
     static const char *const k6[] = {"vertices=6", "k=3", NULL};
     static const char *const k5[] = {"vertices=5", "k=3", NULL};
@@ -207,10 +193,5 @@ int main(void)
     CHECK(zt_game_new("chess", NULL, &g) == ZT_ERR_NOT_FOUND, "unknown game accepted");
     CHECK(strstr(zt_error_message(), "chess") != NULL, "message does not name the game");
 
-    if (failures) {
-        printf("%d failures\n", failures);
-        return 1;
-    }
-    printf("all game properties hold\n");
-    return 0;
+    return zt_test_finish("test_games");
 }

@@ -9,17 +9,7 @@
 #include "agent/gnubg.h"
 #include "arena/arena.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                 \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
+#include "zt_test.h"
 
 int main(void)
 {
@@ -39,7 +29,7 @@ int main(void)
         printf("skipped: %s\n", zt_error_message());
         zt_game_free(bg);
         zt_game_free(c4);
-        return failures ? 1 : 0;
+        return zt_test_finish("test_gnubg");
     }
     CHECK(st == ZT_OK, "gnubg: %s", zt_error_message());
     if (st == ZT_OK) {
@@ -63,10 +53,5 @@ int main(void)
     }
     zt_game_free(bg);
     zt_game_free(c4);
-    if (failures) {
-        printf("%d failures\n", failures);
-        return 1;
-    }
-    printf("gnubg: all checks passed\n");
-    return 0;
+    return zt_test_finish("test_gnubg");
 }

@@ -12,17 +12,7 @@
 #include "nn/backend.h"
 #include "nn/nn.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                 \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
+#include "zt_test.h"
 
 #define CHECK_OK(expr)                                                                             \
     do {                                                                                           \
@@ -30,7 +20,7 @@ static int failures;
         CHECK(s_ == ZT_OK, "%s", zt_error_message());                                              \
     } while (0)
 
-static uint64_t seed = 20240601;
+static uint64_t seed;
 
 static void fill_normal(zt_rng *r, float *x, size_t n, double scale)
 {
@@ -719,9 +709,7 @@ static void test_config(void)
 
 int main(void)
 {
-    const char *env = getenv("ZT_TEST_SEED");
-    if (env) seed = strtoull(env, NULL, 10);
-    printf("test_nn seed %llu\n", (unsigned long long)seed);
+    seed = zt_test_seed(20240601);
     test_config();
     test_layers();
     test_net_gradients();
@@ -730,10 +718,5 @@ int main(void)
     test_fold();
     test_bf16();
     test_training();
-    if (failures) {
-        printf("test_nn: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_nn: all passed\n");
-    return 0;
+    return zt_test_finish("test_nn");
 }

@@ -13,17 +13,7 @@
 #include "core/rng.h"
 #include "nn/nn.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                 \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
+#include "zt_test.h"
 
 #define CHECK_OK(expr)                                                                             \
     do {                                                                                           \
@@ -31,7 +21,7 @@ static int failures;
         CHECK(s_ == ZT_OK, "%s", zt_error_message());                                              \
     } while (0)
 
-static uint64_t seed = 7;
+static uint64_t seed;
 static char dir[64];
 
 static const char *path_in(const char *name)
@@ -311,9 +301,7 @@ static void test_python_reader(void)
 
 int main(void)
 {
-    const char *env = getenv("ZT_TEST_SEED");
-    if (env) seed = strtoull(env, NULL, 10);
-    printf("test_nn_file seed %llu\n", (unsigned long long)seed);
+    seed = zt_test_seed(7);
     snprintf(dir, sizeof dir, "/tmp/zt_nn_file_XXXXXX");
     if (!mkdtemp(dir)) {
         printf("cannot create a temporary directory\n");
@@ -325,10 +313,5 @@ int main(void)
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) printf("could not remove %s\n", dir);
-    if (failures) {
-        printf("test_nn_file: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_nn_file: all passed\n");
-    return 0;
+    return zt_test_finish("test_nn_file");
 }

@@ -7,17 +7,7 @@
 
 #include "agent/player.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
+#include "zt_test.h"
 
 /* Plays `games` games a (as player `seat` alternating) vs b; returns a's
  * total return. Every chosen action must be legal. */
@@ -111,10 +101,5 @@ int main(void)
         CHECK(zt_player_new(g, "alphabeta:x", &p) == ZT_ERR_INVALID, "bad depth accepted");
         zt_game_free(g);
     }
-    if (failures) {
-        printf("%d failures\n", failures);
-        return 1;
-    }
-    printf("players: all checks passed\n");
-    return 0;
+    return zt_test_finish("test_players");
 }

@@ -17,17 +17,7 @@
 #include "replay/record.h"
 #include "replay/replay.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                 \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
+#include "zt_test.h"
 
 static const uint64_t SEED = 20240611;
 
@@ -709,10 +699,5 @@ int main(void)
     test_checkpoint();
     test_record_checks();
     test_sampler_thread();
-    if (failures) {
-        printf("%d failures\n", failures);
-        return 1;
-    }
-    printf("all replay tests passed\n");
-    return 0;
+    return zt_test_finish("test_replay");
 }

@@ -21,17 +21,7 @@
 #include "core/fileio.h"
 #include "train/run.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                 \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
+#include "zt_test.h"
 
 static char dir[256];
 
@@ -237,18 +227,6 @@ static int count_lines(const char *text)
     return n + (text[0] && text[strlen(text) - 1] != '\n');
 }
 
-static void data_path(const char *rel, char *buf, size_t cap)
-{
-    const char *env = getenv("ZT_DATA_DIR");
-    const char *dirs[] = {env, "../shared/data", "tests/data"};
-    for (int i = 0; i < 3; i++) {
-        if (!dirs[i]) continue;
-        snprintf(buf, cap, "%s/%s", dirs[i], rel);
-        if (access(buf, R_OK) == 0) return;
-    }
-    snprintf(buf, cap, "tests/data/%s", rel);
-}
-
 static void expect_error(const char *args, const char *want)
 {
     static char out[1 << 16], err[1 << 16];
@@ -266,7 +244,7 @@ static void check_binary(void)
     path_in(run_dir, sizeof run_dir, "run");
     path_in(file, sizeof file, "run/ckpt/00000100/weights.safetensors");
     path_in(c4, sizeof c4, "c4.safetensors");
-    data_path("tictactoe/ttt_positions.txt", positions, sizeof positions);
+    zt_test_data_path("tictactoe/ttt_positions.txt", positions, sizeof positions);
 
     snprintf(cmd, sizeof cmd,
              "%s eval tictactoe --model %s --opponent random --games 20 --sims 8 --set backend=ref",
@@ -392,10 +370,5 @@ int main(void)
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
-    if (failures) {
-        printf("%d failures\n", failures);
-        return 1;
-    }
-    printf("run: all checks passed\n");
-    return 0;
+    return zt_test_finish("test_run");
 }

@@ -12,7 +12,7 @@
 #include "search/gumbel.h"
 #include "search/search.h"
 
-static int failures;
+#include "zt_test.h"
 
 /* ---- allocation counting ----
  * Every malloc-family call of the process is counted, so a test can assert
@@ -90,16 +90,6 @@ static void start_allocation_counting(void)
 {
 }
 #endif
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
 
 /* ---- a synthetic game: 4 actions per ply, depth 8, hashed values ----
  * A state is its path hash and depth; players alternate; the leaf result
@@ -681,10 +671,5 @@ int main(void)
     test_minmax_q();
     test_fpu_modes();
     test_gumbel_reuse();
-    if (failures) {
-        printf("test_search: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_search: ok\n");
-    return 0;
+    return zt_test_finish("test_search");
 }

@@ -15,32 +15,7 @@
 #include "search/nncache.h"
 #include "search/search.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
-
-/* ZT_DATA_DIR, else ../shared/data, else tests/data. */
-static FILE *open_data(const char *rel)
-{
-    const char *env = getenv("ZT_DATA_DIR");
-    const char *dirs[] = {env, "../shared/data", "tests/data"};
-    char path[512];
-    for (int i = 0; i < 3; i++) {
-        if (!dirs[i]) continue;
-        snprintf(path, sizeof path, "%s/%s", dirs[i], rel);
-        FILE *f = fopen(path, "r");
-        if (f) return f;
-    }
-    return NULL;
-}
+#include "zt_test.h"
 
 enum { MAX_POSITIONS = 5000, G = 64 };
 
@@ -52,7 +27,8 @@ typedef struct position_set {
 static position_set load(zt_solver *sv, const char *rel)
 {
     position_set ps = {0, calloc(MAX_POSITIONS, sizeof(zt_position))};
-    FILE *f = open_data(rel);
+    char path[512];
+    FILE *f = zt_test_open_data(rel, path, sizeof path);
     CHECK(f != NULL, "cannot open %s", rel);
     if (!f) return ps;
     char line[1024];
@@ -387,10 +363,5 @@ int main(void)
     caches("tictactoe");
     caches("connect4");
     backgammon_chance();
-    if (failures) {
-        printf("test_search_az: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_search_az: ok\n");
-    return 0;
+    return zt_test_finish("test_search_az");
 }

@@ -11,33 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
+#include "zt_test.h"
 
 static const uint64_t seed = 0x5eed2024;
-
-/* ZT_DATA_DIR, else ../shared/data, else tests/data. */
-static FILE *open_data(const char *rel, char *path, size_t cap)
-{
-    const char *env = getenv("ZT_DATA_DIR");
-    const char *dirs[] = {env, "../shared/data", "tests/data"};
-    for (int i = 0; i < 3; i++) {
-        if (!dirs[i]) continue;
-        snprintf(path, cap, "%s/%s", dirs[i], rel);
-        FILE *f = fopen(path, "r");
-        if (f) return f;
-    }
-    return NULL;
-}
 
 /* A Sim game from "key=value" settings (NULL-terminated); NULL on error with
  * the status in *st. */
@@ -117,7 +93,7 @@ static void test_solver_file(void)
           sol.num_moves, sol.score);
 
     char path[512], line[4096];
-    FILE *f = open_data("sim/sim_k6_positions.txt", path, sizeof path);
+    FILE *f = zt_test_open_data("sim/sim_k6_positions.txt", path, sizeof path);
     CHECK(f != NULL, "cannot find sim/sim_k6_positions.txt (set ZT_DATA_DIR)");
     int lines = 0, agreed = 0;
     while (f && fgets(line, sizeof line, f)) {
@@ -438,7 +414,7 @@ static void test_negamax_endgames(void)
     CHECK(zt_solver_new(g, &sv) == ZT_OK && zt_player_new_negamax_sim(g, 4, &p) == ZT_OK, "setup");
     static zt_position pos;
     char path[512], line[4096];
-    FILE *f = open_data("sim/sim_k6_positions.txt", path, sizeof path);
+    FILE *f = zt_test_open_data("sim/sim_k6_positions.txt", path, sizeof path);
     zt_rng rng;
     zt_rng_seed(&rng, seed, 4);
     int tested = 0;
@@ -475,10 +451,5 @@ int main(void)
     test_negamax((const char *const[]){"vertices=7", "k=3", "variant=make", NULL}, 3);
     test_solver_file();
     test_negamax_endgames();
-    if (failures) {
-        printf("test_sim: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_sim: ok\n");
-    return 0;
+    return zt_test_finish("test_sim");
 }

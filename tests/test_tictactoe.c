@@ -8,31 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
-
-/* ZT_DATA_DIR, else ../shared/data, else tests/data. */
-static FILE *open_data(const char *rel, char *path, size_t cap)
-{
-    const char *env = getenv("ZT_DATA_DIR");
-    const char *dirs[] = {env, "../shared/data", "tests/data"};
-    for (int i = 0; i < 3; i++) {
-        if (!dirs[i]) continue;
-        snprintf(path, cap, "%s/%s", dirs[i], rel);
-        FILE *f = fopen(path, "r");
-        if (f) return f;
-    }
-    return NULL;
-}
+#include "zt_test.h"
 
 static long perft(const zt_game *g, const void *s, int depth)
 {
@@ -63,7 +39,7 @@ static void test_perft(const zt_game *g)
 static void test_solver_file(const zt_game *g)
 {
     char path[512], line[512];
-    FILE *f = open_data("tictactoe/ttt_positions.txt", path, sizeof path);
+    FILE *f = zt_test_open_data("tictactoe/ttt_positions.txt", path, sizeof path);
     CHECK(f != NULL, "cannot find tictactoe/ttt_positions.txt (set ZT_DATA_DIR)");
     if (!f) return;
     zt_solver *sv = NULL;
@@ -230,10 +206,5 @@ int main(void)
     test_symmetries(g);
     test_solver_file(g);
     zt_game_free(g);
-    if (failures) {
-        printf("test_tictactoe: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_tictactoe: ok\n");
-    return 0;
+    return zt_test_finish("test_tictactoe");
 }

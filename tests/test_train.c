@@ -19,6 +19,8 @@
 #include "core/log.h"
 #include "train/train.h"
 
+#include "zt_test.h"
+
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZED 1
 #elif defined(__has_feature)
@@ -29,18 +31,6 @@
 #ifndef SANITIZED
 #define SANITIZED 0
 #endif
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                       \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
 
 static char tmp_root[256];
 
@@ -129,7 +119,7 @@ static void test_perfect_play(void)
     size_t len;
     snprintf(path, sizeof path, "%s/metrics.jsonl", run);
     CHECK(read_all(path, &metrics, &len), "no %s", path);
-    if (failures) return;
+    if (zt_test_failures) return;
     bool perfect = strstr(metrics, "\"set\":\"ttt_positions\",\"metric\":\"optimal\",\"n\":4520,\"m\":4520") != NULL;
     CHECK(perfect, "no arena record of optimal 4520/4520 in %s", path);
     /* every record carries the common fields */
@@ -285,11 +275,10 @@ int main(void)
     test_exact_resume();
     test_corrupt_checkpoint();
     test_perfect_play();
-    if (failures == 0) {
+    if (zt_test_failures == 0) {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
         if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_root);
     }
-    printf("%s\n", failures ? "FAILED" : "ok");
-    return failures ? 1 : 0;
+    return zt_test_finish("test_train");
 }
