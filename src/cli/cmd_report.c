@@ -322,14 +322,14 @@ enum { CW = 560, CH = 300, ML = 62, MR = 14, MB = 44, TITLE_W = 165, ROW_H = 14 
 /* Legend entries sit in the top margin, right of the title, wrapping into
  * rows, so they never cover a curve. Widths are estimated (about 6 px per
  * character at the legend's font size); returns the top margin needed. */
-static int legend_layout(const chart *c, char labels[][2 * NAME_LEN + 24], int *lx, int *ly)
+static int legend_layout(const chart *c, char labels[][2 * NAME_LEN + 40], int *lx, int *ly)
 {
     int x = ML + TITLE_W, row = 0;
     for (int k = 0; k < c->nseries; k++) {
         const series *s = &c->s[k];
         char num[32] = "";
         if (s->n > 0) fmt_num(num, sizeof num, s->y[s->n - 1]);
-        snprintf(labels[k], 2 * NAME_LEN + 24, "%s (%s)", s->name, num);
+        snprintf(labels[k], 2 * NAME_LEN + 40, "%s (%s)", s->name, num);
         int w = 18 + 6 * (int)strlen(labels[k]);
         if (x + w > CW - MR && x > ML) {
             row++;
@@ -373,7 +373,7 @@ static void render_chart(sbuf *b, const chart *c, const char *x_label, double x_
     double pad = (y1 - y0) * 0.05;
     y0 -= c->from_zero && y0 == 0 ? 0 : pad, y1 += pad;
     double ys = nice_step(y1 - y0, 5), xs = nice_step(x1 - x0, 6);
-    char labels[MAX_SERIES][2 * NAME_LEN + 24];
+    char labels[MAX_SERIES][2 * NAME_LEN + 40];
     int lx[MAX_SERIES], ly[MAX_SERIES];
     int top = legend_layout(c, labels, lx, ly);
     int pw = CW - ML - MR, ph = CH - top - MB;
