@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "train/run.h"
 #include "core/alloc.h"
 #include "core/config.h"
 #include "core/rng.h"
@@ -50,31 +51,6 @@ static void usage(FILE *f)
 
 /* ---- settings ---- */
 
-/* configs/<game>.ini from the working directory, or beside the executable
- * (build/zeroth in a checkout), as `zeroth train` finds it. */
-static bool find_game_config(const char *game, char *out, size_t cap)
-{
-    char exe[4096] = "";
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = '\0';
-    }
-    char dirs[2][4200];
-    snprintf(dirs[0], sizeof dirs[0], "configs");
-    snprintf(dirs[1], sizeof dirs[1], "%s/../configs", exe);
-    for (int i = 0; i < (exe[0] ? 2 : 1); i++) {
-        snprintf(out, cap, "%s/%s.ini", dirs[i], game);
-        FILE *f = fopen(out, "r");
-        if (f) {
-            fclose(f);
-            return true;
-        }
-    }
-    return false;
-}
-
 /* The command line's arguments, replayed onto a fresh config for each row. */
 typedef struct bench_args {
     const char *game;
@@ -95,7 +71,7 @@ static zt_status row_settings(const bench_args *A, const char *const *extra, zt_
     *cfg_out = cfg;
     char path[8800];
     zt_status st = ZT_OK;
-    if (!A->has_config && find_game_config(A->game, path, sizeof path))
+    if (!A->has_config && zt_run_default_config(A->game, path, sizeof path))
         st = zt_config_load_file(cfg, path);
     for (int i = 1; i < A->argc && st == ZT_OK; i++)
         zt_cli_config_arg(A->argc, A->argv, &i, cfg, &st);

@@ -6,24 +6,25 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "train/run.h"
 #include "core/config.h"
 #include "train/train.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: zeroth train GAME [--config FILE] [--set k=v ...] [--run DIR] [--minutes M]\n"
-            "                         [--steps N]\n"
-            "       zeroth train --resume DIR [--set k=v ...] [--minutes M] [--steps N]\n\n"
-            "Trains an agent by self-play (AlphaZero / Gumbel AlphaZero). Settings come from\n"
-            "configs/GAME.ini when it exists (else --config FILE), then --set overrides; every key\n"
-            "is documented in configs/*.ini. The run directory (default runs/GAME-DATE-TIME) gets\n"
-            "config.ini, metrics.jsonl, log.txt and ckpt/. Ctrl-C stops after a checkpoint;\n"
-            "--resume continues a run from its latest checkpoint.\n\n"
-            "  --run DIR      run directory\n"
-            "  --minutes M    stop after M minutes (default: until interrupted)\n"
-            "  --steps N      stop at learner step N (counted over resumes)\n"
-            "  --resume DIR   continue the run in DIR (its config.ini, then --set overrides)\n");
+    fprintf(
+        f, "usage: zeroth train GAME [--config FILE] [--set k=v ...] [--run DIR] [--minutes M]\n"
+           "                         [--steps N]\n"
+           "       zeroth train --resume DIR [--set k=v ...] [--minutes M] [--steps N]\n\n"
+           "Trains an agent by self-play (AlphaZero / Gumbel AlphaZero). Settings come from\n"
+           "configs/GAME.ini when it exists (else --config FILE), then --set overrides; every key\n"
+           "is documented in configs/*.ini. The run directory (default runs/GAME-DATE-TIME) gets\n"
+           "config.ini, metrics.jsonl, log.txt and ckpt/. Ctrl-C stops after a checkpoint;\n"
+           "--resume continues a run from its latest checkpoint.\n\n"
+           "  --run DIR      run directory\n"
+           "  --minutes M    stop after M minutes (default: until interrupted)\n"
+           "  --steps N      stop at learner step N (counted over resumes)\n"
+           "  --resume DIR   continue the run in DIR (its config.ini, then --set overrides)\n");
 }
 
 static volatile sig_atomic_t interrupted;
@@ -39,33 +40,6 @@ static void on_sigint(int sig)
     }
     interrupted = 1;
     zt_train_request_stop();
-}
-
-/* configs/<game>.ini from the working directory, or beside the executable
- * (build/zeroth in a checkout). */
-static bool find_default_config(const char *game, char *out, size_t cap)
-{
-    char exe[4096] = "";
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = '\0';
-    }
-    const char *dirs[] = {"configs", NULL};
-    char beside[4200];
-    snprintf(beside, sizeof beside, "%s/../configs", exe);
-    dirs[1] = exe[0] ? beside : NULL;
-    for (int i = 0; i < 2; i++) {
-        if (!dirs[i]) continue;
-        snprintf(out, cap, "%s/%s.ini", dirs[i], game);
-        FILE *f = fopen(out, "r");
-        if (f) {
-            fclose(f);
-            return true;
-        }
-    }
-    return false;
 }
 
 int zt_cmd_train(int argc, char **argv)
@@ -124,7 +98,7 @@ int zt_cmd_train(int argc, char **argv)
     if (resume) {
         snprintf(path, sizeof path, "%s/config.ini", resume);
         st = zt_config_load_file(cfg, path);
-    } else if (!has_config && find_default_config(game, path, sizeof path)) {
+    } else if (!has_config && zt_run_default_config(game, path, sizeof path)) {
         st = zt_config_load_file(cfg, path);
     }
     for (int i = 1; i < argc && st == ZT_OK; i++) zt_cli_config_arg(argc, argv, &i, cfg, &st);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/fileio.h"
@@ -266,4 +267,27 @@ zt_status zt_run_nn_settings(zt_config *cfg, const char **backend, zt_precision 
     ZT_TRY(zt_config_int(cfg, "threads", zt_cpu_count(), 1, 1024, &t));
     *threads = (int)t;
     return ZT_OK;
+}
+
+bool zt_run_default_config(const char *game, char *out, size_t cap)
+{
+    char exe[4096] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+    }
+    char dirs[2][4200];
+    snprintf(dirs[0], sizeof dirs[0], "configs");
+    snprintf(dirs[1], sizeof dirs[1], "%s/../configs", exe);
+    for (int i = 0; i < (exe[0] ? 2 : 1); i++) {
+        snprintf(out, cap, "%s/%s.ini", dirs[i], game);
+        FILE *f = fopen(out, "r");
+        if (f) {
+            fclose(f);
+            return true;
+        }
+    }
+    return false;
 }

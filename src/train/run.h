@@ -57,4 +57,9 @@ zt_status zt_run_search_config(zt_config *cfg, const zt_game *g, bool noise_defa
 zt_status zt_run_nn_settings(zt_config *cfg, const char **backend, zt_precision *prec,
                              int *threads);
 
+/* Finds configs/<game>.ini in the working directory, else beside the
+ * executable (build/zeroth in a checkout: ../configs). Writes the path found
+ * to out; false when neither exists. */
+bool zt_run_default_config(const char *game, char *out, size_t cap);
+
 #endif
