@@ -25,7 +25,7 @@ run: build
 	@echo
 	@echo "Trained: $(RUN_DIR) (report: $(RUN_DIR)/report.html). Play it: $(BUILD)/zeroth play tictactoe --model $(RUN_DIR)"
 	@echo "Next, Connect Four (hours on 2 cores; Ctrl-C stops with a checkpoint, --resume continues):"
-	@echo "  $(BUILD)/zeroth train connect4 --run runs/connect4 --set net.channels=64 --set net.blocks=5"
+	@echo "  $(BUILD)/zeroth train connect4 --run runs/connect4"
 	@echo "  $(BUILD)/zeroth eval connect4 --model runs/connect4 --positions tests/data/connect4/Test_L2_R1"
 
 test: build

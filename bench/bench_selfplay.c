@@ -40,8 +40,9 @@ static void usage(FILE *f)
             "k=v ...]\n\n"
             "Self-play alone (actors, no learner) with the training settings of GAME (default\n"
             "connect4: configs/GAME.ini, then --config, then --set): positions/s, games/s,\n"
-            "inferences/s, mean batch, and the positions/s the network alone allows at that\n"
-            "batch (zt_net_forward on the actors' nets), self-play as a %% of it, and memory\n"
+            "inferences/s, mean batch, and the positions/s the network alone allows on the same\n"
+            "calls (zt_net_forward on the actors' nets at each batch size they used, as often),\n"
+            "self-play as a %% of it, and memory\n"
             "(search trees + NN cache + replay buffer at capacity). The net has random weights.\n\n"
             "  --seconds S   measured seconds per row (default 5; a short warm-up comes first)\n"
             "  --ablate      one row per optimisation turned off in turn (cross-game batching,\n"
@@ -89,17 +90,19 @@ typedef struct actor_run {
     zt_replay *rb;
     double warmup, seconds;
     zt_actor_stats before, after;
+    uint64_t *counts; /* network calls per batch size in the measured interval */
     double elapsed;
     zt_status st;
     char message[256];
 } actor_run;
 
-/* Steps the actor through a warm-up (oneDNN builds its kernels per batch
- * bucket on first use) and then the measured interval, timing itself so that
- * no other thread reads its counters while it runs. */
+/* Steps the actor through a warm-up and then the measured interval, timing
+ * itself so that no other thread reads its counters while it runs. */
 static void *actor_main(void *arg)
 {
     actor_run *r = arg;
+    int max_b = zt_actor_max_batch(r->actor);
+    uint64_t *at_start = zt_xcalloc((size_t)max_b + 1, sizeof *at_start);
     double t0 = zt_now_s(), tm = 0;
     bool measuring = false;
     for (;;) {
@@ -107,10 +110,13 @@ static void *actor_main(void *arg)
         if (!measuring && now - t0 >= r->warmup) {
             measuring = true;
             r->before = zt_actor_get_stats(r->actor);
+            zt_actor_batch_counts(r->actor, at_start);
             tm = now;
         }
         if (measuring && now - tm >= r->seconds) {
             r->after = zt_actor_get_stats(r->actor);
+            zt_actor_batch_counts(r->actor, r->counts);
+            for (int b = 0; b <= max_b; b++) r->counts[b] -= at_start[b];
             r->elapsed = now - tm;
             break;
         }
@@ -120,34 +126,46 @@ static void *actor_main(void *arg)
             break;
         }
     }
+    free(at_start);
     return NULL;
 }
 
 typedef struct net_run {
     zt_net *net;
-    int B;
+    int max_b;
+    const uint64_t *counts; /* the actor's calls per batch size */
     double seconds;
     const float *obs;
     float *logits, *value;
-    double rows_per_s;
+    double net_s; /* what those calls cost the network alone */
     zt_status st;
     char message[256];
 } net_run;
 
-/* zt_net_forward at batch B back to back: the network alone. */
+/* The network alone on the actor's calls: each batch size that occurred is
+ * timed back to back (a share of `seconds` each, at least 3 calls), and
+ * net_s = sum over sizes of calls x time per call. */
 static void *net_main(void *arg)
 {
     net_run *r = arg;
-    r->st = zt_net_forward(r->net, r->B, r->obs, r->logits, r->value);
-    uint64_t calls = 0;
-    double t0 = zt_now_s(), t = t0;
-    while (r->st == ZT_OK && (t - t0 < r->seconds || calls < 3)) {
-        r->st = zt_net_forward(r->net, r->B, r->obs, r->logits, r->value);
-        calls++;
-        t = zt_now_s();
+    int sizes = 0;
+    for (int b = 1; b <= r->max_b; b++) sizes += r->counts[b] > 0;
+    double slice = sizes ? r->seconds / sizes : 0;
+    r->st = ZT_OK;
+    r->net_s = 0;
+    for (int b = 1; b <= r->max_b && r->st == ZT_OK; b++) {
+        if (!r->counts[b]) continue;
+        r->st = zt_net_forward(r->net, b, r->obs, r->logits, r->value);
+        uint64_t calls = 0;
+        double t0 = zt_now_s(), t = t0;
+        while (r->st == ZT_OK && (t - t0 < slice || calls < 3)) {
+            r->st = zt_net_forward(r->net, b, r->obs, r->logits, r->value);
+            calls++;
+            t = zt_now_s();
+        }
+        r->net_s += (double)r->counts[b] * (t - t0) / (double)calls;
     }
     if (r->st != ZT_OK) snprintf(r->message, sizeof r->message, "%s", zt_error_message());
-    r->rows_per_s = (double)calls * r->B / (t - t0);
     return NULL;
 }
 
@@ -155,7 +173,7 @@ static void *net_main(void *arg)
 typedef struct result {
     double pos_s, games_s, inf_s;
     double mean_batch, inf_per_pos;
-    double net_only_pos_s;         /* what the net alone allows at mean_batch */
+    double net_only_pos_s;         /* what the net alone allows at the same batch sizes */
     double in_net;                 /* share of the actors' time inside the net */
     size_t trees, nncache, replay; /* bytes */
     double bytes_per_position, dense_bytes_per_position;
@@ -193,6 +211,8 @@ static zt_status measure_selfplay(const zt_game *g, const zt_train_settings *S, 
         zt_net_params_changed(zt_actor_net(runs[i].actor));
         st = zt_actor_weights_changed(runs[i].actor);
         runs[i].rb = rb;
+        runs[i].counts =
+            zt_xcalloc((size_t)zt_actor_max_batch(runs[i].actor) + 1, sizeof *runs[i].counts);
         runs[i].seconds = seconds;
         runs[i].warmup = seconds / 10 > 0.5 ? seconds / 10 : 0.5;
     }
@@ -234,41 +254,42 @@ static zt_status measure_selfplay(const zt_game *g, const zt_train_settings *S, 
         r->in_net = (double)net_ns * 1e-9 / elapsed;
     }
 
-    /* The network alone at the mean batch, on each actor's net at once (the
-     * same threads the actors used). */
-    int B = (int)(r->mean_batch + 0.5);
-    if (B < 1) B = 1;
+    /* The network alone on the same calls (each actor's batch sizes, on
+     * its own net, all actors at once: the threads the actors used). */
     float *obs = NULL;
+    int max_b = n > 0 ? zt_actor_max_batch(runs[0].actor) : 1;
     if (st == ZT_OK) {
-        obs = zt_xmalloc((size_t)B * obs_size * sizeof *obs);
+        obs = zt_xmalloc((size_t)max_b * obs_size * sizeof *obs);
         uint64_t state[ZT_MAX_STATE_BYTES / 8];
         g->reset(g, state);
         g->observe(g, state, obs);
-        for (int b = 1; b < B; b++)
+        for (int b = 1; b < max_b; b++)
             memcpy(obs + (size_t)b * obs_size, obs, (size_t)obs_size * sizeof *obs);
     }
     started = 0;
     while (st == ZT_OK && started < n) {
         net_run *nr = &nets[started];
         nr->net = zt_actor_net(runs[started].actor);
-        nr->B = B;
-        nr->seconds = seconds / 5 < 0.3 ? 0.3 : seconds / 5 > 1.5 ? 1.5 : seconds / 5;
+        nr->max_b = max_b;
+        nr->counts = runs[started].counts;
+        nr->seconds = seconds / 3 < 0.5 ? 0.5 : seconds / 3 > 3 ? 3 : seconds / 3;
         nr->obs = obs;
-        nr->logits = zt_xmalloc((size_t)B * g->num_actions * sizeof(float));
-        nr->value = zt_xmalloc((size_t)B * zt_net_value_size(&S->net) * sizeof(float));
+        nr->logits = zt_xmalloc((size_t)max_b * g->num_actions * sizeof(float));
+        nr->value = zt_xmalloc((size_t)max_b * zt_net_value_size(&S->net) * sizeof(float));
         if (pthread_create(&threads[started], NULL, net_main, nr) != 0)
             st = zt_fail(ZT_ERR_UNSUPPORTED, "cannot start network thread %d", started);
         else
             started++;
     }
     for (int i = 0; i < started; i++) pthread_join(threads[i], NULL);
-    double rows_s = 0;
+    double net_pos_s = 0;
     for (int i = 0; i < started && st == ZT_OK; i++) {
         if (nets[i].st != ZT_OK) st = zt_fail(nets[i].st, "network %d: %s", i, nets[i].message);
-        rows_s += nets[i].rows_per_s;
+        else if (nets[i].net_s > 0)
+            net_pos_s += (double)(runs[i].after.moves - runs[i].before.moves) / nets[i].net_s;
     }
     if (st == ZT_OK) {
-        r->net_only_pos_s = rows_s / r->inf_per_pos;
+        r->net_only_pos_s = net_pos_s;
         zt_replay_stats rs = zt_replay_get_stats(rb);
         r->replay = rs.allocated_bytes;
         r->bytes_per_position = rs.bytes_per_position;
@@ -277,6 +298,7 @@ static zt_status measure_selfplay(const zt_game *g, const zt_train_settings *S, 
     for (int i = 0; i < n; i++) {
         free(nets[i].logits);
         free(nets[i].value);
+        free(runs[i].counts);
         zt_actor_free(runs[i].actor);
     }
     free(obs);
@@ -526,8 +548,8 @@ static int run(const bench_args *A)
     zt_game_free(filled_game);
     if (st != ZT_OK) return zt_cli_fail(st);
     printf(
-        "%%net: self-play positions/s as a share of net-only (zt_net_forward at the mean batch, "
-        "divided by inferences per position); in-net: share of the actors' time inside the net. "
+        "%%net: self-play positions/s as a share of net-only (the same network calls, batch size "
+        "by batch size, timed back to back); in-net: share of the actors' time inside the net. "
         "mem: trees + NN cache + replay at capacity (%lld positions); speed, mem: against all on; "
         "learner rows against prefetch on.\n",
         (long long)S.replay.capacity);

@@ -32,6 +32,8 @@ struct zt_actor {
     zt_net *net;
     int value_size;
     float *wdl;       /* WDL nets: the three logits per position, turned into one value */
+    int max_eval;     /* the largest batch the net is called with */
+    uint64_t *batch_counts; /* [max_eval + 1]: network calls per batch size */
     zt_nncache *cache;
     zt_model *model;
     zt_search *full, *fast; /* fast is NULL without playout-cap randomisation */
@@ -76,7 +78,8 @@ static void eval_net(void *ctx, int B, const float *obs, float *logits, float *v
     uint64_t t0 = zt_now_ns();
     zt_status st = zt_net_forward(a->net, B, obs, logits, a->value_size == 1 ? value : a->wdl);
     a->stats.net_ns += zt_now_ns() - t0;
-    ZT_ASSERT(st == ZT_OK);
+    ZT_ASSERT(st == ZT_OK && B <= a->max_eval);
+    a->batch_counts[B]++;
     if (a->value_size == 1) return;
     /* Expected score for the player to move: P(win) - P(loss). */
     for (int i = 0; i < B; i++) {
@@ -157,6 +160,8 @@ zt_status zt_actor_new(const zt_game *g, const zt_net_config *net_cfg, const cha
     int max_eval = max_batch * per_item;
     zt_status st = zt_net_new(net_cfg, backend, precision, 1, &a->net);
     if (st == ZT_OK) st = zt_net_reserve(a->net, max_eval);
+    a->max_eval = max_eval;
+    a->batch_counts = zt_xcalloc((size_t)max_eval + 1, sizeof *a->batch_counts);
     if (st == ZT_OK && a->value_size == 3) {
         a->wdl = malloc((size_t)max_eval * 3 * sizeof *a->wdl);
         if (!a->wdl) st = zt_fail(ZT_ERR_NOMEM, "actor: WDL buffer");
@@ -199,6 +204,7 @@ void zt_actor_free(zt_actor *a)
     free(a->searched);
     free(a->policy);
     free(a->wdl);
+    free(a->batch_counts);
     free(a);
 }
 
@@ -406,6 +412,16 @@ zt_status zt_actor_step(zt_actor *a, zt_replay *rb)
         ZT_TRY(reach_decision(a, t, rb, &ready));
     }
     return ZT_OK;
+}
+
+int zt_actor_max_batch(const zt_actor *a)
+{
+    return a->max_eval;
+}
+
+void zt_actor_batch_counts(const zt_actor *a, uint64_t *counts)
+{
+    memcpy(counts, a->batch_counts, ((size_t)a->max_eval + 1) * sizeof *counts);
 }
 
 zt_actor_stats zt_actor_get_stats(const zt_actor *a)

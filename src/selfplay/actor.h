@@ -108,6 +108,13 @@ zt_status zt_actor_step(zt_actor *a, zt_replay *rb);
 
 zt_actor_stats zt_actor_get_stats(const zt_actor *a);
 
+/* The largest batch the actor sends its net (G x K, times the chance
+ * outcomes where the model expands them), and the number of network calls
+ * made so far at each batch size: counts[0 .. zt_actor_max_batch(a)]. Read
+ * on the actor's own thread. */
+int zt_actor_max_batch(const zt_actor *a);
+void zt_actor_batch_counts(const zt_actor *a, uint64_t *counts);
+
 /* Bytes the actor holds for its searches and NN cache (the parts that
  * depend on the settings; the network's own memory is not counted). */
 typedef struct zt_actor_memory {

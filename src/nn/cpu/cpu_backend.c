@@ -34,6 +34,8 @@
  * seen. Threads: oneDNN's OpenMP runtime takes omp_get_max_threads() of the
  * calling thread, so each call sets it to the plan's count. */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
+
+enum { EXACT_BATCH = 64 }; /* inference batches up to this run unpadded */
 #include <cpuid.h>
 #include <dlfcn.h>
 #include <math.h>
@@ -1692,15 +1694,29 @@ static zt_status reserve_infer(plan *p, int max_batch)
             return zt_fail(ZT_ERR_NOMEM, "no memory for activations of batch %d", max_batch);
         }
     }
-    /* Buckets 1, 2, 3, 4, 6, 8, 12, ...: padding wastes at most a third. */
-    p->buckets = zt_xmalloc(64 * sizeof *p->buckets);
-    for (int b = 1; b < max_batch; b *= 2) {
-        p->buckets[p->nbuckets++] = b;
-        if (b >= 2 && b + b / 2 < max_batch) p->buckets[p->nbuckets++] = b + b / 2;
+    /* Buckets 1, 2, 3, ..., EXACT_BATCH, then 1.5x and 2x steps: batches
+     * up to EXACT_BATCH (self-play's) run unpadded; above, padding wastes at
+     * most a third. Sets are built on first use. */
+    p->buckets = zt_xmalloc((EXACT_BATCH + 64) * sizeof *p->buckets);
+    for (int b = 1; b < max_batch && b <= EXACT_BATCH; b++) p->buckets[p->nbuckets++] = b;
+    for (int b = EXACT_BATCH; b < max_batch; b *= 2) {
+        if (b > EXACT_BATCH) p->buckets[p->nbuckets++] = b;
+        if (b + b / 2 < max_batch) p->buckets[p->nbuckets++] = b + b / 2;
     }
     p->buckets[p->nbuckets++] = max_batch;
     p->infer_sets = zt_xcalloc((size_t)p->nbuckets, sizeof *p->infer_sets);
     p->cap_infer = max_batch;
+    /* Every bucket's primitives now (oneDNN generates their kernels, a few
+     * ms each), so that no later call of at most max_batch pays for it: a
+     * self-play actor meets most sizes up to its G x K. */
+    for (int b = 0; b < p->nbuckets; b++) {
+        exec_set *s;
+        zt_status st = build_infer_set(p, b, &s);
+        if (st != ZT_OK) {
+            free_infer(p);
+            return st;
+        }
+    }
     return ZT_OK;
 }
 
