@@ -1,5 +1,7 @@
 /* The training loop end to end: a short tic-tac-toe run reaches perfect play
- * on the 4,520 positions; a deterministic run killed with SIGKILL after a
+ * on the 4,520 positions and records a match against each of
+ * arena.opponents; arena.opponents is read as a trimmed list and a bad entry
+ * is refused before the run starts; a deterministic run killed with SIGKILL after a
  * checkpoint and resumed ends with the same weight file, byte for byte, as
  * one that ran straight through; a corrupt checkpoint is refused with a
  * one-line error; unknown keys are rejected.
@@ -17,6 +19,7 @@
 #include "core/config.h"
 #include "core/fileio.h"
 #include "core/log.h"
+#include "game/game.h"
 #include "train/train.h"
 
 #include "zt_test.h"
@@ -111,7 +114,8 @@ static void test_perfect_play(void)
         return;
     }
     snprintf(run, sizeof run, "%s/perfect", tmp_root);
-    static const char *const sets[] = {"arena.stop_on_perfect=1", "seed=7", NULL};
+    static const char *const sets[] = {"arena.stop_on_perfect=1", "seed=7",
+                                       "arena.opponents=random,perfect", NULL};
     printf("perfect play: seed 7, at most 110 s\n");
     zt_status st = train(run, false, 110.0 / 60, 0, ini, sets);
     CHECK(st == ZT_OK, "training failed: %s", zt_error_message());
@@ -126,7 +130,20 @@ static void test_perfect_play(void)
     CHECK(strstr(metrics, "{\"t\":") == metrics, "metrics do not start with a record");
     CHECK(strstr(metrics, "\"kind\":\"train\",\"loss_policy\":") != NULL, "no train record");
     CHECK(strstr(metrics, "\"kind\":\"selfplay\",\"games_per_s\":") != NULL, "no selfplay record");
-    CHECK(strstr(metrics, "\"kind\":\"arena\",\"opponent\":\"random\"") != NULL, "no arena record");
+    /* one match per listed opponent, of arena.games games each */
+    static const char *const opponents[] = {"random", "perfect"};
+    for (int i = 0; i < 2; i++) {
+        char want[128];
+        snprintf(want, sizeof want, "\"kind\":\"arena\",\"opponent\":\"%s\",\"games\":100,",
+                 opponents[i]);
+        CHECK(strstr(metrics, want) != NULL, "no arena record of 100 games against %s",
+              opponents[i]);
+    }
+    /* nobody beats the exact player: its matches have no losses for it */
+    for (const char *r = metrics; (r = strstr(r, "\"opponent\":\"perfect\"")); r++) {
+        const char *w = strstr(r, "\"wins\":");
+        CHECK(w && atoi(w + 7) == 0, "a win against perfect: %.120s", r);
+    }
     const char *t = strstr(metrics, "\"n\":4520,\"m\":4520");
     if (t) {
         while (t > metrics && t[-1] != '\n') t--;
@@ -263,6 +280,56 @@ static void test_corrupt_checkpoint(void)
     expect_one_line_error(st, ZT_ERR_INVALID, "existing run without --resume");
 }
 
+/* ---- arena opponents ---- */
+
+static zt_status read_settings(const char *opponents, zt_train_settings *S)
+{
+    zt_config *cfg = zt_config_new();
+    zt_game *g = NULL;
+    zt_config_put(cfg, "arena.opponents", opponents);
+    zt_status st = zt_game_new("tictactoe", NULL, &g);
+    if (st == ZT_OK) st = zt_train_settings_read(cfg, g, S);
+    zt_game_free(g);
+    zt_config_free(cfg);
+    return st;
+}
+
+static void test_arena_opponents(void)
+{
+    zt_train_settings S;
+    zt_status st = read_settings(" random ,\tperfect", &S);
+    CHECK(st == ZT_OK, "a list with blanks: %s", zt_error_message());
+    CHECK(S.arena_num_opponents == 2 && strcmp(S.arena_opponents[0], "random") == 0 &&
+              strcmp(S.arena_opponents[1], "perfect") == 0,
+          "read %d opponents, '%s' first", S.arena_num_opponents, S.arena_opponents[0]);
+    st = read_settings("", &S);
+    CHECK(st == ZT_OK && S.arena_num_opponents == 0, "an empty list is not 'none'");
+
+    /* refused by zt_train_run before the run directory exists */
+    static const struct {
+        const char *list, *named;
+        zt_status want;
+    } bad[] = {
+        {"random,no_such_player", "no_such_player", ZT_ERR_INVALID},
+        {"random,alphabeta:4", "alphabeta:4", ZT_ERR_UNSUPPORTED}, /* Connect Four's only */
+        {"random,random", "random", ZT_ERR_INVALID},
+        {"random,", "random,", ZT_ERR_INVALID},
+    };
+    char run[300];
+    snprintf(run, sizeof run, "%s/opponents", tmp_root);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char set[128], what[160];
+        snprintf(set, sizeof set, "arena.opponents=%s", bad[i].list);
+        snprintf(what, sizeof what, "arena.opponents=%s", bad[i].list);
+        st = train(run, false, 0, 1, NULL, (const char *const[]){set, NULL});
+        expect_one_line_error(st, bad[i].want, what);
+        CHECK(strstr(zt_error_message(), bad[i].named) != NULL, "%s: the message does not name '%s'",
+              what, bad[i].named);
+        struct stat sb;
+        CHECK(stat(run, &sb) != 0, "%s: the run directory was created", what);
+    }
+}
+
 int main(void)
 {
     zt_log_set_level(ZT_LOG_WARN);
@@ -274,6 +341,7 @@ int main(void)
     printf("runs under %s\n", tmp_root);
     test_exact_resume();
     test_corrupt_checkpoint();
+    test_arena_opponents();
     test_perfect_play();
     if (zt_test_failures == 0) {
         char cmd[300];

@@ -125,8 +125,10 @@ zt_precision zt_net_precision(const zt_net *net);
  * beta 0, running mean 0 and variance 1. */
 void zt_net_init(zt_net *net, zt_rng *rng);
 
-/* Sizes working memory for batches up to `max_batch` now, so that later calls
- * of at most that size allocate nothing. Calls with a larger batch grow it. */
+/* Sizes working memory for batches up to `max_batch` now, and builds what
+ * inference at each of those batch sizes needs (the cpu backend's kernels),
+ * so that later calls of at most that size allocate nothing and generate no
+ * code. Calls with a larger batch grow it. */
 zt_status zt_net_reserve(zt_net *net, int max_batch);
 
 /* Inference on B observations (NHWC): policy_logits[B * num_actions] (raw:

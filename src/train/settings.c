@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/player.h"
 #include "core/thread.h"
 #include "train/train.h"
 
@@ -113,6 +114,54 @@ static zt_status read_optimizer(zt_config *c, zt_train_config *o)
     return ZT_OK;
 }
 
+/* arena.opponents: comma-separated zt_player_new specs (blanks around the
+ * commas ignored; empty: none). Each is built once here and freed, so that a
+ * misspelt name or a player the game lacks (perfect without a solver,
+ * alphabeta outside Connect Four) stops the run before it starts rather
+ * than at its first arena minutes later. */
+static zt_status read_opponents(zt_config *c, const zt_game *g, const char *def,
+                                zt_train_settings *S)
+{
+    const char *list;
+    ZT_TRY(zt_config_string(c, "arena.opponents", def, &list));
+    S->arena_num_opponents = 0;
+    const char *p = list;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == '\0') return ZT_OK;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        size_t end = len;
+        while (end > 0 && (p[end - 1] == ' ' || p[end - 1] == '\t')) end--;
+        if (end == 0)
+            return zt_fail(ZT_ERR_INVALID, "arena.opponents: empty entry in '%s'", list);
+        if (end >= ZT_TRAIN_OPPONENT_LEN)
+            return zt_fail(ZT_ERR_INVALID, "arena.opponents: '%.*s' is longer than %d characters",
+                           (int)end, p, ZT_TRAIN_OPPONENT_LEN - 1);
+        if (S->arena_num_opponents == ZT_TRAIN_MAX_OPPONENTS)
+            return zt_fail(ZT_ERR_INVALID, "arena.opponents: more than %d in '%s'",
+                           ZT_TRAIN_MAX_OPPONENTS, list);
+        char *spec = S->arena_opponents[S->arena_num_opponents];
+        memcpy(spec, p, end);
+        spec[end] = '\0';
+        /* a repeat would merge two matches into one curve of the report */
+        for (int i = 0; i < S->arena_num_opponents; i++)
+            if (strcmp(S->arena_opponents[i], spec) == 0)
+                return zt_fail(ZT_ERR_INVALID, "arena.opponents: '%s' is listed twice", spec);
+        zt_player *player;
+        zt_status st = zt_player_new(g, spec, &player);
+        if (st != ZT_OK) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", zt_error_message());
+            return zt_fail(st, "arena.opponents: '%s': %s", spec, why);
+        }
+        zt_player_free(player);
+        S->arena_num_opponents++;
+        if (p[len] == '\0') return ZT_OK;
+        p += len + 1;
+        while (*p == ' ' || *p == '\t') p++;
+    }
+}
+
 zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settings *S)
 {
     memset(S, 0, sizeof *S);
@@ -218,6 +267,7 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     bool c4 = strcmp(g->name, "connect4") == 0;
     ZT_TRY(zt_config_double(c, "arena.minutes", 5, 0, 1e6, &S->arena_minutes));
     ZT_TRY(get_int(c, "arena.games", 100, 0, 1 << 20, &S->arena_games));
+    ZT_TRY(read_opponents(c, g, "random", S));
     ZT_TRY(zt_config_bool(c, "arena.positions", true, &S->arena_positions));
     ZT_TRY(
         get_int(c, "arena.positions_limit", c4 ? 200 : 0, 0, 1 << 30, &S->arena_positions_limit));

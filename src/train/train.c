@@ -97,7 +97,7 @@ struct loop {
     totals last_report;
     double last_log, last_status, last_ckpt, last_arena;
     int64_t arena_step; /* the step of the last arena (-1: none) */
-    char arena_summary[160];
+    char arena_summary[256]; /* the status line's arena part */
     bool perfect;
     bool replay_figure_logged;
     zt_net *eval_net;
@@ -276,6 +276,23 @@ static int position_sets(const loop *L, const char **sets)
     return 0;
 }
 
+/* Appends to the arena summary; text beyond cap is cut, and *used never
+ * passes cap - 1, so later parts are dropped rather than overrun. */
+static void append(char *buf, size_t cap, size_t *used, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void append(char *buf, size_t cap, size_t *used, const char *fmt, ...)
+{
+    if (*used + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *used, cap - *used, fmt, ap);
+    va_end(ap);
+    if (n > 0) *used = *used + (size_t)n < cap ? *used + (size_t)n : cap - 1;
+}
+
+/* The scheduled arena: arena.games games against each of arena.opponents
+ * (one "arena" metric each), then the game's solver position sets. */
 static zt_status run_arena(loop *L)
 {
     const zt_train_settings *S = &L->S;
@@ -300,27 +317,29 @@ static zt_status run_arena(loop *L)
     ZT_TRY(zt_agent_search_new(L->game, &ev, &sc, ARENA_MAX_GAMES, L->eval_cache, &agent));
     double t0 = zt_now_s();
     zt_status st = ZT_OK;
-    char summary[160] = "";
+    char summary[sizeof L->arena_summary] = "";
     size_t used = 0;
-    if (S->arena_games > 0) {
-        zt_player *rp;
-        st = zt_player_new(L->game, "random", &rp);
-        if (st == ZT_OK) {
-            zt_agent *rnd = zt_agent_from_player(rp, true);
-            zt_match_config mc = {.games = S->arena_games, .concurrency = 0,
-                                  .seed = S->seed ^ (uint64_t)L->st.step};
-            zt_match_result r;
-            st = zt_arena_match(L->game, agent, rnd, &mc, &r);
-            zt_agent_free(rnd);
-            if (st == ZT_OK) {
-                metric(L, "arena",
-                       "\"opponent\":\"random\",\"games\":%d,\"wins\":%d,\"draws\":%d,\"losses\":%d,"
-                       "\"score\":%.4f,\"elo\":%.1f,\"elo_lo\":%.1f,\"elo_hi\":%.1f",
-                       r.games, r.wins, r.draws, r.losses, r.elo.score, r.elo.elo, r.elo.lo, r.elo.hi);
-                used += (size_t)snprintf(summary + used, sizeof summary - used, "random %d-%d-%d", r.wins,
-                                         r.draws, r.losses);
-            }
-        }
+    for (int i = 0; i < S->arena_num_opponents && S->arena_games > 0 && st == ZT_OK; i++) {
+        const char *spec = S->arena_opponents[i];
+        zt_player *p;
+        st = zt_player_new(L->game, spec, &p);
+        if (st != ZT_OK) break;
+        zt_agent *opponent = zt_agent_from_player(p, true);
+        /* The seed depends on the run's seed and the step alone, so any
+         * match can be replayed from the checkpoint of its step. */
+        zt_match_config mc = {.games = S->arena_games, .concurrency = 0,
+                              .seed = S->seed ^ (uint64_t)L->st.step};
+        zt_match_result r;
+        st = zt_arena_match(L->game, agent, opponent, &mc, &r);
+        zt_agent_free(opponent);
+        if (st != ZT_OK) break;
+        metric(L, "arena",
+               "\"opponent\":\"%s\",\"games\":%d,\"wins\":%d,\"draws\":%d,\"losses\":%d,"
+               "\"score\":%.4f,\"elo\":%.1f,\"elo_lo\":%.1f,\"elo_hi\":%.1f",
+               spec, r.games, r.wins, r.draws, r.losses, r.elo.score, r.elo.elo, r.elo.lo,
+               r.elo.hi);
+        append(summary, sizeof summary, &used, "%s%s %d-%d-%d", used ? ", " : "", spec, r.wins,
+               r.draws, r.losses);
     }
     const char *sets[4];
     int nsets = S->arena_positions ? position_sets(L, sets) : 0;
@@ -344,9 +363,8 @@ static zt_status run_arena(loop *L)
         metric(L, "positions", "\"set\":\"%s\",\"metric\":\"%s\",\"n\":%d,\"m\":%d,\"rate\":%.5f", setname,
                pr.report_mistakes ? "mistakes" : "optimal", n, pr.positions,
                pr.positions ? (double)n / pr.positions : 0.0);
-        if (used < sizeof summary)
-            used += (size_t)snprintf(summary + used, sizeof summary - used, "%s%s %s %d/%d", used ? ", " : "",
-                                     setname, pr.report_mistakes ? "mistakes" : "optimal", n, pr.positions);
+        append(summary, sizeof summary, &used, "%s%s %s %d/%d", used ? ", " : "", setname,
+               pr.report_mistakes ? "mistakes" : "optimal", n, pr.positions);
         if (pr.mistakes > 0) all_perfect = false;
     }
     zt_agent_free(agent);
@@ -1009,7 +1027,7 @@ zt_status zt_train_run(const zt_train_options *opt)
         report(L, true, false);
         /* a last look at the final weights, unless interrupted */
         if (!atomic_load(&stop_requested) && L->st.step > L->arena_step && L->st.step > 0 &&
-            (L->S.arena_games > 0 || L->S.arena_positions))
+            ((L->S.arena_games > 0 && L->S.arena_num_opponents > 0) || L->S.arena_positions))
             st = run_arena(L);
         if (st == ZT_OK) st = write_checkpoint(L);
         if (st != ZT_OK) snprintf(why, sizeof why, "%s", zt_error_message());

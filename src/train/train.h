@@ -22,6 +22,10 @@
 #include "replay/replay.h"
 #include "selfplay/actor.h"
 
+/* Opponents the scheduled arena plays, and the longest spec kept. */
+#define ZT_TRAIN_MAX_OPPONENTS 8
+#define ZT_TRAIN_OPPONENT_LEN 64
+
 typedef enum zt_train_mode {
     ZT_TRAIN_CONCURRENT,
     ZT_TRAIN_ALTERNATE,
@@ -52,7 +56,9 @@ typedef struct zt_train_settings {
     int keep_checkpoints;    /* newest checkpoints kept (0: all) */
     double log_seconds;      /* plain log lines and self-play metrics */
     double arena_minutes;    /* arena schedule (0: only at exit) */
-    int arena_games;         /* vs random (0: none) */
+    int arena_games;         /* per opponent (0: none) */
+    int arena_num_opponents; /* arena.opponents, each a zt_player_new spec */
+    char arena_opponents[ZT_TRAIN_MAX_OPPONENTS][ZT_TRAIN_OPPONENT_LEN];
     bool arena_positions;    /* the solver position sets of the game */
     int arena_positions_limit;
     int arena_sims;
