@@ -278,35 +278,6 @@ static float chance_value(const zt_tree *t, int n)
 
 /* ---- expansion ---- */
 
-typedef float f32x8 __attribute__((vector_size(32)));
-typedef int32_t i32x8 __attribute__((vector_size(32)));
-
-/* w[k] = zt_exp_nonpos(w[k] - top) for 8 consecutive k, written with
- * vector types because the compiler's cheap vectoriser leaves the inline
- * function scalar: the same range reduction and polynomial on each lane. */
-static inline void exp8_nonpos(float *w, float top)
-{
-    f32x8 x;
-    memcpy(&x, w, sizeof x);
-    x = x - top;
-    const f32x8 lo = {-87.0f, -87.0f, -87.0f, -87.0f, -87.0f, -87.0f, -87.0f, -87.0f};
-    i32x8 below = x < lo;
-    x = (f32x8)(((i32x8)x & ~below) | ((i32x8)lo & below));
-    i32x8 ki = __builtin_convertvector(x * 1.44269504f - 0.5f, i32x8);
-    f32x8 k = __builtin_convertvector(ki, f32x8);
-    f32x8 r = x - k * 0.693145752f - k * 1.42860677e-6f;
-    f32x8 p = r * (1.0f / 5040.0f) + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    f32x8 scale = (f32x8)((ki + 127) << 23);
-    p = p * scale;
-    memcpy(w, &p, sizeof p);
-}
-
 static void expand(zt_search *s, zt_tree *t, int n, const zt_model_output *o, int i)
 {
     int A = s->model->num_actions;
@@ -339,7 +310,7 @@ static void expand(zt_search *s, zt_tree *t, int n, const zt_model_output *o, in
         /* padded to a multiple of 8 so that the loop vectorises whole */
         int padded = (legal + 7) & ~7;
         for (int k = legal; k < padded; k++) w[k] = top;
-        for (int k = 0; k < padded; k += 8) exp8_nonpos(w + k, top);
+        for (int k = 0; k < padded; k += 8) zt_exp8_nonpos(w + k, top);
         float total = 0;
         for (int k = 0; k < legal; k++) total += w[k];
         float inv = 1.0f / total;
