@@ -235,6 +235,13 @@ static void test_tree_clone_and_reuse(void)
     CHECK(t->nodes[0].visit == visits_before + 400, "root visits %d after reuse, expected %d", t->nodes[0].visit,
           visits_before + 400);
 
+    /* a forgotten tree starts over: the next search holds only its own visits */
+    zt_search_forget(s, 0);
+    zt_search_begin(s, 0, &next);
+    zt_search_run(s);
+    t = zt_search_tree(s, 0);
+    CHECK(t->nodes[0].visit == 401, "root visits %d after forget, expected 401", t->nodes[0].visit);
+
     zt_tree_free(&copy);
     zt_tree_free(&before);
     zt_search_free(s);

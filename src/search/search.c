@@ -1009,6 +1009,12 @@ void zt_search_played(zt_search *s, int t, int action)
     s->stats.reused_nodes += (uint64_t)tr->num_nodes;
 }
 
+void zt_search_forget(zt_search *s, int t)
+{
+    ZT_ASSERT(!s->slots[t].searching);
+    reset_slot(&s->slots[t]);
+}
+
 zt_status zt_search_build_root_cache(zt_search *s, const void *root_input, int num_simulations)
 {
     if (num_simulations < 1) return zt_fail(ZT_ERR_INVALID, "root cache needs simulations >= 1");

@@ -109,6 +109,10 @@ float zt_search_root_value(const zt_search *s, int t);
  * keeps that subtree when tree reuse is on, else forgets the tree. */
 void zt_search_played(zt_search *s, int t, int action);
 
+/* Drops tree t (its game ended or restarts elsewhere): the next
+ * zt_search_begin of t starts from an empty tree. */
+void zt_search_forget(zt_search *s, int t);
+
 /* Deep search of root_input with num_simulations, kept for zt_search_begin.
  * No tree may be searching. Rebuild it when the model changes. Gumbel
  * searches started from it run their sequential halving on their own

@@ -92,11 +92,9 @@ static void eval_net(void *ctx, int B, const float *obs, float *logits, float *v
 
 /* ---- searches ---- */
 
-/* search.h has no call that drops the tree kept for one slot; playing an
- * action no edge carries (-1) finds no child, so the tree is forgotten. */
 static void forget_tree(zt_search *s, int t)
 {
-    if (s) zt_search_played(s, t, -1);
+    if (s) zt_search_forget(s, t);
 }
 
 static void free_searches(zt_actor *a)
