@@ -140,7 +140,16 @@ static void test_game(const char *name, const char *const *settings, int playout
             check_state(g, s, &rng, obs);
             states++;
             int player = g->current_player(g, s);
-            if (player == ZT_TERMINAL) break;
+            if (player == ZT_TERMINAL) {
+                /* returns are zero-sum and within max_return: values in [-1, 1] */
+                float r[2];
+                g->returns(g, s, r);
+                float v = zt_game_value_of(g, s, 0);
+                CHECK(g->max_return > 0 && r[0] == -r[1] && fabsf(r[0]) <= g->max_return && v >= -1 &&
+                          v <= 1,
+                      "%s: returns %g %g beyond max_return %g", g->title, r[0], r[1], g->max_return);
+                break;
+            }
             if (player == ZT_CHANCE) {
                 int n = g->chance_outcomes(g, s, outcomes, probs);
                 g->apply(g, s, outcomes[zt_rng_categorical(&rng, probs, n)]);

@@ -107,9 +107,7 @@ static void expect_chance(az_model *m, int i, const void *state, int from, float
         int sp = g->current_player(g, succ);
         float w = weight * probs[k];
         if (sp == ZT_TERMINAL) {
-            float r[2];
-            g->returns(g, succ, r);
-            out->value[i] += w * r[from];
+            out->value[i] += w * zt_game_value_of(g, succ, from);
             m->mass[i] += w;
         } else if (sp == ZT_CHANCE) {
             if (depth + 1 >= CHANCE_DEPTH) continue;
@@ -150,10 +148,8 @@ static void classify(az_model *m, int i, void *state, int from, bool is_root, zt
     out->player[i] = (int8_t)from;
     *perspective_of(m, state) = (int8_t)from;
     if (cp == ZT_TERMINAL) {
-        float r[2];
-        g->returns(g, state, r);
         out->kind[i] = ZT_NODE_TERMINAL;
-        if (!is_root) out->reward[i] = r[from];
+        if (!is_root) out->reward[i] = zt_game_value_of(g, state, from);
         return;
     }
     ZT_ASSERT(cp == ZT_CHANCE);

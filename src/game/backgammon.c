@@ -1071,6 +1071,7 @@ static zt_status create(zt_config *cfg, zt_game *g)
     g->num_actions = BG_NUM_ACTIONS;
     g->max_chance_outcomes = BG_NUM_ROLLS;
     g->max_game_length = MAX_GAME_PLIES;
+    g->max_return = 3.0f; /* a backgammon */
     g->obs_kind = ZT_OBS_FEATURES;
     g->obs_shape[0] = 1;
     g->obs_shape[1] = 1;

@@ -371,6 +371,7 @@ static zt_status create(zt_config *cfg, zt_game *g)
     g->num_actions = C4_WIDTH;
     g->max_chance_outcomes = 0;
     g->max_game_length = C4_CELLS;
+    g->max_return = 1.0f;
     g->obs_kind = ZT_OBS_PLANES;
     g->obs_shape[0] = C4_HEIGHT;
     g->obs_shape[1] = C4_WIDTH;

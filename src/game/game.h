@@ -55,7 +55,12 @@ struct zt_game {
     size_t state_size;    /* bytes of the memcpy-able state */
     int num_actions;      /* policy size */
     int max_chance_outcomes; /* 0 for deterministic games */
-    int max_game_length;  /* upper bound on plies (player actions) */
+    int max_game_length;  /* plies (player actions) a game may take: self-play
+                           * abandons a game that reaches it (backgammon's
+                           * games are unbounded in principle) */
+    float max_return;     /* the largest |return| (1; backgammon 3 for a
+                           * backgammon): search and training see returns / max_return,
+                           * values in [-1, 1] like the network's */
     zt_obs_kind obs_kind;
     int obs_shape[3];     /* H, W, C */
     size_t compact_size;  /* bytes of the compact encoding */
@@ -122,6 +127,15 @@ zt_status zt_game_from_spec(const char *spec, zt_game **out);
 static inline bool zt_game_is_terminal(const zt_game *g, const void *s)
 {
     return g->current_player(g, s) == ZT_TERMINAL;
+}
+
+/* Terminal state s's return for `player` on the network's value scale,
+ * [-1, 1]: returns / max_return. */
+static inline float zt_game_value_of(const zt_game *g, const void *s, int player)
+{
+    float r[2];
+    g->returns(g, s, r);
+    return r[player] / g->max_return;
 }
 
 /* Fills mask[num_actions] with 1 for legal actions; returns their number. */

@@ -481,6 +481,7 @@ static zt_status sim_create(zt_config *cfg, zt_game *g)
     g->num_actions = im->edges;
     g->max_chance_outcomes = 0;
     g->max_game_length = im->edges;
+    g->max_return = 1.0f;
     g->obs_kind = ZT_OBS_PLANES;
     g->obs_shape[0] = im->n;
     g->obs_shape[1] = im->n;

@@ -299,6 +299,7 @@ static zt_status ttt_create(zt_config *cfg, zt_game *g)
     g->num_actions = TTT_CELLS;
     g->max_chance_outcomes = 0;
     g->max_game_length = TTT_CELLS;
+    g->max_return = 1.0f;
     g->obs_kind = ZT_OBS_PLANES;
     g->obs_shape[0] = 3;
     g->obs_shape[1] = 3;

@@ -279,6 +279,26 @@ static zt_status end_game(zt_actor *a, int t, float return0, zt_replay *rb)
     return ZT_OK;
 }
 
+/* A game that reached max_game_length plies without an outcome (backgammon
+ * can go on without bound in principle): its positions have no return to
+ * learn, so it is dropped, never appended. */
+static zt_status abandon_game(zt_actor *a, int t)
+{
+    game_slot *s = &a->slots[t];
+    zt_replay_traj_clear(s->traj);
+    s->running = false;
+    a->stats.games_abandoned++;
+    forget_tree(a->full, t);
+    forget_tree(a->fast, t);
+    if (!a->cfg.continuous) {
+        s->finished = true;
+        return ZT_OK;
+    }
+    start_game(a, t, continuous_stream(a));
+    a->games_started++;
+    return ZT_OK;
+}
+
 /* Plays chance outcomes and ends finished games until slot t's game waits
  * for a player's move; returns false if the slot has no game to play. */
 static zt_status reach_decision(zt_actor *a, int t, zt_replay *rb, bool *ready)
@@ -299,14 +319,16 @@ static zt_status reach_decision(zt_actor *a, int t, zt_replay *rb, bool *ready)
             if (a->fast) zt_search_played(a->fast, t, action);
             continue;
         }
+        if (cp >= 0 && s->ply >= g->max_game_length) {
+            ZT_TRY(abandon_game(a, t));
+            continue;
+        }
         if (cp >= 0) {
             *ready = true;
             return ZT_OK;
         }
         if (cp == ZT_TERMINAL) {
-            float r[2];
-            g->returns(g, s->state, r);
-            ZT_TRY(end_game(a, t, r[0], rb));
+            ZT_TRY(end_game(a, t, zt_game_value_of(g, s->state, 0), rb));
             continue;
         }
         int outcomes[ZT_MAX_CHANCE_OUTCOMES];

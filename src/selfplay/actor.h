@@ -67,6 +67,7 @@ typedef struct zt_actor_stats {
     uint64_t moves;          /* moves played (positions recorded) */
     uint64_t full_searches;  /* of which with the full search */
     uint64_t games;          /* games finished */
+    uint64_t games_abandoned; /* games dropped at max_game_length plies, unfinished */
     uint64_t games_added;    /* games appended to the replay buffer */
     uint64_t positions_added; /* their positions */
     uint64_t inferences;     /* positions sent to the network */

@@ -193,6 +193,7 @@ static zt_actor_stats actor_totals(loop *L)
         sum.moves += s->moves;
         sum.full_searches += s->full_searches;
         sum.games += s->games;
+        sum.games_abandoned += s->games_abandoned;
         sum.inferences += s->inferences;
         sum.positions_valued += s->positions_valued;
         sum.nncache_hits += s->nncache_hits;
@@ -560,6 +561,9 @@ static void report(loop *L, bool log_line, bool status_line)
         zt_info("resignation: %llu resigned, false resignations %llu of %llu played out",
                 (unsigned long long)a.resignations, (unsigned long long)a.false_resignations,
                 (unsigned long long)a.playouts_would_resign);
+    if (a.games_abandoned > 0)
+        zt_info("%llu games abandoned unfinished at %d plies (not learned from)",
+                (unsigned long long)a.games_abandoned, L->game->max_game_length);
     L->last_report = now;
 }
 
