@@ -3,8 +3,11 @@
  * fp32 inference and training forward to 1e-4 relative to the output scale,
  * running statistics after a training step, parameter and input gradients to
  * 1e-4 relative to each tensor's largest gradient, and bf16 forward and
- * gradients within stated bounds of fp32. Skips (exit 0) in a build without
- * the backend, and skips bf16 on a CPU without AVX512_BF16. */
+ * gradients within stated bounds of fp32. In bf16 the Winograd convolution
+ * (ZT_WINOGRAD) is held to the same bound alone (boards 6x7, 3x3, 8x8, 9x9,
+ * 1x1; batches 1, 3, 64) and in a whole net against the oneDNN path at every
+ * batch size 1 to 70. Skips (exit 0) in a build without the backend, and
+ * skips bf16 on a CPU without AVX512_BF16. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 #include "core/alloc.h"
 #include "core/rng.h"
 #include "nn/backend.h"
+#include "nn/cpu/winograd.h"
 #include "nn/nn.h"
 
 static int failures;
@@ -201,14 +205,12 @@ static void check_bf16_outs(const zt_nn_graph *g, int B, const side *bf, const s
     }
 }
 
-static void run_case(const net_case *nc, const zt_nn_backend *cpu, bool bf16, zt_rng *r)
+/* Random weights (1.5x He scale), biases and norm parameters near their
+ * initial values, running variances in [0.5, 1.5). */
+static void random_params(const zt_nn_graph *g, zt_rng *r, float *params, float *state)
 {
-    zt_nn_graph g;
-    zt_nn_graph_build(&g, &nc->cfg);
-    float *params = zt_xmalloc((g.param_floats + 1) * sizeof(float));
-    float *state = zt_xmalloc((g.state_floats + 1) * sizeof(float));
-    for (int i = 0; i < g.nparams; i++) {
-        const zt_nn_param *p = &g.params[i];
+    for (int i = 0; i < g->nparams; i++) {
+        const zt_nn_param *p = &g->params[i];
         float *d = (p->trainable ? params : state) + p->offset;
         for (size_t e = 0; e < p->count; e++)
             d[e] = p->fan_in > 0 ? (float)(1.5 * zt_rng_normal(r) / sqrt(p->fan_in))
@@ -216,6 +218,15 @@ static void run_case(const net_case *nc, const zt_nn_backend *cpu, bool bf16, zt
         if (!p->trainable && strstr(p->name, "running_var"))
             for (size_t e = 0; e < p->count; e++) d[e] = 0.5f + (float)zt_rng_uniform(r);
     }
+}
+
+static void run_case(const net_case *nc, const zt_nn_backend *cpu, bool bf16, zt_rng *r)
+{
+    zt_nn_graph g;
+    zt_nn_graph_build(&g, &nc->cfg);
+    float *params = zt_xmalloc((g.param_floats + 1) * sizeof(float));
+    float *state = zt_xmalloc((g.state_floats + 1) * sizeof(float));
+    random_params(&g, r, params, state);
     const int batches[] = {1, 3, 8, 33};
     const int max_b = 33;
     size_t in_size = zt_nn_shape_size(g.tensors[g.input]);
@@ -344,6 +355,174 @@ static void run_case(const net_case *nc, const zt_nn_backend *cpu, bool bf16, zt
     zt_nn_graph_free(&g);
 }
 
+/* Whether two outputs differ in any element: the Winograd and direct paths
+ * round differently, so identical outputs mean one path ran twice. */
+static bool differ(const float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return true;
+    return false;
+}
+
+/* bf16 plans with Winograd on (two threads) and off, from the environment
+ * variable the plan reads at creation. */
+static void winograd_sides(side *on, side *off, const zt_nn_backend *cpu, const zt_nn_graph *g,
+                           float *params, const float *state, int max_b)
+{
+    setenv("ZT_WINOGRAD", "1", 1);
+    side_new(on, cpu, g, params, state, ZT_PRECISION_BF16, 2, max_b);
+    setenv("ZT_WINOGRAD", "0", 1);
+    side_new(off, cpu, g, params, state, ZT_PRECISION_BF16, 1, max_b);
+    unsetenv("ZT_WINOGRAD");
+}
+
+/* One 3x3 conv on the Winograd kernel, against the reference in fp32 and
+ * within the bf16 bound of its emulation: 64 -> 64 channels with the
+ * residual block's epilogue (folded batch norm, the skip added in place,
+ * ReLU), or 16 -> 80 with a bias only (a partial block of output channels). */
+static void winograd_conv_case(const zt_nn_backend *cpu, zt_rng *r, int h, int w, bool block)
+{
+    int cin = block ? 64 : 16, cout = block ? 64 : 80;
+    zt_nn_graph g;
+    zt_nn_graph_init(&g);
+    int x = zt_nn_graph_input(&g, (zt_nn_shape){h, w, cin});
+    int y = zt_nn_graph_conv(&g, "conv", x, cout, 3, !block);
+    if (block) y = zt_nn_graph_relu(&g, zt_nn_graph_add(&g, zt_nn_graph_bn(&g, "bn", y), x));
+    zt_nn_graph_output(&g, y);
+    float *params = zt_xmalloc((g.param_floats + 1) * sizeof(float));
+    float *state = zt_xmalloc((g.state_floats + 1) * sizeof(float));
+    random_params(&g, r, params, state);
+    const int batches[] = {1, 3, 64}, max_b = 64;
+    size_t in_size = zt_nn_shape_size(g.tensors[g.input]);
+    size_t out_size = zt_nn_shape_size(g.tensors[y]);
+    float *in = zt_xmalloc((size_t)max_b * in_size * sizeof(float));
+    side ref, emu, on, off;
+    side_new(&ref, &zt_nn_backend_ref, &g, params, state, ZT_PRECISION_FP32, 1, max_b);
+    side_new(&emu, &zt_nn_backend_ref, &g, params, state, ZT_PRECISION_BF16, 1, max_b);
+    winograd_sides(&on, &off, cpu, &g, params, state, max_b);
+    char name[64];
+    snprintf(name, sizeof name, "winograd conv %dx%d %d->%d", h, w, cin, cout);
+    for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
+        int B = batches[bi];
+        fill_normal(r, in, (size_t)B * in_size, 1.0);
+        side *all[4] = {&ref, &emu, &on, &off};
+        for (int k = 0; k < 4; k++)
+            MUST(all[k]->be->forward(all[k]->plan, B, in, all[k]->outs, false, false));
+        check_bf16_outs(&g, B, &on, &emu, &ref, "inference", name);
+        check_bf16_outs(&g, B, &off, &emu, &ref, "inference (oneDNN)", name);
+        CHECK(differ(on.outs[0], off.outs[0], (size_t)B * out_size),
+              "%s B=%d: Winograd and oneDNN outputs are identical (Winograd did not run)", name,
+              B);
+    }
+    side_free(&ref, &g);
+    side_free(&emu, &g);
+    side_free(&on, &g);
+    side_free(&off, &g);
+    free(in);
+    free(params);
+    free(state);
+    zt_nn_graph_free(&g);
+}
+
+/* A resnet with Winograd on and off at every batch size 1 .. 70 (buckets
+ * pad 65 .. 70 to 96): both within the bf16 bound of the reference, each
+ * sample as it is in the batch of 70 (padding rows never leak); then a
+ * training step's outputs and gradients. */
+static void winograd_net_case(const zt_nn_backend *cpu, zt_rng *r)
+{
+    zt_net_config cfg;
+    zt_net_config_default(&cfg, 6, 7, 2, 7);
+    cfg.channels = 32;
+    cfg.blocks = 2;
+    cfg.value_hidden = 16;
+    MUST(zt_net_config_check(&cfg));
+    zt_nn_graph g;
+    zt_nn_graph_build(&g, &cfg);
+    float *params = zt_xmalloc((g.param_floats + 1) * sizeof(float));
+    float *state = zt_xmalloc((g.state_floats + 1) * sizeof(float));
+    random_params(&g, r, params, state);
+    const int max_b = 70;
+    size_t in_size = zt_nn_shape_size(g.tensors[g.input]);
+    float *in = zt_xmalloc((size_t)max_b * in_size * sizeof(float));
+    fill_normal(r, in, (size_t)max_b * in_size, 1.0);
+    side ref, emu, on, off;
+    side_new(&ref, &zt_nn_backend_ref, &g, params, state, ZT_PRECISION_FP32, 1, max_b);
+    side_new(&emu, &zt_nn_backend_ref, &g, params, state, ZT_PRECISION_BF16, 1, max_b);
+    winograd_sides(&on, &off, cpu, &g, params, state, max_b);
+    MUST(cpu->reserve(on.plan, 96, false));
+    MUST(cpu->reserve(off.plan, 96, false));
+    const char *name = "resnet 6x7x2 ch32 x2 winograd";
+    side *all[4] = {&ref, &emu, &on, &off};
+    for (int k = 0; k < 4; k++)
+        MUST(all[k]->be->forward(all[k]->plan, max_b, in, all[k]->outs, false, false));
+    check_bf16_outs(&g, max_b, &on, &emu, &ref, "inference", name);
+    check_bf16_outs(&g, max_b, &off, &emu, &ref, "inference (oneDNN)", name);
+    double e_emu[4];
+    float *full[4]; /* Winograd's outputs for the whole batch */
+    for (int o = 0; o < g.noutputs; o++) {
+        size_t n = (size_t)max_b * zt_nn_shape_size(g.tensors[g.outputs[o]]);
+        e_emu[o] = out_err(&g, max_b, &emu, &ref, o, BF16_OUT_SCALE);
+        full[o] = zt_xmalloc(n * sizeof(float));
+        memcpy(full[o], on.outs[o], n * sizeof(float));
+    }
+    for (int B = 1; B <= max_b; B++) {
+        MUST(on.be->forward(on.plan, B, in, on.outs, false, false));
+        MUST(off.be->forward(off.plan, B, in, off.outs, false, false));
+        for (int o = 0; o < g.noutputs; o++) {
+            double e = out_err(&g, B, &on, &off, o, BF16_OUT_SCALE);
+            CHECK(bf16_within(e, e_emu[o], BF16_FWD_MARGIN),
+                  "%s B=%d output %d: Winograd on and off differ by %.3g (emulation %.3g)", name,
+                  B, o, e, e_emu[o]);
+            e = rel_err_floor(on.outs[o], full[o],
+                              (size_t)B * zt_nn_shape_size(g.tensors[g.outputs[o]]),
+                              BF16_OUT_SCALE);
+            CHECK(bf16_within(e, e_emu[o], BF16_FWD_MARGIN),
+                  "%s B=%d output %d: differs from the same samples in a batch of %d by %.3g",
+                  name, B, o, max_b, e);
+        }
+    }
+
+    /* Training (forward convs and input gradients on the kernel, no
+     * statistics update): outputs and parameter gradients within the bounds
+     * of run_case. */
+    const int B = 24;
+    float *d_outs[4], *init = zt_xmalloc((g.param_floats + 1) * sizeof(float));
+    for (int o = 0; o < g.noutputs; o++) {
+        size_t n = (size_t)B * zt_nn_shape_size(g.tensors[g.outputs[o]]);
+        d_outs[o] = zt_xmalloc(n * sizeof(float));
+        fill_normal(r, d_outs[o], n, 1.0);
+    }
+    fill_normal(r, init, g.param_floats, 0.1);
+    for (int k = 0; k < 4; k++) {
+        memcpy(all[k]->grads, init, g.param_floats * sizeof(float));
+        MUST(all[k]->be->forward(all[k]->plan, B, in, all[k]->outs, true, false));
+        MUST(all[k]->be->backward(all[k]->plan, B, (const float *const *)d_outs, all[k]->grads,
+                                  NULL));
+    }
+    check_bf16_outs(&g, B, &on, &emu, &ref, "training forward", name);
+    CHECK(differ(on.grads, off.grads, g.param_floats),
+          "%s: training gradients with Winograd on and off are identical", name);
+    double floor = 0.05 * grad_scale(&g, ref.grads, init);
+    for (int i = 0; i < g.nparams; i++) {
+        const zt_nn_param *p = &g.params[i];
+        if (!p->trainable) continue;
+        double e_cpu = grad_err(p, on.grads, ref.grads, init, floor, true);
+        double e_ref = grad_err(p, emu.grads, ref.grads, init, floor, true);
+        CHECK(bf16_within(e_cpu, e_ref, BF16_GRAD_MARGIN),
+              "%s bf16 B=%d gradient of %s: relative L2 error %.3g (emulation %.3g)", name, B,
+              p->name, e_cpu, e_ref);
+        if (e_cpu > worst_bf16_grad) worst_bf16_grad = e_cpu;
+    }
+    for (int o = 0; o < g.noutputs; o++) free(d_outs[o]);
+    free(init);
+    for (int k = 0; k < 4; k++) side_free(all[k], &g);
+    for (int o = 0; o < g.noutputs; o++) free(full[o]);
+    free(in);
+    free(params);
+    free(state);
+    zt_nn_graph_free(&g);
+}
+
 int main(void)
 {
     const zt_nn_backend *cpu;
@@ -390,6 +569,15 @@ int main(void)
     for (int i = 0; i < 4; i++) {
         MUST(zt_net_config_check(&cases[i].cfg));
         run_case(&cases[i], cpu, bf16, &r);
+    }
+    if (bf16 && zt_winograd_supported()) {
+        const int boards[5][2] = {{6, 7}, {3, 3}, {8, 8}, {9, 9}, {1, 1}};
+        for (int b = 0; b < 5; b++)
+            for (int block = 0; block < 2; block++)
+                winograd_conv_case(cpu, &r, boards[b][0], boards[b][1], block);
+        winograd_net_case(cpu, &r);
+    } else if (bf16) {
+        printf("test_nn_cpu: Winograd SKIPPED (no AVX-512 BW/VL/DQ here)\n");
     }
     printf("test_nn_cpu: worst relative error fp32 forward %.2g, gradients %.2g", worst_fp32_fwd,
            worst_fp32_grad);

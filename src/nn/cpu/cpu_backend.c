@@ -12,9 +12,10 @@
  * conv/dense (w' = w s, b' = (b - mean) s + beta, s = gamma / sqrt(var +
  * eps)), the residual add as a sum post-op and ReLU/tanh as eltwise
  * post-ops; tensors share a few liveness-assigned buffers. Primitives are
- * cached per batch-size bucket (1, 2, 3, 4, 6, 8, 12, ... up to the reserved
- * maximum) and a batch is padded to its bucket; padding rows never mix with
- * real ones because inference has no cross-sample op.
+ * built at reserve time for every batch-size bucket (each size up to
+ * EXACT_BATCH, then steps 1.5x apart up to the reserved maximum) and a batch
+ * is padded to its bucket; padding rows never mix with real ones because
+ * inference has no cross-sample op.
  *
  * Training runs with the exact batch size (batch statistics must not see
  * padding), keeping each tensor and its gradient; primitives for the last
@@ -30,9 +31,19 @@
  * bf16: activations and conv/dense weights are bf16, biases, norm parameters
  * and statistics fp32, accumulation fp32 inside oneDNN; weight gradients are
  * produced in fp32. Every primitive uses a user scratchpad from one shared
- * buffer, so a call allocates nothing once its batch size (bucket) has been
- * seen. Threads: oneDNN's OpenMP runtime takes omp_get_max_threads() of the
- * calling thread, so each call sets it to the plan's count. */
+ * buffer, so an inference call allocates nothing after reserve, nor a
+ * training call once its batch size has been seen. Threads: oneDNN's OpenMP runtime takes omp_get_max_threads() of the
+ * calling thread, so each call sets it to the plan's count.
+ *
+ * Winograd (winograd.h, Lavin & Gray 2016): in bf16, 3x3 convs with channels
+ * in multiples of 16 run as host steps on our F(2x2, 3x3) kernel instead of
+ * a oneDNN primitive, 1.58x fewer multiply-adds on a 6x7 board: in
+ * inference with the fused epilogue (folded batch norm as bias, the residual
+ * read from its own buffer, ReLU), in training the forward conv and the
+ * W_FLIP input gradient of bias-free convs. Transformed weights are packed
+ * when the host arrays change (fold_dirty, wino_train_stale); the kernel's
+ * scratch is the shared SB_SCRATCH buffer. ZT_WINOGRAD=0 (read at plan
+ * creation) keeps oneDNN for every conv. */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 
 enum { EXACT_BATCH = 64 }; /* inference batches up to this run unpadded */
@@ -50,6 +61,7 @@ enum { EXACT_BATCH = 64 }; /* inference batches up to this run unpadded */
 
 #include "core/alloc.h"
 #include "nn/backend.h"
+#include "nn/cpu/winograd.h"
 
 #define MAX_ARGS 12
 #define TRAIN_SETS 4
@@ -82,6 +94,7 @@ typedef struct step {
     conv_dw *dw;
     void *buf[3]; /* host batch norm: x, y or dy, dx */
     bool acc;     /* host batch norm: add to dx */
+    zt_winograd_conv wino; /* Winograd conv: all but the plan's scratch */
 } step;
 
 /* A memory object whose data lives in a shared buffer (or the caller's
@@ -170,6 +183,10 @@ struct zt_nn_plan {
     float **fold_w, **fold_b; /* per op: folded weights and bias (host layout) */
     float **flip_w;           /* per conv op: W_FLIP weights (host layout), or NULL */
     bool fold_dirty;
+    bool winograd;      /* bf16 3x3 convs run zt_winograd_run (ZT_WINOGRAD=0: off) */
+    uint16_t **wino_u;  /* per conv op run that way in inference: folded weights */
+    uint16_t **wino_fwd, **wino_bwd; /* in training: raw and W_FLIP weights */
+    bool wino_train_stale;
     int cap_infer;
     void **slots;
     int *buckets;
@@ -564,15 +581,49 @@ static void compute_flip(plan *p, int op_i)
             }
 }
 
-/* Brings the weight copies a pass reads up to date with the host arrays. */
+/* The Winograd weights U = G g G^T of every conv the program runs that way,
+ * from the folded weights where a batch norm follows. */
+static void pack_winograd(plan *p)
+{
+    const zt_nn_graph *g = p->g;
+    for (int k = 0; k < p->nnodes; k++) {
+        const inode *nd = &p->nodes[k];
+        if (!p->wino_u[nd->op]) continue;
+        const zt_nn_op *op = &g->ops[nd->op];
+        const float *w = nd->bn >= 0 ? p->fold_w[nd->op] : p->params + param_off(p, op->p[0]);
+        zt_winograd_pack_weights(w, g->tensors[op->in[0]].c, g->tensors[op->out].c, false,
+                                 p->wino_u[nd->op]);
+    }
+}
+
+/* The training copies: the raw weights for the forward convolution, and
+ * mirrored (W_FLIP) for the input gradient. */
+static void pack_winograd_train(plan *p)
+{
+    const zt_nn_graph *g = p->g;
+    for (int i = 0; i < g->nops; i++) {
+        if (!p->wino_fwd[i]) continue;
+        const zt_nn_op *op = &g->ops[i];
+        const float *w = p->params + param_off(p, op->p[0]);
+        int cin = g->tensors[op->in[0]].c, cout = g->tensors[op->out].c;
+        zt_winograd_pack_weights(w, cin, cout, false, p->wino_fwd[i]);
+        zt_winograd_pack_weights(w, cin, cout, true, p->wino_bwd[i]);
+    }
+    p->wino_train_stale = false;
+}
+
+/* Brings the weight copies a pass reads up to date with the host arrays.
+ * fold_dirty is set by every change of parameters or statistics. */
 static zt_status refresh(plan *p, bool training)
 {
     if (!training && p->fold_dirty) {
         compute_folds(p);
+        if (p->winograd) pack_winograd(p);
         p->fold_dirty = false;
         for (int i = 0; i < p->nentries; i++)
             if (p->entries[i].kind == W_FOLD) p->entries[i].stale = true;
     }
+    if (training && p->wino_train_stale) pack_winograd_train(p);
     for (int i = 0; i < p->nentries; i++) {
         weight_entry *e = &p->entries[i];
         if (!e->stale || (e->kind == W_FOLD && training) || (e->kind == W_FLIP && !training))
@@ -588,6 +639,7 @@ static void cpu_params_changed(plan *p)
 {
     /* Lazily: the next pass converts what it reads. */
     p->fold_dirty = true;
+    p->wino_train_stale = true;
     for (int i = 0; i < p->nentries; i++) p->entries[i].stale = true;
 }
 
@@ -672,6 +724,82 @@ static void build_program(plan *p)
     free(last);
     free(mat);
     free(absorbed);
+}
+
+/* Whether node nd runs on the Winograd kernel: a bf16 3x3 conv with
+ * channels in multiples of 16 (not the stem, whose input has a few planes)
+ * and no epilogue beyond bias, residual and ReLU. */
+static bool use_winograd(const plan *p, const inode *nd)
+{
+    const zt_nn_op *op = &p->g->ops[nd->op];
+    return p->winograd && op->kind == ZT_OP_CONV &&
+           zt_winograd_fits(op->k, p->g->tensors[op->in[0]].c, p->g->tensors[op->out].c) &&
+           (nd->elt < 0 || nd->elt == ZT_OP_RELU);
+}
+
+/* Whether training runs conv op i (forward, and its input gradient as the
+ * forward conv with W_FLIP weights) on the Winograd kernel: as above, and
+ * without a bias, whose gradient would need oneDNN's forward descriptor. */
+static bool use_winograd_train(const plan *p, int i)
+{
+    const zt_nn_op *op = &p->g->ops[i];
+    return p->winograd && op->kind == ZT_OP_CONV && op->p[1] < 0 &&
+           zt_winograd_fits(op->k, p->g->tensors[op->in[0]].c, p->g->tensors[op->out].c);
+}
+
+/* A block for conv op i's transformed weights (either direction: the
+ * count is symmetric in the channels), or NULL. */
+static uint16_t *wino_weights(const plan *p, int i)
+{
+    const zt_nn_op *op = &p->g->ops[i];
+    size_t count = zt_winograd_weights_count(p->g->tensors[op->in[0]].c, p->g->tensors[op->out].c);
+    return zt_aligned_alloc(ZT_CACHE_LINE, count * sizeof(uint16_t));
+}
+
+static zt_status host_winograd(plan *p, const step *st)
+{
+    zt_winograd_conv c = st->wino;
+    c.scratch = p->sb[SB_SCRATCH].ptr; /* the shared buffer may have moved */
+    zt_winograd_run(&c);
+    return ZT_OK;
+}
+
+/* A host step running `c` (all but its scratch) on the Winograd kernel. */
+static void winograd_step(plan *p, exec_set *s, int op, const zt_winograd_conv *c, unsigned flags)
+{
+    size_t need = zt_winograd_scratch_size(c->cin, c->cout, c->threads);
+    if (need > p->sb[SB_SCRATCH].need) p->sb[SB_SCRATCH].need = need;
+    step *st = new_step(s);
+    st->host = host_winograd;
+    st->op = op;
+    st->flags = flags;
+    st->wino = *c;
+}
+
+/* Node k of the inference program; the residual is read from its own buffer
+ * (in place or not), so no copy precedes it. */
+static void winograd_node_step(plan *p, exec_set *s, int k)
+{
+    const inode *nd = &p->nodes[k];
+    const zt_nn_op *op = &p->g->ops[nd->op];
+    zt_nn_shape si = p->g->tensors[op->in[0]];
+    zt_winograd_conv c = {
+        .batch = s->batch,
+        .h = si.h,
+        .w = si.w,
+        .cin = si.c,
+        .cout = p->g->tensors[op->out].c,
+        .src = p->slots[p->tslot[nd->src]],
+        .u = p->wino_u[nd->op],
+        .bias = nd->bn >= 0      ? p->fold_b[nd->op]
+                : op->p[1] >= 0 ? p->params + param_off(p, op->p[1])
+                                : NULL,
+        .sum = nd->sum >= 0 ? p->slots[p->tslot[nd->sum]] : NULL,
+        .dst = p->slots[p->tslot[nd->out]],
+        .relu = nd->elt == ZT_OP_RELU,
+        .threads = p->threads,
+    };
+    winograd_step(p, s, nd->op, &c, 0);
 }
 
 static zt_status node_step(plan *p, exec_set *s, const inode *nd)
@@ -818,7 +946,10 @@ static zt_status build_infer_set(plan *p, int bucket, exec_set **out)
     exec_set *s = zt_xcalloc(1, sizeof *s);
     s->batch = p->buckets[bucket];
     zt_status z = ZT_OK;
-    for (int k = 0; k < p->nnodes && z == ZT_OK; k++) z = node_step(p, s, &p->nodes[k]);
+    for (int k = 0; k < p->nnodes && z == ZT_OK; k++) {
+        if (use_winograd(p, &p->nodes[k])) winograd_node_step(p, s, k);
+        else z = node_step(p, s, &p->nodes[k]);
+    }
     s->nfwd = s->nsteps;
     if (z == ZT_OK) {
         p->infer_sets[bucket] = s; /* so that grow_shared repoints it too */
@@ -1010,6 +1141,20 @@ static zt_status train_forward_op(plan *p, exec_set *s, int i, dnnl_primitive_de
         bn_update_step(p, s, i);
         return ZT_OK;
     }
+    if (use_winograd_train(p, i)) {
+        zt_nn_shape si = g->tensors[op->in[0]];
+        zt_winograd_conv c = {.batch = n,
+                              .h = si.h,
+                              .w = si.w,
+                              .cin = si.c,
+                              .cout = g->tensors[op->out].c,
+                              .src = p->act[op->in[0]],
+                              .u = p->wino_fwd[i],
+                              .dst = p->act[op->out],
+                              .threads = p->threads};
+        winograd_step(p, s, i, &c, 0);
+        return ZT_OK;
+    }
     bool flat = op->kind == ZT_OP_DENSE || op->kind == ZT_OP_LN;
     dnnl_memory_desc_t smd = md_for(p, n, op->in[0], flat), dmd = md_for(p, n, op->out, flat);
     dnnl_exec_arg_t args[MAX_ARGS];
@@ -1158,6 +1303,21 @@ static zt_status conv_bwd_data(plan *p, exec_set *s, int i, bool *written, unsig
     dnnl_memory_desc_t wmd = md_flip_weights(p, i, dnnl_format_tag_any);
     bool acc = written[t];
     written[t] = true;
+    if (use_winograd_train(p, i)) {
+        zt_nn_shape so = g->tensors[op->out];
+        zt_winograd_conv c = {.batch = n,
+                              .h = so.h,
+                              .w = so.w,
+                              .cin = so.c,
+                              .cout = g->tensors[t].c,
+                              .src = s->dptr[op->out],
+                              .u = p->wino_bwd[i],
+                              .sum = acc ? s->dptr[t] : NULL,
+                              .dst = s->dptr[t],
+                              .threads = p->threads};
+        winograd_step(p, s, i, &c, flags);
+        return ZT_OK;
+    }
     dnnl_post_ops_t po;
     DN("post_ops_create", dnnl_post_ops_create(&po));
     dnnl_status_t r = acc ? dnnl_post_ops_append_sum(po, 1.0f) : dnnl_success;
@@ -1726,6 +1886,15 @@ static zt_status reserve_train(plan *p, int max_batch)
     free_train(p);
     const zt_nn_graph *g = p->g;
     bool ok = true;
+    /* Winograd weights for training, once: inference-only plans (self-play)
+     * never hold them. */
+    for (int i = 0; i < g->nops && ok; i++) {
+        if (!use_winograd_train(p, i) || p->wino_fwd[i]) continue;
+        p->wino_fwd[i] = wino_weights(p, i);
+        p->wino_bwd[i] = wino_weights(p, i);
+        p->wino_train_stale = true;
+        ok = p->wino_fwd[i] && p->wino_bwd[i];
+    }
     p->act = zt_xcalloc((size_t)g->ntensors, sizeof *p->act);
     p->diff = zt_xcalloc((size_t)g->ntensors, sizeof *p->diff);
     p->stat_mean = zt_xcalloc((size_t)g->nops + 1, sizeof *p->stat_mean);
@@ -1802,6 +1971,15 @@ static void cpu_plan_free(plan *p)
         }
     if (p->flip_w)
         for (int i = 0; i < p->g->nops; i++) free(p->flip_w[i]);
+    if (p->wino_u)
+        for (int i = 0; i < p->g->nops; i++) {
+            zt_aligned_free(p->wino_u[i]);
+            zt_aligned_free(p->wino_fwd[i]);
+            zt_aligned_free(p->wino_bwd[i]);
+        }
+    free(p->wino_u);
+    free(p->wino_fwd);
+    free(p->wino_bwd);
     free(p->fold_w);
     free(p->fold_b);
     free(p->flip_w);
@@ -1856,6 +2034,22 @@ static zt_status cpu_plan_new(const zt_nn_graph *g, float *params, float *state,
         if (nd->bn < 0) continue;
         p->fold_w[nd->op] = zt_xmalloc(g->params[g->ops[nd->op].p[0]].count * sizeof(float));
         p->fold_b[nd->op] = zt_xmalloc((size_t)g->tensors[g->ops[nd->op].out].c * sizeof(float));
+    }
+    /* ZT_WINOGRAD=0 keeps every conv on oneDNN (to compare both paths). */
+    const char *wino = getenv("ZT_WINOGRAD");
+    p->winograd = prec == ZT_PRECISION_BF16 && !(wino && strcmp(wino, "0") == 0) &&
+                  zt_winograd_supported();
+    p->wino_u = zt_xcalloc((size_t)g->nops + 1, sizeof *p->wino_u);
+    p->wino_fwd = zt_xcalloc((size_t)g->nops + 1, sizeof *p->wino_fwd);
+    p->wino_bwd = zt_xcalloc((size_t)g->nops + 1, sizeof *p->wino_bwd);
+    p->wino_train_stale = true;
+    for (int k = 0; k < p->nnodes; k++) {
+        const inode *nd = &p->nodes[k];
+        if (!use_winograd(p, nd)) continue;
+        if (!(p->wino_u[nd->op] = wino_weights(p, nd->op))) {
+            cpu_plan_free(p);
+            return zt_fail(ZT_ERR_NOMEM, "no memory for Winograd weights");
+        }
     }
     use_threads(p);
     dnnl_status_t r = dnnl_engine_create(&p->eng, dnnl_cpu, 0);
