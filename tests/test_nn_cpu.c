@@ -6,8 +6,9 @@
  * gradients within stated bounds of fp32. In bf16 the Winograd convolution
  * (ZT_WINOGRAD) is held to the same bound alone (boards 6x7, 3x3, 8x8, 9x9,
  * 1x1; batches 1, 3, 64) and in a whole net against the oneDNN path at every
- * batch size 1 to 70. Skips (exit 0) in a build without the backend, and
- * skips bf16 on a CPU without AVX512_BF16. */
+ * batch size 1 to 70; the Winograd weight gradient and the bf16 training
+ * batch norm kernels alone against sums in doubles. Skips (exit 0) in a
+ * build without the backend, and skips bf16 on a CPU without AVX512_BF16. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "core/alloc.h"
 #include "core/rng.h"
 #include "nn/backend.h"
+#include "nn/cpu/bnorm.h"
 #include "nn/cpu/winograd.h"
 #include "nn/nn.h"
 
@@ -52,6 +54,7 @@ static int failures;
 
 static double worst_fp32_fwd, worst_fp32_grad, worst_bf16_fwd, worst_bf16_grad;
 static double worst_emu_fwd, worst_emu_grad;
+static double worst_wgrad; /* the Winograd weight gradient kernel's */
 
 static void fill_normal(zt_rng *r, float *x, size_t n, double scale)
 {
@@ -523,6 +526,139 @@ static void winograd_net_case(const zt_nn_backend *cpu, zt_rng *r)
     zt_nn_graph_free(&g);
 }
 
+/* The Winograd weight gradient alone against the direct sum in doubles on
+ * the same bf16 inputs, on even, odd and 1x1 boards, with one and two
+ * threads, 64 -> 64 channels and 80 -> 16 (a partial block of input
+ * channels), added to a gradient already there. V and dM are rounded to
+ * bf16 (2^-9 relative each) before their products, as the forward conv
+ * rounds V and U: the relative L2 error is held to 2 %. */
+static void winograd_grad_case(zt_rng *r, int h, int w, int cin, int cout, int threads)
+{
+    enum { B = 3 };
+    size_t nx = (size_t)B * h * w * cin, ny = (size_t)B * h * w * cout;
+    size_t nw = (size_t)cout * 9 * cin;
+    uint16_t *x = zt_xmalloc(nx * sizeof *x), *dy = zt_xmalloc(ny * sizeof *dy);
+    float *grad = zt_xmalloc(nw * sizeof *grad);
+    void *scratch = zt_aligned_alloc(64, zt_winograd_grad_scratch_size(cin, cout, threads));
+    for (size_t e = 0; e < nx; e++) x[e] = zt_bf16_from_f32((float)zt_rng_normal(r));
+    for (size_t e = 0; e < ny; e++) dy[e] = zt_bf16_from_f32((float)zt_rng_normal(r));
+    for (size_t e = 0; e < nw; e++) grad[e] = 1.0f;
+    zt_winograd_grad c = {B, h, w, cin, cout, x, dy, grad, threads, scratch};
+    zt_winograd_grad_weights(&c);
+    double err = 0, norm = 0;
+    for (int o = 0; o < cout; o++)
+        for (int kh = 0; kh < 3; kh++)
+            for (int kw = 0; kw < 3; kw++)
+                for (int i = 0; i < cin; i++) {
+                    double want = 0;
+                    for (int n = 0; n < B; n++)
+                        for (int y = 0; y < h; y++)
+                            for (int xx = 0; xx < w; xx++) {
+                                int sy = y + kh - 1, sx = xx + kw - 1;
+                                if (sy < 0 || sy >= h || sx < 0 || sx >= w) continue;
+                                size_t at_y = (((size_t)n * h + y) * w + xx) * cout + o;
+                                size_t at_x = (((size_t)n * h + sy) * w + sx) * cin + i;
+                                want += (double)zt_f32_from_bf16(dy[at_y]) *
+                                        zt_f32_from_bf16(x[at_x]);
+                            }
+                    double got = grad[(((size_t)o * 3 + kh) * 3 + kw) * cin + i] - 1.0;
+                    err += (got - want) * (got - want);
+                    norm += want * want;
+                }
+    double rel = sqrt(err / (norm > 0 ? norm : 1));
+    CHECK(rel < 0.02, "winograd weight gradient %dx%d %d->%d, %d threads: relative L2 error %.3g",
+          h, w, cin, cout, threads, rel);
+    if (rel > worst_wgrad) worst_wgrad = rel;
+    free(x);
+    free(dy);
+    free(grad);
+    zt_aligned_free(scratch);
+}
+
+/* The bf16 training batch norm kernels (bnorm.h) against the same algebra in
+ * doubles on the same bf16 inputs: 1000 rows (not a whole number of the
+ * kernel's fp32 runs), 48 channels whose means sit 50 standard deviations
+ * from zero (the statistics must not cancel), the fused ReLU's mask, and a
+ * backward that adds into dx and into dgamma/dbeta. Outputs are bf16, so
+ * each may be off by its rounding (up to 2^-8 relative, 8 significant bits)
+ * plus fp32 noise, given 1e-3. */
+static void bnorm_case(zt_rng *r)
+{
+    enum { ROWS = 1000, C = 48 };
+    uint16_t *x = zt_xmalloc(ROWS * C * sizeof *x), *y = zt_xmalloc(ROWS * C * sizeof *y);
+    uint16_t *dy = zt_xmalloc(ROWS * C * sizeof *dy), *dx = zt_xmalloc(ROWS * C * sizeof *dx);
+    float *dx0 = zt_xmalloc(ROWS * C * sizeof *dx0);
+    float gamma[C], beta[C], mean[C], var[C], dgamma[C], dbeta[C];
+    double m[C], v[C];
+    for (int c = 0; c < C; c++) {
+        gamma[c] = (float)(1 + 0.3 * zt_rng_normal(r));
+        beta[c] = (float)(0.3 * zt_rng_normal(r));
+        dgamma[c] = dbeta[c] = 1.0f;
+    }
+    for (int e = 0; e < ROWS * C; e++) {
+        x[e] = zt_bf16_from_f32((float)(50 + zt_rng_normal(r)));
+        dy[e] = zt_bf16_from_f32((float)zt_rng_normal(r));
+        dx0[e] = zt_bf16_round((float)zt_rng_normal(r));
+        dx[e] = zt_bf16_from_f32(dx0[e]);
+    }
+    zt_bnorm_forward(x, y, ROWS, C, gamma, beta, ZT_NN_BN_EPS, true, mean, var);
+    double worst_stat = 0, worst_y = 0;
+    for (int c = 0; c < C; c++) {
+        double s = 0, q = 0;
+        for (int i = 0; i < ROWS; i++) s += zt_f32_from_bf16(x[i * C + c]);
+        m[c] = s / ROWS;
+        for (int i = 0; i < ROWS; i++) {
+            double d = zt_f32_from_bf16(x[i * C + c]) - m[c];
+            q += d * d;
+        }
+        v[c] = q / ROWS;
+        double e = fmax(fabs(mean[c] - m[c]) / sqrt(v[c]), fabs(var[c] - v[c]) / v[c]);
+        if (e > worst_stat) worst_stat = e;
+        for (int i = 0; i < ROWS; i++) {
+            double want = (zt_f32_from_bf16(x[i * C + c]) - m[c]) * gamma[c] /
+                              sqrt(v[c] + ZT_NN_BN_EPS) + beta[c];
+            want = want > 0 ? want : 0;
+            double err = fabs(zt_f32_from_bf16(y[i * C + c]) - want) / (fabs(want) + 0.01);
+            if (err > worst_y) worst_y = err;
+        }
+    }
+    CHECK(worst_stat < 1e-4, "bnorm: statistics off by %.3g of a standard deviation", worst_stat);
+    CHECK(worst_y < 1.0 / 256 + 1e-3, "bnorm: forward off by %.3g relative", worst_y);
+
+    zt_bnorm_backward(x, y, dy, dx, true, ROWS, C, gamma, mean, var, ZT_NN_BN_EPS, dgamma, dbeta);
+    double worst_p = 0, worst_dx = 0;
+    for (int c = 0; c < C; c++) {
+        double inv = 1 / sqrt(v[c] + ZT_NN_BN_EPS), db = 0, dg = 0, scale = 0;
+        for (int i = 0; i < ROWS; i++) {
+            int e = i * C + c;
+            double g = zt_f32_from_bf16(y[e]) > 0 ? zt_f32_from_bf16(dy[e]) : 0;
+            db += g;
+            dg += g * (zt_f32_from_bf16(x[e]) - m[c]) * inv;
+            scale += fabs(g);
+        }
+        worst_p = fmax(worst_p, fabs(dbeta[c] - 1 - db) / scale);
+        worst_p = fmax(worst_p, fabs(dgamma[c] - 1 - dg) / scale);
+        for (int i = 0; i < ROWS; i++) {
+            int e = i * C + c;
+            double g = zt_f32_from_bf16(y[e]) > 0 ? zt_f32_from_bf16(dy[e]) : 0;
+            double xhat = (zt_f32_from_bf16(x[e]) - m[c]) * inv;
+            double want = dx0[e] + gamma[c] * inv * (g - db / ROWS - xhat * dg / ROWS);
+            double err = fabs(zt_f32_from_bf16(dx[e]) - want) / (fabs(want) + 0.01);
+            if (err > worst_dx) worst_dx = err;
+        }
+    }
+    CHECK(worst_p < 1e-5, "bnorm: dgamma/dbeta off by %.3g of sum |dy|", worst_p);
+    CHECK(worst_dx < 1.0 / 256 + 1e-3, "bnorm: dx off by %.3g relative", worst_dx);
+    printf("test_nn_cpu: bnorm kernels: statistics %.2g, forward %.2g, dgamma/dbeta %.2g, "
+           "dx %.2g\n",
+           worst_stat, worst_y, worst_p, worst_dx);
+    free(x);
+    free(y);
+    free(dy);
+    free(dx);
+    free(dx0);
+}
+
 int main(void)
 {
     const zt_nn_backend *cpu;
@@ -576,6 +712,14 @@ int main(void)
             for (int block = 0; block < 2; block++)
                 winograd_conv_case(cpu, &r, boards[b][0], boards[b][1], block);
         winograd_net_case(cpu, &r);
+        for (int b = 0; b < 5; b++)
+            for (int threads = 1; threads <= 2; threads++) {
+                winograd_grad_case(&r, boards[b][0], boards[b][1], 64, 64, threads);
+                winograd_grad_case(&r, boards[b][0], boards[b][1], 80, 16, threads);
+            }
+        printf("test_nn_cpu: Winograd weight gradient: worst relative L2 error %.2g\n",
+               worst_wgrad);
+        bnorm_case(&r);
     } else if (bf16) {
         printf("test_nn_cpu: Winograd SKIPPED (no AVX-512 BW/VL/DQ here)\n");
     }

@@ -39,11 +39,15 @@
  * in multiples of 16 run as host steps on our F(2x2, 3x3) kernel instead of
  * a oneDNN primitive, 1.58x fewer multiply-adds on a 6x7 board: in
  * inference with the fused epilogue (folded batch norm as bias, the residual
- * read from its own buffer, ReLU), in training the forward conv and the
- * W_FLIP input gradient of bias-free convs. Transformed weights are packed
- * when the host arrays change (fold_dirty, wino_train_stale); the kernel's
- * scratch is the shared SB_SCRATCH buffer. ZT_WINOGRAD=0 (read at plan
- * creation) keeps oneDNN for every conv. */
+ * read from its own buffer, ReLU), in training the forward conv, the W_FLIP
+ * input gradient and the weight gradient (in place of conv_dw) of bias-free
+ * convs. Transformed weights are packed when the host arrays change
+ * (fold_dirty, wino_train_stale); the kernels' scratch is the shared
+ * SB_SCRATCH buffer. ZT_WINOGRAD=0 (read at plan creation) keeps oneDNN for
+ * every conv.
+ *
+ * bf16 training batch norms of 16k channels run on the host (bnorm.h) in
+ * one-thread plans, ReLU fused as in oneDNN's. */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 
 enum { EXACT_BATCH = 64 }; /* inference batches up to this run unpadded */
@@ -61,6 +65,7 @@ enum { EXACT_BATCH = 64 }; /* inference batches up to this run unpadded */
 
 #include "core/alloc.h"
 #include "nn/backend.h"
+#include "nn/cpu/bnorm.h"
 #include "nn/cpu/winograd.h"
 
 #define MAX_ARGS 12
@@ -92,9 +97,10 @@ typedef struct step {
     const float *src; /* host steps: what to add or read */
     size_t offset, count;
     conv_dw *dw;
-    void *buf[3]; /* host batch norm: x, y or dy, dx */
+    void *buf[4]; /* host batch norm: x, y or dy, dx, the fused ReLU's output */
     bool acc;     /* host batch norm: add to dx */
     zt_winograd_conv wino; /* Winograd conv: all but the plan's scratch */
+    zt_winograd_grad wgrad; /* Winograd weight gradient: all but scratch and grad */
 } step;
 
 /* A memory object whose data lives in a shared buffer (or the caller's
@@ -187,6 +193,7 @@ struct zt_nn_plan {
     uint16_t **wino_u;  /* per conv op run that way in inference: folded weights */
     uint16_t **wino_fwd, **wino_bwd; /* in training: raw and W_FLIP weights */
     bool wino_train_stale;
+    bool host_bnorm; /* bf16 training batch norms of 16k channels run zt_bnorm_* */
     int cap_infer;
     void **slots;
     int *buckets;
@@ -241,6 +248,18 @@ static void find_omp(void)
 {
     void *f = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
     memcpy(&omp_set_threads, &f, sizeof f);
+}
+
+/* oneDNN marks every primitive execution as an ITT task for VTune; level 0
+ * turns that off (libdnnl's share of a batch-8 call in perf: 1.6 % -> 1.2 %).
+ * oneDNN reads the level at its first execution, so this runs before the
+ * first plan's engine, and a user's own setting stands. */
+static pthread_once_t itt_once = PTHREAD_ONCE_INIT;
+
+static void quiet_itt(void)
+{
+    if (!getenv("ONEDNN_ITT_TASK_LEVEL") && !getenv("DNNL_ITT_TASK_LEVEL"))
+        setenv("DNNL_ITT_TASK_LEVEL", "0", 0);
 }
 
 static void use_threads(const plan *p)
@@ -764,6 +783,38 @@ static zt_status host_winograd(plan *p, const step *st)
     return ZT_OK;
 }
 
+static zt_status host_winograd_grad(plan *p, const step *st)
+{
+    zt_winograd_grad c = st->wgrad;
+    c.grad = p->call_grads + param_off(p, p->g->ops[st->op].p[0]);
+    c.scratch = p->sb[SB_SCRATCH].ptr;
+    zt_winograd_grad_weights(&c);
+    return ZT_OK;
+}
+
+/* The weight gradient of conv op i (use_winograd_train) in the Winograd
+ * domain, in place of conv_dw's matrix products: fewer products on boards
+ * like 6x7 (winograd.c). */
+static void winograd_grad_step(plan *p, exec_set *s, int i)
+{
+    const zt_nn_op *op = &p->g->ops[i];
+    zt_nn_shape si = p->g->tensors[op->in[0]];
+    zt_winograd_grad c = {.batch = s->batch,
+                          .h = si.h,
+                          .w = si.w,
+                          .cin = si.c,
+                          .cout = p->g->tensors[op->out].c,
+                          .src = p->act[op->in[0]],
+                          .dy = s->dptr[op->out],
+                          .threads = p->threads};
+    size_t need = zt_winograd_grad_scratch_size(c.cin, c.cout, c.threads);
+    if (need > p->sb[SB_SCRATCH].need) p->sb[SB_SCRATCH].need = need;
+    step *st = new_step(s);
+    st->host = host_winograd_grad;
+    st->op = i;
+    st->wgrad = c;
+}
+
 /* A host step running `c` (all but its scratch) on the Winograd kernel. */
 static void winograd_step(plan *p, exec_set *s, int op, const zt_winograd_conv *c, unsigned flags)
 {
@@ -1130,6 +1181,38 @@ static void host_bn_step(plan *p, exec_set *s, int i, zt_status (*fn)(plan *, co
     st->acc = acc;
 }
 
+/* ---- bf16 batch norm on the host's AVX-512 kernels (bnorm.h) ----
+ * In place of oneDNN's bnorm_jit: per 64-channel norm at batch 256 on one
+ * thread, its forward and backward took about 0.5 ms each (ONEDNN_VERBOSE),
+ * these about 0.2 and 0.4 ms (perf). The kernels are single-threaded, so
+ * only plans of one thread take them. */
+
+static bool host_bnorm(const plan *p, int i)
+{
+    const zt_nn_op *op = &p->g->ops[i];
+    return p->host_bnorm && op->kind == ZT_OP_BN && zt_bnorm_fits(p->g->tensors[op->in[0]].c);
+}
+
+static zt_status host_bnorm_fwd(plan *p, const step *st)
+{
+    const zt_nn_op *op = &p->g->ops[st->op];
+    zt_bnorm_forward(st->buf[0], st->buf[1], st->offset, (int)st->count,
+                     p->params + param_off(p, op->p[0]), p->params + param_off(p, op->p[1]),
+                     ZT_NN_BN_EPS, p->fused_relu[st->op] >= 0, p->stat_mean[st->op],
+                     p->stat_var[st->op]);
+    return ZT_OK;
+}
+
+static zt_status host_bnorm_bwd(plan *p, const step *st)
+{
+    const zt_nn_op *op = &p->g->ops[st->op];
+    zt_bnorm_backward(st->buf[0], st->buf[3], st->buf[1], st->buf[2], st->acc, st->offset,
+                      (int)st->count, p->params + param_off(p, op->p[0]), p->stat_mean[st->op],
+                      p->stat_var[st->op], ZT_NN_BN_EPS, p->call_grads + param_off(p, op->p[0]),
+                      p->call_grads + param_off(p, op->p[1]));
+    return ZT_OK;
+}
+
 static zt_status train_forward_op(plan *p, exec_set *s, int i, dnnl_primitive_desc_t *fwd_pd)
 {
     const zt_nn_graph *g = p->g;
@@ -1138,6 +1221,14 @@ static zt_status train_forward_op(plan *p, exec_set *s, int i, dnnl_primitive_de
     if (p->relu_in_bn[i]) return ZT_OK;
     if (host_bn(p, i)) {
         host_bn_step(p, s, i, host_bn_fwd, p->act[op->in[0]], p->act[op->out], NULL, false, 0);
+        bn_update_step(p, s, i);
+        return ZT_OK;
+    }
+    if (host_bnorm(p, i)) {
+        /* With a fused ReLU the output is the ReLU's tensor. */
+        int relu = p->fused_relu[i];
+        host_bn_step(p, s, i, host_bnorm_fwd, p->act[op->in[0]],
+                     p->act[relu >= 0 ? g->ops[relu].out : op->out], NULL, false, 0);
         bn_update_step(p, s, i);
         return ZT_OK;
     }
@@ -1604,6 +1695,10 @@ static zt_status train_backward_op(plan *p, exec_set *s, int i, const_dnnl_primi
             if (acc) ZT_TRY(add_into(p, s, &smd, t, dx, fl));
         }
         /* Weight and bias gradients, in fp32. */
+        if (conv && use_winograd_train(p, i)) {
+            winograd_grad_step(p, s, i);
+            return ZT_OK;
+        }
         if (conv && !bias && p->dt == dnnl_bf16 && op->k % 2 == 1) return conv_dw_step(p, s, i);
         dnnl_memory_desc_t dwmd = md_user_weights(p, i, dnnl_f32, dnnl_format_tag_any);
         dnnl_memory_desc_t bmd = md_vec((size_t)g->tensors[op->out].c);
@@ -1659,6 +1754,15 @@ static zt_status train_backward_op(plan *p, exec_set *s, int i, const_dnnl_primi
             acc = written[t];
             written[t] = true;
             host_bn_step(p, s, i, host_bn_bwd, p->act[t], s->dptr[op->out], s->dptr[t], acc, fl);
+            return ZT_OK;
+        }
+        if (host_bnorm(p, i)) {
+            acc = written[t];
+            written[t] = true;
+            host_bn_step(p, s, i, host_bnorm_bwd, p->act[t], s->dptr[op->out], s->dptr[t], acc,
+                         fl);
+            int relu = p->fused_relu[i];
+            s->steps[s->nsteps - 1].buf[3] = relu >= 0 ? p->act[g->ops[relu].out] : NULL;
             return ZT_OK;
         }
         size_t f = bn ? (size_t)g->tensors[t].c : zt_nn_shape_size(g->tensors[t]);
@@ -2043,6 +2147,7 @@ static zt_status cpu_plan_new(const zt_nn_graph *g, float *params, float *state,
     p->wino_fwd = zt_xcalloc((size_t)g->nops + 1, sizeof *p->wino_fwd);
     p->wino_bwd = zt_xcalloc((size_t)g->nops + 1, sizeof *p->wino_bwd);
     p->wino_train_stale = true;
+    p->host_bnorm = prec == ZT_PRECISION_BF16 && p->threads == 1 && zt_winograd_supported();
     for (int k = 0; k < p->nnodes; k++) {
         const inode *nd = &p->nodes[k];
         if (!use_winograd(p, nd)) continue;
@@ -2051,6 +2156,7 @@ static zt_status cpu_plan_new(const zt_nn_graph *g, float *params, float *state,
             return zt_fail(ZT_ERR_NOMEM, "no memory for Winograd weights");
         }
     }
+    pthread_once(&itt_once, quiet_itt);
     use_threads(p);
     dnnl_status_t r = dnnl_engine_create(&p->eng, dnnl_cpu, 0);
     if (r == dnnl_success) r = dnnl_stream_create(&p->stream, p->eng, dnnl_stream_default_flags);

@@ -75,49 +75,16 @@ static size_t u_offset(int o, int i, int cin, int cout)
            (size_t)(i % 2);
 }
 
-/* Where input channel i sits in a row of V. With cin a multiple of 32 the
- * input transform reads 32 channels at once and splits even and odd ones
- * into two fp32 vectors by a shift and a mask (no conversion instructions),
- * then packs them back as [evens | odds]; U follows that order, since the
- * products sum over the channels in any order. */
-static int v_position(int i, int cin)
+/* The input channel at position p of a row of V. With cin a multiple of 32
+ * the input transform reads 32 channels at once and splits even and odd
+ * ones into two fp32 vectors by a shift and a mask (no conversion
+ * instructions), then packs them back as [evens | odds]; U follows that
+ * order, since the products sum over the channels in any order. */
+static int v_channel(int p, int cin)
 {
-    if (cin % 32 != 0) return i;
-    int j = i % 32;
-    return i - j + (j % 2 ? 16 + j / 2 : j / 2);
-}
-
-void zt_winograd_pack_weights(const float *w, int cin, int cout, bool mirror, uint16_t *u)
-{
-    ZT_ASSERT(zt_winograd_fits(3, cin, cout));
-    /* The packed conv maps pin to pout channels; mirrored, its weight
-     * [o][kh][kw][i] is w[i][2 - kh][2 - kw][o]. */
-    int pin = mirror ? cout : cin, pout = mirror ? cin : cout;
-    size_t xi_step = (size_t)pin * pout;
-    for (int o = 0; o < pout; o++)
-        for (int i = 0; i < pin; i++) {
-            float g[3][3], gg[4][3], uu[4][4];
-            for (int kh = 0; kh < 3; kh++)
-                for (int kw = 0; kw < 3; kw++)
-                    g[kh][kw] = mirror ? w[(((size_t)i * 3 + 2 - kh) * 3 + 2 - kw) * cin + o]
-                                       : w[(((size_t)o * 3 + kh) * 3 + kw) * cin + i];
-            /* G g with G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1] */
-            for (int kw = 0; kw < 3; kw++) {
-                gg[0][kw] = g[0][kw];
-                gg[1][kw] = 0.5f * (g[0][kw] + g[1][kw] + g[2][kw]);
-                gg[2][kw] = 0.5f * (g[0][kw] - g[1][kw] + g[2][kw]);
-                gg[3][kw] = g[2][kw];
-            }
-            /* (G g) G^T */
-            for (int a = 0; a < 4; a++) {
-                uu[a][0] = gg[a][0];
-                uu[a][1] = 0.5f * (gg[a][0] + gg[a][1] + gg[a][2]);
-                uu[a][2] = 0.5f * (gg[a][0] - gg[a][1] + gg[a][2]);
-                uu[a][3] = gg[a][2];
-            }
-            uint16_t *at = u + u_offset(o, v_position(i, pin), pin, pout);
-            for (int xi = 0; xi < NXI; xi++) at[xi * xi_step] = zt_bf16_from_f32(uu[xi / 4][xi % 4]);
-        }
+    if (cin % 32 != 0) return p;
+    int q = p % 32;
+    return p - q + (q < 16 ? 2 * q : 2 * (q - 16) + 1);
 }
 
 static size_t row_bytes(int cin, int cout)
@@ -148,8 +115,78 @@ INLINE void store_bf16(uint16_t *p, __m512 x)
     _mm256_storeu_si256((__m256i *)p, (__m256i)_mm512_cvtneps_pbh(x));
 }
 
+/* Two tiles' 16-lane vectors a and b as 32 bf16, lane k of a then of b. */
+INLINE void store_pair(uint16_t *p, __m512 a, __m512 b)
+{
+    static const uint16_t interleave[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
+                                            21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
+                                            11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    __m512i ab = (__m512i)_mm512_cvtne2ps_pbh(b, a);
+    _mm512_storeu_si512(p, _mm512_permutexvar_epi16(_mm512_loadu_si512(interleave), ab));
+}
+
+/* U = G g G^T for 16 filters (the lanes), G = [1 0 0; 1/2 1/2 1/2;
+ * 1/2 -1/2 1/2; 0 0 1]. */
+INLINE void weight_tile(__m512 g[3][3], __m512 u[NXI])
+{
+    const __m512 half = _mm512_set1_ps(0.5f);
+    __m512 gg[4][3];
+#pragma GCC unroll 3
+    for (int kw = 0; kw < 3; kw++) {
+        gg[0][kw] = g[0][kw];
+        gg[1][kw] = _mm512_mul_ps(half, _mm512_add_ps(_mm512_add_ps(g[0][kw], g[1][kw]), g[2][kw]));
+        gg[2][kw] = _mm512_mul_ps(half, _mm512_add_ps(_mm512_sub_ps(g[0][kw], g[1][kw]), g[2][kw]));
+        gg[3][kw] = g[2][kw];
+    }
+#pragma GCC unroll 4
+    for (int a = 0; a < 4; a++) {
+        u[4 * a] = gg[a][0];
+        u[4 * a + 1] =
+            _mm512_mul_ps(half, _mm512_add_ps(_mm512_add_ps(gg[a][0], gg[a][1]), gg[a][2]));
+        u[4 * a + 2] =
+            _mm512_mul_ps(half, _mm512_add_ps(_mm512_sub_ps(gg[a][0], gg[a][1]), gg[a][2]));
+        u[4 * a + 3] = gg[a][2];
+    }
+}
+
+/* Lanes are 16 output channels of the packed conv and two neighbouring V
+ * positions make one store of 32 bf16, the layout u_offset describes; a
+ * scalar loop over (o, i) with 16 scattered stores each cost 5 % of a
+ * c4-64x5 train step, which packs every conv twice per step. */
+TARGET void zt_winograd_pack_weights(const float *w, int cin, int cout, bool mirror, uint16_t *u)
+{
+    ZT_ASSERT(zt_winograd_fits(3, cin, cout));
+    /* The packed conv maps pin to pout channels; mirrored, its weight
+     * [o][kh][kw][i] is w[i][2 - kh][2 - kw][o] (contiguous in o), else
+     * w[o][kh][kw][i] (lanes 9 cin apart: gathered). */
+    int pin = mirror ? cout : cin, pout = mirror ? cin : cout;
+    size_t xi_step = (size_t)pin * pout;
+    const __m512i lanes =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(9 * cin));
+    for (int o0 = 0; o0 < pout; o0 += 16)
+        for (int p = 0; p < pin; p += 2) {
+            __m512 uu[2][NXI];
+            for (int q = 0; q < 2; q++) {
+                int i = v_channel(p + q, pin);
+                __m512 g[3][3];
+                for (int kh = 0; kh < 3; kh++)
+                    for (int kw = 0; kw < 3; kw++) {
+                        size_t at = mirror ? (((size_t)i * 3 + 2 - kh) * 3 + 2 - kw) * cin + o0
+                                           : ((size_t)o0 * 9 + (size_t)kh * 3 + kw) * cin + i;
+                        g[kh][kw] = mirror ? _mm512_loadu_ps(w + at)
+                                           : _mm512_i32gather_ps(lanes, w + at, 4);
+                    }
+                weight_tile(g, uu[q]);
+            }
+            uint16_t *at = u + u_offset(o0, p, pin, pout);
+#pragma GCC unroll 16
+            for (int xi = 0; xi < NXI; xi++) store_pair(at + xi * xi_step, uu[0][xi], uu[1][xi]);
+        }
+}
+
 /* B^T d B of one tile (pixels px, NULL outside the board) for cin a
- * multiple of 32, into v[xi * step], channels in v_position's order. */
+ * multiple of 32, into v[xi * step], channels in the order of v_channel. */
 INLINE void transform_pairs(const uint16_t *const px[4][4], int cin, uint16_t *v, size_t step)
 {
     const __m512i high = _mm512_set1_epi32((int)0xffff0000u);
@@ -312,6 +349,7 @@ TARGET static void multiply(const zt_winograd_conv *c, int np, const uint16_t *v
         if (next_in) {
             prefetch_part(c->src, *next_in, xi, 0);
             prefetch_part(c->dst, *next_out, xi, 1);
+            if (c->sum && c->sum != c->dst) prefetch_part(c->sum, *next_out, xi, 0);
         }
         for (int o0 = 0; o0 < cout; o0 += COUT_BLOCK) {
             int nj = (cout - o0 < COUT_BLOCK ? cout - o0 : COUT_BLOCK) / 16;
@@ -338,6 +376,11 @@ TARGET static void output_transform(const zt_winograd_conv *c, long t0, int n, i
 {
     int th = (c->h + 1) / 2, tw = (c->w + 1) / 2, cout = c->cout;
     size_t step = (size_t)np * cout;
+    /* Locals, so the stores to dst need not reload them. */
+    const float *bias_p = c->bias;
+    const uint16_t *sum = c->sum;
+    uint16_t *dst = c->dst;
+    bool relu = c->relu;
     for (int r = 0; r < n; r++) {
         long t = t0 + r;
         long img = t / (th * tw);
@@ -361,19 +404,21 @@ TARGET static void output_transform(const zt_winograd_conv *c, long t0, int n, i
                 s[0][j] = _mm512_add_ps(_mm512_add_ps(m0, m1), m2);
                 s[1][j] = _mm512_sub_ps(_mm512_sub_ps(m1, m2), m3);
             }
-            __m512 bias = c->bias ? _mm512_loadu_ps(c->bias + c0) : _mm512_setzero_ps();
+            __m512 bias = bias_p ? _mm512_loadu_ps(bias_p + c0) : _mm512_setzero_ps();
 #pragma GCC unroll 2
             for (int i = 0; i < 2; i++) {
                 y[i][0] = _mm512_add_ps(_mm512_add_ps(s[i][0], s[i][1]), s[i][2]);
                 y[i][1] = _mm512_sub_ps(_mm512_sub_ps(s[i][1], s[i][2]), s[i][3]);
             }
+#pragma GCC unroll 2
             for (int i = 0; i < 2; i++)
+#pragma GCC unroll 2
                 for (int j = 0; j < 2; j++) {
                     if (!in[i][j]) continue;
                     __m512 out = _mm512_add_ps(y[i][j], bias);
-                    if (c->sum) out = _mm512_add_ps(out, load_bf16(c->sum + at[i][j] + c0));
-                    if (c->relu) out = _mm512_max_ps(out, _mm512_setzero_ps());
-                    store_bf16(c->dst + at[i][j] + c0, out);
+                    if (sum) out = _mm512_add_ps(out, load_bf16(sum + at[i][j] + c0));
+                    if (relu) out = _mm512_max_ps(out, _mm512_setzero_ps());
+                    store_bf16(dst + at[i][j] + c0, out);
                 }
         }
     }
@@ -433,4 +478,312 @@ void zt_winograd_run(const zt_winograd_conv *c)
             run_block(c, b * rows, block_tiles(b, rows, tiles), (b + team) * rows,
                       block_tiles(b + team, rows, tiles), own);
     }
+}
+
+/* ---- the weight gradient (Lavin & Gray 2016, §4) ----
+ *
+ * With Y = A^T M A per tile and M[xi] = sum_i V[xi][i] U[xi][., i], the
+ * gradient of U is dU[xi][i][o] = sum over tiles of V[xi][i] dM[xi][o] with
+ * dM = A dY A^T (dY the tile's 2x2 output gradient, zero past the board's
+ * edge), and that of the 3x3 weights is dg = G^T dU G: 16 products per tile
+ * and channel pair against the direct gradient's 9 per pixel, the same
+ * 1.58x saving as the forward conv on 6x7.
+ *
+ * The products now sum over tiles, so V and dM are stored with tile pairs
+ * interleaved ([xi][tile / 2][channel][2]), the layout _mm512_dpbf16_ps
+ * wants on both sides: a broadcast pair of dM (one output channel, two
+ * tiles) against 16 input channels' pairs of V. dU stays fp32 in the thread's
+ * scratch across all its blocks of tiles; threads' dU are summed at the end,
+ * then transformed back to 3x3 and added to the OHWI gradient. */
+
+enum {
+    GRAD_ROWS = 4,                  /* output channels per microkernel call */
+    GRAD_MAX_TILES = 64,            /* tiles per block (an even number) */
+    GRAD_BLOCK_BYTES = 256 * 1024,  /* V and dM of one block */
+};
+
+/* Tiles per block: V and dM within GRAD_BLOCK_BYTES, an even number. */
+static int grad_tiles(int cin, int cout)
+{
+    size_t per_tile = (size_t)NXI * (size_t)(cin + cout) * sizeof(uint16_t);
+    size_t t = GRAD_BLOCK_BYTES / per_tile / 2 * 2;
+    return t < 2 ? 2 : t > GRAD_MAX_TILES ? GRAD_MAX_TILES : (int)t;
+}
+
+static size_t grad_thread_bytes(int cin, int cout)
+{
+    size_t du = (size_t)NXI * cin * cout * sizeof(float);
+    size_t block = (size_t)grad_tiles(cin, cout) * NXI * (size_t)(cin + cout) * sizeof(uint16_t);
+    return (du + block + 63) / 64 * 64;
+}
+
+size_t zt_winograd_grad_scratch_size(int cin, int cout, int threads)
+{
+    return (size_t)(threads > 0 ? threads : 1) * grad_thread_bytes(cin, cout);
+}
+
+/* The top-left pixel (y0, x0) of tile t's 4x4 input patch (the output tile
+ * starts one pixel lower and to the right) and its image. */
+static void tile_origin(int h, int w, long t, long *img, int *y0, int *x0)
+{
+    int th = (h + 1) / 2, tw = (w + 1) / 2, rem = (int)(t % ((long)th * tw));
+    *img = t / ((long)th * tw);
+    *y0 = 2 * (rem / tw) - 1;
+    *x0 = 2 * (rem % tw) - 1;
+}
+
+/* B^T d B of 16 channels at c0 of one tile (pixels px, NULL outside). */
+INLINE void input_tile(const uint16_t *const px[4][4], int c0, __m512 v[NXI])
+{
+    __m512 d[4][4], bd[4][4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            d[i][j] = px[i][j] ? load_bf16(px[i][j] + c0) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        bd[0][j] = _mm512_sub_ps(d[0][j], d[2][j]);
+        bd[1][j] = _mm512_add_ps(d[1][j], d[2][j]);
+        bd[2][j] = _mm512_sub_ps(d[2][j], d[1][j]);
+        bd[3][j] = _mm512_sub_ps(d[1][j], d[3][j]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        v[4 * i] = _mm512_sub_ps(bd[i][0], bd[i][2]);
+        v[4 * i + 1] = _mm512_add_ps(bd[i][1], bd[i][2]);
+        v[4 * i + 2] = _mm512_sub_ps(bd[i][2], bd[i][1]);
+        v[4 * i + 3] = _mm512_sub_ps(bd[i][1], bd[i][3]);
+    }
+}
+
+/* A dY A^T of 16 channels at c0 of one tile (output pixels py, NULL outside),
+ * with A^T = [1 1 1 0; 0 1 -1 -1]. */
+INLINE void grad_tile(const uint16_t *const py[2][2], int c0, __m512 m[NXI])
+{
+    __m512 t[2][4];
+#pragma GCC unroll 2
+    for (int p = 0; p < 2; p++) {
+        __m512 y0 = py[p][0] ? load_bf16(py[p][0] + c0) : _mm512_setzero_ps();
+        __m512 y1 = py[p][1] ? load_bf16(py[p][1] + c0) : _mm512_setzero_ps();
+        t[p][0] = y0;
+        t[p][1] = _mm512_add_ps(y0, y1);
+        t[p][2] = _mm512_sub_ps(y0, y1);
+        t[p][3] = _mm512_sub_ps(_mm512_setzero_ps(), y1);
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < 4; b++) {
+        m[b] = t[0][b];
+        m[4 + b] = _mm512_add_ps(t[0][b], t[1][b]);
+        m[8 + b] = _mm512_sub_ps(t[0][b], t[1][b]);
+        m[12 + b] = _mm512_sub_ps(_mm512_setzero_ps(), t[1][b]);
+    }
+}
+
+/* Tile t's input patch and output pixels; all NULL for t >= tiles (the
+ * zero partner of an odd last tile). */
+static void tile_pointers(const zt_winograd_grad *c, long t, long tiles,
+                          const uint16_t *px[4][4], const uint16_t *py[2][2])
+{
+    long img;
+    int y0, x0;
+    tile_origin(c->h, c->w, t, &img, &y0, &x0);
+    bool real = t < tiles;
+    const uint16_t *in = c->src + (size_t)img * c->h * c->w * c->cin;
+    const uint16_t *out = c->dy + (size_t)img * c->h * c->w * c->cout;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            int y = y0 + i, x = x0 + j;
+            px[i][j] = real && y >= 0 && y < c->h && x >= 0 && x < c->w
+                           ? in + ((size_t)y * c->w + x) * c->cin
+                           : NULL;
+        }
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            int y = y0 + 1 + i, x = x0 + 1 + j;
+            py[i][j] = real && y < c->h && x < c->w ? out + ((size_t)y * c->w + x) * c->cout : NULL;
+        }
+}
+
+/* V and dM of tiles t0 .. t0 + 2 kp - 1, pair-interleaved: v as
+ * [xi][kp][cin][2], dm as [xi][kp][cout][2]. */
+TARGET static void grad_transforms(const zt_winograd_grad *c, long t0, int kp, long tiles,
+                                   uint16_t *v, uint16_t *dm)
+{
+    int cin = c->cin, cout = c->cout;
+    for (int k = 0; k < kp; k++) {
+        const uint16_t *px[2][4][4], *py[2][2][2];
+        for (int q = 0; q < 2; q++) tile_pointers(c, t0 + 2 * k + q, tiles, px[q], py[q]);
+        for (int c0 = 0; c0 < cin; c0 += 16) {
+            __m512 a[NXI], b[NXI];
+            input_tile(px[0], c0, a);
+            input_tile(px[1], c0, b);
+#pragma GCC unroll 16
+            for (int xi = 0; xi < NXI; xi++)
+                store_pair(v + (((size_t)xi * kp + k) * cin + c0) * 2, a[xi], b[xi]);
+        }
+        for (int c0 = 0; c0 < cout; c0 += 16) {
+            __m512 a[NXI], b[NXI];
+            grad_tile(py[0], c0, a);
+            grad_tile(py[1], c0, b);
+#pragma GCC unroll 16
+            for (int xi = 0; xi < NXI; xi++)
+                store_pair(dm + (((size_t)xi * kp + k) * cout + c0) * 2, a[xi], b[xi]);
+        }
+    }
+}
+
+/* du[r][16 j ..] += sum over kp tile pairs of a[.][r] b[.][16 j ..] for
+ * GRAD_ROWS rows r: a and b pair-interleaved from their first pair at this
+ * row or column, rows na and nb channels long, rows of du `nb` floats
+ * apart. */
+INLINE void grad_microkernel(int nj, const uint16_t *a, int na, const uint16_t *b, int nb,
+                             int kp, float *du)
+{
+    __m512 acc[GRAD_ROWS][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < GRAD_ROWS; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < nj; j++) acc[r][j] = _mm512_loadu_ps(du + (size_t)r * nb + 16 * j);
+    for (int k = 0; k < kp; k++) {
+        __m512bh bv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < nj; j++)
+            bv[j] = (__m512bh)_mm512_loadu_si512(b + (size_t)k * nb * 2 + 32 * j);
+#pragma GCC unroll 4
+        for (int r = 0; r < GRAD_ROWS; r++) {
+            int32_t pair;
+            memcpy(&pair, a + (size_t)k * na * 2 + 2 * r, sizeof pair);
+            __m512bh av = (__m512bh)_mm512_set1_epi32(pair);
+#pragma GCC unroll 4
+            for (int j = 0; j < nj; j++) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], av, bv[j]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < GRAD_ROWS; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < nj; j++) _mm512_storeu_ps(du + (size_t)r * nb + 16 * j, acc[r][j]);
+}
+
+/* dU[xi][o][i] += the products of one block of kp tile pairs (rows o, so
+ * that grad_to_weights reads and adds 16 input channels at once), fetching
+ * the rows of src and dy the next block reads meanwhile (as multiply()). */
+TARGET static void grad_multiply(const zt_winograd_grad *c, int kp, const uint16_t *v,
+                                 const uint16_t *dm, float *du, const span *next_in,
+                                 const span *next_dy)
+{
+    int cin = c->cin, cout = c->cout;
+    for (int xi = 0; xi < NXI; xi++) {
+        if (next_in) {
+            prefetch_part(c->src, *next_in, xi, 0);
+            prefetch_part(c->dy, *next_dy, xi, 0);
+        }
+        const uint16_t *vx = v + (size_t)xi * kp * cin * 2, *mx = dm + (size_t)xi * kp * cout * 2;
+        float *ux = du + (size_t)xi * cin * cout;
+        for (int i0 = 0; i0 < cin; i0 += COUT_BLOCK) {
+            int nj = (cin - i0 < COUT_BLOCK ? cin - i0 : COUT_BLOCK) / 16;
+            for (int o0 = 0; o0 < cout; o0 += GRAD_ROWS) {
+                const uint16_t *mr = mx + (size_t)o0 * 2, *vr = vx + (size_t)i0 * 2;
+                float *ur = ux + (size_t)o0 * cin + i0;
+                switch (nj) { /* constant widths, so the accumulators stay in registers */
+                case 4: grad_microkernel(4, mr, cout, vr, cin, kp, ur); break;
+                case 3: grad_microkernel(3, mr, cout, vr, cin, kp, ur); break;
+                case 2: grad_microkernel(2, mr, cout, vr, cin, kp, ur); break;
+                default: grad_microkernel(1, mr, cout, vr, cin, kp, ur); break;
+                }
+            }
+        }
+    }
+}
+
+/* grad[o][.][.][i] += G^T dU[.][o][i] G, G = [1 0 0; 1/2 1/2 1/2;
+ * 1/2 -1/2 1/2; 0 0 1], for 16 input channels at once. */
+TARGET static void grad_to_weights(const zt_winograd_grad *c, const float *du)
+{
+    int cin = c->cin, cout = c->cout;
+    size_t plane = (size_t)cin * cout;
+    const __m512 half = _mm512_set1_ps(0.5f);
+    for (int o = 0; o < cout; o++)
+        for (int i0 = 0; i0 < cin; i0 += 16) {
+            __m512 u[4][4], r[4][3];
+#pragma GCC unroll 16
+            for (int xi = 0; xi < NXI; xi++)
+                u[xi / 4][xi % 4] = _mm512_loadu_ps(du + xi * plane + (size_t)o * cin + i0);
+#pragma GCC unroll 4
+            for (int a = 0; a < 4; a++) {
+                __m512 p = _mm512_mul_ps(half, _mm512_add_ps(u[a][1], u[a][2]));
+                r[a][0] = _mm512_add_ps(u[a][0], p);
+                r[a][1] = _mm512_mul_ps(half, _mm512_sub_ps(u[a][1], u[a][2]));
+                r[a][2] = _mm512_add_ps(p, u[a][3]);
+            }
+            float *g = c->grad + (size_t)o * 9 * cin + i0;
+#pragma GCC unroll 3
+            for (int kw = 0; kw < 3; kw++) {
+                __m512 p = _mm512_mul_ps(half, _mm512_add_ps(r[1][kw], r[2][kw]));
+                __m512 dg[3] = {_mm512_add_ps(r[0][kw], p),
+                                _mm512_mul_ps(half, _mm512_sub_ps(r[1][kw], r[2][kw])),
+                                _mm512_add_ps(p, r[3][kw])};
+#pragma GCC unroll 3
+                for (int kh = 0; kh < 3; kh++) {
+                    float *at = g + (size_t)(3 * kh + kw) * cin;
+                    _mm512_storeu_ps(at, _mm512_add_ps(_mm512_loadu_ps(at), dg[kh]));
+                }
+            }
+        }
+}
+
+/* One thread's share: blocks b, b + team, ... into its own dU. */
+static void grad_blocks(const zt_winograd_grad *c, long tiles, int per_block, int ith, int team,
+                        char *own)
+{
+    float *du = (float *)own;
+    uint16_t *v = (uint16_t *)(own + (size_t)NXI * c->cin * c->cout * sizeof(float));
+    uint16_t *dm = v + (size_t)per_block * NXI * c->cin;
+    memset(du, 0, (size_t)NXI * c->cin * c->cout * sizeof(float));
+    /* The shape alone, for block_span. */
+    zt_winograd_conv shape = {.h = c->h, .w = c->w, .cin = c->cin, .cout = c->cout};
+    for (long t0 = (long)ith * per_block; t0 < tiles; t0 += (long)team * per_block) {
+        long n = tiles - t0 < per_block ? tiles - t0 : per_block;
+        int kp = (int)((n + 1) / 2);
+        grad_transforms(c, t0, kp, tiles, v, dm);
+        long next = t0 + (long)team * per_block;
+        span in = {0, 0}, dy = {0, 0};
+        if (next < tiles) {
+            long nn = tiles - next < per_block ? tiles - next : per_block;
+            in = block_span(&shape, next, (int)nn, true);
+            dy = block_span(&shape, next, (int)nn, false);
+        }
+        grad_multiply(c, kp, v, dm, du, next < tiles ? &in : NULL, &dy);
+    }
+}
+
+void zt_winograd_grad_weights(const zt_winograd_grad *c)
+{
+    ZT_ASSERT(zt_winograd_fits(3, c->cin, c->cout));
+    long tiles = (long)c->batch * ((c->h + 1) / 2) * ((c->w + 1) / 2);
+    if (tiles == 0) return;
+    int per_block = grad_tiles(c->cin, c->cout);
+    long nblocks = (tiles + per_block - 1) / per_block;
+    int nth = c->threads > 0 ? c->threads : 1;
+    if (nblocks < nth) nth = (int)nblocks;
+    size_t stride = grad_thread_bytes(c->cin, c->cout);
+    int used = 1;
+    if (nth == 1) {
+        grad_blocks(c, tiles, per_block, 0, 1, c->scratch);
+    } else {
+#pragma omp parallel num_threads(nth)
+        {
+            int ith = omp_get_thread_num(), team = omp_get_num_threads();
+            if (ith == 0) used = team;
+            grad_blocks(c, tiles, per_block, ith, team, (char *)c->scratch + (size_t)ith * stride);
+        }
+    }
+    /* Threads' partial dU summed into the first one's. */
+    float *du = c->scratch;
+    size_t count = (size_t)NXI * c->cin * c->cout;
+    for (int k = 1; k < used; k++) {
+        const float *part = (const float *)((const char *)c->scratch + (size_t)k * stride);
+        for (size_t e = 0; e < count; e++) du[e] += part[e];
+    }
+    grad_to_weights(c, du);
 }

@@ -2,7 +2,8 @@
  * "Fast Algorithms for Convolutional Neural Networks", CVPR 2016): stride 1,
  * zero padding 1, channels in multiples of 16, with the inference epilogue of
  * the oneDNN backend (bias, residual add, ReLU) fused into the output
- * transform. The caller owns every buffer; nothing here allocates. */
+ * transform, and the weight gradient for training. The caller owns every
+ * buffer; nothing here allocates. */
 #ifndef ZT_NN_CPU_WINOGRAD_H
 #define ZT_NN_CPU_WINOGRAD_H
 
@@ -42,5 +43,22 @@ size_t zt_winograd_scratch_size(int cin, int cout, int threads);
 
 /* dst = act(conv(src, w) + bias + sum), act ReLU or identity. */
 void zt_winograd_run(const zt_winograd_conv *c);
+
+/* The weight gradient of a bias-free cin -> cout conv (stride 1, padding
+ * 1) in the Winograd domain. */
+typedef struct zt_winograd_grad {
+    int batch, h, w, cin, cout;
+    const uint16_t *src; /* [batch][h][w][cin] bf16: the conv's input */
+    const uint16_t *dy;  /* [batch][h][w][cout] bf16: its output's gradient */
+    float *grad;         /* [cout][3][3][cin] fp32 (OHWI), added to */
+    int threads;         /* OpenMP threads to use */
+    void *scratch;       /* zt_winograd_grad_scratch_size bytes, 64-byte aligned */
+} zt_winograd_grad;
+
+/* Scratch bytes zt_winograd_grad_weights needs with up to `threads` threads. */
+size_t zt_winograd_grad_scratch_size(int cin, int cout, int threads);
+
+/* grad += dL/dw given src and dy. */
+void zt_winograd_grad_weights(const zt_winograd_grad *c);
 
 #endif
