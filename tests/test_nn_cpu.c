@@ -581,7 +581,9 @@ static void winograd_grad_case(zt_rng *r, int h, int w, int cin, int cout, int t
  * from zero (the statistics must not cancel), the fused ReLU's mask, and a
  * backward that adds into dx and into dgamma/dbeta. Outputs are bf16, so
  * each may be off by its rounding (up to 2^-8 relative, 8 significant bits)
- * plus fp32 noise, given 1e-3. */
+ * plus fp32 noise, given 1e-3. Then the same on 2 and 3 threads (3 blocks
+ * of 16 channels split 1 + 2 and 1 + 1 + 1) must match one thread bit for
+ * bit: each channel's sums are taken by one thread in row order. */
 static void bnorm_case(zt_rng *r)
 {
     enum { ROWS = 1000, C = 48 };
@@ -601,7 +603,9 @@ static void bnorm_case(zt_rng *r)
         dx0[e] = zt_bf16_round((float)zt_rng_normal(r));
         dx[e] = zt_bf16_from_f32(dx0[e]);
     }
-    zt_bnorm_forward(x, y, ROWS, C, gamma, beta, ZT_NN_BN_EPS, true, mean, var);
+    uint16_t *dx_in = zt_xmalloc(ROWS * C * sizeof *dx_in);
+    memcpy(dx_in, dx, ROWS * C * sizeof *dx);
+    zt_bnorm_forward(x, y, ROWS, C, gamma, beta, ZT_NN_BN_EPS, true, mean, var, 1);
     double worst_stat = 0, worst_y = 0;
     for (int c = 0; c < C; c++) {
         double s = 0, q = 0;
@@ -625,7 +629,8 @@ static void bnorm_case(zt_rng *r)
     CHECK(worst_stat < 1e-4, "bnorm: statistics off by %.3g of a standard deviation", worst_stat);
     CHECK(worst_y < 1.0 / 256 + 1e-3, "bnorm: forward off by %.3g relative", worst_y);
 
-    zt_bnorm_backward(x, y, dy, dx, true, ROWS, C, gamma, mean, var, ZT_NN_BN_EPS, dgamma, dbeta);
+    zt_bnorm_backward(x, y, dy, dx, true, ROWS, C, gamma, mean, var, ZT_NN_BN_EPS, dgamma, dbeta,
+                      1);
     double worst_p = 0, worst_dx = 0;
     for (int c = 0; c < C; c++) {
         double inv = 1 / sqrt(v[c] + ZT_NN_BN_EPS), db = 0, dg = 0, scale = 0;
@@ -652,6 +657,27 @@ static void bnorm_case(zt_rng *r)
     printf("test_nn_cpu: bnorm kernels: statistics %.2g, forward %.2g, dgamma/dbeta %.2g, "
            "dx %.2g\n",
            worst_stat, worst_y, worst_p, worst_dx);
+
+    uint16_t *yt = zt_xmalloc(ROWS * C * sizeof *yt), *dxt = zt_xmalloc(ROWS * C * sizeof *dxt);
+    for (int threads = 2; threads <= 3; threads++) {
+        float mt[C], vt[C], dgt[C], dbt[C];
+        for (int c = 0; c < C; c++) dgt[c] = dbt[c] = 1.0f;
+        memcpy(dxt, dx_in, ROWS * C * sizeof *dxt);
+        zt_bnorm_forward(x, yt, ROWS, C, gamma, beta, ZT_NN_BN_EPS, true, mt, vt, threads);
+        zt_bnorm_backward(x, yt, dy, dxt, true, ROWS, C, gamma, mt, vt, ZT_NN_BN_EPS, dgt, dbt,
+                          threads);
+        CHECK(memcmp(mt, mean, sizeof mt) == 0 && memcmp(vt, var, sizeof vt) == 0,
+              "bnorm: %d threads' statistics differ from one thread's", threads);
+        CHECK(memcmp(yt, y, ROWS * C * sizeof *y) == 0,
+              "bnorm: %d threads' forward differs from one thread's", threads);
+        CHECK(memcmp(dgt, dgamma, sizeof dgt) == 0 && memcmp(dbt, dbeta, sizeof dbt) == 0,
+              "bnorm: %d threads' dgamma/dbeta differ from one thread's", threads);
+        CHECK(memcmp(dxt, dx, ROWS * C * sizeof *dx) == 0,
+              "bnorm: %d threads' dx differs from one thread's", threads);
+    }
+    free(yt);
+    free(dxt);
+    free(dx_in);
     free(x);
     free(y);
     free(dy);

@@ -46,8 +46,8 @@
  * SB_SCRATCH buffer. ZT_WINOGRAD=0 (read at plan creation) keeps oneDNN for
  * every conv.
  *
- * bf16 training batch norms of 16k channels run on the host (bnorm.h) in
- * one-thread plans, ReLU fused as in oneDNN's. */
+ * bf16 training batch norms of 16k channels run on the host (bnorm.h) on
+ * the plan's threads, ReLU fused as in oneDNN's. */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 
 enum { EXACT_BATCH = 64 }; /* inference batches up to this run unpadded */
@@ -1184,8 +1184,8 @@ static void host_bn_step(plan *p, exec_set *s, int i, zt_status (*fn)(plan *, co
 /* ---- bf16 batch norm on the host's AVX-512 kernels (bnorm.h) ----
  * In place of oneDNN's bnorm_jit: per 64-channel norm at batch 256 on one
  * thread, its forward and backward took about 0.5 ms each (ONEDNN_VERBOSE),
- * these about 0.2 and 0.4 ms (perf). The kernels are single-threaded, so
- * only plans of one thread take them. */
+ * these about 0.2 and 0.4 ms (perf). They run on the plan's OpenMP threads
+ * with results independent of the thread count. */
 
 static bool host_bnorm(const plan *p, int i)
 {
@@ -1199,7 +1199,7 @@ static zt_status host_bnorm_fwd(plan *p, const step *st)
     zt_bnorm_forward(st->buf[0], st->buf[1], st->offset, (int)st->count,
                      p->params + param_off(p, op->p[0]), p->params + param_off(p, op->p[1]),
                      ZT_NN_BN_EPS, p->fused_relu[st->op] >= 0, p->stat_mean[st->op],
-                     p->stat_var[st->op]);
+                     p->stat_var[st->op], p->threads);
     return ZT_OK;
 }
 
@@ -1209,7 +1209,7 @@ static zt_status host_bnorm_bwd(plan *p, const step *st)
     zt_bnorm_backward(st->buf[0], st->buf[3], st->buf[1], st->buf[2], st->acc, st->offset,
                       (int)st->count, p->params + param_off(p, op->p[0]), p->stat_mean[st->op],
                       p->stat_var[st->op], ZT_NN_BN_EPS, p->call_grads + param_off(p, op->p[0]),
-                      p->call_grads + param_off(p, op->p[1]));
+                      p->call_grads + param_off(p, op->p[1]), p->threads);
     return ZT_OK;
 }
 
@@ -2147,7 +2147,7 @@ static zt_status cpu_plan_new(const zt_nn_graph *g, float *params, float *state,
     p->wino_fwd = zt_xcalloc((size_t)g->nops + 1, sizeof *p->wino_fwd);
     p->wino_bwd = zt_xcalloc((size_t)g->nops + 1, sizeof *p->wino_bwd);
     p->wino_train_stale = true;
-    p->host_bnorm = prec == ZT_PRECISION_BF16 && p->threads == 1 && zt_winograd_supported();
+    p->host_bnorm = prec == ZT_PRECISION_BF16 && zt_winograd_supported();
     for (int k = 0; k < p->nnodes; k++) {
         const inode *nd = &p->nodes[k];
         if (!use_winograd(p, nd)) continue;
