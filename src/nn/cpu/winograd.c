@@ -227,19 +227,55 @@ INLINE void transform_pairs(const uint16_t *const px[4][4], int cin, uint16_t *v
     }
 }
 
+/* The top-left pixel (y0, x0) of tile t's 4x4 input patch (the output tile
+ * starts one pixel lower and to the right) and its image. */
+static void tile_origin(int h, int w, long t, long *img, int *y0, int *x0)
+{
+    int th = (h + 1) / 2, tw = (w + 1) / 2, rem = (int)(t % ((long)th * tw));
+    *img = t / ((long)th * tw);
+    *y0 = 2 * (rem / tw) - 1;
+    *x0 = 2 * (rem % tw) - 1;
+}
+
+/* B^T d B of 16 channels at c0 of one tile (pixels px, NULL outside). */
+INLINE void input_tile(const uint16_t *const px[4][4], int c0, __m512 v[NXI])
+{
+    __m512 d[4][4], bd[4][4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            d[i][j] = px[i][j] ? load_bf16(px[i][j] + c0) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        bd[0][j] = _mm512_sub_ps(d[0][j], d[2][j]);
+        bd[1][j] = _mm512_add_ps(d[1][j], d[2][j]);
+        bd[2][j] = _mm512_sub_ps(d[2][j], d[1][j]);
+        bd[3][j] = _mm512_sub_ps(d[1][j], d[3][j]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        v[4 * i] = _mm512_sub_ps(bd[i][0], bd[i][2]);
+        v[4 * i + 1] = _mm512_add_ps(bd[i][1], bd[i][2]);
+        v[4 * i + 2] = _mm512_sub_ps(bd[i][2], bd[i][1]);
+        v[4 * i + 3] = _mm512_sub_ps(bd[i][1], bd[i][3]);
+    }
+}
+
 /* V[xi][r] = B^T d B for the tiles t0 .. t0 + n - 1, with
  * B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]; rows n .. np - 1 are zero so
  * that the microkernel can run whole groups of ROWS. */
 TARGET static void input_transform(const zt_winograd_conv *c, long t0, int n, int np, uint16_t *v)
 {
-    int th = (c->h + 1) / 2, tw = (c->w + 1) / 2, cin = c->cin;
+    int cin = c->cin;
     for (int r = n; r < np; r++)
         for (int xi = 0; xi < NXI; xi++)
             memset(v + ((size_t)xi * np + r) * cin, 0, (size_t)cin * sizeof *v);
     for (int r = 0; r < n; r++) {
         long t = t0 + r;
-        long img = t / (th * tw);
-        int rem = (int)(t % (th * tw)), y0 = 2 * (rem / tw) - 1, x0 = 2 * (rem % tw) - 1;
+        long img;
+        int y0, x0;
+        tile_origin(c->h, c->w, t, &img, &y0, &x0);
         const uint16_t *base = c->src + (size_t)img * c->h * c->w * cin;
         const uint16_t *px[4][4];
         for (int i = 0; i < 4; i++)
@@ -254,28 +290,9 @@ TARGET static void input_transform(const zt_winograd_conv *c, long t0, int n, in
             continue;
         }
         for (int c0 = 0; c0 < cin; c0 += 16) {
-            __m512 d[4][4], bd[4][4];
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; i++)
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++)
-                    d[i][j] = px[i][j] ? load_bf16(px[i][j] + c0) : _mm512_setzero_ps();
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                bd[0][j] = _mm512_sub_ps(d[0][j], d[2][j]);
-                bd[1][j] = _mm512_add_ps(d[1][j], d[2][j]);
-                bd[2][j] = _mm512_sub_ps(d[2][j], d[1][j]);
-                bd[3][j] = _mm512_sub_ps(d[1][j], d[3][j]);
-            }
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) {
-                uint16_t *dst = v + ((size_t)(4 * i) * np + r) * cin + c0;
-                size_t step = (size_t)np * cin;
-                store_bf16(dst, _mm512_sub_ps(bd[i][0], bd[i][2]));
-                store_bf16(dst + step, _mm512_add_ps(bd[i][1], bd[i][2]));
-                store_bf16(dst + 2 * step, _mm512_sub_ps(bd[i][2], bd[i][1]));
-                store_bf16(dst + 3 * step, _mm512_sub_ps(bd[i][1], bd[i][3]));
-            }
+            __m512 vt[NXI];
+            input_tile(px, c0, vt);
+            for (int xi = 0; xi < NXI; xi++) store_bf16(v + ((size_t)xi * np + r) * cin + c0, vt[xi]);
         }
     }
 }
@@ -520,41 +537,6 @@ static size_t grad_thread_bytes(int cin, int cout)
 size_t zt_winograd_grad_scratch_size(int cin, int cout, int threads)
 {
     return (size_t)(threads > 0 ? threads : 1) * grad_thread_bytes(cin, cout);
-}
-
-/* The top-left pixel (y0, x0) of tile t's 4x4 input patch (the output tile
- * starts one pixel lower and to the right) and its image. */
-static void tile_origin(int h, int w, long t, long *img, int *y0, int *x0)
-{
-    int th = (h + 1) / 2, tw = (w + 1) / 2, rem = (int)(t % ((long)th * tw));
-    *img = t / ((long)th * tw);
-    *y0 = 2 * (rem / tw) - 1;
-    *x0 = 2 * (rem % tw) - 1;
-}
-
-/* B^T d B of 16 channels at c0 of one tile (pixels px, NULL outside). */
-INLINE void input_tile(const uint16_t *const px[4][4], int c0, __m512 v[NXI])
-{
-    __m512 d[4][4], bd[4][4];
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++)
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; j++)
-            d[i][j] = px[i][j] ? load_bf16(px[i][j] + c0) : _mm512_setzero_ps();
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++) {
-        bd[0][j] = _mm512_sub_ps(d[0][j], d[2][j]);
-        bd[1][j] = _mm512_add_ps(d[1][j], d[2][j]);
-        bd[2][j] = _mm512_sub_ps(d[2][j], d[1][j]);
-        bd[3][j] = _mm512_sub_ps(d[1][j], d[3][j]);
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-        v[4 * i] = _mm512_sub_ps(bd[i][0], bd[i][2]);
-        v[4 * i + 1] = _mm512_add_ps(bd[i][1], bd[i][2]);
-        v[4 * i + 2] = _mm512_sub_ps(bd[i][2], bd[i][1]);
-        v[4 * i + 3] = _mm512_sub_ps(bd[i][1], bd[i][3]);
-    }
 }
 
 /* A dY A^T of 16 channels at c0 of one tile (output pixels py, NULL outside),
