@@ -27,6 +27,17 @@ bool zt_cli_is_help(const char *arg)
     return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 || strcmp(arg, "help") == 0;
 }
 
+int zt_cli_positional(const char *cmd, const char *arg, const char **const positional[], int n)
+{
+    if (arg[0] == '-') return zt_cli_error("%s: unknown flag '%s'", cmd, arg);
+    for (int k = 0; k < n; k++)
+        if (!*positional[k]) {
+            *positional[k] = arg;
+            return 0;
+        }
+    return zt_cli_error("%s: unexpected argument '%s'", cmd, arg);
+}
+
 bool zt_cli_flag_value(int argc, char **argv, int *i, const char *flag, const char **value,
                        zt_status *st)
 {

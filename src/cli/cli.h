@@ -21,6 +21,12 @@ bool zt_cli_flag_value(int argc, char **argv, int *i, const char *flag, const ch
                        zt_status *st);
 bool zt_cli_is_help(const char *arg);
 
+/* argv[i] of subcommand `cmd`, which no flag took: a word fills the first
+ * empty slot of positional[0 .. n); a flag (anything starting with '-') or a
+ * word past the last slot is a one-line error. Returns 0, or the exit code
+ * of the error it printed. */
+int zt_cli_positional(const char *cmd, const char *arg, const char **const positional[], int n);
+
 /* Handles --set k=v and --config FILE into cfg; returns true if argv[*i] was
  * one of them (and advances *i). */
 bool zt_cli_config_arg(int argc, char **argv, int *i, zt_config *cfg, zt_status *st);

@@ -145,13 +145,7 @@ int zt_cmd_eval(int argc, char **argv)
             if (st != ZT_OK) goto fail;
         } else if (strcmp(argv[i], "--sprt") == 0) {
             sprt = true;
-        } else if (argv[i][0] == '-') {
-            rc = zt_cli_error("eval: unknown flag '%s'", argv[i]);
-            goto done;
-        } else if (!game_name) {
-            game_name = argv[i];
-        } else {
-            rc = zt_cli_error("eval: unexpected argument '%s'", argv[i]);
+        } else if ((rc = zt_cli_positional("eval", argv[i], (const char **const[]){&game_name}, 1)) != 0) {
             goto done;
         }
     }

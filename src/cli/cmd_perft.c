@@ -50,15 +50,8 @@ int zt_cmd_perft(int argc, char **argv)
         if (zt_cli_config_arg(argc, argv, &i, cfg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--position", &position, &st)) {
             if (st != ZT_OK) goto fail;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            rc = zt_cli_error("perft: unknown flag '%s'", argv[i]);
-            goto done;
-        } else if (!game_name) {
-            game_name = argv[i];
-        } else if (!depth_arg) {
-            depth_arg = argv[i];
-        } else {
-            rc = zt_cli_error("perft: unexpected argument '%s'", argv[i]);
+        } else if ((rc = zt_cli_positional("perft", argv[i], (const char **const[]){&game_name, &depth_arg},
+                                            2)) != 0) {
             goto done;
         }
     }

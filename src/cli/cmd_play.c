@@ -277,13 +277,7 @@ int zt_cmd_play(int argc, char **argv)
             zt_cli_flag_value(argc, argv, &i, "--first", &first, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--seed", &seed_arg, &st)) {
             if (st != ZT_OK) goto fail;
-        } else if (argv[i][0] == '-') {
-            rc = zt_cli_error("play: unknown flag '%s'", argv[i]);
-            goto done;
-        } else if (!game_name) {
-            game_name = argv[i];
-        } else {
-            rc = zt_cli_error("play: unexpected argument '%s'", argv[i]);
+        } else if ((rc = zt_cli_positional("play", argv[i], (const char **const[]){&game_name}, 1)) != 0) {
             goto done;
         }
     }

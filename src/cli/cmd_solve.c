@@ -62,13 +62,7 @@ int zt_cmd_solve(int argc, char **argv)
             if (st != ZT_OK) goto fail;
         } else if (strcmp(argv[i], "--quiet") == 0) {
             quiet = true;
-        } else if (argv[i][0] == '-') {
-            rc = zt_cli_error("solve: unknown flag '%s'", argv[i]);
-            goto done;
-        } else if (!game_name) {
-            game_name = argv[i];
-        } else {
-            rc = zt_cli_error("solve: unexpected argument '%s'", argv[i]);
+        } else if ((rc = zt_cli_positional("solve", argv[i], (const char **const[]){&game_name}, 1)) != 0) {
             goto done;
         }
     }
