@@ -581,14 +581,8 @@ int zt_bench_selfplay(int argc, char **argv)
                              v);
         } else if (strcmp(argv[i], "--ablate") == 0) {
             A.ablate = true;
-        } else if (strcmp(argv[i], "--set") == 0 || strcmp(argv[i], "--config") == 0 ||
-                   strcmp(argv[i], "--vertices") == 0 || strcmp(argv[i], "--k") == 0) {
-            A.has_config |= strcmp(argv[i], "--config") == 0;
-            if (i + 1 >= argc) st = zt_fail(ZT_ERR_INVALID, "%s needs a value", argv[i]);
-            i++;
-        } else if (strncmp(argv[i], "--set=", 6) == 0 || strncmp(argv[i], "--config=", 9) == 0 ||
-                   strncmp(argv[i], "--vertices=", 11) == 0 || strncmp(argv[i], "--k=", 4) == 0) {
-            A.has_config |= strncmp(argv[i], "--config=", 9) == 0;
+        } else if (zt_cli_skip_config_arg(argc, argv, &i, &A.has_config, &st)) {
+            continue;
         } else if (argv[i][0] == '-') {
             st = zt_fail(ZT_ERR_INVALID, "unknown flag '%s' (see zeroth bench selfplay --help)",
                          argv[i]);

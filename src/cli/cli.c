@@ -80,6 +80,18 @@ bool zt_cli_config_arg(int argc, char **argv, int *i, zt_config *cfg, zt_status 
     return false;
 }
 
+bool zt_cli_skip_config_arg(int argc, char **argv, int *i, bool *config_file, zt_status *st)
+{
+    const char *v;
+    if (zt_cli_flag_value(argc, argv, i, "--config", &v, st)) {
+        *config_file = true;
+        return true;
+    }
+    return zt_cli_flag_value(argc, argv, i, "--set", &v, st) ||
+           zt_cli_flag_value(argc, argv, i, "--vertices", &v, st) ||
+           zt_cli_flag_value(argc, argv, i, "--k", &v, st);
+}
+
 zt_status zt_cli_game(const char *name, zt_config *cfg, zt_game **out)
 {
     ZT_TRY(zt_game_new(name, cfg, out));

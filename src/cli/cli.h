@@ -31,6 +31,11 @@ int zt_cli_positional(const char *cmd, const char *arg, const char **const posit
  * one of them (and advances *i). */
 bool zt_cli_config_arg(int argc, char **argv, int *i, zt_config *cfg, zt_status *st);
 
+/* The same flags recognised and skipped without a config (a first pass over
+ * argv, before the files they apply over are known); sets *config_file when
+ * the flag was --config. */
+bool zt_cli_skip_config_arg(int argc, char **argv, int *i, bool *config_file, zt_status *st);
+
 /* Instantiates a game by name from cfg and checks that no key is left unread
  * (unknown settings are errors). */
 zt_status zt_cli_game(const char *name, zt_config *cfg, zt_game **out);

@@ -71,13 +71,8 @@ int zt_cmd_train(int argc, char **argv)
             if (st == ZT_OK && (*end || n < 1))
                 st = zt_fail(ZT_ERR_INVALID, "--steps: expected a positive integer, got '%s'", v);
             opt.steps = n;
-        } else if (strcmp(argv[i], "--set") == 0 || strcmp(argv[i], "--config") == 0 ||
-                   strcmp(argv[i], "--vertices") == 0 || strcmp(argv[i], "--k") == 0) {
-            has_config |= strcmp(argv[i], "--config") == 0;
-            i++;
-        } else if (strncmp(argv[i], "--set=", 6) == 0 || strncmp(argv[i], "--config=", 9) == 0 ||
-                   strncmp(argv[i], "--vertices=", 11) == 0 || strncmp(argv[i], "--k=", 4) == 0) {
-            has_config |= strncmp(argv[i], "--config=", 9) == 0;
+        } else if (zt_cli_skip_config_arg(argc, argv, &i, &has_config, &st)) {
+            continue;
         } else if (argv[i][0] == '-') {
             st = zt_fail(ZT_ERR_INVALID, "unknown flag '%s' (see zeroth train --help)", argv[i]);
         } else if (!game) {
