@@ -4,6 +4,7 @@
  * plies of self-play-like games. One line per (game, algorithm, G), then
  * the NN cache hit rate of whole self-play-like games. Run as
  * `zeroth bench search`. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,33 @@ static void roll_dice(const zt_game *g, zt_search *s, int k, void *st, zt_rng *r
         g->apply(g, st, o);
         if (s) zt_search_played(s, k, o);
     }
+}
+
+/* One move in each of G lockstep games (states st, ZT_MAX_STATE_BYTES
+ * apart): chance outcomes first when `dice` is given, then one batched
+ * search of every game still running, and the chosen moves played. False
+ * when every game is over. */
+static bool lockstep_move(const zt_game *g, zt_search *s, uint8_t *st, int G, float temperature,
+                          zt_rng *dice)
+{
+    int begun = 0;
+    for (int k = 0; k < G; k++) {
+        void *sk = st + (size_t)k * ZT_MAX_STATE_BYTES;
+        if (dice) roll_dice(g, s, k, sk, dice);
+        if (g->current_player(g, sk) < 0) continue;
+        zt_search_begin(s, k, sk);
+        begun++;
+    }
+    if (!begun) return false;
+    zt_search_run(s);
+    for (int k = 0; k < G; k++) {
+        void *sk = st + (size_t)k * ZT_MAX_STATE_BYTES;
+        if (g->current_player(g, sk) < 0) continue;
+        int a = zt_search_choose(s, k, temperature);
+        g->apply(g, sk, a);
+        zt_search_played(s, k, a);
+    }
+    return true;
 }
 
 static void bench(const char *game_name, zt_search_algorithm alg, int G, int sims)
@@ -69,25 +97,8 @@ static void bench(const char *game_name, zt_search_algorithm alg, int G, int sim
         }
     }
     uint64_t t0 = zt_now_ns();
-    for (int ply = 0; ply < PLIES; ply++) {
-        int begun = 0;
-        for (int k = 0; k < G; k++) {
-            void *sk = st + (size_t)k * ZT_MAX_STATE_BYTES;
-            roll_dice(g, s, k, sk, &rng);
-            if (g->current_player(g, sk) < 0) continue;
-            zt_search_begin(s, k, sk);
-            begun++;
-        }
-        if (!begun) break;
-        zt_search_run(s);
-        for (int k = 0; k < G; k++) {
-            void *sk = st + (size_t)k * ZT_MAX_STATE_BYTES;
-            if (g->current_player(g, sk) < 0) continue;
-            int a = zt_search_choose(s, k, 1.0f);
-            g->apply(g, sk, a);
-            zt_search_played(s, k, a);
-        }
-    }
+    for (int ply = 0; ply < PLIES; ply++)
+        if (!lockstep_move(g, s, st, G, 1.0f, &rng)) break;
     uint64_t ns = zt_now_ns() - t0;
     zt_search_stats stats = zt_search_get_stats(s);
     printf("%-10s %-6s G=%-5d sims=%-4d %8.1f ns/simulation  (%llu simulations, %llu model calls, "
@@ -133,24 +144,8 @@ static void cache_rate(const char *game_name, int G, int sims)
     }
     uint8_t *st = malloc((size_t)G * ZT_MAX_STATE_BYTES);
     for (int k = 0; k < G; k++) g->reset(g, st + (size_t)k * ZT_MAX_STATE_BYTES);
-    for (int ply = 0; ply < g->max_game_length; ply++) {
-        int begun = 0;
-        for (int k = 0; k < G; k++) {
-            void *sk = st + (size_t)k * ZT_MAX_STATE_BYTES;
-            if (g->current_player(g, sk) < 0) continue;
-            zt_search_begin(s, k, sk);
-            begun++;
-        }
-        if (!begun) break;
-        zt_search_run(s);
-        for (int k = 0; k < G; k++) {
-            void *sk = st + (size_t)k * ZT_MAX_STATE_BYTES;
-            if (g->current_player(g, sk) < 0) continue;
-            int a = zt_search_choose(s, k, ply < 4 ? 1.0f : 0.0f);
-            g->apply(g, sk, a);
-            zt_search_played(s, k, a);
-        }
-    }
+    for (int ply = 0; ply < g->max_game_length; ply++)
+        if (!lockstep_move(g, s, st, G, ply < 4 ? 1.0f : 0.0f, NULL)) break;
     zt_nncache_stats cs = zt_nncache_get_stats(cache);
     printf("%-10s puct   G=%-5d sims=%-4d NN cache hit rate %5.1f%%  (%llu lookups, %zu entries, "
            "whole games, first 4 plies sampled)\n",
