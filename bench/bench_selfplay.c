@@ -85,11 +85,24 @@ static zt_status row_settings(const bench_args *A, const char *const *extra, zt_
 
 /* ---- self-play ---- */
 
+/* He initialisation from the run's seed (ctx: the seed). */
+static zt_status init_weights(zt_net *net, void *ctx)
+{
+    zt_rng init;
+    zt_rng_seed(&init, *(const uint64_t *)ctx, 0x6e657421ULL);
+    zt_net_init(net, &init);
+    zt_net_params_changed(net);
+    return ZT_OK;
+}
+
 typedef struct actor_run {
     zt_actor *actor;
+    zt_evaluator_pool *pool;
+    int id;
     zt_replay *rb;
     double warmup, seconds;
     zt_actor_stats before, after;
+    zt_evaluator_stats ev_before, ev_after;
     uint64_t *counts; /* network calls per batch size in the measured interval */
     double elapsed;
     zt_status st;
@@ -101,7 +114,7 @@ typedef struct actor_run {
 static void *actor_main(void *arg)
 {
     actor_run *r = arg;
-    int max_b = zt_actor_max_batch(r->actor);
+    int max_b = zt_evaluator_pool_max_batch(r->pool, r->id);
     uint64_t *at_start = zt_xcalloc((size_t)max_b + 1, sizeof *at_start);
     double t0 = zt_now_s(), tm = 0;
     bool measuring = false;
@@ -110,12 +123,14 @@ static void *actor_main(void *arg)
         if (!measuring && now - t0 >= r->warmup) {
             measuring = true;
             r->before = zt_actor_get_stats(r->actor);
-            zt_actor_batch_counts(r->actor, at_start);
+            r->ev_before = zt_evaluator_pool_stats(r->pool, r->id);
+            zt_evaluator_pool_batch_counts(r->pool, r->id, at_start);
             tm = now;
         }
         if (measuring && now - tm >= r->seconds) {
             r->after = zt_actor_get_stats(r->actor);
-            zt_actor_batch_counts(r->actor, r->counts);
+            r->ev_after = zt_evaluator_pool_stats(r->pool, r->id);
+            zt_evaluator_pool_batch_counts(r->pool, r->id, r->counts);
             for (int b = 0; b <= max_b; b++) r->counts[b] -= at_start[b];
             r->elapsed = now - tm;
             break;
@@ -197,22 +212,24 @@ static zt_status measure_selfplay(const zt_game *g, const zt_train_settings *S, 
     net_run *nets = zt_xcalloc((size_t)n, sizeof *nets);
     pthread_t *threads = zt_xcalloc((size_t)n, sizeof *threads);
     int obs_size = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
-    zt_status st = ZT_OK;
+    bool shared = S->evaluator == ZT_EVALUATOR_SHARED;
+    zt_evaluator_pool *pool = NULL;
+    zt_status st = zt_evaluator_pool_new(&S->net, S->backend, S->precision, S->evaluator, n,
+                                         zt_actor_eval_batch(g, &S->actor), n, &pool);
+    zt_model_factory mf = zt_az_model_factory();
     for (int i = 0; i < n && st == ZT_OK; i++) {
         zt_actor_config ac = S->actor;
         ac.id = i;
-        st = zt_actor_new(g, &S->net, S->backend, S->precision, &ac, &runs[i].actor);
+        /* the same He-initialised weights in every net, as after a
+         * publication; the root cache is built for them */
+        st = zt_evaluator_pool_update(pool, i, 1, init_weights, (void *)&S->seed);
+        zt_evaluator ev = zt_evaluator_pool_client(pool, i);
+        if (st == ZT_OK) st = zt_actor_new(g, &mf, &ev, &ac, &runs[i].actor);
         if (st != ZT_OK) break;
-        /* the same He-initialised weights in every actor, as after a
-         * publication; the root cache is rebuilt for them */
-        zt_rng init;
-        zt_rng_seed(&init, S->seed, 0x6e657421ULL);
-        zt_net_init(zt_actor_net(runs[i].actor), &init);
-        zt_net_params_changed(zt_actor_net(runs[i].actor));
-        st = zt_actor_weights_changed(runs[i].actor);
+        runs[i].pool = pool;
+        runs[i].id = i;
         runs[i].rb = rb;
-        runs[i].counts =
-            zt_xcalloc((size_t)zt_actor_max_batch(runs[i].actor) + 1, sizeof *runs[i].counts);
+        runs[i].counts = zt_xcalloc((size_t)zt_evaluator_pool_max_batch(pool, i) + 1, sizeof *runs[i].counts);
         runs[i].seconds = seconds;
         runs[i].warmup = seconds / 10 > 0.5 ? seconds / 10 : 0.5;
     }
@@ -235,7 +252,8 @@ static zt_status measure_selfplay(const zt_game *g, const zt_train_settings *S, 
         games += a->games - b->games;
         inferences += a->inferences - b->inferences;
         calls += a->net_calls - b->net_calls;
-        net_ns += a->net_ns - b->net_ns;
+        /* a shared service's time is counted once */
+        if (!shared || i == 0) net_ns += runs[i].ev_after.net_ns - runs[i].ev_before.net_ns;
         elapsed += runs[i].elapsed;
         zt_actor_memory m = zt_actor_get_memory(runs[i].actor);
         r->trees += m.trees;
@@ -251,13 +269,15 @@ static zt_status measure_selfplay(const zt_game *g, const zt_train_settings *S, 
         r->inf_s = (double)inferences / per_actor;
         r->mean_batch = (double)inferences / (double)calls;
         r->inf_per_pos = (double)inferences / (double)moves;
-        r->in_net = (double)net_ns * 1e-9 / elapsed;
+        r->in_net = (double)net_ns * 1e-9 / (shared ? elapsed / n : elapsed);
     }
 
     /* The network alone on the same calls (each actor's batch sizes, on
-     * its own net, all actors at once: the threads the actors used). */
+     * its own net, all actors at once: the threads the actors used; or the
+     * service's merged batches on the shared net and its threads). */
     float *obs = NULL;
-    int max_b = n > 0 ? zt_actor_max_batch(runs[0].actor) : 1;
+    int max_b = pool ? zt_evaluator_pool_max_batch(pool, 0) : 1;
+    int nnets = shared ? 1 : n;
     if (st == ZT_OK) {
         obs = zt_xmalloc((size_t)max_b * obs_size * sizeof *obs);
         uint64_t state[ZT_MAX_STATE_BYTES / 8];
@@ -267,9 +287,9 @@ static zt_status measure_selfplay(const zt_game *g, const zt_train_settings *S, 
             memcpy(obs + (size_t)b * obs_size, obs, (size_t)obs_size * sizeof *obs);
     }
     started = 0;
-    while (st == ZT_OK && started < n) {
+    while (st == ZT_OK && started < nnets) {
         net_run *nr = &nets[started];
-        nr->net = zt_actor_net(runs[started].actor);
+        nr->net = zt_evaluator_pool_net(pool, started);
         nr->max_b = max_b;
         nr->counts = runs[started].counts;
         nr->seconds = seconds / 3 < 0.5 ? 0.5 : seconds / 3 > 3 ? 3 : seconds / 3;
@@ -285,9 +305,12 @@ static zt_status measure_selfplay(const zt_game *g, const zt_train_settings *S, 
     double net_pos_s = 0;
     for (int i = 0; i < started && st == ZT_OK; i++) {
         if (nets[i].st != ZT_OK) st = zt_fail(nets[i].st, "network %d: %s", i, nets[i].message);
-        else if (nets[i].net_s > 0)
+        else if (nets[i].net_s > 0 && !shared)
             net_pos_s += (double)(runs[i].after.moves - runs[i].before.moves) / nets[i].net_s;
     }
+    /* shared: every actor's moves over the merged calls of one window */
+    if (st == ZT_OK && shared && started == 1 && nets[0].net_s > 0)
+        net_pos_s = (double)moves / nets[0].net_s;
     if (st == ZT_OK) {
         r->net_only_pos_s = net_pos_s;
         zt_replay_stats rs = zt_replay_get_stats(rb);
@@ -301,6 +324,7 @@ static zt_status measure_selfplay(const zt_game *g, const zt_train_settings *S, 
         free(runs[i].counts);
         zt_actor_free(runs[i].actor);
     }
+    zt_evaluator_pool_free(pool);
     free(obs);
     free(runs);
     free(nets);

@@ -1,9 +1,18 @@
 /* Self-play actors: games play to their end and reach the replay buffer
  * with their positions; a game that reaches the game's max_game_length
  * plies unfinished is abandoned, counted, and never stored (its positions
- * have no outcome to learn). */
+ * have no outcome to learn); actors on a shared evaluator service play
+ * exactly the games they play with private evaluators; a failing evaluator
+ * comes back as a status, not an abort. */
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "agent/az_model.h"
+#include "agent/evaluator.h"
+#include "core/fileio.h"
 #include "game/game.h"
 #include "nn/nn.h"
 #include "replay/replay.h"
@@ -14,12 +23,26 @@
 /* An actor over tic-tac-toe with a small reference-backend net, stepped
  * until `games` games ended (finished or abandoned); returns its stats and
  * the buffer's. */
+static void small_net(const zt_game *g, zt_net_config *nc)
+{
+    zt_net_config_default(nc, g->obs_shape[0], g->obs_shape[1], g->obs_shape[2], g->num_actions);
+    nc->channels = 8;
+    nc->blocks = 1;
+}
+
+static zt_status init_weights(zt_net *net, void *ctx)
+{
+    zt_rng rng;
+    zt_rng_seed(&rng, 7, 0);
+    zt_net_init(net, &rng);
+    zt_net_params_changed(net);
+    return ZT_OK;
+}
+
 static void run_actor(zt_game *g, int games, zt_actor_stats *as, zt_replay_stats *rs)
 {
     zt_net_config nc;
-    zt_net_config_default(&nc, g->obs_shape[0], g->obs_shape[1], g->obs_shape[2], g->num_actions);
-    nc.channels = 8;
-    nc.blocks = 1;
+    small_net(g, &nc);
     zt_actor_config ac;
     zt_actor_config_default(&ac);
     ac.games = 4;
@@ -30,9 +53,15 @@ static void run_actor(zt_game *g, int games, zt_actor_stats *as, zt_replay_stats
     rc.capacity = 10000;
     zt_replay *rb = NULL;
     zt_actor *a = NULL;
+    zt_evaluator_pool *pool = NULL;
     CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
-    CHECK(zt_actor_new(g, &nc, "ref", ZT_PRECISION_FP32, &ac, &a) == ZT_OK, "actor: %s",
-          zt_error_message());
+    CHECK(zt_evaluator_pool_new(&nc, "ref", ZT_PRECISION_FP32, ZT_EVALUATOR_PRIVATE, 1,
+                                zt_actor_eval_batch(g, &ac), 1, &pool) == ZT_OK,
+          "pool: %s", zt_error_message());
+    if (!pool) return;
+    zt_model_factory mf = zt_az_model_factory();
+    zt_evaluator ev = zt_evaluator_pool_client(pool, 0);
+    CHECK(zt_actor_new(g, &mf, &ev, &ac, &a) == ZT_OK, "actor: %s", zt_error_message());
     if (!rb || !a) return;
     CHECK(zt_actor_weights_changed(a) == ZT_OK, "weights: %s", zt_error_message());
     for (int step = 0; step < 10000; step++) {
@@ -42,6 +71,7 @@ static void run_actor(zt_game *g, int games, zt_actor_stats *as, zt_replay_stats
     }
     *rs = zt_replay_get_stats(rb);
     zt_actor_free(a);
+    zt_evaluator_pool_free(pool);
     zt_replay_free(rb);
 }
 
@@ -79,9 +109,169 @@ static void test_long_games_abandoned(void)
     zt_game_free(g);
 }
 
+/* ---- shared service against private evaluators ---- */
+
+#define NACTORS 3
+
+typedef struct stepper {
+    zt_actor *actor;
+    zt_replay *rb;
+    int steps;
+    zt_status st;
+} stepper;
+
+static void *step_main(void *arg)
+{
+    stepper *s = arg;
+    for (int i = 0; i < s->steps && s->st == ZT_OK; i++) s->st = zt_actor_step(s->actor, s->rb);
+    return NULL;
+}
+
+/* NACTORS actors on threads for `steps` steps each, over evaluators of
+ * `kind`; each actor's games go to its own buffer, saved to
+ * dir/KIND-I.bin. */
+static void play_actors(const zt_game *g, const char *game_name, zt_evaluator_kind kind, int steps,
+                        const char *dir)
+{
+    zt_net_config nc;
+    small_net(g, &nc);
+    zt_actor_config ac;
+    zt_actor_config_default(&ac);
+    ac.games = 5;
+    ac.search.num_simulations = 8;
+    ac.search.leaves_per_round = 2;
+    ac.seed = 99;
+    zt_replay_config rc;
+    zt_replay_config_default(&rc);
+    rc.capacity = 20000;
+    zt_evaluator_pool *pool = NULL;
+    CHECK(zt_evaluator_pool_new(&nc, "ref", ZT_PRECISION_FP32, kind, NACTORS, zt_actor_eval_batch(g, &ac), 1,
+                                &pool) == ZT_OK,
+          "pool: %s", zt_error_message());
+    if (!pool) return;
+    zt_model_factory mf = zt_az_model_factory();
+    stepper s[NACTORS] = {0};
+    pthread_t th[NACTORS];
+    for (int i = 0; i < NACTORS; i++) {
+        CHECK(zt_evaluator_pool_update(pool, i, 1, init_weights, NULL) == ZT_OK, "weights: %s",
+              zt_error_message());
+        zt_actor_config c = ac;
+        c.id = i;
+        zt_evaluator ev = zt_evaluator_pool_client(pool, i);
+        CHECK(zt_actor_new(g, &mf, &ev, &c, &s[i].actor) == ZT_OK, "actor: %s", zt_error_message());
+        CHECK(zt_replay_new(g, &rc, &s[i].rb) == ZT_OK, "replay: %s", zt_error_message());
+        s[i].steps = steps;
+    }
+    for (int i = 0; i < NACTORS; i++) pthread_create(&th[i], NULL, step_main, &s[i]);
+    for (int i = 0; i < NACTORS; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < NACTORS; i++) {
+        CHECK(s[i].st == ZT_OK, "%s %s actor %d: %s", game_name,
+              kind == ZT_EVALUATOR_SHARED ? "shared" : "private", i, zt_error_message());
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s-%d.bin", dir, kind == ZT_EVALUATOR_SHARED ? "shared" : "private", i);
+        CHECK(zt_replay_save(s[i].rb, path) == ZT_OK, "save: %s", zt_error_message());
+        zt_actor_free(s[i].actor);
+        zt_replay_free(s[i].rb);
+    }
+    if (kind == ZT_EVALUATOR_SHARED) {
+        zt_evaluator_stats es = zt_evaluator_pool_stats(pool, 0);
+        CHECK(es.calls > 0 && es.positions > 0, "the service ran no batch");
+    }
+    zt_evaluator_pool_free(pool);
+}
+
+static void test_shared_equals_private(const char *game_name)
+{
+    zt_game *g;
+    CHECK(zt_game_new(game_name, NULL, &g) == ZT_OK, "%s: %s", game_name, zt_error_message());
+    char dir[] = "/tmp/zt_actor_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    play_actors(g, game_name, ZT_EVALUATOR_PRIVATE, 12, dir);
+    play_actors(g, game_name, ZT_EVALUATOR_SHARED, 12, dir);
+    for (int i = 0; i < NACTORS; i++) {
+        char a[512], b[512];
+        snprintf(a, sizeof a, "%s/private-%d.bin", dir, i);
+        snprintf(b, sizeof b, "%s/shared-%d.bin", dir, i);
+        char *ta = NULL, *tb = NULL;
+        size_t la = 0, lb = 0;
+        CHECK(zt_read_file(a, &ta, &la) == ZT_OK && zt_read_file(b, &tb, &lb) == ZT_OK, "read: %s",
+              zt_error_message());
+        CHECK(ta && tb && la == lb && memcmp(ta, tb, la) == 0,
+              "%s actor %d: the shared service's games differ from the private ones (%zu vs %zu bytes)",
+              game_name, i, la, lb);
+        CHECK(la > 64, "%s actor %d stored nothing", game_name, i);
+        free(ta);
+        free(tb);
+        unlink(a);
+        unlink(b);
+    }
+    rmdir(dir);
+    zt_game_free(g);
+}
+
+/* ---- a failing evaluator ---- */
+
+typedef struct failing {
+    zt_evaluator inner;
+    int calls, fail_at;
+} failing;
+
+static zt_status failing_eval(void *ctx, int B, const float *obs, float *logits, float *value)
+{
+    failing *f = ctx;
+    if (++f->calls == f->fail_at) return zt_fail(ZT_ERR_IO, "test evaluator: call %d fails", f->calls);
+    return f->inner.eval(f->inner.ctx, B, obs, logits, value);
+}
+
+static void test_failing_evaluator(void)
+{
+    zt_game *g;
+    CHECK(zt_game_new("connect4", NULL, &g) == ZT_OK, "connect4: %s", zt_error_message());
+    zt_net_config nc;
+    small_net(g, &nc);
+    zt_actor_config ac;
+    zt_actor_config_default(&ac);
+    ac.games = 4;
+    ac.search.num_simulations = 8;
+    ac.root_cache = true;
+    ac.root_cache_simulations = 16;
+    zt_evaluator_pool *pool = NULL;
+    CHECK(zt_evaluator_pool_new(&nc, "ref", ZT_PRECISION_FP32, ZT_EVALUATOR_PRIVATE, 1,
+                                zt_actor_eval_batch(g, &ac), 1, &pool) == ZT_OK,
+          "pool: %s", zt_error_message());
+    zt_replay_config rc;
+    zt_replay_config_default(&rc);
+    rc.capacity = 10000;
+    zt_replay *rb = NULL;
+    CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
+    /* each failure point: the root cache at creation, then during steps */
+    for (int fail_at = 1; fail_at <= 40 && pool && rb; fail_at += 13) {
+        failing f = {.inner = zt_evaluator_pool_client(pool, 0), .fail_at = fail_at};
+        zt_evaluator ev = {.ctx = &f, .eval = failing_eval};
+        zt_model_factory mf = zt_az_model_factory();
+        zt_actor *a = NULL;
+        zt_status st = zt_actor_new(g, &mf, &ev, &ac, &a);
+        for (int step = 0; st == ZT_OK && step < 50; step++) st = zt_actor_step(a, rb);
+        CHECK(st == ZT_ERR_IO && strstr(zt_error_message(), "test evaluator: call") != NULL,
+              "failure at call %d: status %d, message '%s'", fail_at, (int)st, zt_error_message());
+        /* after the failure the actor can still step on (the failed trees were dropped) */
+        if (a) {
+            f.fail_at = -1;
+            CHECK(zt_actor_step(a, rb) == ZT_OK, "step after a failure: %s", zt_error_message());
+        }
+        zt_actor_free(a);
+    }
+    zt_replay_free(rb);
+    zt_evaluator_pool_free(pool);
+    zt_game_free(g);
+}
+
 int main(void)
 {
     test_games_stored();
     test_long_games_abandoned();
+    test_shared_equals_private("tictactoe");
+    test_shared_equals_private("connect4");
+    test_failing_evaluator();
     return zt_test_finish("test_actor");
 }

@@ -173,8 +173,8 @@ static void test_matches(void)
 }
 
 /* An agent that plays an occupied cell once the game is under way. */
-static void cheat_choose(zt_agent *a, int n, const int *slots, const void *const *states,
-                         zt_rng *const *rngs, int *actions)
+static zt_status cheat_choose(zt_agent *a, int n, const int *slots, const void *const *states,
+                              zt_rng *const *rngs, int *actions)
 {
     const zt_game *g = a->game;
     for (int i = 0; i < n; i++) {
@@ -184,6 +184,7 @@ static void cheat_choose(zt_agent *a, int n, const int *slots, const void *const
         while (pick < g->num_actions - 1 && mask[pick]) pick++;
         actions[i] = pick;
     }
+    return ZT_OK;
 }
 
 static void cheat_free(zt_agent *a)

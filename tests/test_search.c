@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "core/rng.h"
 #include "search/gumbel.h"
 #include "search/search.h"
 
@@ -132,17 +133,18 @@ static void syn_fill(const syn_model *m, syn_state *s, int i, zt_model_output *o
     out->kind[i] = ZT_NODE_DECISION;
 }
 
-static void syn_initial(zt_model *m, int B, const void *const *roots, void *const *states,
-                        zt_model_output *out)
+static zt_status syn_initial(zt_model *m, int B, const void *const *roots, void *const *states,
+                             zt_model_output *out)
 {
     for (int i = 0; i < B; i++) {
         memcpy(states[i], roots[i], sizeof(syn_state));
         syn_fill((const syn_model *)m, states[i], i, out);
     }
+    return ZT_OK;
 }
 
-static void syn_recurrent(zt_model *base, int B, const void *const *states, const int *actions,
-                          void *const *next, zt_model_output *out)
+static zt_status syn_recurrent(zt_model *base, int B, const void *const *states, const int *actions,
+                               void *const *next, zt_model_output *out)
 {
     syn_model *m = (syn_model *)base;
     m->calls++;
@@ -165,6 +167,7 @@ static void syn_recurrent(zt_model *base, int B, const void *const *states, cons
             syn_fill(m, n, i, out);
         }
     }
+    return ZT_OK;
 }
 
 static void syn_free(zt_model *m)
@@ -196,7 +199,7 @@ static void test_tree_clone_and_reuse(void)
     CHECK(zt_search_new(&cfg, &m->base, 2, &s) == ZT_OK, "search_new: %s", zt_error_message());
     syn_state root = {.path = 12345};
     zt_search_begin(s, 0, &root);
-    zt_search_run(s);
+    CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
 
     const zt_tree *t = zt_search_tree(s, 0);
     CHECK(t->nodes[0].visit == 401, "root visits %d, expected 401", t->nodes[0].visit);
@@ -230,7 +233,7 @@ static void test_tree_clone_and_reuse(void)
     syn_state next = *(const syn_state *)zt_tree_state(t, 0);
     int visits_before = t->nodes[0].visit;
     zt_search_begin(s, 0, &next);
-    zt_search_run(s);
+    CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
     t = zt_search_tree(s, 0);
     CHECK(t->nodes[0].visit == visits_before + 400, "root visits %d after reuse, expected %d", t->nodes[0].visit,
           visits_before + 400);
@@ -238,7 +241,7 @@ static void test_tree_clone_and_reuse(void)
     /* a forgotten tree starts over: the next search holds only its own visits */
     zt_search_forget(s, 0);
     zt_search_begin(s, 0, &next);
-    zt_search_run(s);
+    CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
     t = zt_search_tree(s, 0);
     CHECK(t->nodes[0].visit == 401, "root visits %d after forget, expected 401", t->nodes[0].visit);
 
@@ -267,7 +270,7 @@ static void test_virtual_loss_distinct(void)
             roots[g] = (syn_state){.path = 1000 + (uint64_t)g};
             zt_search_begin(s, g, &roots[g]);
         }
-        zt_search_run(s);
+        CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
         zt_search_stats st = zt_search_get_stats(s);
         CHECK(m->duplicate_leaves == 0, "%d duplicate leaves within a round", m->duplicate_leaves);
         CHECK(st.simulations == (uint64_t)G * 300, "simulations %llu", (unsigned long long)st.simulations);
@@ -308,7 +311,7 @@ static void test_bounded_capacity(void)
         zt_search_begin(s, g, &roots[g]);
     }
     unsigned long before = allocations;
-    zt_search_run(s);
+    CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
     unsigned long during = allocations - before;
     CHECK(!allocation_counting || during == 0, "%lu allocations or frees during 1M simulations", during);
     zt_search_stats st = zt_search_get_stats(s);
@@ -364,17 +367,18 @@ static void dice_out(const dice_state *s, int i, zt_model_output *out)
     }
 }
 
-static void dice_initial(zt_model *m, int B, const void *const *roots, void *const *states,
-                         zt_model_output *out)
+static zt_status dice_initial(zt_model *m, int B, const void *const *roots, void *const *states,
+                              zt_model_output *out)
 {
     for (int i = 0; i < B; i++) {
         memcpy(states[i], roots[i], sizeof(dice_state));
         dice_out(states[i], i, out);
     }
+    return ZT_OK;
 }
 
-static void dice_recurrent(zt_model *m, int B, const void *const *states, const int *actions,
-                           void *const *next, zt_model_output *out)
+static zt_status dice_recurrent(zt_model *m, int B, const void *const *states, const int *actions,
+                                void *const *next, zt_model_output *out)
 {
     for (int i = 0; i < B; i++) {
         dice_state *n = next[i];
@@ -386,6 +390,7 @@ static void dice_recurrent(zt_model *m, int B, const void *const *states, const 
         n->stage++;
         dice_out(n, i, out);
     }
+    return ZT_OK;
 }
 
 static void test_chance_expectation(void)
@@ -414,7 +419,7 @@ static void test_chance_expectation(void)
         dice_state root = {0};
         zt_search_begin(s, 0, &root);
         zt_search_begin(s, 1, &root);
-        zt_search_run(s);
+        CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
         const zt_tree *t = zt_search_tree(s, 0);
         for (int e = t->nodes[0].first_edge; e < t->nodes[0].first_edge + t->nodes[0].num_edges; e++) {
             int c = t->edges[e].child;
@@ -506,7 +511,7 @@ static void test_gumbel_small(void)
     CHECK(zt_search_new(&cfg, &m->base, 1, &s) == ZT_OK, "search_new: %s", zt_error_message());
     syn_state root = {.path = 9};
     zt_search_begin(s, 0, &root);
-    zt_search_run(s);
+    CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
     int32_t visits[SYN_ACTIONS];
     zt_search_root_visits(s, 0, visits);
     int visited = 0;
@@ -529,7 +534,7 @@ static void puct_root_visits(syn_model *m, const zt_search_config *cfg, uint64_t
     CHECK(zt_search_new(cfg, &m->base, 1, &s) == ZT_OK, "search_new: %s", zt_error_message());
     syn_state r = {.path = root};
     zt_search_begin(s, 0, &r);
-    zt_search_run(s);
+    CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
     zt_search_root_visits(s, 0, visits);
     zt_search_free(s);
 }
@@ -627,7 +632,7 @@ static void test_gumbel_reuse(void)
     syn_state root = {.path = 555};
     CHECK(zt_search_build_root_cache(s, &root, 200) == ZT_OK, "Gumbel root cache: %s", zt_error_message());
     zt_search_begin(s, 0, &root);
-    zt_search_run(s);
+    CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
     CHECK(zt_search_get_stats(s).root_cache_hits == 1, "root cache not used");
     const zt_tree *t = zt_search_tree(s, 0);
     CHECK(t->nodes[0].visit == 201 + 8, "root visits %d, expected cache 201 + 8", t->nodes[0].visit);
@@ -640,7 +645,7 @@ static void test_gumbel_reuse(void)
     zt_search_root_visits(s, 0, before);
     syn_state next = *(const syn_state *)zt_tree_state(t, 0);
     zt_search_begin(s, 0, &next);
-    zt_search_run(s);
+    CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
     zt_search_root_visits(s, 0, after);
     int gained[SYN_ACTIONS], total = 0;
     for (int a = 0; a < SYN_ACTIONS; a++) {
@@ -666,6 +671,197 @@ static void test_gumbel_reuse(void)
     zt_model_free(&m->base);
 }
 
+/* ---- model state lifetime: a model whose states are handles ----
+ * The synthetic game's states live in the model's own store; a tree holds a
+ * 4-byte handle. The store counts references: search must retain what it
+ * clones and release what it drops, so that at every point the references
+ * held equal the evaluated nodes of all trees, and none is left at the end.
+ * A failing recurrent call (every fail_every-th) must leak nothing either. */
+
+enum { STORE = 1 << 16 };
+
+typedef struct handle_model {
+    zt_model base;
+    syn_model *syn; /* computes the outputs */
+    syn_state states[STORE];
+    int32_t refs[STORE];
+    uint32_t free_list[STORE];
+    int nfree;
+    int64_t live_refs;
+    int bad_releases, exhausted;
+    int calls, fail_every;
+    const void *in[4096];
+    void *out[4096];
+} handle_model;
+
+static uint32_t handle_take(handle_model *h)
+{
+    if (h->nfree == 0) {
+        h->exhausted++;
+        return 0;
+    }
+    uint32_t id = h->free_list[--h->nfree];
+    h->refs[id] = 1;
+    h->live_refs++;
+    return id;
+}
+
+static zt_status handle_initial(zt_model *base, int B, const void *const *roots, void *const *states,
+                                zt_model_output *out)
+{
+    handle_model *h = (handle_model *)base;
+    for (int i = 0; i < B; i++) {
+        uint32_t id = handle_take(h);
+        memcpy(states[i], &id, sizeof id);
+        h->out[i] = &h->states[id];
+    }
+    return syn_initial(&h->syn->base, B, roots, h->out, out);
+}
+
+static zt_status handle_recurrent(zt_model *base, int B, const void *const *states, const int *actions,
+                                  void *const *next, zt_model_output *out)
+{
+    handle_model *h = (handle_model *)base;
+    if (h->fail_every > 0 && ++h->calls % h->fail_every == 0)
+        return zt_fail(ZT_ERR_IO, "handle model: injected failure");
+    for (int i = 0; i < B; i++) {
+        uint32_t id;
+        memcpy(&id, states[i], sizeof id);
+        h->in[i] = &h->states[id];
+        uint32_t nid = handle_take(h);
+        memcpy(next[i], &nid, sizeof nid);
+        h->out[i] = &h->states[nid];
+    }
+    return syn_recurrent(&h->syn->base, B, h->in, actions, h->out, out);
+}
+
+static void handle_retain(zt_model *base, int n, const void *const *states)
+{
+    handle_model *h = (handle_model *)base;
+    for (int i = 0; i < n; i++) {
+        uint32_t id;
+        memcpy(&id, states[i], sizeof id);
+        if (h->refs[id] <= 0) h->bad_releases++;
+        h->refs[id]++;
+        h->live_refs++;
+    }
+}
+
+static void handle_release(zt_model *base, int n, const void *const *states)
+{
+    handle_model *h = (handle_model *)base;
+    for (int i = 0; i < n; i++) {
+        uint32_t id;
+        memcpy(&id, states[i], sizeof id);
+        if (h->refs[id] <= 0) {
+            h->bad_releases++;
+            continue;
+        }
+        h->live_refs--;
+        if (--h->refs[id] == 0) h->free_list[h->nfree++] = id;
+    }
+}
+
+static void handle_free(zt_model *base)
+{
+    handle_model *h = (handle_model *)base;
+    syn_free(&h->syn->base);
+    free(h);
+}
+
+static handle_model *handle_new(int max_batch)
+{
+    handle_model *h = calloc(1, sizeof *h);
+    h->syn = syn_new(max_batch);
+    for (uint32_t i = 0; i < STORE; i++) h->free_list[h->nfree++] = STORE - 1 - i;
+    h->base = (zt_model){.num_actions = SYN_ACTIONS,
+                         .state_size = sizeof(uint32_t),
+                         .input_size = sizeof(syn_state),
+                         .max_batch = max_batch,
+                         .initial = handle_initial,
+                         .recurrent = handle_recurrent,
+                         .retain = handle_retain,
+                         .release = handle_release,
+                         .free = handle_free};
+    return h;
+}
+
+/* Evaluated nodes of every tree, the root cache's included. */
+static int64_t evaluated_nodes(const zt_search *s, int trees)
+{
+    int64_t n = 0;
+    for (int t = 0; t <= trees; t++) {
+        const zt_tree *tr = zt_search_tree(s, t);
+        for (int i = 0; i < tr->num_nodes; i++) n += tr->nodes[i].kind != ZT_NODE_NEW;
+    }
+    return n;
+}
+
+static void test_state_lifetime(zt_search_algorithm alg, int fail_every)
+{
+    enum { G = 6 };
+    handle_model *h = handle_new(G * 2);
+    h->fail_every = fail_every;
+    zt_search_config c;
+    zt_search_config_default(&c, alg);
+    c.num_simulations = 24;
+    c.leaves_per_round = 2;
+    c.node_capacity = 600;
+    c.edge_capacity = 2400;
+    c.tree_reuse = true;
+    zt_search *s = NULL;
+    CHECK(zt_search_new(&c, &h->base, G, &s) == ZT_OK, "search: %s", zt_error_message());
+    if (!s) return;
+    syn_state root = {.path = 1, .depth = 0, .player = 0};
+    CHECK(zt_search_build_root_cache(s, &root, 40) == ZT_OK || fail_every > 0, "root cache: %s",
+          zt_error_message());
+    syn_state game[G];
+    zt_rng rng;
+    zt_rng_seed(&rng, 5, 0);
+    int failures = 0;
+    for (int t = 0; t < G; t++) game[t] = root;
+    for (int move = 0; move < 40; move++) {
+        for (int t = 0; t < G; t++) zt_search_begin(s, t, &game[t]);
+        zt_status st = zt_search_run(s);
+        if (st != ZT_OK) {
+            failures++;
+            CHECK(h->live_refs == evaluated_nodes(s, G), "after a failure: %lld references, %lld nodes",
+                  (long long)h->live_refs, (long long)evaluated_nodes(s, G));
+            continue;
+        }
+        for (int t = 0; t < G; t++) {
+            int a = zt_search_choose(s, t, 0.0f);
+            zt_search_played(s, t, a);
+            game[t].path = zt_hash_mix(game[t].path * 31 + (uint64_t)a + 1);
+            game[t].depth++;
+            game[t].player = 1 - game[t].player;
+            if (game[t].depth == SYN_DEPTH || zt_rng_below(&rng, 7) == 0) {
+                /* a new game: tree dropped, next search from the root cache */
+                zt_search_forget(s, t);
+                game[t] = root;
+            }
+        }
+        CHECK(h->live_refs == evaluated_nodes(s, G), "move %d: %lld references held, %lld evaluated nodes",
+              move, (long long)h->live_refs, (long long)evaluated_nodes(s, G));
+        if (move == 20) {
+            CHECK(zt_search_build_root_cache(s, &root, 40) == ZT_OK || fail_every > 0, "rebuild: %s",
+                  zt_error_message());
+            CHECK(h->live_refs == evaluated_nodes(s, G), "root cache rebuilt: %lld references, %lld nodes",
+                  (long long)h->live_refs, (long long)evaluated_nodes(s, G));
+        }
+    }
+    CHECK(fail_every == 0 || failures > 0, "no failure injected");
+    zt_search_stats st = zt_search_get_stats(s);
+    CHECK(st.root_cache_hits > 0 && st.reused_nodes > 0, "the test missed root cache (%llu) or reuse (%llu)",
+          (unsigned long long)st.root_cache_hits, (unsigned long long)st.reused_nodes);
+    zt_search_free(s);
+    CHECK(h->live_refs == 0 && h->nfree == STORE, "search freed: %lld references leaked",
+          (long long)h->live_refs);
+    CHECK(h->bad_releases == 0 && h->exhausted == 0, "%d releases of dead handles, store exhausted %d times",
+          h->bad_releases, h->exhausted);
+    handle_free(&h->base);
+}
+
 int main(void)
 {
     start_allocation_counting();
@@ -678,5 +874,8 @@ int main(void)
     test_minmax_q();
     test_fpu_modes();
     test_gumbel_reuse();
+    test_state_lifetime(ZT_SEARCH_PUCT, 0);
+    test_state_lifetime(ZT_SEARCH_GUMBEL, 0);
+    test_state_lifetime(ZT_SEARCH_PUCT, 29);
     return zt_test_finish("test_search");
 }

@@ -79,7 +79,7 @@ static void oracle_positions(const char *game_name, const char *rel, zt_search_a
     for (int base = 0; base < ps.n; base += G) {
         int b = ps.n - base < G ? ps.n - base : G;
         for (int i = 0; i < b; i++) zt_search_begin(s, i, ps.pos[base + i].state);
-        zt_search_run(s);
+        CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
         for (int i = 0; i < b; i++) {
             const zt_position *p = &ps.pos[base + i];
             if (!p->has_moves) continue;
@@ -114,7 +114,7 @@ typedef struct obs_probe {
     int bad, calls;
 } obs_probe;
 
-static void probe_eval(void *ctx, int B, const float *obs, float *logits, float *value)
+static zt_status probe_eval(void *ctx, int B, const float *obs, float *logits, float *value)
 {
     obs_probe *p = ctx;
     p->calls++;
@@ -123,6 +123,7 @@ static void probe_eval(void *ctx, int B, const float *obs, float *logits, float 
         if (!isfinite(obs[i])) p->bad++;
     memset(logits, 0, (size_t)B * (size_t)p->g->num_actions * sizeof *logits);
     memset(value, 0, (size_t)B * sizeof *value);
+    return ZT_OK;
 }
 
 /* Uniform evaluator, many simulations: the root value approaches the exact
@@ -163,7 +164,7 @@ static void uniform_converges(void)
     double worst = 0;
     int wrong = 0;
     for (int i = 0; i < n; i++) zt_search_begin(s, i, ps.pos[idx[i]].state);
-    zt_search_run(s);
+    CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
     for (int i = 0; i < n; i++) {
         const zt_position *p = &ps.pos[idx[i]];
         float v = zt_search_root_value(s, i);
@@ -225,7 +226,7 @@ static void caches(const char *game_name)
                 any = true;
             }
         if (!any) break;
-        zt_search_run(s);
+        CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
         for (int k = 0; k < GAMES; k++) {
             if (!live[k]) continue;
             /* the games differ by their first move */
@@ -277,11 +278,11 @@ static void nncache_is_transparent(void)
         uint8_t start[ZT_MAX_STATE_BYTES];
         g->reset(g, start);
         zt_search_begin(s, 0, start);
-        zt_search_run(s);
+        CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
         zt_search_root_visits(s, 0, visits[pass]);
         value[pass] = zt_search_root_value(s, 0);
         if (pass) {
-            zt_az_model_stats ms = zt_az_model_get_stats(m);
+            zt_model_stats ms = m->stats;
             CHECK(ms.evaluations < ms.positions, "cache saved no evaluation");
         }
         zt_search_free(s);
@@ -331,7 +332,7 @@ static void backgammon_chance(void)
             }
             zt_search_begin(s, k, st[k]);
         }
-        zt_search_run(s);
+        CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
         for (int k = 0; k < GAMES; k++) {
             const zt_tree *t = zt_search_tree(s, k);
             for (int n = 0; n < t->num_nodes; n++) {

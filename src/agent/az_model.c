@@ -43,7 +43,6 @@ typedef struct az_model {
     float *values;    /* max_jobs evaluator values */
     float *mass;      /* max_batch: probability resolved per chance output */
     uint8_t *scratch; /* successor states of chance outcomes */
-    zt_az_model_stats stats;
 } az_model;
 
 /* The perspective byte follows the game state's own bytes, so a model state
@@ -75,7 +74,7 @@ static void add_job(az_model *m, int *nj, int target, float weight, bool wants_l
     m->jobs[(*nj)++] = (job){target, weight, wants_logits, s, key};
 }
 
-static void run_jobs(az_model *m, int nj, zt_model_output *out);
+static zt_status run_jobs(az_model *m, int nj, zt_model_output *out);
 
 /* Rolls that lead to further rolls (backgammon: no legal move) are
  * expanded this many levels deep; beyond, the expectation is conditioned on
@@ -88,8 +87,8 @@ static void run_jobs(az_model *m, int nj, zt_model_output *out);
  * expectation of the evaluator's values for player `from` (divided by the
  * mass resolved once all jobs ran). When the job list is full the queued
  * jobs are evaluated first (one extra evaluator call). */
-static void expect_chance(az_model *m, int i, const void *state, int from, float weight, int depth,
-                          zt_model_output *out, int *nj)
+static zt_status expect_chance(az_model *m, int i, const void *state, int from, float weight,
+                               int depth, zt_model_output *out, int *nj)
 {
     const zt_game *g = m->game;
     int outcomes[ZT_MAX_CHANCE_OUTCOMES];
@@ -98,7 +97,7 @@ static void expect_chance(az_model *m, int i, const void *state, int from, float
     for (int k = 0; k < n; k++) {
         if (!(probs[k] > 0)) continue;
         if (*nj == m->max_jobs) {
-            run_jobs(m, *nj, out);
+            ZT_TRY(run_jobs(m, *nj, out));
             *nj = 0;
         }
         void *succ = m->scratch + (size_t)*nj * m->game_bytes;
@@ -113,18 +112,19 @@ static void expect_chance(az_model *m, int i, const void *state, int from, float
             if (depth + 1 >= CHANCE_DEPTH) continue;
             uint64_t again[ZT_MAX_STATE_BYTES / 8];
             memcpy(again, succ, g->state_size);
-            expect_chance(m, i, again, from, w, depth + 1, out, nj);
+            ZT_TRY(expect_chance(m, i, again, from, w, depth + 1, out, nj));
         } else {
             add_job(m, nj, i, sp == from ? w : -w, false, succ);
             m->mass[i] += w;
         }
     }
+    return ZT_OK;
 }
 
 /* Classifies state i (already written to states[i]) and queues what it
  * needs evaluated. `from` is the perspective of the state it came from. */
-static void classify(az_model *m, int i, void *state, int from, bool is_root, zt_model_output *out,
-                     int *nj)
+static zt_status classify(az_model *m, int i, void *state, int from, bool is_root,
+                          zt_model_output *out, int *nj)
 {
     const zt_game *g = m->game;
     int O = m->base.max_outcomes > 0 ? m->base.max_outcomes : 1;
@@ -139,18 +139,18 @@ static void classify(az_model *m, int i, void *state, int from, bool is_root, zt
         /* Rolls that lead to rolls can fill the job list (expect_chance
          * flushes before each outcome, not after the last one). */
         if (*nj == m->max_jobs) {
-            run_jobs(m, *nj, out);
+            ZT_TRY(run_jobs(m, *nj, out));
             *nj = 0;
         }
         add_job(m, nj, i, 1.0f, true, state);
-        return;
+        return ZT_OK;
     }
     out->player[i] = (int8_t)from;
     *perspective_of(m, state) = (int8_t)from;
     if (cp == ZT_TERMINAL) {
         out->kind[i] = ZT_NODE_TERMINAL;
         if (!is_root) out->reward[i] = zt_game_value_of(g, state, from);
-        return;
+        return ZT_OK;
     }
     ZT_ASSERT(cp == ZT_CHANCE);
     out->kind[i] = ZT_NODE_CHANCE;
@@ -158,7 +158,7 @@ static void classify(az_model *m, int i, void *state, int from, bool is_root, zt
     float *probs = out->outcome_probs + (size_t)i * O;
     out->num_outcomes[i] = g->chance_outcomes(g, state, outcomes, probs);
     m->mass[i] = 0;
-    expect_chance(m, i, state, from, 1.0f, 0, out, nj);
+    return expect_chance(m, i, state, from, 1.0f, 0, out, nj);
 }
 
 /* Delivers the (masked) logits and value of job j to its output row. */
@@ -172,13 +172,13 @@ static inline void deliver(az_model *m, const job *jb, float value, zt_model_out
 
 /* Looks jobs up in the cache (a hit writes straight into the output row),
  * evaluates the misses in one call, and masks, caches and delivers them. */
-static void run_jobs(az_model *m, int nj, zt_model_output *out)
+static zt_status run_jobs(az_model *m, int nj, zt_model_output *out)
 {
     const zt_game *g = m->game;
     int A = g->num_actions;
     float *spare_row = m->logits + (size_t)m->max_jobs * A;
     int misses = 0;
-    m->stats.positions += (uint64_t)nj;
+    m->base.stats.positions += (uint64_t)nj;
     m->gen++;
     for (int j = 0; j < nj; j++) {
         const job *jb = &m->jobs[j];
@@ -207,13 +207,13 @@ static void run_jobs(az_model *m, int nj, zt_model_output *out)
         if (!m->ev.eval_states) g->observe(g, jb->state, m->obs + (size_t)misses * m->obs_size);
         misses++;
     }
-    if (misses == 0) return;
+    if (misses == 0) return ZT_OK;
     if (m->ev.eval_states)
-        m->ev.eval_states(m->ev.ctx, misses, m->eval_states, m->logits, m->values);
+        ZT_TRY(m->ev.eval_states(m->ev.ctx, misses, m->eval_states, m->logits, m->values));
     else
-        m->ev.eval(m->ev.ctx, misses, m->obs, m->logits, m->values);
-    m->stats.evaluations += (uint64_t)misses;
-    m->stats.eval_calls++;
+        ZT_TRY(m->ev.eval(m->ev.ctx, misses, m->obs, m->logits, m->values));
+    m->base.stats.evaluations += (uint64_t)misses;
+    m->base.stats.eval_calls++;
     for (int k = 0; k < misses; k++) {
         const job *jb = &m->jobs[m->pending[k]];
         float *lg = m->logits + (size_t)k * A;
@@ -229,6 +229,7 @@ static void run_jobs(az_model *m, int nj, zt_model_output *out)
                    (size_t)A * sizeof(float));
         deliver(m, jb, m->values[k], out);
     }
+    return ZT_OK;
 }
 
 static void normalise_chance(az_model *m, int B, zt_model_output *out)
@@ -238,8 +239,8 @@ static void normalise_chance(az_model *m, int B, zt_model_output *out)
             out->value[i] = m->mass[i] > 0 ? out->value[i] / m->mass[i] : 0.0f;
 }
 
-static void az_initial(zt_model *base, int B, const void *const *roots, void *const *states,
-                       zt_model_output *out)
+static zt_status az_initial(zt_model *base, int B, const void *const *roots, void *const *states,
+                            zt_model_output *out)
 {
     az_model *m = (az_model *)base;
     ZT_ASSERT(B <= base->max_batch);
@@ -247,14 +248,15 @@ static void az_initial(zt_model *base, int B, const void *const *roots, void *co
     for (int i = 0; i < B; i++) {
         memset(states[i], 0, base->state_size);
         memcpy(states[i], roots[i], m->game->state_size);
-        classify(m, i, states[i], 0, true, out, &nj);
+        ZT_TRY(classify(m, i, states[i], 0, true, out, &nj));
     }
-    run_jobs(m, nj, out);
+    ZT_TRY(run_jobs(m, nj, out));
     normalise_chance(m, B, out);
+    return ZT_OK;
 }
 
-static void az_recurrent(zt_model *base, int B, const void *const *states, const int *actions,
-                         void *const *next, zt_model_output *out)
+static zt_status az_recurrent(zt_model *base, int B, const void *const *states, const int *actions,
+                              void *const *next, zt_model_output *out)
 {
     az_model *m = (az_model *)base;
     ZT_ASSERT(B <= base->max_batch);
@@ -268,10 +270,11 @@ static void az_recurrent(zt_model *base, int B, const void *const *states, const
         memcpy(next[i], states[i], base->state_size);
         int from = *perspective_of(m, next[i]);
         m->game->apply(m->game, next[i], actions[i]);
-        classify(m, i, next[i], from, false, out, &nj);
+        ZT_TRY(classify(m, i, next[i], from, false, out, &nj));
     }
-    run_jobs(m, nj, out);
+    ZT_TRY(run_jobs(m, nj, out));
     normalise_chance(m, B, out);
+    return ZT_OK;
 }
 
 static void az_free(zt_model *base)
@@ -343,7 +346,14 @@ zt_status zt_az_model_new(const zt_game *g, const zt_evaluator *ev, int max_batc
     return ZT_OK;
 }
 
-zt_az_model_stats zt_az_model_get_stats(const zt_model *base)
+zt_status zt_az_model_factory_create(void *ctx, const zt_game *g, const zt_evaluator *ev, int max_batch,
+                                    zt_nncache *cache, zt_model **out)
 {
-    return ((const az_model *)base)->stats;
+    (void)ctx;
+    return zt_az_model_new(g, ev, max_batch, cache, out);
+}
+
+zt_model_factory zt_az_model_factory(void)
+{
+    return (zt_model_factory){.ctx = NULL, .create = zt_az_model_factory_create};
 }

@@ -18,31 +18,17 @@
 #include "core/status.h"
 #include "game/game.h"
 #include "search/model.h"
+#include "agent/evaluator.h"
 #include "search/nncache.h"
-
-typedef struct zt_evaluator {
-    void *ctx;
-    /* B observations (B x obs size, game->observe layout) -> policy logits
-     * (B x num_actions, for every action; the model masks illegal ones) and
-     * values, both for the player to move. A network forward pass. */
-    void (*eval)(void *ctx, int B, const float *obs, float *policy_logits, float *value);
-    /* Optional, used instead of eval when set: evaluates game states
-     * directly (exact oracles, free evaluators); no observation is built. */
-    void (*eval_states)(void *ctx, int B, const void *const *states, float *policy_logits,
-                        float *value);
-} zt_evaluator;
 
 /* max_batch: the most (state, action) pairs one call takes (trees x K).
  * cache may be NULL. */
 zt_status zt_az_model_new(const zt_game *g, const zt_evaluator *ev, int max_batch, zt_nncache *cache,
                           zt_model **out);
 
-typedef struct zt_az_model_stats {
-    uint64_t positions;   /* positions that needed a value (cache lookups) */
-    uint64_t evaluations; /* positions sent to the evaluator */
-    uint64_t eval_calls;  /* evaluator calls */
-} zt_az_model_stats;
-
-zt_az_model_stats zt_az_model_get_stats(const zt_model *m);
+/* The factory of AlphaZero models, for actors (evaluator.h). */
+zt_model_factory zt_az_model_factory(void);
+zt_status zt_az_model_factory_create(void *ctx, const zt_game *g, const zt_evaluator *ev, int max_batch,
+                                    zt_nncache *cache, zt_model **out);
 
 #endif

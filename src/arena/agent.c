@@ -22,11 +22,12 @@ typedef struct player_agent {
     bool own;
 } player_agent;
 
-static void player_choose(zt_agent *a, int n, const int *slots, const void *const *states,
-                          zt_rng *const *rngs, int *actions)
+static zt_status player_choose(zt_agent *a, int n, const int *slots, const void *const *states,
+                               zt_rng *const *rngs, int *actions)
 {
     zt_player *p = ((player_agent *)a)->player;
     for (int i = 0; i < n; i++) actions[i] = p->choose(p, states[i], rngs[i]);
+    return ZT_OK;
 }
 
 static void player_free(zt_agent *a)
@@ -59,18 +60,18 @@ typedef struct policy_agent {
     float *obs, *logits, *values;
 } policy_agent;
 
-static void policy_choose(zt_agent *a, int n, const int *slots, const void *const *states,
-                          zt_rng *const *rngs, int *actions)
+static zt_status policy_choose(zt_agent *a, int n, const int *slots, const void *const *states,
+                               zt_rng *const *rngs, int *actions)
 {
     policy_agent *pa = (policy_agent *)a;
     const zt_game *g = a->game;
     int A = g->num_actions;
     if (pa->ev.eval_states) {
-        pa->ev.eval_states(pa->ev.ctx, n, states, pa->logits, pa->values);
+        ZT_TRY(pa->ev.eval_states(pa->ev.ctx, n, states, pa->logits, pa->values));
     } else {
         for (int i = 0; i < n; i++)
             g->observe(g, states[i], pa->obs + (size_t)i * (size_t)pa->obs_size);
-        pa->ev.eval(pa->ev.ctx, n, pa->obs, pa->logits, pa->values);
+        ZT_TRY(pa->ev.eval(pa->ev.ctx, n, pa->obs, pa->logits, pa->values));
     }
     for (int i = 0; i < n; i++) {
         uint16_t legal[ZT_MAX_ACTIONS];
@@ -81,6 +82,7 @@ static void policy_choose(zt_agent *a, int n, const int *slots, const void *cons
             if (l[legal[j]] > l[best]) best = legal[j];
         actions[i] = best;
     }
+    return ZT_OK;
 }
 
 static void policy_free(zt_agent *a)
@@ -126,18 +128,19 @@ typedef struct search_agent {
     zt_search *search;
 } search_agent;
 
-static void search_choose(zt_agent *a, int n, const int *slots, const void *const *states,
-                          zt_rng *const *rngs, int *actions)
+static zt_status search_choose(zt_agent *a, int n, const int *slots, const void *const *states,
+                               zt_rng *const *rngs, int *actions)
 {
     search_agent *sa = (search_agent *)a;
     for (int i = 0; i < n; i++) zt_search_begin(sa->search, slots[i], states[i]);
-    zt_search_run(sa->search);
+    ZT_TRY(zt_search_run(sa->search));
     for (int i = 0; i < n; i++) {
         actions[i] = zt_search_choose(sa->search, slots[i], 0.0f);
         /* Tree reuse is off (see zt_agent_search_new): this forgets the tree,
          * so the slot's next search, of whatever position, starts afresh. */
         zt_search_played(sa->search, slots[i], actions[i]);
     }
+    return ZT_OK;
 }
 
 static void search_free(zt_agent *a)

@@ -162,7 +162,8 @@ zt_status zt_arena_match(const zt_game *g, zt_agent *a, zt_agent *b, const zt_ma
             }
             if (n == 0) continue;
             zt_agent *ag = m.agent[k];
-            ag->choose(ag, n, slot_ids, states, rngs, actions);
+            st = ag->choose(ag, n, slot_ids, states, rngs, actions);
+            if (st != ZT_OK) break;
             for (int j = 0; j < n; j++) {
                 game_slot *gs = &m.slots[slot_ids[j]];
                 uint8_t mask[ZT_MAX_ACTIONS];
@@ -229,8 +230,8 @@ static bool keeps_value(const judged *j, int action)
     return false;
 }
 
-static void judge_batch(zt_agent *agent, int n, uint8_t *states, size_t stride, zt_rng *rngs,
-                        const judged *jd, zt_positions_result *out)
+static zt_status judge_batch(zt_agent *agent, int n, uint8_t *states, size_t stride, zt_rng *rngs,
+                             const judged *jd, zt_positions_result *out)
 {
     int slots[POSITIONS_BATCH] = {0}, actions[POSITIONS_BATCH] = {0};
     const void *ptrs[POSITIONS_BATCH] = {0};
@@ -241,11 +242,12 @@ static void judge_batch(zt_agent *agent, int n, uint8_t *states, size_t stride, 
         rng_ptrs[i] = &rngs[i];
         if (agent->new_game) agent->new_game(agent, i);
     }
-    agent->choose(agent, n, slots, ptrs, rng_ptrs, actions);
+    ZT_TRY(agent->choose(agent, n, slots, ptrs, rng_ptrs, actions));
     for (int i = 0; i < n; i++) {
         out->positions++;
         out->optimal += keeps_value(&jd[i], actions[i]);
     }
+    return ZT_OK;
 }
 
 zt_status zt_arena_positions(const zt_game *g, zt_agent *agent, const char *path, int limit,
@@ -305,12 +307,13 @@ zt_status zt_arena_positions(const zt_game *g, zt_agent *agent, const char *path
         n++;
         taken++;
         if (n == batch) {
-            judge_batch(agent, n, states, stride, rngs, jd, out);
+            st = judge_batch(agent, n, states, stride, rngs, jd, out);
+            if (st != ZT_OK) break;
             n = 0;
         }
         line = next;
     }
-    if (st == ZT_OK && n > 0) judge_batch(agent, n, states, stride, rngs, jd, out);
+    if (st == ZT_OK && n > 0) st = judge_batch(agent, n, states, stride, rngs, jd, out);
     out->mistakes = out->positions - out->optimal;
     if (st == ZT_OK && out->positions == 0) st = zt_fail(ZT_ERR_INVALID, "%s: no positions", path);
     free(sol);

@@ -35,9 +35,10 @@ struct zt_agent {
     int max_games; /* games it can follow at once (slots 0 .. max_games - 1) */
     /* Chooses actions[i], legal in states[i] (a player node), for the game in
      * slots[i], i < n <= max_games, slots distinct; rngs[i] is that game's
-     * own stream. */
-    void (*choose)(zt_agent *a, int n, const int *slots, const void *const *states,
-                   zt_rng *const *rngs, int *actions);
+     * own stream. A failure (a network call that failed) ends the match
+     * with that status. */
+    zt_status (*choose)(zt_agent *a, int n, const int *slots, const void *const *states,
+                        zt_rng *const *rngs, int *actions);
     /* Optional: a new game starts in `slot` (forget what was kept of it). */
     void (*new_game)(zt_agent *a, int slot);
     /* Optional: `action` (either side's, or a chance outcome) was played in

@@ -52,6 +52,7 @@ static int by_share(const void *a, const void *b)
 }
 
 /* The agent's move in s, with its value estimate and its top moves printed. */
+/* The agent's move, or -1 when its network call failed (the message is set). */
 static int agent_move(session *ss, const void *s)
 {
     const zt_game *g = ss->g;
@@ -63,7 +64,7 @@ static int agent_move(session *ss, const void *s)
     if (ss->search) {
         int32_t visits[ZT_MAX_ACTIONS];
         zt_search_begin(ss->search, 0, s);
-        zt_search_run(ss->search);
+        if (zt_search_run(ss->search) != ZT_OK) return -1;
         choice = zt_search_choose(ss->search, 0, 0.0f);
         value = zt_search_root_value(ss->search, 0);
         zt_search_root_visits(ss->search, 0, visits);
@@ -73,7 +74,7 @@ static int agent_move(session *ss, const void *s)
             mv[i] = (scored_move){legal[i], total ? (double)visits[legal[i]] / (double)total : 0};
     } else {
         g->observe(g, s, ss->obs);
-        ss->ev.eval(ss->ev.ctx, 1, ss->obs, ss->logits, &value);
+        if (ss->ev.eval(ss->ev.ctx, 1, ss->obs, ss->logits, &value) != ZT_OK) return -1;
         float top = -INFINITY;
         for (int i = 0; i < n; i++) top = fmaxf(top, ss->logits[legal[i]]);
         double z = 0;
@@ -205,6 +206,7 @@ static int play_game(session *ss, int human, zt_rng *rng)
         shown = true;
         if (p != human) {
             int a = agent_move(ss, s);
+            if (a < 0) return zt_cli_fail(ZT_ERR_IO);
             char t[64];
             g->action_to_text(g, s, a, t, sizeof t);
             printf("agent plays %s\n", t);

@@ -21,6 +21,18 @@
  * only for finite logits, so illegal actions are masked at every node. A
  * model that knows no legality (MuZero below the root) gives all finite.
  *
+ * State lifetime. A model whose states are handles into its own store
+ * (MuZero hidden states, device buffers) sets `retain` and `release`: search
+ * calls release for every state it drops (a tree forgotten, the part of a
+ * tree that tree reuse does not keep, a root cache rebuilt, the search
+ * freed) and retain for every state it duplicates (a root-cache tree cloned
+ * into a game's tree), so that a store counting references neither leaks nor
+ * dangles. A model storing plain bytes (AlphaZero) leaves both NULL.
+ *
+ * Errors. initial and recurrent return a zt_status: a failed network call
+ * (a device error, a lost peer) travels up to the command as one line. On
+ * failure the model has written no state that needs a release.
+ *
  * Ownership. The caller (search) owns every array in zt_model_output and the
  * state buffers; the model writes into them and keeps no pointer to them. The
  * creator of a model frees it with its `free`. */
@@ -29,6 +41,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "core/status.h"
 
 typedef enum zt_node_kind {
     ZT_NODE_NEW = 0,      /* in the tree, not yet evaluated (search only) */
@@ -49,6 +63,13 @@ typedef struct zt_model_output {
     float *outcome_probs; /* B x max_outcomes: their probabilities, summing to 1 */
 } zt_model_output;
 
+/* Counters every model keeps, for the actors' statistics. */
+typedef struct zt_model_stats {
+    uint64_t positions;   /* positions that needed a value (cache lookups) */
+    uint64_t evaluations; /* positions sent to the evaluator */
+    uint64_t eval_calls;  /* evaluator calls */
+} zt_model_stats;
+
 typedef struct zt_model zt_model;
 struct zt_model {
     int num_actions;   /* size of the policy */
@@ -57,15 +78,20 @@ struct zt_model {
     size_t input_size; /* bytes of one root input (AlphaZero: a game state) */
     int max_batch;     /* largest B either call accepts */
     void *impl;
+    zt_model_stats stats;
 
     /* B root inputs -> states written to states[i] (state_size bytes each)
      * and their outputs. */
-    void (*initial)(zt_model *m, int B, const void *const *roots, void *const *states,
-                    zt_model_output *out);
+    zt_status (*initial)(zt_model *m, int B, const void *const *roots, void *const *states,
+                         zt_model_output *out);
     /* B (state, action) pairs -> next states and their outputs. At a chance
      * state the action is an outcome id. */
-    void (*recurrent)(zt_model *m, int B, const void *const *states, const int *actions,
-                      void *const *next_states, zt_model_output *out);
+    zt_status (*recurrent)(zt_model *m, int B, const void *const *states, const int *actions,
+                           void *const *next_states, zt_model_output *out);
+    /* Optional, both or neither (see "State lifetime"): n states that search
+     * copied (retain) or dropped (release). */
+    void (*retain)(zt_model *m, int n, const void *const *states);
+    void (*release)(zt_model *m, int n, const void *const *states);
     /* Frees impl and the model itself. */
     void (*free)(zt_model *m);
 };

@@ -56,6 +56,7 @@ struct zt_search {
     slot *slots;
     zt_tree spare;    /* scratch target of subtree extraction */
     int32_t *remap;
+    uint8_t *kept;    /* per node: kept by tree reuse (models with release only) */
     bool cache_valid;
 
     /* one round's batch, sized num_trees * K */
@@ -141,6 +142,8 @@ zt_status zt_search_new(const zt_search_config *cfg, zt_model *model, int num_tr
     if (cfg->edge_capacity < model->num_actions || cfg->node_capacity < 2)
         return zt_fail(ZT_ERR_INVALID, "tree capacity too small (edges %d < actions %d?)",
                        cfg->edge_capacity, model->num_actions);
+    if (!model->retain != !model->release)
+        return zt_fail(ZT_ERR_INVALID, "a model sets both retain and release or neither");
     if (model->num_actions > ZT_MAX_ACTIONS)
         return zt_fail(ZT_ERR_INVALID, "model has %d actions, search supports %d", model->num_actions,
                        ZT_MAX_ACTIONS);
@@ -199,7 +202,8 @@ zt_status zt_search_new(const zt_search_config *cfg, zt_model *model, int num_tr
     size_t tree_bytes = zt_tree_bytes_for(cfg->node_capacity, cfg->edge_capacity, model->state_size);
     s->remap = malloc((size_t)cfg->node_capacity * sizeof *s->remap);
     s->tree_block = tree_block_alloc((size_t)(nslots + 1) * tree_bytes);
-    if (!s->remap || !s->tree_block) {
+    if (model->release) s->kept = malloc((size_t)cfg->node_capacity);
+    if (!s->remap || !s->tree_block || (model->release && !s->kept)) {
         zt_search_free(s);
         return zt_fail(ZT_ERR_NOMEM, "%d trees of %zu bytes", nslots + 1, tree_bytes);
     }
@@ -211,11 +215,17 @@ zt_status zt_search_new(const zt_search_config *cfg, zt_model *model, int num_tr
     return ZT_OK;
 }
 
+static void release_tree(zt_search *s, zt_tree *t, const uint8_t *kept);
+
 void zt_search_free(zt_search *s)
 {
     if (!s) return;
     if (s->slots)
-        for (int i = 0; i <= s->num_trees; i++) zt_tree_free(&s->slots[i].tree);
+        for (int i = 0; i <= s->num_trees; i++) {
+            if (s->slots[i].tree.block) release_tree(s, &s->slots[i].tree, NULL);
+            zt_tree_free(&s->slots[i].tree);
+        }
+    free(s->kept);
     zt_tree_free(&s->spare);
     free(s->slots);
     free(s->remap);
@@ -829,8 +839,34 @@ static void prepare_root(zt_search *s, slot *sl)
     sl->prepared = true;
 }
 
-static void reset_slot(slot *sl)
+/* ---- model state lifetime (model.h) ---- */
+
+/* Hands the model the states of tree t's evaluated nodes (kind != NEW: a
+ * new node's state was never written), in batches, through retain or
+ * release; with `kept`, only the nodes it does not mark. */
+static void tell_model(zt_search *s, const zt_tree *t, const uint8_t *kept, bool retain)
 {
+    const void **batch = s->in_states;
+    int cap = s->batch_cap > s->num_trees + 1 ? s->batch_cap : s->num_trees + 1, n = 0;
+    for (int i = 0; i < t->num_nodes; i++) {
+        if (t->nodes[i].kind == ZT_NODE_NEW || (kept && kept[i])) continue;
+        batch[n++] = zt_tree_state(t, i);
+        if (n == cap) {
+            (retain ? s->model->retain : s->model->release)(s->model, n, batch);
+            n = 0;
+        }
+    }
+    if (n > 0) (retain ? s->model->retain : s->model->release)(s->model, n, batch);
+}
+
+static void release_tree(zt_search *s, zt_tree *t, const uint8_t *kept)
+{
+    if (s->model->release) tell_model(s, t, kept, false);
+}
+
+static void reset_slot(zt_search *s, slot *sl)
+{
+    release_tree(s, &sl->tree, NULL);
     zt_tree_clear(&sl->tree);
     sl->has_root = false;
 }
@@ -842,10 +878,12 @@ void zt_search_begin(zt_search *s, int t, const void *root_input)
     memcpy(sl->input, root_input, s->model->input_size);
     zt_tree *tr = &sl->tree;
     if (sl->has_root && (tr->nodes[0].kind != ZT_NODE_DECISION || tr->nodes[0].num_edges == 0))
-        reset_slot(sl);
+        reset_slot(s, sl);
     if (!sl->has_root && t < s->num_trees && s->cache_valid &&
         memcmp(s->slots[s->num_trees].input, root_input, s->model->input_size) == 0) {
+        release_tree(s, tr, NULL);
         zt_tree_copy(tr, &s->slots[s->num_trees].tree);
+        if (s->model->retain) tell_model(s, tr, NULL, true);
         sl->has_root = true;
         s->stats.root_cache_hits++;
     }
@@ -859,12 +897,13 @@ void zt_search_begin(zt_search *s, int t, const void *root_input)
 }
 
 /* One initial() call for every searching tree without a root. */
-static void evaluate_roots(zt_search *s)
+static zt_status evaluate_roots(zt_search *s)
 {
     int B = 0;
     for (int i = 0; i <= s->num_trees; i++) {
         slot *sl = &s->slots[i];
         if (!sl->searching || sl->has_root) continue;
+        release_tree(s, &sl->tree, NULL);
         zt_tree_clear(&sl->tree);
         int root = zt_tree_add_node(&sl->tree, ZT_TREE_NONE, ZT_TREE_NONE);
         s->leaves[B] = (leaf){i, root};
@@ -872,8 +911,8 @@ static void evaluate_roots(zt_search *s)
         s->out_states[B] = zt_tree_state(&sl->tree, root);
         B++;
     }
-    if (B == 0) return;
-    s->model->initial(s->model, B, s->in_states, s->out_states, &s->out);
+    if (B == 0) return ZT_OK;
+    ZT_TRY(s->model->initial(s->model, B, s->in_states, s->out_states, &s->out));
     for (int b = 0; b < B; b++) {
         slot *sl = &s->slots[s->leaves[b].slot];
         zt_tree *t = &sl->tree;
@@ -884,11 +923,33 @@ static void evaluate_roots(zt_search *s)
         t->nodes[0].value_sum = s->out.value[b];
         sl->has_root = true;
     }
+    return ZT_OK;
 }
 
-void zt_search_run(zt_search *s)
+/* After a failed model call the round's pending leaves hold virtual visits
+ * and no states: every tree that was searching is dropped, so the search
+ * can be begun again (or freed) with no state leaked. */
+static zt_status abandon_run(zt_search *s, zt_status st)
 {
-    evaluate_roots(s);
+    for (int i = 0; i <= s->num_trees; i++) {
+        slot *sl = &s->slots[i];
+        if (!sl->searching) continue;
+        reset_slot(s, sl);
+        sl->searching = false;
+        if (i == s->num_trees) s->cache_valid = false;
+    }
+    return st;
+}
+
+void zt_search_cancel(zt_search *s)
+{
+    abandon_run(s, ZT_OK);
+}
+
+zt_status zt_search_run(zt_search *s)
+{
+    zt_status st = evaluate_roots(s);
+    if (st != ZT_OK) return abandon_run(s, st);
     for (int i = 0; i <= s->num_trees; i++)
         if (s->slots[i].searching && !s->slots[i].prepared) prepare_root(s, &s->slots[i]);
     for (;;) {
@@ -896,7 +957,8 @@ void zt_search_run(zt_search *s)
         int B = select_round(s, &known);
         if (B == 0 && known == 0) break;
         if (B > 0) {
-            s->model->recurrent(s->model, B, s->in_states, s->actions, s->out_states, &s->out);
+            st = s->model->recurrent(s->model, B, s->in_states, s->actions, s->out_states, &s->out);
+            if (st != ZT_OK) return abandon_run(s, st);
             s->stats.model_calls++;
             s->stats.model_states += (uint64_t)B;
         }
@@ -908,6 +970,7 @@ void zt_search_run(zt_search *s)
             if (sl->searching && sl->sims_done >= sl->sims_target) sl->searching = false;
         }
     }
+    return ZT_OK;
 }
 
 /* ---- results ---- */
@@ -1001,10 +1064,16 @@ void zt_search_played(zt_search *s, int t, int action)
     zt_tree *tr = &sl->tree;
     int c = s->cfg.tree_reuse ? zt_tree_find_child(tr, 0, action) : ZT_TREE_NONE;
     if (c == ZT_TREE_NONE || tr->nodes[c].kind == ZT_NODE_NEW || tr->nodes[c].kind == ZT_NODE_TERMINAL) {
-        reset_slot(sl);
+        reset_slot(s, sl);
         return;
     }
     zt_tree_extract(&s->spare, tr, c, s->remap);
+    if (s->model->release) {
+        /* remap[new] = old: every old node not kept is dropped */
+        memset(s->kept, 0, (size_t)tr->num_nodes);
+        for (int q = 0; q < s->spare.num_nodes; q++) s->kept[s->remap[q]] = 1;
+        release_tree(s, tr, s->kept);
+    }
     zt_tree_swap(&s->spare, tr);
     s->stats.reused_nodes += (uint64_t)tr->num_nodes;
 }
@@ -1012,7 +1081,7 @@ void zt_search_played(zt_search *s, int t, int action)
 void zt_search_forget(zt_search *s, int t)
 {
     ZT_ASSERT(!s->slots[t].searching);
-    reset_slot(&s->slots[t]);
+    reset_slot(s, &s->slots[t]);
 }
 
 zt_status zt_search_build_root_cache(zt_search *s, const void *root_input, int num_simulations)
@@ -1020,11 +1089,11 @@ zt_status zt_search_build_root_cache(zt_search *s, const void *root_input, int n
     if (num_simulations < 1) return zt_fail(ZT_ERR_INVALID, "root cache needs simulations >= 1");
     for (int i = 0; i < s->num_trees; i++) ZT_ASSERT(!s->slots[i].searching);
     slot *cache = &s->slots[s->num_trees];
-    reset_slot(cache);
+    reset_slot(s, cache);
     s->cache_valid = false;
     zt_search_begin(s, s->num_trees, root_input);
     cache->sims_target = num_simulations;
-    zt_search_run(s);
+    ZT_TRY(zt_search_run(s));
     s->cache_valid = true;
     return ZT_OK;
 }
@@ -1032,7 +1101,7 @@ zt_status zt_search_build_root_cache(zt_search *s, const void *root_input, int n
 void zt_search_clear_root_cache(zt_search *s)
 {
     s->cache_valid = false;
-    reset_slot(&s->slots[s->num_trees]);
+    reset_slot(s, &s->slots[s->num_trees]);
 }
 
 const zt_tree *zt_search_tree(const zt_search *s, int t)

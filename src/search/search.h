@@ -88,8 +88,14 @@ void zt_search_free(zt_search *s);
  * the root cache if it holds this position, else from scratch. */
 void zt_search_begin(zt_search *s, int t, const void *root_input);
 
-/* Runs every begun tree to the end of its simulations, in lockstep rounds. */
-void zt_search_run(zt_search *s);
+/* Runs every begun tree to the end of its simulations, in lockstep rounds.
+ * A failed model call is returned as it came; the trees that were searching
+ * are then dropped (begin them again to retry). */
+zt_status zt_search_run(zt_search *s);
+
+/* Drops every tree begun and not yet run (after a failure elsewhere), so
+ * that each can be begun, played or forgotten again. */
+void zt_search_cancel(zt_search *s);
 
 /* The action to play: Gumbel's sequential-halving winner, or for PUCT a
  * sample of visits^(1/temperature) (temperature 0: the most visited). */

@@ -29,11 +29,8 @@ struct zt_actor {
     const zt_game *game;
     zt_actor_config cfg;
     zt_search_config full_cfg, fast_cfg;
-    zt_net *net;
-    int value_size;
-    float *wdl;       /* WDL nets: the three logits per position, turned into one value */
-    int max_eval;     /* the largest batch the net is called with */
-    uint64_t *batch_counts; /* [max_eval + 1]: network calls per batch size */
+    zt_evaluator ev;  /* borrowed */
+    int max_eval;     /* the largest batch the evaluator is called with */
     zt_nncache *cache;
     zt_model *model;
     zt_search *full, *fast; /* fast is NULL without playout-cap randomisation */
@@ -69,26 +66,6 @@ void zt_actor_config_default(zt_actor_config *c)
 
 static void start_game(zt_actor *a, int t, uint64_t stream);
 static uint64_t continuous_stream(const zt_actor *a);
-
-/* ---- the evaluator: the actor's net on one thread ---- */
-
-static void eval_net(void *ctx, int B, const float *obs, float *logits, float *value)
-{
-    zt_actor *a = ctx;
-    uint64_t t0 = zt_now_ns();
-    zt_status st = zt_net_forward(a->net, B, obs, logits, a->value_size == 1 ? value : a->wdl);
-    a->stats.net_ns += zt_now_ns() - t0;
-    ZT_ASSERT(st == ZT_OK && B <= a->max_eval);
-    a->batch_counts[B]++;
-    if (a->value_size == 1) return;
-    /* Expected score for the player to move: P(win) - P(loss). */
-    for (int i = 0; i < B; i++) {
-        const float *w = a->wdl + (size_t)i * 3;
-        float m = fmaxf(w[0], fmaxf(w[1], w[2]));
-        float ew = expf(w[0] - m), ed = expf(w[1] - m), el = expf(w[2] - m);
-        value[i] = (ew - el) / (ew + ed + el);
-    }
-}
 
 /* ---- searches ---- */
 
@@ -135,8 +112,16 @@ static void size_trees(const zt_game *g, const zt_actor_config *c, zt_search_con
     sc->edge_capacity = nodes * branching > g->num_actions ? nodes * branching : g->num_actions;
 }
 
-zt_status zt_actor_new(const zt_game *g, const zt_net_config *net_cfg, const char *backend,
-                       zt_precision precision, const zt_actor_config *cfg, zt_actor **out)
+int zt_actor_eval_batch(const zt_game *g, const zt_actor_config *cfg)
+{
+    int K = cfg->search.leaves_per_round > 0 ? cfg->search.leaves_per_round : 1;
+    /* the model may send one position per chance outcome of each state */
+    int per_item = g->max_chance_outcomes > 1 ? g->max_chance_outcomes : 1;
+    return cfg->games * K * per_item;
+}
+
+zt_status zt_actor_new(const zt_game *g, const zt_model_factory *mf, const zt_evaluator *ev,
+                       const zt_actor_config *cfg, zt_actor **out)
 {
     *out = NULL;
     if (cfg->games < 1) return zt_fail(ZT_ERR_INVALID, "games_per_actor must be >= 1");
@@ -150,26 +135,16 @@ zt_status zt_actor_new(const zt_game *g, const zt_net_config *net_cfg, const cha
     a->fast_cfg.num_simulations = cfg->fast_simulations;
     size_trees(g, cfg, &a->full_cfg, a->full_cfg.num_simulations);
     size_trees(g, cfg, &a->fast_cfg, a->fast_cfg.num_simulations);
-    a->value_size = zt_net_value_size(net_cfg);
+    a->ev = *ev;
     int K = cfg->search.leaves_per_round > 0 ? cfg->search.leaves_per_round : 1;
     int max_batch = cfg->games * K;
-    /* the model may send one position per chance outcome of each state */
-    int per_item = g->max_chance_outcomes > 1 ? g->max_chance_outcomes : 1;
-    int max_eval = max_batch * per_item;
-    zt_status st = zt_net_new(net_cfg, backend, precision, 1, &a->net);
-    if (st == ZT_OK) st = zt_net_reserve(a->net, max_eval);
-    a->max_eval = max_eval;
-    a->batch_counts = zt_xcalloc((size_t)max_eval + 1, sizeof *a->batch_counts);
-    if (st == ZT_OK && a->value_size == 3) {
-        a->wdl = malloc((size_t)max_eval * 3 * sizeof *a->wdl);
-        if (!a->wdl) st = zt_fail(ZT_ERR_NOMEM, "actor: WDL buffer");
-    }
-    if (st == ZT_OK && cfg->nncache) {
+    a->max_eval = zt_actor_eval_batch(g, cfg);
+    zt_status st = ZT_OK;
+    if (cfg->nncache) {
         a->cache = zt_nncache_new((size_t)cfg->nncache_entries, g->num_actions);
         if (!a->cache) st = zt_fail(ZT_ERR_NOMEM, "actor: NN cache of %d entries", cfg->nncache_entries);
     }
-    zt_evaluator ev = {.ctx = a, .eval = eval_net};
-    if (st == ZT_OK) st = zt_az_model_new(g, &ev, max_batch, a->cache, &a->model);
+    if (st == ZT_OK) st = mf->create(mf->ctx, g, &a->ev, max_batch, a->cache, &a->model);
     a->slots = zt_xcalloc((size_t)cfg->games, sizeof *a->slots);
     a->searched = zt_xcalloc((size_t)cfg->games, sizeof *a->searched);
     a->policy = zt_xcalloc((size_t)g->num_actions, sizeof *a->policy);
@@ -195,20 +170,12 @@ void zt_actor_free(zt_actor *a)
     free_searches(a);
     zt_model_free(a->model);
     zt_nncache_free(a->cache);
-    zt_net_free(a->net);
     if (a->slots)
         for (int t = 0; t < a->cfg.games; t++) zt_replay_traj_free(a->slots[t].traj);
     free(a->slots);
     free(a->searched);
     free(a->policy);
-    free(a->wdl);
-    free(a->batch_counts);
     free(a);
-}
-
-zt_net *zt_actor_net(zt_actor *a)
-{
-    return a->net;
 }
 
 zt_status zt_actor_weights_changed(zt_actor *a)
@@ -389,10 +356,17 @@ zt_status zt_actor_step(zt_actor *a, zt_replay *rb)
         any_full |= full;
         any_fast |= !full;
     }
-    zt_az_model_stats before = zt_az_model_get_stats(a->model);
-    if (any_full) zt_search_run(a->full);
-    if (any_fast) zt_search_run(a->fast);
-    zt_az_model_stats after = zt_az_model_get_stats(a->model);
+    zt_model_stats before = a->model->stats;
+    zt_status st = any_full ? zt_search_run(a->full) : ZT_OK;
+    if (st == ZT_OK && any_fast) st = zt_search_run(a->fast);
+    if (st != ZT_OK) {
+        /* the failed search dropped its trees; the other may still hold
+         * begun ones: the games go on from their positions next step */
+        zt_search_cancel(a->full);
+        if (a->fast) zt_search_cancel(a->fast);
+        return st;
+    }
+    zt_model_stats after = a->model->stats;
     a->stats.inferences += after.evaluations - before.evaluations;
     a->stats.net_calls += after.eval_calls - before.eval_calls;
     a->stats.positions_valued += after.positions - before.positions;
@@ -437,11 +411,6 @@ zt_status zt_actor_step(zt_actor *a, zt_replay *rb)
 int zt_actor_max_batch(const zt_actor *a)
 {
     return a->max_eval;
-}
-
-void zt_actor_batch_counts(const zt_actor *a, uint64_t *counts)
-{
-    memcpy(counts, a->batch_counts, ((size_t)a->max_eval + 1) * sizeof *counts);
 }
 
 zt_actor_stats zt_actor_get_stats(const zt_actor *a)

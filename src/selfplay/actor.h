@@ -1,8 +1,10 @@
 /* Self-play actors (DESIGN.md §1, §4): an actor owns G games played in
- * lockstep, their search trees (one zt_search over G trees), its own copy of
- * the network evaluated on one thread, and an NN cache. Every step plays one
- * move in each running game, all G searches sharing one batched evaluator;
- * finished games become replay trajectories.
+ * lockstep, their search trees (one zt_search over G trees), the model it
+ * searches with (built by an injected model factory: AlphaZero today) and
+ * an NN cache. The model calls an injected evaluator: a private net on the
+ * actor's thread or a shared evaluator service (agent/evaluator.h). Every
+ * step plays one move in each running game, all G searches sharing one
+ * batched model call per round; finished games become replay trajectories.
  *
  * Two ways to run. Continuous: a finished game goes to the replay buffer at
  * once and its slot starts a new game (what concurrent training wants).
@@ -20,8 +22,8 @@
 #include <stdint.h>
 
 #include "core/status.h"
+#include "agent/evaluator.h"
 #include "game/game.h"
-#include "nn/nn.h"
 #include "replay/replay.h"
 #include "search/search.h"
 
@@ -72,7 +74,6 @@ typedef struct zt_actor_stats {
     uint64_t positions_added; /* their positions */
     uint64_t inferences;     /* positions sent to the network */
     uint64_t net_calls;      /* network calls (batches): inferences / net_calls is the mean batch */
-    uint64_t net_ns;         /* wall time spent in those calls */
     uint64_t positions_valued; /* positions the model needed (cache lookups) */
     uint64_t nncache_hits;
     uint64_t resignations;
@@ -83,17 +84,20 @@ typedef struct zt_actor_stats {
 
 typedef struct zt_actor zt_actor;
 
-/* A fresh actor whose net (architecture net_cfg, one thread) has zero
- * weights until the caller writes them (zt_actor_net, then
- * zt_actor_weights_changed). */
-zt_status zt_actor_new(const zt_game *g, const zt_net_config *net_cfg, const char *backend,
-                       zt_precision precision, const zt_actor_config *cfg, zt_actor **out);
+/* The largest batch an actor of cfg sends its evaluator (G x K, times the
+ * chance outcomes where the model expands them): the batch to reserve. */
+int zt_actor_eval_batch(const zt_game *g, const zt_actor_config *cfg);
+
+/* A fresh actor searching with the model mf builds over ev (both borrowed;
+ * the evaluator must outlive the actor). Building the root cache evaluates
+ * positions, so the evaluator's weights should be in place first, else call
+ * zt_actor_weights_changed once they are. */
+zt_status zt_actor_new(const zt_game *g, const zt_model_factory *mf, const zt_evaluator *ev,
+                       const zt_actor_config *cfg, zt_actor **out);
 void zt_actor_free(zt_actor *a);
 
-/* The actor's own network, to copy published weights into. */
-zt_net *zt_actor_net(zt_actor *a);
-/* After the net's weights changed: forgets the NN cache and rebuilds the
- * root cache. No game may be mid-search (between steps is fine). */
+/* After the evaluator's weights changed: forgets the NN cache and rebuilds
+ * the root cache. No game may be mid-search (between steps is fine). */
 zt_status zt_actor_weights_changed(zt_actor *a);
 
 /* Generations: starts G new games from the generation's seed. */
@@ -109,12 +113,8 @@ zt_status zt_actor_step(zt_actor *a, zt_replay *rb);
 
 zt_actor_stats zt_actor_get_stats(const zt_actor *a);
 
-/* The largest batch the actor sends its net (G x K, times the chance
- * outcomes where the model expands them), and the number of network calls
- * made so far at each batch size: counts[0 .. zt_actor_max_batch(a)]. Read
- * on the actor's own thread. */
+/* zt_actor_eval_batch of the actor's game and settings. */
 int zt_actor_max_batch(const zt_actor *a);
-void zt_actor_batch_counts(const zt_actor *a, uint64_t *counts);
 
 /* Bytes the actor holds for its searches and NN cache (the parts that
  * depend on the settings; the network's own memory is not counted). */

@@ -163,53 +163,19 @@ zt_status zt_run_check_game(const char *path, const zt_game *model_game, const c
 
 /* ---- the evaluator over a net ---- */
 
-typedef struct net_eval {
-    zt_net *net;
-    int value_size;
-    float *wdl; /* WDL logits, grown to the largest batch seen */
-    int wdl_batch;
-} net_eval;
-
-static void net_eval_run(void *ctx, int B, const float *obs, float *policy_logits, float *value)
-{
-    net_eval *ne = ctx;
-    if (ne->value_size == 1) {
-        zt_status st = zt_net_forward(ne->net, B, obs, policy_logits, value);
-        ZT_ASSERT(st == ZT_OK);
-        return;
-    }
-    if (B > ne->wdl_batch) {
-        free(ne->wdl);
-        ne->wdl = zt_xmalloc((size_t)B * 3 * sizeof(float));
-        ne->wdl_batch = B;
-    }
-    zt_status st = zt_net_forward(ne->net, B, obs, policy_logits, ne->wdl);
-    ZT_ASSERT(st == ZT_OK);
-    for (int i = 0; i < B; i++) {
-        const float *l = ne->wdl + 3 * i;
-        float m = fmaxf(l[0], fmaxf(l[1], l[2]));
-        float w = expf(l[0] - m), d = expf(l[1] - m), lo = expf(l[2] - m);
-        value[i] = (w - lo) / (w + d + lo);
-    }
-}
-
 zt_status zt_run_evaluator_new(zt_net *net, zt_evaluator *out)
 {
     memset(out, 0, sizeof *out);
-    net_eval *ne = zt_xcalloc(1, sizeof *ne);
-    ne->net = net;
-    ne->value_size = zt_net_value_size(zt_net_config_of(net));
-    out->ctx = ne;
-    out->eval = net_eval_run;
+    zt_net_evaluator *ne;
+    ZT_TRY(zt_net_evaluator_new(net, 1, &ne));
+    *out = zt_net_evaluator_get(ne);
     return ZT_OK;
 }
 
 void zt_run_evaluator_free(zt_evaluator *ev)
 {
     if (!ev || !ev->ctx) return;
-    net_eval *ne = ev->ctx;
-    free(ne->wdl);
-    free(ne);
+    zt_net_evaluator_free(ev->ctx);
     ev->ctx = NULL;
 }
 

@@ -233,6 +233,10 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_double(c, "selfplay.random_opening_fraction", 0.0, 0, 1,
                             &A->random_opening_fraction));
     ZT_TRY(get_int(c, "selfplay.random_opening_plies", 0, 0, 1 << 16, &A->random_opening_plies));
+    static const char *const evaluators[] = {"private", "shared", NULL};
+    int evaluator;
+    ZT_TRY(zt_config_choice(c, "selfplay.evaluator", "private", evaluators, &evaluator));
+    S->evaluator = evaluator == 0 ? ZT_EVALUATOR_PRIVATE : ZT_EVALUATOR_SHARED;
     ZT_TRY(zt_config_bool(c, "selfplay.nncache", !debug, &A->nncache));
     ZT_TRY(get_int(c, "selfplay.nncache_entries", A->nncache_entries, 1, 1 << 28,
                    &A->nncache_entries));

@@ -101,7 +101,9 @@ struct loop {
     bool perfect;
     bool replay_figure_logged;
     zt_net *eval_net;
+    zt_net_evaluator *arena_ev;
     zt_nncache *eval_cache;
+    zt_evaluator_pool *pool; /* the actors' evaluators */
 };
 
 static double now_elapsed(const loop *L)
@@ -152,14 +154,23 @@ static void publish(loop *L)
     L->st.published++;
 }
 
+static zt_status write_published(zt_net *net, void *ctx)
+{
+    copy_tensors_in(net, ctx);
+    return ZT_OK;
+}
+
 /* Gives an actor the newest published weights if it holds older ones. */
 static zt_status pull_weights(loop *L, actor_thread *T)
 {
     if (atomic_load(&L->version) == T->version) return ZT_OK;
     pthread_mutex_lock(&L->mu);
-    copy_tensors_in(zt_actor_net(T->actor), L->published);
-    T->version = atomic_load(&L->version);
+    uint64_t version = atomic_load(&L->version);
+    zt_status st = zt_evaluator_pool_update(L->pool, (int)(T - L->actors), version, write_published,
+                                            L->published);
     pthread_mutex_unlock(&L->mu);
+    ZT_TRY(st);
+    T->version = version;
     return zt_actor_weights_changed(T->actor);
 }
 
@@ -206,26 +217,6 @@ static zt_actor_stats actor_totals(loop *L)
 }
 
 /* ---- the arena ---- */
-
-static void eval_arena_net(void *ctx, int B, const float *obs, float *logits, float *value)
-{
-    loop *L = ctx;
-    if (zt_net_value_size(&L->S.net) == 1) {
-        zt_status st = zt_net_forward(L->eval_net, B, obs, logits, value);
-        ZT_ASSERT(st == ZT_OK);
-        return;
-    }
-    float *wdl = zt_xmalloc((size_t)B * 3 * sizeof *wdl);
-    zt_status st = zt_net_forward(L->eval_net, B, obs, logits, wdl);
-    ZT_ASSERT(st == ZT_OK);
-    for (int i = 0; i < B; i++) {
-        const float *w = wdl + (size_t)i * 3;
-        float m = fmaxf(w[0], fmaxf(w[1], w[2]));
-        float ew = expf(w[0] - m), ed = expf(w[1] - m), el = expf(w[2] - m);
-        value[i] = (ew - el) / (ew + ed + el);
-    }
-    free(wdl);
-}
 
 static bool file_exists(const char *path)
 {
@@ -299,7 +290,7 @@ static zt_status run_arena(loop *L)
     const zt_train_settings *S = &L->S;
     copy_net(L->eval_net, L->net);
     if (L->eval_cache) zt_nncache_clear(L->eval_cache);
-    zt_evaluator ev = {.ctx = L, .eval = eval_arena_net};
+    zt_evaluator ev = zt_net_evaluator_get(L->arena_ev);
     zt_search_config sc = S->actor.search;
     sc.num_simulations = S->arena_sims;
     sc.gumbel_noise = false;
@@ -907,6 +898,7 @@ static zt_status setup(loop *L)
     snprintf(L->st.game, sizeof L->st.game, "%s", L->spec);
     ZT_TRY(zt_net_new(&S->net, S->backend, S->precision, S->learner_threads, &L->net));
     ZT_TRY(zt_net_new(&S->net, S->backend, S->precision, S->learner_threads, &L->eval_net));
+    ZT_TRY(zt_net_evaluator_new(L->eval_net, ARENA_MAX_GAMES, &L->arena_ev));
     zt_rng init;
     zt_rng_seed(&init, S->seed, 0x6e657421ULL);
     zt_net_init(L->net, &init);
@@ -921,11 +913,15 @@ static zt_status setup(loop *L)
     L->published = zt_xmalloc(L->published_floats * sizeof *L->published);
     L->nactors = S->actors;
     L->actors = zt_xcalloc((size_t)L->nactors, sizeof *L->actors);
+    ZT_TRY(zt_evaluator_pool_new(&S->net, S->backend, S->precision, S->evaluator, L->nactors,
+                                 zt_actor_eval_batch(L->game, &S->actor), L->nactors, &L->pool));
+    zt_model_factory mf = zt_az_model_factory();
     for (int i = 0; i < L->nactors; i++) {
         zt_actor_config ac = S->actor;
         ac.id = i;
         L->actors[i].L = L;
-        ZT_TRY(zt_actor_new(L->game, &S->net, S->backend, S->precision, &ac, &L->actors[i].actor));
+        zt_evaluator ev = zt_evaluator_pool_client(L->pool, i);
+        ZT_TRY(zt_actor_new(L->game, &mf, &ev, &ac, &L->actors[i].actor));
     }
     return ZT_OK;
 }
@@ -934,6 +930,8 @@ static void teardown(loop *L)
 {
     for (int i = 0; L->actors && i < L->nactors; i++) zt_actor_free(L->actors[i].actor);
     free(L->actors);
+    zt_evaluator_pool_free(L->pool);
+    zt_net_evaluator_free(L->arena_ev);
     stop_sampler(L);
     zt_replay_batch_free(&L->sync_batch);
     free(L->value_target);

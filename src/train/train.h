@@ -39,6 +39,7 @@ typedef struct zt_train_settings {
     zt_train_mode mode;
     int actors;           /* actor threads */
     int learner_threads;  /* threads of the learner's net */
+    zt_evaluator_kind evaluator; /* selfplay.evaluator: private nets or one shared service */
     char backend[32];
     zt_precision precision;
     zt_net_config net;

@@ -1,0 +1,111 @@
+/* The private evaluator: a net forward pass on the caller's thread. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/evaluator.h"
+#include "core/alloc.h"
+#include "core/fault.h"
+#include "core/timer.h"
+
+struct zt_net_evaluator {
+    zt_net *net;
+    int max_batch;
+    int value_size; /* 1 scalar, 3 WDL */
+    float *wdl;     /* max_batch x 3, WDL nets only */
+    uint64_t *batch_counts;
+    zt_evaluator_stats stats;
+};
+
+void zt_wdl_to_value(int B, const float *wdl, float *value)
+{
+    /* Expected score for the player to move: P(win) - P(loss). */
+    for (int i = 0; i < B; i++) {
+        const float *w = wdl + (size_t)i * 3;
+        float m = fmaxf(w[0], fmaxf(w[1], w[2]));
+        float ew = expf(w[0] - m), ed = expf(w[1] - m), el = expf(w[2] - m);
+        value[i] = (ew - el) / (ew + ed + el);
+    }
+}
+
+/* Makes room for batches of B (kernels and buffers): only when a caller
+ * goes past the batch it reserved, never in steady state. */
+static zt_status grow(zt_net_evaluator *ne, int B)
+{
+    ZT_TRY(zt_net_reserve(ne->net, B));
+    uint64_t *counts = realloc(ne->batch_counts, ((size_t)B + 1) * sizeof *counts);
+    if (!counts) return zt_fail(ZT_ERR_NOMEM, "evaluator: batch counts for %d", B);
+    memset(counts + ne->max_batch + 1, 0, (size_t)(B - ne->max_batch) * sizeof *counts);
+    ne->batch_counts = counts;
+    if (ne->value_size == 3) {
+        float *wdl = realloc(ne->wdl, (size_t)B * 3 * sizeof *wdl);
+        if (!wdl) return zt_fail(ZT_ERR_NOMEM, "evaluator: WDL buffer for %d", B);
+        ne->wdl = wdl;
+    }
+    ne->max_batch = B;
+    return ZT_OK;
+}
+
+static zt_status net_eval(void *ctx, int B, const float *obs, float *logits, float *value)
+{
+    zt_net_evaluator *ne = ctx;
+    if (B < 1) return zt_fail(ZT_ERR_INVALID, "evaluator: batch %d", B);
+    if (B > ne->max_batch) ZT_TRY(grow(ne, B));
+    if (zt_fault_hit(ZT_FAULT_EVAL))
+        return zt_fail(ZT_ERR_IO, "evaluator: injected fault (ZT_FAULT=eval)");
+    uint64_t t0 = zt_now_ns();
+    ZT_TRY(zt_net_forward(ne->net, B, obs, logits, ne->value_size == 1 ? value : ne->wdl));
+    ne->stats.net_ns += zt_now_ns() - t0;
+    ne->stats.calls++;
+    ne->stats.positions += (uint64_t)B;
+    ne->batch_counts[B]++;
+    if (ne->value_size == 3) zt_wdl_to_value(B, ne->wdl, value);
+    return ZT_OK;
+}
+
+zt_status zt_net_evaluator_new(zt_net *net, int max_batch, zt_net_evaluator **out)
+{
+    *out = NULL;
+    if (max_batch < 1) return zt_fail(ZT_ERR_INVALID, "evaluator: max_batch must be >= 1");
+    ZT_TRY(zt_net_reserve(net, max_batch));
+    zt_net_evaluator *ne = zt_xcalloc(1, sizeof *ne);
+    ne->net = net;
+    ne->max_batch = max_batch;
+    ne->value_size = zt_net_value_size(zt_net_config_of(net));
+    ne->batch_counts = calloc((size_t)max_batch + 1, sizeof *ne->batch_counts);
+    if (ne->value_size == 3) ne->wdl = malloc((size_t)max_batch * 3 * sizeof *ne->wdl);
+    if (!ne->batch_counts || (ne->value_size == 3 && !ne->wdl)) {
+        zt_net_evaluator_free(ne);
+        return zt_fail(ZT_ERR_NOMEM, "evaluator buffers for batch %d", max_batch);
+    }
+    *out = ne;
+    return ZT_OK;
+}
+
+void zt_net_evaluator_free(zt_net_evaluator *ne)
+{
+    if (!ne) return;
+    free(ne->wdl);
+    free(ne->batch_counts);
+    free(ne);
+}
+
+zt_evaluator zt_net_evaluator_get(zt_net_evaluator *ne)
+{
+    return (zt_evaluator){.ctx = ne, .eval = net_eval};
+}
+
+zt_evaluator_stats zt_net_evaluator_get_stats(const zt_net_evaluator *ne)
+{
+    return ne->stats;
+}
+
+const uint64_t *zt_net_evaluator_batch_counts(const zt_net_evaluator *ne)
+{
+    return ne->batch_counts;
+}
+
+int zt_net_evaluator_max_batch(const zt_net_evaluator *ne)
+{
+    return ne->max_batch;
+}
