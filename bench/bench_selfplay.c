@@ -47,7 +47,10 @@ static void usage(FILE *f)
             "  --seconds S   measured seconds per row (default 5; a short warm-up comes first)\n"
             "  --ablate      one row per optimisation turned off in turn (cross-game batching,\n"
             "                K leaves per tree, bf16, NN cache, root cache, tree reuse, compact\n"
-            "                replay, sampler prefetch), then debug=1; ratios against all-on\n");
+            "                replay, sampler prefetch), the other evaluator kind (private nets\n"
+            "                or the shared service), then debug=1; ratios against all-on\n"
+            "  --set selfplay.evaluator=shared   the actors' positions go through one evaluator\n"
+            "                service thread that merges their batches (what a GPU wants)\n");
 }
 
 /* ---- settings ---- */
@@ -445,7 +448,7 @@ static void print_selfplay(const row *rw, const result *r, const result *base)
 
 static int run(const bench_args *A)
 {
-    row rows[12];
+    row rows[16];
     int nrows = 0;
     rows[nrows++] = (row){.name = "all on", .kind = ROW_SELFPLAY};
 
@@ -489,6 +492,13 @@ static int run(const bench_args *A)
         rows[nrows++] = (row){.name = "NN cache off", .sets = {"selfplay.nncache=0"}};
         rows[nrows++] = (row){.name = "root cache off", .sets = {"selfplay.root_cache=0"}};
         rows[nrows++] = (row){.name = "tree reuse off", .sets = {"search.tree_reuse=0"}};
+        if (S.evaluator == ZT_EVALUATOR_PRIVATE)
+            rows[nrows++] = (row){.name = "shared evaluator (default private)",
+                                  .sets = {"selfplay.evaluator=shared"},
+                                  .turns_on = true};
+        else
+            rows[nrows++] = (row){.name = "private evaluators (shared in use)",
+                                  .sets = {"selfplay.evaluator=private"}};
         rows[nrows++] =
             (row){.name = "compact replay off (dense f32, memory)", .kind = ROW_DENSE_REPLAY};
         rows[nrows++] = (row){.name = "learner steps/s, sampler prefetch on", .kind = ROW_LEARNER};
