@@ -51,7 +51,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("zeroth %s\n", ZEROTH_VERSION);
+        printf("zeroth %s (backends: %s)\n", zeroth_version(), zeroth_backends());
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
