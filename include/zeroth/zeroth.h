@@ -301,13 +301,13 @@ ZEROTH_API zeroth_status zeroth_run_new(const char *config, const char *run_dir,
 ZEROTH_API zeroth_status zeroth_run_resume(const char *run_dir, const char *overrides,
                                            zeroth_run_t **out);
 /* Trains until `steps` more learner steps or `seconds` of wall time have
- * passed (0: no such bound; both 0: until stopped), writing a checkpoint
- * when it returns. *done becomes 1 when the run is over (stopped, or played
- * perfectly with arena.stop_on_perfect), else 0. */
+ * passed (0: no such bound; both 0: until stopped). *done becomes 1 when
+ * the run is over (stopped, or played perfectly with
+ * arena.stop_on_perfect), else 0; stepping a run that is over does nothing. */
 ZEROTH_API zeroth_status zeroth_run_step(zeroth_run_t *run, int64_t steps, double seconds,
                                          int *done);
-/* Asks a zeroth_run_step under way (or the next one) to return after a
- * checkpoint, with *done = 1. Async-signal-safe. */
+/* Asks a zeroth_run_step under way (or the next one) to return early with
+ * *done = 1. Async-signal-safe. */
 ZEROTH_API void zeroth_run_request_stop(zeroth_run_t *run);
 /* One figure of the run so far: "step", "games", "positions", "elapsed"
  * (seconds over all sessions), "loss_policy", "loss_value", "loss_total"
@@ -316,7 +316,8 @@ ZEROTH_API zeroth_status zeroth_run_metric(const zeroth_run_t *run, const char *
                                            double *value);
 /* The run directory (zeroth_net_open takes it for the latest weights). */
 ZEROTH_API const char *zeroth_run_dir(const zeroth_run_t *run);
-/* Ends the run (its last checkpoint stays) and frees it; NULL is accepted. */
+/* Ends the run, leaving a checkpoint of where it stopped (zeroth_run_resume
+ * continues from it), and frees it; NULL is accepted. */
 ZEROTH_API zeroth_status zeroth_run_close(zeroth_run_t *run);
 
 #ifdef __cplusplus
