@@ -149,27 +149,41 @@ static void strip_indentation(char *text)
     *out = '\0';
 }
 
+/* Parses INI text in place (indentation is stripped first); `name` is the
+ * file or source named in messages. */
+static zt_status parse_ini(zt_config *c, char *text, const char *name)
+{
+    strip_indentation(text);
+    int long_line = first_long_line(text);
+    if (long_line)
+        return zt_fail(ZT_ERR_INVALID, "config '%s' line %d: longer than %d characters", name,
+                       long_line, INI_MAX_LINE - 2);
+    load_ctx ctx = {.config = c};
+    int rc = ini_parse_string(text, on_ini_pair, &ctx);
+    if (rc > 0)
+        return zt_fail(ZT_ERR_INVALID, "config '%s' line %d: expected '[section]' or 'key = value'",
+                       name, rc);
+    if (rc != 0) return zt_fail(ZT_ERR_NOMEM, "config '%s': out of memory while parsing", name);
+    return ZT_OK;
+}
+
 zt_status zt_config_load_file(zt_config *c, const char *path)
 {
     char *text;
     size_t len;
     zt_status s = zt_read_file(path, &text, &len);
     if (s != ZT_OK) return s;
-    strip_indentation(text);
-    int long_line = first_long_line(text);
-    if (long_line) {
-        free(text);
-        return zt_fail(ZT_ERR_INVALID, "config '%s' line %d: longer than %d characters", path,
-                       long_line, INI_MAX_LINE - 2);
-    }
-    load_ctx ctx = {.config = c};
-    int rc = ini_parse_string(text, on_ini_pair, &ctx);
+    s = parse_ini(c, text, path);
     free(text);
-    if (rc > 0)
-        return zt_fail(ZT_ERR_INVALID, "config '%s' line %d: expected '[section]' or 'key = value'",
-                       path, rc);
-    if (rc != 0) return zt_fail(ZT_ERR_NOMEM, "config '%s': out of memory while parsing", path);
-    return ZT_OK;
+    return s;
+}
+
+zt_status zt_config_load_string(zt_config *c, const char *text, const char *name)
+{
+    char *copy = zt_xstrdup(text);
+    zt_status s = parse_ini(c, copy, name);
+    free(copy);
+    return s;
 }
 
 static void trim(const char **begin, const char **end)

@@ -20,6 +20,9 @@ void zt_config_free(zt_config *c);
 /* Reads an INI file; later values override earlier ones. Errors name the file
  * and line. */
 zt_status zt_config_load_file(zt_config *c, const char *path);
+/* The same for INI text held in memory; `name` stands for the file in
+ * messages ("config 'NAME' line 3: ..."). */
+zt_status zt_config_load_string(zt_config *c, const char *text, const char *name);
 /* Applies one "key=value" override (as given to --set). */
 zt_status zt_config_set(zt_config *c, const char *assignment);
 /* Sets a key programmatically (the value is copied). */

@@ -12,6 +12,8 @@
 
 static atomic_int level = ZT_LOG_INFO;
 static FILE *log_file;
+static zt_log_hook hook;
+static void *hook_user;
 /* One lock so that lines from different threads never interleave and the
  * progress line is cleared and the log line written as one step. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -50,6 +52,14 @@ void zt_log_set_file(FILE *f)
     pthread_mutex_unlock(&lock);
 }
 
+void zt_log_set_hook(zt_log_hook h, void *user)
+{
+    pthread_mutex_lock(&lock);
+    hook = h;
+    hook_user = user;
+    pthread_mutex_unlock(&lock);
+}
+
 void zt_log(zt_log_level l, const char *fmt, ...)
 {
     if ((int)l < atomic_load(&level) || l >= ZT_LOG_QUIET) return;
@@ -81,13 +91,21 @@ void zt_log(zt_log_level l, const char *fmt, ...)
     line[len++] = '\n';
 
     pthread_mutex_lock(&lock);
-    zt_progress_clear();
-    fwrite(line, 1, len, stderr);
-    fflush(stderr);
+    zt_log_hook h = hook;
+    void *user = hook_user;
+    if (!h) {
+        zt_progress_clear();
+        fwrite(line, 1, len, stderr);
+        fflush(stderr);
+    }
     if (log_file) {
         fwrite(line, 1, len, log_file);
         fflush(log_file);
     }
     pthread_mutex_unlock(&lock);
+    if (h) {
+        line[len - 1] = '\0'; /* the newline; the buffer always has room */
+        h(user, (int)l, line + plen);
+    }
     if (line != small) free(line);
 }

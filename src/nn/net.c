@@ -505,9 +505,16 @@ void zt_nn_graph_fold_bn(const zt_nn_graph *g, const float *params, const float 
 
 /* ---- backends ---- */
 
-/* Backends built only with their libraries are weak references, as the game
- * registry does, so a build without oneDNN or CUDA still links. */
+/* Backends built only with their libraries are weak references, so a build
+ * without oneDNN or CUDA still links. A backend that is built in is named
+ * strongly: a weak reference pulls nothing out of a static archive
+ * (libzeroth.a), and the program would silently run on the reference
+ * backend. */
+#ifdef ZT_HAVE_DNNL
+extern const zt_nn_backend zt_nn_backend_cpu;
+#else
 extern const zt_nn_backend zt_nn_backend_cpu __attribute__((weak));
+#endif
 extern const zt_nn_backend zt_nn_backend_cuda __attribute__((weak));
 
 zt_status zt_nn_backend_find(const char *name, const zt_nn_backend **out)

@@ -252,15 +252,10 @@ static void find_omp(void)
 
 /* oneDNN marks every primitive execution as an ITT task for VTune; level 0
  * turns that off (libdnnl's share of a batch-8 call in perf: 1.6 % -> 1.2 %).
- * oneDNN reads the level at its first execution, so this runs before the
- * first plan's engine, and a user's own setting stands. */
-static pthread_once_t itt_once = PTHREAD_ONCE_INIT;
-
-static void quiet_itt(void)
-{
-    if (!getenv("ONEDNN_ITT_TASK_LEVEL") && !getenv("DNNL_ITT_TASK_LEVEL"))
-        setenv("DNNL_ITT_TASK_LEVEL", "0", 0);
-}
+ * oneDNN reads the level only from the environment (DNNL_ITT_TASK_LEVEL or
+ * ONEDNN_ITT_TASK_LEVEL) at its first execution and has no API for it, and a
+ * library must not change its host's environment: the `zeroth` program sets
+ * it in main() (src/cli/main.c), and docs/api.md tells library users. */
 
 static void use_threads(const plan *p)
 {
@@ -2156,7 +2151,6 @@ static zt_status cpu_plan_new(const zt_nn_graph *g, float *params, float *state,
             return zt_fail(ZT_ERR_NOMEM, "no memory for Winograd weights");
         }
     }
-    pthread_once(&itt_once, quiet_itt);
     use_threads(p);
     dnnl_status_t r = dnnl_engine_create(&p->eng, dnnl_cpu, 0);
     if (r == dnnl_success) r = dnnl_stream_create(&p->stream, p->eng, dnnl_stream_default_flags);
