@@ -95,8 +95,7 @@ zeroth_status zeroth_net_forward(zeroth_net_t *net, int n, const float *obs, flo
     ZT_API_TRY(zt_api_need(fn, obs, "obs"));
     ZT_API_TRY(zt_api_need(fn, policy_logits, "policy_logits"));
     ZT_API_TRY(zt_api_need(fn, value, "value"));
-    /* When evaluators return a status (issue 9 part 1): ZT_API_TRY(...). */
-    net->ev.eval(net->ev.ctx, n, obs, policy_logits, value);
+    ZT_API_TRY(net->ev.eval(net->ev.ctx, n, obs, policy_logits, value));
     return ZEROTH_OK;
 }
 

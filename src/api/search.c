@@ -17,18 +17,10 @@
 #include "search/search.h"
 #include "train/run.h"
 
-/* The evaluator callbacks return void today; issue 9 part 1 makes them return
- * zt_status. Adapting to that is this one line: set it to 1. Either way a
- * failure is also kept in the handle and returned by zeroth_search_run. */
-#define ZT_EVALUATOR_RETURNS_STATUS 0
-
-#if ZT_EVALUATOR_RETURNS_STATUS
+/* The evaluator callbacks return the caller's status; a failure is also
+ * kept in the handle and returned by zeroth_search_run. */
 #define ADAPTER_RESULT zt_status
 #define ADAPTER_RETURN(st) return (st)
-#else
-#define ADAPTER_RESULT void
-#define ADAPTER_RETURN(st) (void)(st)
-#endif
 
 enum { IDLE, BEGUN, SEARCHED };
 
@@ -286,8 +278,13 @@ zeroth_status zeroth_search_run(zeroth_search_t *search)
     ZT_API_TRY(tree_list(search, "zeroth_search_run", 0, NULL, 0));
     search->failure = ZT_OK;
     search->in_run = true;
-    zt_search_run(search->search);
+    zt_status run_st = zt_search_run(search->search);
     search->in_run = false;
+    if (run_st != ZT_OK && search->failure == ZT_OK) {
+        /* the net's evaluator failed (not the caller's function) */
+        search->failure = run_st;
+        snprintf(search->failure_message, sizeof search->failure_message, "%s", zt_error_message());
+    }
     for (int t = 0; t < search->trees; t++)
         if (search->phase[t] == BEGUN) search->phase[t] = SEARCHED;
     if (search->failure == ZT_OK) return ZEROTH_OK;
