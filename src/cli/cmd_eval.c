@@ -263,7 +263,8 @@ int zt_cmd_eval(int argc, char **argv)
            dt > 0 ? r.games / dt : 0.0, r.stopped_early ? ", stopped early by the SPRT" : "");
     printf("as first player: %d wins in %d games; as second: %d wins in %d games\n", r.wins_first,
            r.games_first, r.wins - r.wins_first, r.games - r.games_first);
-    if (strcmp(g->name, "backgammon") == 0)
+    /* Games worth more than one point (backgammon's gammons) report points. */
+    if (g->max_return > 1)
         printf("points per game: %+.3f\n", r.total_return / (double)r.games);
     char line[256];
     zt_match_format(&r, sprt, line, sizeof line);

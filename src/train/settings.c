@@ -264,13 +264,15 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(get_int(c, "checkpoint.keep", 3, 0, 1 << 20, &S->keep_checkpoints));
     ZT_TRY(zt_config_double(c, "log.seconds", 10, 0.01, 1e6, &S->log_seconds));
 
-    bool c4 = strcmp(g->name, "connect4") == 0;
+    /* The game's defaults come from its registry entry (game.h). */
+    const char *opponents = g->def && g->def->arena_opponents ? g->def->arena_opponents : "random";
+    int positions_limit = g->def ? g->def->arena_positions_limit : 0;
     ZT_TRY(zt_config_double(c, "arena.minutes", 5, 0, 1e6, &S->arena_minutes));
     ZT_TRY(get_int(c, "arena.games", 100, 0, 1 << 20, &S->arena_games));
-    ZT_TRY(read_opponents(c, g, "random", S));
+    ZT_TRY(read_opponents(c, g, opponents, S));
     ZT_TRY(zt_config_bool(c, "arena.positions", true, &S->arena_positions));
-    ZT_TRY(
-        get_int(c, "arena.positions_limit", c4 ? 200 : 0, 0, 1 << 30, &S->arena_positions_limit));
+    ZT_TRY(get_int(c, "arena.positions_limit", positions_limit, 0, 1 << 30,
+                   &S->arena_positions_limit));
     ZT_TRY(get_int(c, "arena.sims", A->search.num_simulations, 1, 1 << 20, &S->arena_sims));
     ZT_TRY(zt_config_bool(c, "arena.stop_on_perfect", false, &S->arena_stop_on_perfect));
     ZT_TRY(zt_config_string(c, "arena.data_dir", "", &S->data_dir));
