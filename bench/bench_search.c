@@ -16,6 +16,7 @@
 #include "core/timer.h"
 #include "search/nncache.h"
 #include "search/search.h"
+#include "search/settings.h"
 
 enum { PLIES = 8 };
 
@@ -72,10 +73,11 @@ static void bench(const char *game_name, zt_search_algorithm alg, int G, int sim
     zt_search_config cfg;
     zt_search_config_default(&cfg, alg);
     cfg.num_simulations = sims;
-    /* bounded to what one move's search can use, with reuse headroom */
-    cfg.node_capacity = 2 * sims + 16;
-    cfg.edge_capacity = (2 * sims + 16) * (g->num_actions < 64 ? g->num_actions : 64);
-    if (cfg.edge_capacity < g->num_actions) cfg.edge_capacity = g->num_actions;
+    /* Sized for one move's search, not for reuse (which PUCT does here, a
+     * kept subtree filling what is left): the benchmark measures the cost
+     * of a simulation, and trees sized for reuse at G = 1024 would span
+     * gigabytes. */
+    zt_search_capacity(g, sims, false, 0, &cfg.node_capacity, &cfg.edge_capacity);
     if (zt_az_model_new(g, &ev, G, NULL, &m) != ZT_OK || zt_search_new(&cfg, m, G, &s) != ZT_OK) {
         printf("%-10s failed: %s\n", game_name, zt_error_message());
         zt_game_free(g);
@@ -132,8 +134,8 @@ static void cache_rate(const char *game_name, int G, int sims)
     zt_search_config cfg;
     zt_search_config_default(&cfg, ZT_SEARCH_PUCT);
     cfg.num_simulations = sims;
-    cfg.node_capacity = 4 * sims + 16;
-    cfg.edge_capacity = cfg.node_capacity * g->num_actions;
+    cfg.node_capacity = cfg.edge_capacity = 0; /* sized for reuse, as an actor's */
+    zt_search_config_size(&cfg, g, 0);
     if (!cache || zt_az_model_new(g, &ev, G, cache, &m) != ZT_OK || zt_search_new(&cfg, m, G, &s) != ZT_OK) {
         printf("%-10s failed: %s\n", game_name, zt_error_message());
         zt_search_free(s);

@@ -478,10 +478,10 @@ static int run(const bench_args *A)
             (row){.name = "cross-game batching off (G=1)", .sets = {"games_per_actor=1"}};
         if (K > 1)
             rows[nrows++] =
-                (row){.name = "several leaves off (K=1)", .sets = {"leaves_per_tree=1"}};
+                (row){.name = "several leaves off (K=1)", .sets = {"search.leaves_per_tree=1"}};
         else
             rows[nrows++] = (row){.name = "K=4 leaves per tree (default K=1: off)",
-                                  .sets = {"leaves_per_tree=4"},
+                                  .sets = {"search.leaves_per_tree=4"},
                                   .turns_on = true};
         if (bf16)
             rows[nrows++] = (row){.name = "bf16 off (precision=fp32)", .sets = {"precision=fp32"}};

@@ -609,6 +609,55 @@ static int count_temp_files(const char *dir)
     return n;
 }
 
+/* zt_config_inherit: src's keys under the prefix become defaults under
+ * dst's own settings, skipped keys and other prefixes stay out. */
+static void test_config_inherit(void)
+{
+    zt_config *src = zt_config_new(), *dst = zt_config_new();
+    zt_config_put(src, "search.sims", "7");
+    zt_config_put(src, "search.c_init", "2");
+    zt_config_put(src, "search.gumbel_noise", "true");
+    zt_config_put(src, "searcher", "x");
+    zt_config_put(src, "net.kind", "mlp");
+    zt_config_put(dst, "search.sims", "3");
+    static const char *const skip[] = {"search.gumbel_noise", NULL};
+    CHECK(zt_config_inherit(dst, src, "search.", skip) == 1, "");
+    int64_t sims;
+    double c_init;
+    CHECK(zt_config_int(dst, "search.sims", 1, 0, 100, &sims) == ZT_OK && sims == 3, "");
+    CHECK(zt_config_double(dst, "search.c_init", 1, 0, 10, &c_init) == ZT_OK && c_init == 2, "");
+    CHECK(!zt_config_has(dst, "search.gumbel_noise") && !zt_config_has(dst, "searcher") &&
+              !zt_config_has(dst, "net.kind"),
+          "");
+    CHECK(zt_config_check_unused(dst) == ZT_OK, "%s", zt_error_message());
+    zt_config_free(src);
+    zt_config_free(dst);
+}
+
+/* zt_data_find: the caller's directory first, then the usual places; a
+ * file in none of them is false with the tests/data path in out. */
+static void test_data_find(void)
+{
+    char dir[200], sub_dir[220], path[512];
+    snprintf(dir, sizeof dir, "%s/data", tmpdir);
+    snprintf(sub_dir, sizeof sub_dir, "%s/tictactoe", dir);
+    CHECK(zt_mkdirs(sub_dir) == ZT_OK, "");
+    char file[300];
+    snprintf(file, sizeof file, "%s/ttt_positions.txt", sub_dir);
+    write_text(file, "override\n");
+    CHECK(zt_data_find(dir, "tictactoe/ttt_positions.txt", path, sizeof path) &&
+              strcmp(path, file) == 0,
+          "override: %s", path);
+    /* Without the override, the reference copy CTest points at. */
+    CHECK(zt_data_find(NULL, "tictactoe/ttt_positions.txt", path, sizeof path) &&
+              strcmp(path, file) != 0,
+          "the reference data: %s", path);
+    CHECK(zt_data_find("", "tictactoe/ttt_positions.txt", path, sizeof path), "empty override");
+    CHECK(!zt_data_find(dir, "nothing/here.txt", path, sizeof path) &&
+              strcmp(path, "tests/data/nothing/here.txt") == 0,
+          "missing: %s", path);
+}
+
 static void test_fileio(void)
 {
     char path[200], dir[160];
@@ -754,7 +803,9 @@ int main(void)
     test_config_file_and_overrides();
     test_config_types();
     test_config_roundtrip();
+    test_config_inherit();
     test_fileio();
+    test_data_find();
     test_log();
 
     remove_tree(tmpdir);

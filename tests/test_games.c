@@ -2,7 +2,11 @@
  * random playouts of every registered game: legal actions sorted and
  * non-empty, chance probabilities positive and summing to 1, symmetries
  * consistent with actions and hashes, compact and text round trips, action
- * text round trips, finite observations, hashes equal for equal states. */
+ * text round trips, finite observations, hashes equal for equal states.
+ * And what each registry entry declares besides: its position sets exist in
+ * the reference data with the judge each game is quoted by (Sim's for K6
+ * k=3 avoid only), a solver where one is named, its baselines and default
+ * arena opponents build as players of the game. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +14,10 @@
 
 #include "core/alloc.h"
 #include "core/rng.h"
+#include "core/fileio.h"
 #include "game/game.h"
+#include "game/solver.h"
+#include "agent/player.h"
 
 #include "zt_test.h"
 
@@ -182,6 +189,77 @@ static void test_game(const char *name, const char *const *settings, int playout
     zt_game_free(g);
 }
 
+static zt_game *game_with(const char *name, const char *const *settings)
+{
+    zt_config *cfg = zt_config_new();
+    for (int i = 0; settings && settings[i]; i++) zt_config_set(cfg, settings[i]);
+    zt_game *g = NULL;
+    zt_status st = zt_game_new(name, cfg, &g);
+    zt_config_free(cfg);
+    CHECK(st == ZT_OK, "%s: %s", name, zt_error_message());
+    return g;
+}
+
+/* The position sets of an instance: their number, every file present in
+ * the reference data, every judge `judge`. */
+static void check_sets(const char *name, const char *const *settings, int want, zt_judge judge)
+{
+    zt_game *g = game_with(name, settings);
+    if (!g) return;
+    CHECK(g->def && strcmp(g->def->name, name) == 0, "%s: no registry entry", g->title);
+    const zt_position_set *sets;
+    int n = zt_game_position_sets(g, &sets);
+    CHECK(n == want, "%s: %d position sets, want %d", g->title, n, want);
+    for (int i = 0; i < n; i++) {
+        char path[1024];
+        CHECK(zt_data_find(NULL, sets[i].file, path, sizeof path), "%s: %s not found", g->title,
+              sets[i].file);
+        CHECK(sets[i].judge == judge, "%s: %s judged %d", g->title, sets[i].file,
+              (int)sets[i].judge);
+        CHECK(zt_game_positions_judge(g, path) == judge, "%s: %s", g->title, path);
+        zt_solver *sv = NULL;
+        CHECK(zt_solver_new(g, &sv) == ZT_OK, "%s has sets but no solver: %s", g->title,
+              zt_error_message());
+        zt_solver_free(sv);
+    }
+    /* A file of another name is judged as the game's sets are. */
+    CHECK(zt_game_positions_judge(g, "/elsewhere/mine.txt") == (n ? judge : ZT_JUDGE_OPTIMAL),
+          "%s: an unknown file's judge", g->title);
+    zt_game_free(g);
+}
+
+/* Every baseline and default opponent of every game builds for it. */
+static void check_players(void)
+{
+    for (int i = 0; i < zt_game_registry_count; i++) {
+        const zt_game_def *def = zt_game_registry[i];
+        zt_game *g = game_with(def->name, NULL);
+        if (!g) continue;
+        for (const zt_baseline *b = def->baselines; b && b->name; b++) {
+            char spec[64];
+            snprintf(spec, sizeof spec, "%s%s", b->name, b->takes_depth ? ":2" : "");
+            zt_player *p = NULL;
+            CHECK(zt_player_new(g, spec, &p) == ZT_OK && strcmp(p->name, spec) == 0,
+                  "%s: baseline %s: %s", def->name, spec, zt_error_message());
+            zt_player_free(p);
+        }
+        char list[256];
+        snprintf(list, sizeof list, "%s", def->arena_opponents ? def->arena_opponents : "random");
+        char *save = NULL;
+        for (char *spec = strtok_r(list, ",", &save); spec; spec = strtok_r(NULL, ",", &save)) {
+            zt_player *p = NULL;
+            CHECK(zt_player_new(g, spec, &p) == ZT_OK, "%s: default opponent %s: %s", def->name,
+                  spec, zt_error_message());
+            zt_player_free(p);
+        }
+        zt_solver *sv = NULL;
+        zt_status st = zt_solver_new(g, &sv);
+        CHECK((st == ZT_OK) == (def->solver != NULL), "%s: solver %d", def->name, (int)st);
+        zt_solver_free(sv);
+        zt_game_free(g);
+    }
+}
+
 int main(void)
 {
     uint64_t seed = zt_test_seed(20261125);
@@ -201,6 +279,16 @@ int main(void)
     zt_game *g;
     CHECK(zt_game_new("chess", NULL, &g) == ZT_ERR_NOT_FOUND, "unknown game accepted");
     CHECK(strstr(zt_error_message(), "chess") != NULL, "message does not name the game");
+
+    static const char *const k6_make[] = {"vertices=6", "k=3", "variant=make", NULL};
+    static const char *const k7[] = {"vertices=7", "k=3", NULL};
+    check_sets("tictactoe", NULL, 1, ZT_JUDGE_OPTIMAL);
+    check_sets("connect4", NULL, 2, ZT_JUDGE_MISTAKES);
+    check_sets("sim", k6, 1, ZT_JUDGE_OPTIMAL);
+    check_sets("sim", k6_make, 0, ZT_JUDGE_OPTIMAL);
+    check_sets("sim", k7, 0, ZT_JUDGE_OPTIMAL);
+    check_sets("backgammon", NULL, 0, ZT_JUDGE_OPTIMAL);
+    check_players();
 
     return zt_test_finish("test_games");
 }

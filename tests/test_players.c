@@ -1,6 +1,8 @@
 /* Baseline players: every player returns legal actions; the perfect
- * tic-tac-toe player never loses; the exact players beat random play; bad
- * player specs are refused naming the problem. */
+ * tic-tac-toe player never loses; the exact players beat random play; the
+ * "solver" player takes the fastest win; bad player specs are refused
+ * naming the problem (the known specs listed, a baseline of another game
+ * named with its game). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +81,27 @@ static void versus(const char *game, const char *const *settings, const char *sp
     zt_game_free(g);
 }
 
+/* "solver" on Connect Four, whose solver gives scores but no best-move
+ * set: after 6 6 6 6 7 7 7 7 1 1 2 2 3 3 the first player wins at once in
+ * column 4, the best score; slower wins keep the value but not the score. */
+static void solver_takes_fastest_win(void)
+{
+    zt_game *g;
+    if (zt_game_new("connect4", NULL, &g) != ZT_OK) return;
+    uint8_t s[ZT_MAX_STATE_BYTES];
+    CHECK(g->from_text(g, "66667777112233", s) == ZT_OK, "%s", zt_error_message());
+    zt_player *solver = NULL;
+    CHECK(zt_player_new(g, "solver", &solver) == ZT_OK, "%s", zt_error_message());
+    zt_rng rng;
+    zt_rng_seed(&rng, 11, 0);
+    for (int i = 0; solver && i < 5; i++) {
+        int a = solver->choose(solver, s, &rng);
+        CHECK(a == 3, "solver played column %d, not the winning 4", a + 1);
+    }
+    zt_player_free(solver);
+    zt_game_free(g);
+}
+
 int main(void)
 {
     static const char *const k6[] = {"vertices=6", "k=3", NULL};
@@ -97,9 +120,26 @@ int main(void)
         CHECK(zt_player_new(g, "gnuchess", &p) == ZT_ERR_INVALID &&
                   strstr(zt_error_message(), "gnuchess"),
               "unknown spec: %s", zt_error_message());
-        CHECK(zt_player_new(g, "pubeval", &p) == ZT_ERR_UNSUPPORTED, "pubeval on tictactoe");
+        CHECK(strstr(zt_error_message(),
+                     "(random, perfect, solver, alphabeta:D, negamax:D, pubeval)"),
+              "the known players are not listed: %s", zt_error_message());
+        CHECK(zt_player_new(g, "pubeval", &p) == ZT_ERR_UNSUPPORTED &&
+                  strstr(zt_error_message(), "player 'pubeval' exists for backgammon, not tictactoe"),
+              "pubeval on tictactoe: %s", zt_error_message());
+        CHECK(zt_player_new(g, "alphabeta:3", &p) == ZT_ERR_UNSUPPORTED &&
+                  strstr(zt_error_message(), "player 'alphabeta' exists for connect4"),
+              "alphabeta on tictactoe: %s", zt_error_message());
         CHECK(zt_player_new(g, "alphabeta:x", &p) == ZT_ERR_INVALID, "bad depth accepted");
+        CHECK(zt_player_new(g, "alphabeta", &p) == ZT_ERR_INVALID, "a depth player without depth");
         zt_game_free(g);
     }
+    if (zt_game_new("backgammon", NULL, &g) == ZT_OK) {
+        CHECK(zt_player_new(g, "perfect", &p) == ZT_ERR_UNSUPPORTED &&
+                  strstr(zt_error_message(), "no exact solver"),
+              "perfect backgammon: %s", zt_error_message());
+        CHECK(zt_player_new(g, "pubeval:2", &p) == ZT_ERR_INVALID, "pubeval takes no depth");
+        zt_game_free(g);
+    }
+    solver_takes_fastest_win();
     return zt_test_finish("test_players");
 }

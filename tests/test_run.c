@@ -4,7 +4,9 @@
  * run without a checkpoint, a latest naming nothing, a file that is no
  * weights file and a model of another game are refused with one line each;
  * the evaluator over a net gives the net's outputs (WDL heads as P(win) -
- * P(loss)). With ZT_BIN (set by CTest), the binary itself: eval against
+ * P(loss)); a run or checkpoint directory brings its run's search settings
+ * (without self-play's noise), a weights file none. With ZT_BIN (set by
+ * CTest), the binary itself: eval against
  * random prints W-D-L and Elo, eval on the tic-tac-toe set ends with
  * "optimal N/4520" (search and raw policy), bad models give a one-line
  * error, report writes a page with SVG charts from metrics with unknown
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include "core/fileio.h"
+#include "search/settings.h"
 #include "train/run.h"
 
 #include "zt_test.h"
@@ -133,6 +136,55 @@ static void check_paths(void)
     CHECK(zt_run_open_model(p, "ref", ZT_PRECISION_FP32, 1, &g, &net) != ZT_OK &&
               strstr(zt_error_message(), "not a weights file") && !strchr(zt_error_message(), '\n'),
           "garbage: %s", zt_error_message());
+}
+
+/* The search of a model's run: a run directory and a checkpoint directory
+ * of it bring the search.* keys of RUN/config.ini that the user left unset,
+ * without self-play's noise keys; a weights file and a run without a
+ * config.ini bring nothing; a damaged config.ini is refused naming it. */
+static void check_search_defaults(void)
+{
+    mkdir_in("srun/ckpt/00000005");
+    make_weights("tictactoe", ZT_VALUE_SCALAR, "srun/ckpt/00000005/weights.safetensors");
+    write_text("srun/ckpt/latest", "00000005\n");
+    write_text("srun/config.ini", "seed = 3\n[net]\nkind = mlp\n[search]\nalgorithm = puct\n"
+                                  "sims = 7\ngumbel_m = 4\ngumbel_noise = true\n"
+                                  "dirichlet_alpha = 0.3\ndirichlet_fraction = 0.25\n");
+    const char *forms[] = {"srun", "srun/ckpt/00000005", "srun/ckpt/00000005/weights.safetensors",
+                           "run"};
+    for (int i = 0; i < 4; i++) {
+        char p[512], from[1024];
+        path_in(p, sizeof p, forms[i]);
+        zt_config *cfg = zt_config_new();
+        zt_config_put(cfg, "search.algorithm", "gumbel"); /* the user's */
+        zt_status st = zt_run_search_defaults(p, cfg, from, sizeof from);
+        CHECK(st == ZT_OK, "%s: %s", forms[i], zt_error_message());
+        bool from_run = i < 2;
+        CHECK(from_run == (strstr(from, "srun/config.ini") != NULL), "%s: from '%s'", forms[i],
+              from);
+        zt_search_read_options opt = {.use = ZT_SEARCH_PLAY, .gumbel_noise = false};
+        zt_search_config sc;
+        st = zt_search_config_read(cfg, &opt, &sc);
+        CHECK(st == ZT_OK, "%s: %s", forms[i], zt_error_message());
+        CHECK(sc.algorithm == ZT_SEARCH_GUMBEL, "%s: the user's algorithm lost", forms[i]);
+        CHECK(sc.num_simulations == (from_run ? 7 : 32) && sc.gumbel_m == (from_run ? 4 : 16),
+              "%s: %d sims, m %d", forms[i], sc.num_simulations, sc.gumbel_m);
+        CHECK(!sc.gumbel_noise && sc.dirichlet_fraction == 0.0f,
+              "%s: self-play's noise came along", forms[i]);
+        /* Only search.* keys: the run's seed and net are no business of eval. */
+        CHECK(!zt_config_has(cfg, "seed") && !zt_config_has(cfg, "net.kind") &&
+                  zt_config_check_unused(cfg) == ZT_OK,
+              "%s: keys beyond search.* were taken", forms[i]);
+        zt_config_free(cfg);
+    }
+    write_text("srun/config.ini", "[search\nsims = 7\n");
+    char p[512], from[1024];
+    path_in(p, sizeof p, "srun");
+    zt_config *cfg = zt_config_new();
+    CHECK(zt_run_search_defaults(p, cfg, from, sizeof from) == ZT_ERR_INVALID &&
+              strstr(zt_error_message(), "config.ini"),
+          "a damaged config.ini: %s", zt_error_message());
+    zt_config_free(cfg);
 }
 
 /* The evaluator gives the net's outputs; a WDL head's value is
@@ -361,6 +413,7 @@ int main(void)
         return 1;
     }
     check_paths();
+    check_search_defaults();
     check_evaluator();
     bin = getenv("ZT_BIN");
     if (bin && access(bin, X_OK) == 0)

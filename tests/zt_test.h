@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/fileio.h"
+
 /* Failed checks so far; a test may read it to skip work that depends on
  * what already failed. */
 static int zt_test_failures;
@@ -50,22 +52,12 @@ zt_test_fail(const char *file, int line, const char *cond, const char *fmt, ...)
     } while (0)
 
 /* Writes to buf the path of the reference file `rel` (e.g.
- * "tictactoe/ttt_positions.txt") under the first of $ZT_DATA_DIR (set by
- * CTest), ../shared/data and tests/data that has it, and returns buf. NULL
+ * "tictactoe/ttt_positions.txt") as the program finds it (core/fileio.h,
+ * zt_data_find: $ZT_DATA_DIR, set by CTest, first) and returns buf. NULL
  * when none has it; buf then names the tests/data path, for messages. */
 static inline const char *zt_test_data_path(const char *rel, char *buf, size_t cap)
 {
-    const char *dirs[] = {getenv("ZT_DATA_DIR"), "../shared/data", "tests/data"};
-    for (int i = 0; i < 3; i++) {
-        if (!dirs[i] || !dirs[i][0]) continue;
-        snprintf(buf, cap, "%s/%s", dirs[i], rel);
-        FILE *f = fopen(buf, "r");
-        if (f) {
-            fclose(f);
-            return buf;
-        }
-    }
-    return NULL;
+    return zt_data_find(NULL, rel, buf, cap) ? buf : NULL;
 }
 
 /* Opens the reference file `rel` found as zt_test_data_path finds it, for

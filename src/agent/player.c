@@ -1,5 +1,6 @@
 #include "agent/player.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,42 @@ typedef struct exact_player {
     zt_solution sol;
 } exact_player;
 
+/* The moves whose negated child score is the highest, for a solver that
+ * reports scores but no best-move set (Connect Four's): each child is
+ * solved, and a move that ends the game scores as the parent's own score
+ * when it wins (no win is faster than at once), 0 for a draw, and below
+ * every other move when it loses. */
+static int choose_best_child(zt_player *p, exact_player *e, const void *s, zt_rng *rng)
+{
+    const zt_game *g = p->game;
+    uint16_t actions[ZT_MAX_ACTIONS];
+    uint8_t child[ZT_MAX_STATE_BYTES];
+    int n = g->legal(g, s, actions), best[ZT_MAX_ACTIONS], nbest = 0;
+    int best_score = INT_MIN;
+    int mover = g->current_player(g, s);
+    zt_solution cs;
+    for (int i = 0; i < n; i++) {
+        memcpy(child, s, g->state_size);
+        g->apply(g, child, actions[i]);
+        int sc;
+        if (zt_game_is_terminal(g, child)) {
+            float r[2];
+            g->returns(g, child, r);
+            sc = r[mover] > 0 ? e->sol.score : r[mover] < 0 ? INT_MIN + 1 : 0;
+        } else {
+            zt_status st = e->solver->solve(e->solver, child, false, &cs);
+            ZT_ASSERT(st == ZT_OK);
+            sc = -cs.score;
+        }
+        if (sc > best_score) {
+            best_score = sc;
+            nbest = 0;
+        }
+        if (sc == best_score) best[nbest++] = actions[i];
+    }
+    return best[zt_rng_below(rng, (uint32_t)nbest)];
+}
+
 static int choose_exact(zt_player *p, const void *s, zt_rng *rng)
 {
     exact_player *e = p->impl;
@@ -36,38 +73,7 @@ static int choose_exact(zt_player *p, const void *s, zt_rng *rng)
     ZT_ASSERT(st == ZT_OK);
     if (e->best_score && e->sol.num_best > 0)
         return e->sol.best[zt_rng_below(rng, (uint32_t)e->sol.num_best)];
-    if (e->best_score && strcmp(p->game->name, "connect4") == 0) {
-        /* Connect Four's solver gives scores, not best-move sets: solve the
-         * children and keep those whose negated score equals the value. */
-        uint16_t actions[ZT_MAX_ACTIONS];
-        uint8_t child[ZT_MAX_STATE_BYTES];
-        int n = p->game->legal(p->game, s, actions), best[ZT_MAX_ACTIONS], nbest = 0;
-        int best_score = -1000;
-        zt_solution cs;
-        for (int i = 0; i < n; i++) {
-            memcpy(child, s, p->game->state_size);
-            p->game->apply(p->game, child, actions[i]);
-            int sc;
-            if (zt_game_is_terminal(p->game, child)) {
-                float r[2];
-                p->game->returns(p->game, child, r);
-                int mover = p->game->current_player(p->game, s);
-                /* A move that ends the game: a win scores 22 - stones of the
-                 * winner, which the solver of the parent already gives. */
-                sc = r[mover] > 0 ? e->sol.score : 0;
-            } else {
-                st = e->solver->solve(e->solver, child, false, &cs);
-                ZT_ASSERT(st == ZT_OK);
-                sc = -cs.score;
-            }
-            if (sc > best_score) {
-                best_score = sc;
-                nbest = 0;
-            }
-            if (sc == best_score) best[nbest++] = actions[i];
-        }
-        return best[zt_rng_below(rng, (uint32_t)nbest)];
-    }
+    if (e->best_score) return choose_best_child(p, e, s, rng);
     ZT_ASSERT(e->sol.num_moves > 0);
     return e->sol.moves[zt_rng_below(rng, (uint32_t)e->sol.num_moves)];
 }
@@ -100,13 +106,33 @@ static zt_status parse_depth(const char *spec, const char *colon, int *depth)
     return ZT_OK;
 }
 
+/* Does `spec` name baseline b ("name", or "name:D" when it takes a depth)? */
+static bool names_baseline(const zt_baseline *b, const char *spec)
+{
+    size_t len = strlen(b->name);
+    if (strncmp(spec, b->name, len) != 0) return false;
+    return b->takes_depth ? spec[len] == ':' : spec[len] == '\0';
+}
+
+void zt_player_specs(char *buf, size_t cap)
+{
+    size_t used = 0;
+    int n = snprintf(buf, cap, "random, perfect, solver");
+    if (n < 0 || (size_t)n >= cap) return;
+    used = (size_t)n;
+    for (int i = 0; i < zt_game_registry_count; i++) {
+        const zt_baseline *b = zt_game_registry[i]->baselines;
+        for (; b && b->name && used < cap; b++) {
+            n = snprintf(buf + used, cap - used, ", %s%s", b->name, b->takes_depth ? ":D" : "");
+            if (n < 0) return;
+            used = used + (size_t)n < cap ? used + (size_t)n : cap;
+        }
+    }
+}
+
 zt_status zt_player_new(const zt_game *g, const char *spec, zt_player **out)
 {
     *out = NULL;
-    const char *colon = strchr(spec, ':');
-    size_t base = colon ? (size_t)(colon - spec) : strlen(spec);
-    int depth = 0;
-
     if (strcmp(spec, "random") == 0) {
         zt_player *p = player_alloc(g, "random");
         p->choose = choose_random;
@@ -126,31 +152,25 @@ zt_status zt_player_new(const zt_game *g, const char *spec, zt_player **out)
         *out = p;
         return ZT_OK;
     }
-    if (base == 9 && strncmp(spec, "alphabeta", 9) == 0 && colon) {
-        ZT_TRY(parse_depth(spec, colon, &depth));
-        if (strcmp(g->name, "connect4") != 0)
-            return zt_fail(ZT_ERR_UNSUPPORTED, "player 'alphabeta' exists for connect4, not %s",
-                           g->title);
-        return zt_player_new_alphabeta_connect4(g, depth, out);
+    /* The game's own baselines first, then those of other games, which
+     * are named in the refusal. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < zt_game_registry_count; i++) {
+            const zt_game_def *def = zt_game_registry[i];
+            bool own = g->def ? def == g->def : strcmp(def->name, g->name) == 0;
+            if (own != (pass == 0)) continue;
+            for (const zt_baseline *b = def->baselines; b && b->name; b++) {
+                if (!names_baseline(b, spec)) continue;
+                int depth = 0;
+                if (b->takes_depth) ZT_TRY(parse_depth(spec, strchr(spec, ':'), &depth));
+                if (!own)
+                    return zt_fail(ZT_ERR_UNSUPPORTED, "player '%s' exists for %s, not %s",
+                                   b->name, def->name, g->title);
+                return b->create(g, depth, out);
+            }
+        }
     }
-    if (base == 7 && strncmp(spec, "negamax", 7) == 0 && colon) {
-        ZT_TRY(parse_depth(spec, colon, &depth));
-        if (strcmp(g->name, "sim") != 0)
-            return zt_fail(ZT_ERR_UNSUPPORTED, "player 'negamax' exists for sim, not %s", g->title);
-        return zt_player_new_negamax_sim(g, depth, out);
-    }
-    if (strcmp(spec, "pubeval") == 0) {
-        if (strcmp(g->name, "backgammon") != 0)
-            return zt_fail(ZT_ERR_UNSUPPORTED, "player 'pubeval' exists for backgammon, not %s",
-                           g->title);
-        return zt_player_new_pubeval(g, out);
-    }
-    return zt_fail(ZT_ERR_INVALID,
-                   "unknown player '%s' (random, perfect, solver, alphabeta:D, negamax:D, pubeval)",
-                   spec);
-}
-
-void zt_player_free(zt_player *p)
-{
-    if (p) p->free(p);
+    char known[256];
+    zt_player_specs(known, sizeof known);
+    return zt_fail(ZT_ERR_INVALID, "unknown player '%s' (%s)", spec, known);
 }

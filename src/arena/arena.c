@@ -254,7 +254,7 @@ zt_status zt_arena_positions(const zt_game *g, zt_agent *agent, const char *path
                              uint64_t seed, zt_positions_result *out)
 {
     memset(out, 0, sizeof *out);
-    out->report_mistakes = strcmp(g->name, "connect4") == 0;
+    out->report_mistakes = zt_game_positions_judge(g, path) == ZT_JUDGE_MISTAKES;
     zt_solver *sv;
     ZT_TRY(zt_solver_new(g, &sv));
     char *text;

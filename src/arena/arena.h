@@ -6,7 +6,7 @@
  * An agent is anything that chooses actions. It is asked for several games
  * at once, so an agent built on a network and a batched search evaluates
  * all the games it is to move in with one call; baseline players
- * (agent/player.h) are wrapped one position at a time.
+ * (game/player.h) are wrapped one position at a time.
  *
  * The caller owns what zt_agent_* constructors return (zt_agent_free) and
  * the game, which must outlive them. */
@@ -141,7 +141,8 @@ typedef struct zt_positions_result {
     int positions; /* judged */
     int optimal;   /* the chosen move keeps the position's exact value */
     int mistakes;  /* positions - optimal: a win turned into a draw or loss, a draw into a loss */
-    bool report_mistakes; /* Connect Four (Pons' sets): "mistakes N/M", else "optimal N/M" */
+    bool report_mistakes; /* "mistakes N/M", else "optimal N/M": the judge of the
+                           * game's position set of that name (game.h) */
 } zt_positions_result;
 
 /* Asks the agent for a move in each position of a shared position file

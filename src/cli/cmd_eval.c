@@ -2,7 +2,8 @@
  * alternating colours (W-D-L, score, Elo with its 95 % interval, an SPRT on
  * request); zeroth eval GAME --model M --positions FILE: the share of a
  * solver test set played optimally (arena/arena.h). The model plays with a
- * net and a search (Gumbel by default), or its raw policy with --sims 0. */
+ * net and a search (its run's search settings, else Gumbel's defaults), or
+ * its raw policy with --sims 0. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,10 +13,30 @@
 #include "arena/arena.h"
 #include "cli/cli.h"
 #include "core/timer.h"
+#include "search/settings.h"
 #include "train/run.h"
+
+/* "alphabeta:D (connect4), negamax:D (sim), pubeval (backgammon)": the
+ * baselines the games' registry entries declare. */
+static void baselines_text(char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < zt_game_registry_count; i++) {
+        const zt_game_def *def = zt_game_registry[i];
+        for (const zt_baseline *b = def->baselines; b && b->name && used < cap; b++) {
+            int n = snprintf(buf + used, cap - used, "%s%s%s (%s)", used ? ", " : "", b->name,
+                             b->takes_depth ? ":D" : "", def->name);
+            if (n < 0) return;
+            used = used + (size_t)n < cap ? used + (size_t)n : cap;
+        }
+    }
+}
 
 static void usage(FILE *f)
 {
+    char baselines[256];
+    baselines_text(baselines, sizeof baselines);
     fprintf(
         f,
         "usage: zeroth eval GAME --model M --opponent X [--games N] [--sprt [--elo0 E0]\n"
@@ -23,24 +44,34 @@ static void usage(FILE *f)
         "       zeroth eval GAME --model M --positions FILE [--limit N] [--sims S] [--set k=v]\n\n"
         "Measures a model's strength. A model is a weights file, a checkpoint directory\n"
         "or a run directory (its latest checkpoint).\n"
-        "  --opponent X   random, perfect, solver, alphabeta:D (connect4), negamax:D (sim),\n"
-        "                 pubeval (backgammon), gnubg or gnubg:PLIES (backgammon, needs\n"
-        "                 GNU Backgammon), or another model\n"
+        "  --opponent X   random, perfect, solver, the game's baselines:\n"
+        "                 %s,\n"
+        "                 gnubg or gnubg:PLIES (backgammon, needs GNU Backgammon), or\n"
+        "                 another model\n"
         "  --games N      games to play, colours alternating (default 100); prints\n"
         "                 W-D-L, score and Elo with its 95 %% interval\n"
         "  --sprt         stop early by a sequential probability ratio test of\n"
         "                 H0 Elo = E0 (default 0) against H1 Elo = E1 (default 50),\n"
         "                 error rates A and B (default 0.05)\n"
         "  --positions F  a position file of ../shared/data: last line 'optimal N/M'\n"
-        "                 (tictactoe, sim) or 'mistakes N/M' (connect4)\n"
+        "                 or 'mistakes N/M', as the game's set of that name is judged\n"
+        "                 (connect4: mistakes)\n"
         "  --limit N      only the first N positions\n"
-        "  --sims S       simulations per move (0: the raw policy's best move)\n"
+        "  --sims S       simulations per move (0: the raw policy's best move); short\n"
+        "                 for --set search.sims=S\n"
         "  --seed N       seed of dice and the agents' randomness (default 1)\n"
-        "  --set k=v      search=gumbel|puct, sims, leaves_per_tree, gumbel_m,\n"
-        "                 gumbel_noise (default on in matches, off on positions),\n"
-        "                 c_visit, c_scale, c_init, c_base, concurrency (games in\n"
-        "                 flight, default 64), backend, precision, threads, and the\n"
-        "                 game's settings (default: the model's)\n");
+        "  --set k=v      search settings, search.KEY (docs/search.md): search.algorithm\n"
+        "                 (gumbel|puct), search.sims, search.leaves_per_tree,\n"
+        "                 search.gumbel_m, search.gumbel_noise (default on in matches,\n"
+        "                 off on positions), search.c_visit, search.c_scale,\n"
+        "                 search.c_init, search.c_base, search.tree_reuse, ...;\n"
+        "                 concurrency (games in flight, default 64), backend,\n"
+        "                 precision, threads, and the game's settings (default: the\n"
+        "                 model's)\n\n"
+        "The search: a run or checkpoint directory plays with its run's search\n"
+        "(the search.* keys of RUN/config.ini, without self-play's noise), a weights\n"
+        "file with the defaults (gumbel, 32 simulations); flags override either.\n",
+        baselines);
 }
 
 /* A model with everything its agent borrows. */
@@ -181,7 +212,7 @@ int zt_cmd_eval(int argc, char **argv)
             st = ZT_ERR_INVALID;
             goto fail;
         }
-        zt_config_put(cfg, "sims", sims_arg);
+        zt_config_put(cfg, "search.sims", sims_arg);
     }
 
     /* Settings: the network's, the model (and its game), the search's. */
@@ -193,7 +224,14 @@ int zt_cmd_eval(int argc, char **argv)
     if ((st = zt_run_nn_settings(cfg, &backend, &prec, &threads)) != ZT_OK) goto fail;
     if ((st = model_open(model_path, backend, prec, threads, &me)) != ZT_OK) goto fail;
     if ((st = zt_run_check_game(model_path, me.game, game_name, cfg)) != ZT_OK) goto fail;
-    if ((st = zt_run_search_config(cfg, me.game, positions == NULL, &search)) != ZT_OK) goto fail;
+    char run_config[4200];
+    if ((st = zt_run_search_defaults(model_path, cfg, run_config, sizeof run_config)) != ZT_OK)
+        goto fail;
+    /* Gumbel noise varies the games of a match; positions are judged on
+     * the search's best move. */
+    zt_search_read_options search_opt = {.use = ZT_SEARCH_PLAY, .gumbel_noise = positions == NULL};
+    if ((st = zt_search_config_read(cfg, &search_opt, &search)) != ZT_OK) goto fail;
+    zt_search_config_size(&search, me.game, 0);
     if ((st = zt_config_int(cfg, "concurrency", 64, 1, 4096, &concurrency)) != ZT_OK) goto fail;
     if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
     search.seed = (uint64_t)seed;
@@ -208,6 +246,7 @@ int zt_cmd_eval(int argc, char **argv)
         snprintf(what, sizeof what, "%s, %d simulations",
                  search.algorithm == ZT_SEARCH_GUMBEL ? "gumbel" : "puct", search.num_simulations);
     printf("model %s (%s; %s, %s nn)\n", model_path, spec, what, zt_net_backend_name(me.net));
+    if (run_config[0]) printf("search settings of %s (flags override them)\n", run_config);
     double t0 = zt_now_s();
 
     if (positions) {
@@ -263,7 +302,8 @@ int zt_cmd_eval(int argc, char **argv)
            dt > 0 ? r.games / dt : 0.0, r.stopped_early ? ", stopped early by the SPRT" : "");
     printf("as first player: %d wins in %d games; as second: %d wins in %d games\n", r.wins_first,
            r.games_first, r.wins - r.wins_first, r.games - r.games_first);
-    if (strcmp(g->name, "backgammon") == 0)
+    /* Games worth more than one point (backgammon's gammons) report points. */
+    if (g->max_return > 1)
         printf("points per game: %+.3f\n", r.total_return / (double)r.games);
     char line[256];
     zt_match_format(&r, sprt, line, sizeof line);

@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "core/rng.h"
 #include "search/search.h"
+#include "search/settings.h"
 #include "train/run.h"
 
 static void usage(FILE *f)
@@ -24,10 +25,15 @@ static void usage(FILE *f)
                "connect4: a column 1..7; sim: an edge u-v; backgammon: one checker move such as\n"
                "24/18, bar/22 or 5/off, or a whole play '24/18 13/9'), 'moves' to list the legal\n"
                "moves, 'quit' to leave.\n"
-               "  --sims S         simulations per agent move (0: the raw policy)\n"
+               "  --sims S         simulations per agent move (0: the raw policy); short for\n"
+               "                   --set search.sims=S\n"
                "  --first WHO      who plays first, human (default) or agent\n"
                "  --seed N         seed of the dice and the search (default: the clock)\n"
-               "  --set k=v        search settings as for zeroth eval (search=puct, ...)\n");
+               "  --set k=v        search settings search.KEY as for zeroth eval\n"
+               "                   (search.algorithm=puct, ...; search.gumbel_noise default off)\n\n"
+               "A run or checkpoint directory plays with its run's search (the search.* keys\n"
+               "of RUN/config.ini, without self-play's noise), a weights file with the\n"
+               "defaults; flags override either.\n");
 }
 
 typedef struct session {
@@ -315,7 +321,7 @@ int zt_cmd_play(int argc, char **argv)
                 zt_cli_error("play: --sims must be an integer in [0, 1000000], not '%s'", sims_arg);
             goto done;
         }
-        zt_config_put(cfg, "sims", sims_arg);
+        zt_config_put(cfg, "search.sims", sims_arg);
     }
 
     const char *backend;
@@ -325,8 +331,13 @@ int zt_cmd_play(int argc, char **argv)
     if ((st = zt_run_nn_settings(cfg, &backend, &prec, &threads)) != ZT_OK) goto fail;
     if ((st = zt_run_open_model(model_path, backend, prec, threads, &g, &net)) != ZT_OK) goto fail;
     if ((st = zt_run_check_game(model_path, g, game_name, cfg)) != ZT_OK) goto fail;
+    char run_config[4200];
+    if ((st = zt_run_search_defaults(model_path, cfg, run_config, sizeof run_config)) != ZT_OK)
+        goto fail;
     /* Deterministic by default: the agent's best, not an exploring move. */
-    if ((st = zt_run_search_config(cfg, g, false, &sc)) != ZT_OK) goto fail;
+    zt_search_read_options search_opt = {.use = ZT_SEARCH_PLAY, .gumbel_noise = false};
+    if ((st = zt_search_config_read(cfg, &search_opt, &sc)) != ZT_OK) goto fail;
+    zt_search_config_size(&sc, g, 0);
     if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
     sc.seed = seed;
     ss.g = g;
@@ -353,6 +364,7 @@ int zt_cmd_play(int argc, char **argv)
                                               : "puct search",
            (unsigned long long)seed);
     if (sc.num_simulations > 0) printf("%d simulations per move\n", sc.num_simulations);
+    if (run_config[0]) printf("search settings of %s (flags override them)\n", run_config);
     rc = play_game(&ss, human, &rng);
     goto done;
 fail:

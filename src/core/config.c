@@ -98,6 +98,25 @@ bool zt_config_has(const zt_config *c, const char *key)
     return e && e->value;
 }
 
+int zt_config_inherit(zt_config *dst, const zt_config *src, const char *prefix,
+                      const char *const *skip)
+{
+    ZT_ASSERT(dst != src);
+    size_t plen = strlen(prefix);
+    int put = 0;
+    for (int i = 0; i < src->n; i++) {
+        const entry *e = &src->entries[i];
+        if (!e->value || strncmp(e->key, prefix, plen) != 0 || zt_config_has(dst, e->key))
+            continue;
+        bool skipped = false;
+        for (int k = 0; skip && skip[k] && !skipped; k++) skipped = strcmp(e->key, skip[k]) == 0;
+        if (skipped) continue;
+        zt_config_put(dst, e->key, e->value);
+        put++;
+    }
+    return put;
+}
+
 typedef struct load_ctx {
     zt_config *config;
     char key[512];

@@ -29,6 +29,13 @@ zt_status zt_config_set(zt_config *c, const char *assignment);
 void zt_config_put(zt_config *c, const char *key, const char *value);
 bool zt_config_has(const zt_config *c, const char *key);
 
+/* Puts into dst every key set in src whose name starts with `prefix` and
+ * that dst does not set yet, except the keys listed in `skip`
+ * (NULL-terminated, may be NULL): src's settings become defaults under
+ * dst's own. Returns how many keys were put. */
+int zt_config_inherit(zt_config *dst, const zt_config *src, const char *prefix,
+                      const char *const *skip);
+
 /* Typed getters. Each marks the key used and records the resolved value
  * (the default when absent). Errors: "key 'k': expected an integer, got 'x'",
  * "key 'k': 42 is outside [3, 6]". */

@@ -1,6 +1,7 @@
 #include "core/fileio.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,4 +184,38 @@ zt_status zt_mkdirs(const char *path)
         s = zt_fail(ZT_ERR_IO, "cannot create directory '%s': a file of that name exists", p);
     free(p);
     return s;
+}
+
+static bool is_file(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+bool zt_data_find(const char *dir, const char *rel, char *out, size_t cap)
+{
+    char exe[PATH_MAX] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+    } else {
+        exe[0] = '\0';
+    }
+    char beside_tests[PATH_MAX + 32] = "", beside_shared[PATH_MAX + 32] = "";
+    if (exe[0]) {
+        snprintf(beside_tests, sizeof beside_tests, "%s/../tests/data", exe);
+        snprintf(beside_shared, sizeof beside_shared, "%s/../../shared/data", exe);
+    }
+    const char *dirs[] = {dir, getenv("ZT_DATA_DIR"), "../shared/data", "tests/data",
+                          beside_tests, beside_shared};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        if (!dirs[i] || !dirs[i][0]) continue;
+        int len = snprintf(out, cap, "%s/%s", dirs[i], rel);
+        if (len < 0 || (size_t)len >= cap) continue;
+        if (is_file(out)) return true;
+    }
+    snprintf(out, cap, "tests/data/%s", rel);
+    return false;
 }

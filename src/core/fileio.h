@@ -4,6 +4,7 @@
 #ifndef ZT_CORE_FILEIO_H
 #define ZT_CORE_FILEIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/status.h"
@@ -24,5 +25,15 @@ zt_status zt_read_file(const char *path, char **data, size_t *len);
 
 /* Creates a directory and its parents (mkdir -p); OK if it exists. */
 zt_status zt_mkdirs(const char *path);
+
+/* The reference data (position sets, pubeval's weights; ../shared/data in a
+ * checkout, tests/data its copy): finds the file `rel` (e.g.
+ * "connect4/Test_L2_R1") under the first of `dir` (a caller's override such
+ * as arena.data_dir; NULL or "" for none), $ZT_DATA_DIR, ../shared/data,
+ * tests/data, then beside the executable (<exe dir>/../tests/data and
+ * <exe dir>/../../shared/data: build/zeroth in a checkout) that has it, and
+ * writes its path to out. False when none has it; out then holds the
+ * tests/data path, for messages. */
+bool zt_data_find(const char *dir, const char *rel, char *out, size_t cap);
 
 #endif

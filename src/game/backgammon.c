@@ -1100,8 +1100,21 @@ static zt_status create(zt_config *cfg, zt_game *g)
     return ZT_OK;
 }
 
+static zt_status new_pubeval(const zt_game *g, int depth, zt_player **out)
+{
+    (void)depth;
+    return zt_player_new_pubeval(g, out);
+}
+
+static const zt_baseline bg_baselines[] = {
+    {"pubeval", false, new_pubeval},
+    {NULL, false, NULL},
+};
+
 const zt_game_def zt_game_backgammon = {
-    "backgammon",
-    "backgammon without the doubling cube (gnubg ids, 1/2/3-point results)",
-    create,
+    .name = "backgammon",
+    .summary = "backgammon without the doubling cube (gnubg ids, 1/2/3-point results)",
+    .create = create,
+    .baselines = bg_baselines,
+    .arena_opponents = "random,pubeval",
 };

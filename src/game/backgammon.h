@@ -1,5 +1,5 @@
 /* Backgammon internals shared by the game (backgammon.c), the pubeval player
- * (agent/pubeval.c), `zeroth moves` (cli/cmd_moves.c), tests and benchmarks:
+ * (backgammon_pubeval.c), `zeroth moves` (cli/cmd_moves.c), tests and benchmarks:
  * the state layout, the enumeration of complete plays, GNU Backgammon
  * position ids and gnubg's play notation. Nothing here allocates; the caller
  * owns every buffer (a bg_playlist is large: allocate it once, off the stack).
@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
+#include "game/player.h"
 
 #define BG_CHECKERS 15
 #define BG_BAR 24 /* index of the bar in bg_state.board[side] */
@@ -108,5 +109,9 @@ void zt_bg_move_text(const bg_state *s, int action, char *buf, size_t cap);
 
 /* No checker of either side can reach an opponent's checker any more. */
 bool zt_bg_is_race(const bg_state *s);
+
+/* The baseline player "pubeval" (backgammon_pubeval.c): Tesauro's linear
+ * evaluator, its weights read from the reference data. */
+zt_status zt_player_new_pubeval(const zt_game *g, zt_player **out);
 
 #endif

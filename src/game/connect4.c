@@ -9,6 +9,7 @@
 #include "core/alloc.h"
 #include "core/hash.h"
 #include "game/connect4.h"
+#include "game/solver.h"
 
 /* ---- rules ---- */
 
@@ -400,8 +401,32 @@ static zt_status create(zt_config *cfg, zt_game *g)
     return ZT_OK;
 }
 
+/* Pascal Pons' test sets (middle game, easy and medium), quoted as mistakes. */
+static const zt_position_set c4_sets[] = {
+    {"connect4/Test_L2_R1", ZT_JUDGE_MISTAKES},
+    {"connect4/Test_L3_R1", ZT_JUDGE_MISTAKES},
+};
+
+static int c4_position_sets(const zt_game *g, const zt_position_set **sets)
+{
+    (void)g;
+    *sets = c4_sets;
+    return 2;
+}
+
+static const zt_baseline c4_baselines[] = {
+    {"alphabeta", true, zt_player_new_alphabeta_connect4},
+    {NULL, false, NULL},
+};
+
 const zt_game_def zt_game_connect4 = {
-    "connect4",
-    "Connect Four, 7x6; moves are columns 1..7 (Pons notation); exact solver",
-    create,
+    .name = "connect4",
+    .summary = "Connect Four, 7x6; moves are columns 1..7 (Pons notation); exact solver",
+    .create = create,
+    .solver = zt_solver_new_connect4,
+    .position_sets = c4_position_sets,
+    .baselines = c4_baselines,
+    /* Each Pons set has 1000 positions; 200 keep an arena to seconds. */
+    .arena_opponents = "random,alphabeta:6",
+    .arena_positions_limit = 200,
 };

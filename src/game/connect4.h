@@ -1,5 +1,5 @@
 /* Connect Four internals shared by the game (connect4.c), its exact solver
- * (connect4_solver.c) and the alpha-beta player (agent/connect4_alphabeta.c).
+ * (connect4_solver.c) and the alpha-beta player (connect4_alphabeta.c).
  * Bitboards: bit 7*c + r is column c (0 = leftmost), row r (0 = bottom); row
  * 6 of each column is an always-empty sentinel, so that shifts by 1, 6, 7 and
  * 8 (vertical and the three other directions) never join stones across a
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "game/game.h"
+#include "game/player.h"
 
 #define C4_WIDTH 7
 #define C4_HEIGHT 6
@@ -116,5 +117,9 @@ static inline int c4_popcount(uint64_t x)
 {
     return __builtin_popcountll(x);
 }
+
+/* The baseline player "alphabeta:D" (connect4_alphabeta.c): depth-D
+ * alpha-beta with a threat heuristic at the horizon. */
+zt_status zt_player_new_alphabeta_connect4(const zt_game *g, int depth, zt_player **out);
 
 #endif

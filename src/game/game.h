@@ -47,6 +47,8 @@ typedef struct zt_game zt_game;
 
 struct zt_game {
     const char *name;     /* registry name, e.g. "connect4" */
+    const struct zt_game_def *def; /* its registry entry (set by zt_game_new; NULL
+                                    * for a game built by hand) */
     char title[64];       /* with settings, e.g. "sim K6 k=3 avoid" */
     /* Every setting the game read, as "key=value" separated by spaces, in a
      * form zt_game_new accepts back ("vertices=6 k=3 variant=avoid"); "" for
@@ -99,12 +101,57 @@ struct zt_game {
 
 /* ---- registry ---- */
 
+struct zt_solver;
+struct zt_player;
+
+/* How a solver position set is judged: each position asks for one move,
+ * which is right when it keeps the position's exact value. Reported as the
+ * share of right moves ("optimal N/M") or as the wrong ones ("mistakes
+ * N/M", how Pascal Pons' Connect Four sets are quoted). */
+typedef enum zt_judge {
+    ZT_JUDGE_OPTIMAL,
+    ZT_JUDGE_MISTAKES,
+} zt_judge;
+
+/* A solver test set: a file of the reference data (core/fileio.h,
+ * zt_data_find) in the game's position-file format (game/solver.h). */
+typedef struct zt_position_set {
+    const char *file; /* relative to the data directory, e.g. "connect4/Test_L2_R1" */
+    zt_judge judge;
+} zt_position_set;
+
+/* A baseline player the game brings (game/player.h): its spec is `name`,
+ * or "name:D" with D an integer in [1, 64] when it takes a depth. */
+typedef struct zt_baseline {
+    const char *name;
+    bool takes_depth;
+    /* depth is 0 for a player without one. */
+    zt_status (*create)(const zt_game *g, int depth, struct zt_player **out);
+} zt_baseline;
+
+/* A game's registry entry: how to create it, and what else the game brings.
+ * Everything after `create` is optional (NULL or 0: none). */
 typedef struct zt_game_def {
     const char *name;
     const char *summary;
     /* Fills *g (zeroed by the caller) reading its settings from cfg
      * (e.g. "vertices", "k", "variant"); rejects bad settings naming them. */
     zt_status (*create)(zt_config *cfg, zt_game *g);
+
+    /* The exact solver of instance g (game/solver.h); it may refuse
+     * instances too large to solve with ZT_ERR_UNSUPPORTED. The "perfect"
+     * and "solver" players and the position sets need it. */
+    zt_status (*solver)(const zt_game *g, struct zt_solver **out);
+    /* The solver position sets that fit instance g (Sim's are for K6 k=3
+     * avoid only): points *sets at them and returns how many. */
+    int (*position_sets)(const zt_game *g, const zt_position_set **sets);
+    /* Baseline players, ended by an entry whose name is NULL. */
+    const zt_baseline *baselines;
+    /* Defaults of the training arena (configs/<game>.ini restates them):
+     * arena.opponents, comma-separated player specs (NULL: "random"), and
+     * arena.positions_limit, positions judged per set (0: all). */
+    const char *arena_opponents;
+    int arena_positions_limit;
 } zt_game_def;
 
 /* All registered games. */
@@ -121,6 +168,14 @@ void zt_game_free(zt_game *g);
 void zt_game_spec(const zt_game *g, char *buf, size_t cap);
 /* Instantiates a game from a spec written by zt_game_spec. */
 zt_status zt_game_from_spec(const char *spec, zt_game **out);
+
+/* The solver position sets of instance g (its entry's position_sets; 0 and
+ * *sets NULL when it has none). */
+int zt_game_position_sets(const zt_game *g, const zt_position_set **sets);
+
+/* How the position file at `path` is judged for g: as the set of g with the
+ * same file name, else as g's first set, else ZT_JUDGE_OPTIMAL. */
+zt_judge zt_game_positions_judge(const zt_game *g, const char *path);
 
 /* ---- helpers over the interface ---- */
 

@@ -41,6 +41,7 @@ zt_status zt_game_new(const char *name, zt_config *cfg, zt_game **out)
         ZT_ASSERT(g->max_chance_outcomes <= ZT_MAX_CHANCE_OUTCOMES);
         ZT_ASSERT(g->num_symmetries >= 1);
         if (!g->title[0]) snprintf(g->title, sizeof g->title, "%s", g->name);
+        g->def = def;
         *out = g;
         return ZT_OK;
     }
@@ -115,4 +116,26 @@ zt_status zt_game_from_spec(const char *spec, zt_game **out)
     }
     zt_config_free(cfg);
     return st;
+}
+
+int zt_game_position_sets(const zt_game *g, const zt_position_set **sets)
+{
+    *sets = NULL;
+    if (!g->def || !g->def->position_sets) return 0;
+    return g->def->position_sets(g, sets);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+zt_judge zt_game_positions_judge(const zt_game *g, const char *path)
+{
+    const zt_position_set *sets;
+    int n = zt_game_position_sets(g, &sets);
+    for (int i = 0; i < n; i++)
+        if (strcmp(base_name(path), base_name(sets[i].file)) == 0) return sets[i].judge;
+    return n > 0 ? sets[0].judge : ZT_JUDGE_OPTIMAL;
 }

@@ -6,6 +6,7 @@
  * lexicographic order (0,1),(0,2),...,(n-2,n-1). Settings: "vertices" (4..18),
  * "k" (3..6, at most vertices), "variant" (avoid|make). */
 #include "game/sim.h"
+#include "game/solver.h"
 
 #include "core/alloc.h"
 #include "core/hash.h"
@@ -510,8 +511,30 @@ static zt_status sim_create(zt_config *cfg, zt_game *g)
     return ZT_OK;
 }
 
+/* The solved positions of classic Sim (K6, triangles, avoid); other
+ * instances have none. */
+static const zt_position_set sim_sets[] = {{"sim/sim_k6_positions.txt", ZT_JUDGE_OPTIMAL}};
+
+static int sim_position_sets(const zt_game *g, const zt_position_set **sets)
+{
+    const zt_sim_impl *im = g->impl;
+    if (im->n != 6 || im->k != 3 || im->make) return 0;
+    *sets = sim_sets;
+    return 1;
+}
+
+static const zt_baseline sim_baselines[] = {
+    {"negamax", true, zt_player_new_negamax_sim},
+    {NULL, false, NULL},
+};
+
 const zt_game_def zt_game_sim = {
-    "sim",
-    "Sim on K_n: colour edges, a k-clique in your colour loses (avoid) or wins (make)",
-    sim_create,
+    .name = "sim",
+    .summary = "Sim on K_n: colour edges, a k-clique in your colour loses (avoid) or wins (make)",
+    .create = sim_create,
+    .solver = zt_solver_new_sim,
+    .position_sets = sim_position_sets,
+    .baselines = sim_baselines,
+    .arena_opponents = "random,negamax:2",
+    .arena_positions_limit = 500,
 };

@@ -1,5 +1,5 @@
 /* Sim internals shared by the game (sim.c), its exact solver (sim_solver.c)
- * and the negamax player (agent/sim_negamax.c): the state layout, the
+ * and the negamax player (sim_negamax.c): the state layout, the
  * constant tables a zt_game of Sim carries in impl, and the clique tests.
  * Sim (Simmons 1969) generalised: players colour edges of K_n; a k-clique in
  * one's own colour loses ("avoid") or wins ("make"). Player 0 colours red. */
@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "game/game.h"
+#include "game/player.h"
 
 #define ZT_SIM_MAX_N 18
 #define ZT_SIM_MAX_EDGES (ZT_SIM_MAX_N * (ZT_SIM_MAX_N - 1) / 2)
@@ -88,5 +89,9 @@ static inline int zt_sim_free_edges(const zt_sim_impl *im, const zt_sim_state *s
     }
     return count;
 }
+
+/* The baseline player "negamax:D" (sim_negamax.c): depth-D negamax with
+ * alpha-beta, any n, k and variant. */
+zt_status zt_player_new_negamax_sim(const zt_game *g, int depth, zt_player **out);
 
 #endif

@@ -43,12 +43,13 @@ struct zt_solver {
     void (*free)(zt_solver *sv);
 };
 
-/* ZT_ERR_UNSUPPORTED for games without an exact solver here (backgammon,
- * Sim too large to solve). */
+/* The solver the game's registry entry names (game.h, zt_game_def.solver).
+ * ZT_ERR_UNSUPPORTED for games without one (backgammon) and instances too
+ * large to solve (Sim beyond K6). */
 zt_status zt_solver_new(const zt_game *g, zt_solver **out);
 void zt_solver_free(zt_solver *sv);
 
-/* Per-game constructors, called by zt_solver_new. */
+/* Per-game constructors, named by the games' registry entries. */
 zt_status zt_solver_new_tictactoe(const zt_game *g, zt_solver **out);
 zt_status zt_solver_new_connect4(const zt_game *g, zt_solver **out);
 zt_status zt_solver_new_sim(const zt_game *g, zt_solver **out);

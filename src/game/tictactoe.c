@@ -3,6 +3,7 @@
  * padding, so memcmp compares positions. */
 #include "core/hash.h"
 #include "game/game.h"
+#include "game/solver.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -328,8 +329,22 @@ static zt_status ttt_create(zt_config *cfg, zt_game *g)
     return ZT_OK;
 }
 
+/* Every non-terminal position reachable from the start, with its value and
+ * value-preserving moves. */
+static const zt_position_set ttt_sets[] = {{"tictactoe/ttt_positions.txt", ZT_JUDGE_OPTIMAL}};
+
+static int ttt_position_sets(const zt_game *g, const zt_position_set **sets)
+{
+    (void)g;
+    *sets = ttt_sets;
+    return 1;
+}
+
 const zt_game_def zt_game_tictactoe = {
-    "tictactoe",
-    "Tic-tac-toe on a 3x3 board (X moves first; three in a row wins)",
-    ttt_create,
+    .name = "tictactoe",
+    .summary = "Tic-tac-toe on a 3x3 board (X moves first; three in a row wins)",
+    .create = ttt_create,
+    .solver = zt_solver_new_tictactoe,
+    .position_sets = ttt_position_sets,
+    .arena_opponents = "random,perfect",
 };

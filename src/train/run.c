@@ -2,6 +2,7 @@
 #include "train/run.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,46 +182,50 @@ void zt_run_evaluator_free(zt_evaluator *ev)
 
 /* ---- settings ---- */
 
-zt_status zt_run_search_config(zt_config *cfg, const zt_game *g, bool noise_default,
-                               zt_search_config *out)
+/* The run directory a model path belongs to: the path itself when it holds
+ * ckpt/ and config.ini, the directory two levels up when the path is a
+ * checkpoint directory inside RUN/ckpt/. False for a weights file and for
+ * anything else. */
+static bool run_of(const char *path, char *run, size_t cap)
 {
-    static const char *const algorithms[] = {"gumbel", "puct", NULL};
-    int alg;
-    ZT_TRY(zt_config_choice(cfg, "search", "gumbel", algorithms, &alg));
-    zt_search_config_default(out, alg == 0 ? ZT_SEARCH_GUMBEL : ZT_SEARCH_PUCT);
-    int64_t sims, leaves, m, seed;
-    double c_visit, c_scale, c_init, c_base;
-    bool noise;
-    ZT_TRY(zt_config_int(cfg, "sims", out->num_simulations, 0, 1000000, &sims));
-    ZT_TRY(zt_config_int(cfg, "leaves_per_tree", 1, 1, 64, &leaves));
-    ZT_TRY(zt_config_int(cfg, "gumbel_m", out->gumbel_m, 1, ZT_MAX_ACTIONS, &m));
-    ZT_TRY(zt_config_bool(cfg, "gumbel_noise", noise_default, &noise));
-    ZT_TRY(zt_config_double(cfg, "c_visit", out->c_visit, 0, 1e6, &c_visit));
-    ZT_TRY(zt_config_double(cfg, "c_scale", out->c_scale, 0, 1e6, &c_scale));
-    ZT_TRY(zt_config_double(cfg, "c_init", out->c_init, 0, 1e6, &c_init));
-    ZT_TRY(zt_config_double(cfg, "c_base", out->c_base, 1, 1e9, &c_base));
-    ZT_TRY(zt_config_int(cfg, "seed", 1, 0, INT64_MAX, &seed));
-    out->num_simulations = (int)sims;
-    out->leaves_per_round = (int)leaves;
-    out->gumbel_m = (int)m;
-    out->gumbel_noise = noise;
-    out->c_visit = (float)c_visit;
-    out->c_scale = (float)c_scale;
-    out->c_init = (float)c_init;
-    out->c_base = (float)c_base;
-    out->seed = (uint64_t)seed;
-    /* A simulation adds at most one node; the slack covers the root, the
-     * leaves of a round in flight and a kept subtree. Edges: every node's
-     * legal actions, bounded by the widest branching any game here has at
-     * a typical node (backgammon's first checker moves, Sim's edges). */
-    int nodes = 2 * (int)sims + 64;
-    int width = g->num_actions < 64 ? g->num_actions : 64;
-    if (g->max_chance_outcomes > width) width = g->max_chance_outcomes;
-    long edges = (long)nodes * width;
-    if (edges < g->num_actions) edges = g->num_actions;
-    out->node_capacity = nodes;
-    out->edge_capacity = (int)edges;
-    return ZT_OK;
+    if (!is_dir(path)) return false;
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/ckpt", path);
+    if (is_dir(probe)) {
+        snprintf(run, cap, "%s", path);
+        return true;
+    }
+    char real[PATH_MAX];
+    if (!realpath(path, real)) return false;
+    char *slash = strrchr(real, '/');
+    if (!slash || slash == real) return false;
+    *slash = '\0'; /* RUN/ckpt */
+    slash = strrchr(real, '/');
+    if (!slash || strcmp(slash + 1, "ckpt") != 0) return false;
+    *slash = '\0'; /* RUN */
+    snprintf(run, cap, "%s", slash == real ? "/" : real);
+    return true;
+}
+
+zt_status zt_run_search_defaults(const char *path, zt_config *cfg, char *from, size_t cap)
+{
+    if (cap) from[0] = '\0';
+    char run[PATH_MAX], ini[PATH_MAX + 16];
+    if (!run_of(path, run, sizeof run)) return ZT_OK;
+    int n = snprintf(ini, sizeof ini, "%s%sconfig.ini", run,
+                     run[strlen(run) - 1] == '/' ? "" : "/");
+    if (n < 0 || (size_t)n >= sizeof ini || !is_file(ini)) return ZT_OK;
+    zt_config *trained = zt_config_new();
+    zt_status st = zt_config_load_file(trained, ini);
+    if (st == ZT_OK) {
+        /* Self-play explores; an agent playing to win does not. */
+        static const char *const noise[] = {"search.gumbel_noise", "search.dirichlet_alpha",
+                                            "search.dirichlet_fraction", NULL};
+        zt_config_inherit(cfg, trained, "search.", noise);
+        snprintf(from, cap, "%s", ini);
+    }
+    zt_config_free(trained);
+    return st;
 }
 
 zt_status zt_run_nn_settings(zt_config *cfg, const char **backend, zt_precision *prec, int *threads)

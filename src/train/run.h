@@ -2,7 +2,8 @@
  * layout"). Wherever a model is expected a path may name a weights file, a
  * checkpoint directory (its weights.safetensors) or a run directory (the
  * checkpoint named by ckpt/latest). Also what every user of a model needs:
- * the evaluator over its net and the search settings read from a config.
+ * the evaluator over its net and the search settings of the run it came
+ * from.
  * The caller owns what zt_run_open_model and zt_run_evaluator_new return. */
 #ifndef ZT_TRAIN_RUN_H
 #define ZT_TRAIN_RUN_H
@@ -44,13 +45,17 @@ zt_status zt_run_check_game(const char *path, const zt_game *model_game, const c
 zt_status zt_run_evaluator_new(zt_net *net, zt_evaluator *out);
 void zt_run_evaluator_free(zt_evaluator *ev);
 
-/* Search settings of an agent that plays with a model, from cfg (defaults
- * in brackets): search=gumbel|puct [gumbel], sims [gumbel 32, puct 200],
- * leaves_per_tree [1], gumbel_m [16], gumbel_noise [noise_default], c_visit
- * [50], c_scale [1], c_init [1.25], c_base [19652], seed [1]. Tree
- * capacities are sized for one move's search of game g. */
-zt_status zt_run_search_config(zt_config *cfg, const zt_game *g, bool noise_default,
-                               zt_search_config *out);
+/* The search a model's run trained with, as defaults for an agent playing
+ * with the model: when `path` is a run directory or a checkpoint directory
+ * of one (RUN/ckpt/NAME), the search.* keys of RUN/config.ini (the resolved
+ * config training wrote) that cfg does not set are put into cfg, except
+ * self-play's exploration noise (search.gumbel_noise,
+ * search.dirichlet_alpha, search.dirichlet_fraction). Then
+ * zt_search_config_read (search/settings.h) of cfg gives the run's search
+ * under the user's overrides. A weights file, or a directory without a
+ * run's config.ini, adds nothing. `from` gets the config file read ("" for
+ * none). Errors: a config.ini that cannot be read or parsed. */
+zt_status zt_run_search_defaults(const char *path, zt_config *cfg, char *from, size_t cap);
 
 /* Network settings from cfg: backend [auto], precision [auto], threads
  * [all cores]. *backend lives as long as cfg. */

@@ -5,6 +5,7 @@
 
 #include "agent/player.h"
 #include "core/thread.h"
+#include "search/settings.h"
 #include "train/train.h"
 
 /* Shorthands that read one key into a field of another type. */
@@ -57,36 +58,6 @@ static zt_status read_net(zt_config *c, const zt_game *g, zt_net_config *n)
         n->mlp_norm = norm == 0 ? ZT_NORM_LAYER : ZT_NORM_BATCH;
     }
     return zt_net_config_check(n);
-}
-
-static zt_status read_search(zt_config *c, bool debug, zt_search_config *s)
-{
-    static const char *const algorithms[] = {"gumbel", "puct", NULL};
-    int alg;
-    ZT_TRY(zt_config_choice(c, "search.algorithm", "gumbel", algorithms, &alg));
-    zt_search_config_default(s, alg == 0 ? ZT_SEARCH_GUMBEL : ZT_SEARCH_PUCT);
-    ZT_TRY(get_int(c, "search.sims", s->num_simulations, 1, 1 << 20, &s->num_simulations));
-    ZT_TRY(get_int(c, "leaves_per_tree", debug ? 1 : s->leaves_per_round, 1, 256,
-                   &s->leaves_per_round));
-    ZT_TRY(get_int(c, "search.node_capacity", 0, 0, 1 << 26, &s->node_capacity));
-    ZT_TRY(get_int(c, "search.edge_capacity", 0, 0, 1 << 28, &s->edge_capacity));
-    ZT_TRY(get_int(c, "search.gumbel_m", s->gumbel_m, 1, 4096, &s->gumbel_m));
-    ZT_TRY(get_float(c, "search.c_visit", s->c_visit, 0, 1e6, &s->c_visit));
-    ZT_TRY(get_float(c, "search.c_scale", s->c_scale, 0, 1e6, &s->c_scale));
-    ZT_TRY(get_float(c, "search.c_init", s->c_init, 0, 100, &s->c_init));
-    ZT_TRY(get_float(c, "search.c_base", s->c_base, 1, 1e9, &s->c_base));
-    ZT_TRY(
-        get_float(c, "search.dirichlet_alpha", s->dirichlet_alpha, 1e-6, 100, &s->dirichlet_alpha));
-    ZT_TRY(get_float(c, "search.dirichlet_fraction", 0.25, 0, 1, &s->dirichlet_fraction));
-    ZT_TRY(get_float(c, "search.virtual_loss", s->virtual_loss, 0, 100, &s->virtual_loss));
-    static const char *const fpus[] = {"absolute", "parent", NULL};
-    int fpu;
-    ZT_TRY(zt_config_choice(c, "search.fpu", "absolute", fpus, &fpu));
-    s->fpu = fpu == 0 ? ZT_FPU_ABSOLUTE : ZT_FPU_PARENT;
-    ZT_TRY(get_float(c, "search.fpu_value", s->fpu_value, -1, 1, &s->fpu_value));
-    ZT_TRY(get_float(c, "search.fpu_reduction", s->fpu_reduction, 0, 2, &s->fpu_reduction));
-    ZT_TRY(zt_config_bool(c, "search.tree_reuse", !debug, &s->tree_reuse));
-    return ZT_OK;
 }
 
 static zt_status read_optimizer(zt_config *c, zt_train_config *o)
@@ -170,16 +141,15 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     /* debug=1: every optimisation off (cross-game batching, K leaves, bf16,
      * NN cache, root cache, tree reuse, sampler prefetch), for the plainest
      * run. It overrides the config files (which set every key), so the
-     * written config.ini shows what actually ran. */
+     * written config.ini shows what actually ran; the search reader does
+     * the same for its keys (K and tree reuse). */
     ZT_TRY(zt_config_bool(c, "debug", false, &debug));
     if (debug) {
         static const char *const plain[][2] = {
             {"games_per_actor", "1"},
-            {"leaves_per_tree", "1"},
             {"precision", "fp32"},
             {"selfplay.nncache", "false"},
             {"selfplay.root_cache", "false"},
-            {"search.tree_reuse", "false"},
             {"learner.prefetch", "false"},
         };
         for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
@@ -217,7 +187,8 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
 
     zt_actor_config *A = &S->actor;
     zt_actor_config_default(A);
-    ZT_TRY(read_search(c, debug, &A->search));
+    zt_search_read_options search_opt = {.use = ZT_SEARCH_SELFPLAY, .debug = debug};
+    ZT_TRY(zt_search_config_read(c, &search_opt, &A->search));
     ZT_TRY(get_int(c, "games_per_actor", debug ? 1 : 64, 1, 1 << 16, &A->games));
     ZT_TRY(get_float(c, "selfplay.temperature", A->temperature, 0, 100, &A->temperature));
     ZT_TRY(get_int(c, "selfplay.temperature_moves", A->temperature_moves, 0, 1 << 20,
@@ -268,13 +239,15 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(get_int(c, "checkpoint.keep", 3, 0, 1 << 20, &S->keep_checkpoints));
     ZT_TRY(zt_config_double(c, "log.seconds", 10, 0.01, 1e6, &S->log_seconds));
 
-    bool c4 = strcmp(g->name, "connect4") == 0;
+    /* The game's defaults come from its registry entry (game.h). */
+    const char *opponents = g->def && g->def->arena_opponents ? g->def->arena_opponents : "random";
+    int positions_limit = g->def ? g->def->arena_positions_limit : 0;
     ZT_TRY(zt_config_double(c, "arena.minutes", 5, 0, 1e6, &S->arena_minutes));
     ZT_TRY(get_int(c, "arena.games", 100, 0, 1 << 20, &S->arena_games));
-    ZT_TRY(read_opponents(c, g, "random", S));
+    ZT_TRY(read_opponents(c, g, opponents, S));
     ZT_TRY(zt_config_bool(c, "arena.positions", true, &S->arena_positions));
-    ZT_TRY(
-        get_int(c, "arena.positions_limit", c4 ? 200 : 0, 0, 1 << 30, &S->arena_positions_limit));
+    ZT_TRY(get_int(c, "arena.positions_limit", positions_limit, 0, 1 << 30,
+                   &S->arena_positions_limit));
     ZT_TRY(get_int(c, "arena.sims", A->search.num_simulations, 1, 1 << 20, &S->arena_sims));
     ZT_TRY(zt_config_bool(c, "arena.stop_on_perfect", false, &S->arena_stop_on_perfect));
     ZT_TRY(zt_config_string(c, "arena.data_dir", "", &S->data_dir));

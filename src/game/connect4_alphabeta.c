@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/player.h"
+#include "game/player.h"
 #include "core/alloc.h"
 #include "game/connect4.h"
 

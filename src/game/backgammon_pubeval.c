@@ -6,8 +6,9 @@
  * Ties go to the earliest play in gnubg's generation order, so the player is
  * deterministic. A turn is several actions: the chosen play is kept and its
  * next checker move returned while the game follows the plan. */
-#include "agent/player.h"
+#include "game/player.h"
 #include "core/alloc.h"
+#include "core/fileio.h"
 #include "game/backgammon.h"
 
 #include <stdio.h>
@@ -42,28 +43,17 @@ static zt_status read_weights(const char *path, float *w, int count)
     return ZT_OK;
 }
 
-static zt_status load_from(const char *data_dir, pubeval *pe)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/backgammon/pubeval/WT.cntc", data_dir);
-    ZT_TRY(read_weights(path, pe->contact, PUBEVAL_INPUTS));
-    snprintf(path, sizeof path, "%s/backgammon/pubeval/WT.race", data_dir);
-    return read_weights(path, pe->race, PUBEVAL_INPUTS);
-}
-
-/* The weights come from $ZT_DATA_DIR, else ../shared/data, else tests/data
- * (the same search as the tests). */
+/* The weights are reference data (core/fileio.h, zt_data_find). */
 static zt_status load_weights(pubeval *pe)
 {
-    const char *dirs[3] = {getenv("ZT_DATA_DIR"), "../shared/data", "tests/data"};
-    for (int i = 0; i < 3; i++) {
-        if (!dirs[i] || !dirs[i][0]) continue;
-        zt_status st = load_from(dirs[i], pe);
-        if (st != ZT_ERR_NOT_FOUND) return st;
-    }
-    return zt_fail(ZT_ERR_NOT_FOUND,
-                   "pubeval: weights backgammon/pubeval/WT.cntc not found under $ZT_DATA_DIR, "
-                   "../shared/data or tests/data");
+    char contact[4096], race[4096];
+    if (!zt_data_find(NULL, "backgammon/pubeval/WT.cntc", contact, sizeof contact) ||
+        !zt_data_find(NULL, "backgammon/pubeval/WT.race", race, sizeof race))
+        return zt_fail(ZT_ERR_NOT_FOUND,
+                       "pubeval: weights backgammon/pubeval/WT.cntc not found under $ZT_DATA_DIR, "
+                       "../shared/data or tests/data");
+    ZT_TRY(read_weights(contact, pe->contact, PUBEVAL_INPUTS));
+    return read_weights(race, pe->race, PUBEVAL_INPUTS);
 }
 
 /* Tesauro's inputs, 5 per point from the mover's point 24 down to 1, with

@@ -6,7 +6,7 @@
  * edges that would complete a clique for each side. Ties at the root are
  * broken uniformly at random: the root moves are shuffled and the first
  * strictly best one is kept. Nothing is allocated per move. */
-#include "agent/player.h"
+#include "game/player.h"
 #include "core/alloc.h"
 #include "game/sim.h"
 
