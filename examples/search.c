@@ -42,7 +42,7 @@ int main(int argc, char **argv)
         return fail("reset");
     }
     zeroth_search_t *search;
-    if (zeroth_search_new_callbacks(game, uniform, NULL, game, 1, "search=puct sims=400",
+    if (zeroth_search_new_callbacks(game, uniform, NULL, game, 1, "search.algorithm=puct search.sims=400",
                                     &search) != ZEROTH_OK)
         return fail("search");
     for (;;) {

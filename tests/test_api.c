@@ -15,6 +15,7 @@
 
 #include "zeroth/zeroth.h"
 
+#define ZT_TEST_PUBLIC_API
 #include "zt_test.h"
 
 static char tmp_root[256];
@@ -475,7 +476,7 @@ static void test_nets(const char *run)
 
     /* a search over the net */
     zeroth_search_t *s = NULL;
-    EXPECT_OK(zeroth_search_new(g, net, N, "search=puct sims=24", &s));
+    EXPECT_OK(zeroth_search_new(g, net, N, "search.algorithm=puct search.sims=24", &s));
     if (s) {
         EXPECT_OK(zeroth_search_begin(s, N, NULL, states));
         EXPECT_OK(zeroth_search_run(s));
@@ -566,7 +567,7 @@ static void test_caller_search(void)
     caller_model m = {.game = g};
     zeroth_search_t *s = NULL;
     /* with a model that knows nothing, the search still finds the win in one */
-    EXPECT_OK(zeroth_search_new_callbacks(g, uniform_obs, NULL, &m, 2, "search=puct sims=200", &s));
+    EXPECT_OK(zeroth_search_new_callbacks(g, uniform_obs, NULL, &m, 2, "search.algorithm=puct search.sims=200", &s));
     if (!s) {
         zeroth_game_free(g);
         return;
@@ -657,7 +658,7 @@ static void test_caller_search(void)
     /* a states model (Gumbel), and construction errors */
     caller_model ms = {.game = g};
     EXPECT_OK(
-        zeroth_search_new_callbacks(g, NULL, uniform_states, &ms, 1, "sims=16 gumbel_m=4", &s));
+        zeroth_search_new_callbacks(g, NULL, uniform_states, &ms, 1, "search.sims=16 search.gumbel_m=4", &s));
     if (s) {
         EXPECT_OK(zeroth_search_begin(s, 1, NULL, start));
         EXPECT_OK(zeroth_search_run(s));
@@ -672,11 +673,11 @@ static void test_caller_search(void)
                 ZEROTH_ERR_INVALID, "exactly one");
     EXPECT_FAIL(zeroth_search_new_callbacks(g, uniform_obs, NULL, &m, 0, NULL, &s),
                 ZEROTH_ERR_INVALID, "trees = 0");
-    EXPECT_FAIL(zeroth_search_new_callbacks(g, uniform_obs, NULL, &m, 1, "sims=-3", &s),
-                ZEROTH_ERR_INVALID, "sims");
+    EXPECT_FAIL(zeroth_search_new_callbacks(g, uniform_obs, NULL, &m, 1, "search.sims=-3", &s),
+                ZEROTH_ERR_INVALID, "search.sims");
     EXPECT_FAIL(zeroth_search_new_callbacks(g, uniform_obs, NULL, &m, 1, "depth=3", &s),
                 ZEROTH_ERR_INVALID, "depth");
-    EXPECT_FAIL(zeroth_search_new_callbacks(g, uniform_obs, NULL, &m, 1, "search=alphabeta", &s),
+    EXPECT_FAIL(zeroth_search_new_callbacks(g, uniform_obs, NULL, &m, 1, "search.algorithm=alphabeta", &s),
                 ZEROTH_ERR_INVALID, "alphabeta");
     CHECK(s == NULL, "a refused search left a handle");
     zeroth_game_free(g);

@@ -11,7 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* test_api sees the public header alone (ZT_TEST_PUBLIC_API): no data
+ * lookup there. */
+#ifndef ZT_TEST_PUBLIC_API
 #include "core/fileio.h"
+#endif
 
 /* Failed checks so far; a test may read it to skip work that depends on
  * what already failed. */
@@ -51,6 +55,7 @@ zt_test_fail(const char *file, int line, const char *cond, const char *fmt, ...)
         if (!(cond)) zt_test_fail(__FILE__, __LINE__, #cond, " " __VA_ARGS__);                     \
     } while (0)
 
+#ifndef ZT_TEST_PUBLIC_API
 /* Writes to buf the path of the reference file `rel` (e.g.
  * "tictactoe/ttt_positions.txt") as the program finds it (core/fileio.h,
  * zt_data_find: $ZT_DATA_DIR, set by CTest, first) and returns buf. NULL
@@ -66,6 +71,7 @@ static inline FILE *zt_test_open_data(const char *rel, char *path, size_t cap)
 {
     return zt_test_data_path(rel, path, cap) ? fopen(path, "r") : NULL;
 }
+#endif
 
 /* The seed of a randomised test: $ZT_SEED if set, else `dflt`. Printed, so
  * a failing run can be repeated. */

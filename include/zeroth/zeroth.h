@@ -219,9 +219,10 @@ ZEROTH_API zeroth_status zeroth_net_forward(zeroth_net_t *net, int n, const floa
  * them): begin some trees at positions, run, then read each tree's choice,
  * policy and value. Calls name trees by index: trees[k] for k < n, or the
  * first n trees when `trees` is NULL. settings (NULL or "" for defaults):
- * search=gumbel|puct [gumbel], sims [gumbel 32, puct 200], leaves_per_tree
- * [1], gumbel_m [16], gumbel_noise [false], c_visit [50], c_scale [1],
- * c_init [1.25], c_base [19652], seed [1]. */
+ * the search.* keys of docs/search.md (search.algorithm=gumbel|puct
+ * [gumbel], search.sims [gumbel 32, puct 200], search.leaves_per_tree [1],
+ * search.gumbel_m [16], search.gumbel_noise [false], search.c_visit [50],
+ * ...) and seed [1]. */
 
 typedef struct zeroth_search zeroth_search_t;
 

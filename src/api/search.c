@@ -15,6 +15,7 @@
 #include "api/api.h"
 #include "core/alloc.h"
 #include "search/search.h"
+#include "search/settings.h"
 #include "train/run.h"
 
 /* The evaluator callbacks return the caller's status; a failure is also
@@ -122,8 +123,13 @@ static zt_status make(const zeroth_game_t *game, const zt_evaluator *ev, zeroth_
     zt_config *cfg;
     ZT_TRY(zt_api_settings(settings, "search settings", &cfg));
     zt_search_config sc;
-    zt_status st = zt_run_search_config(cfg, s->game, false, &sc);
+    zt_search_read_options ro = {.use = ZT_SEARCH_PLAY, .debug = false, .gumbel_noise = false};
+    zt_status st = zt_search_config_read(cfg, &ro, &sc);
+    int64_t seed = 1;
+    if (st == ZT_OK) st = zt_config_int(cfg, "seed", 1, 0, INT64_MAX, &seed);
+    sc.seed = (uint64_t)seed;
     if (st == ZT_OK) st = zt_config_check_unused(cfg);
+    if (st == ZT_OK) zt_search_config_size(&sc, s->game, 0);
     zt_config_free(cfg);
     ZT_TRY(st);
     s->trees = trees;

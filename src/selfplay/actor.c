@@ -10,6 +10,7 @@
 #include "core/rng.h"
 #include "core/timer.h"
 #include "search/nncache.h"
+#include "search/settings.h"
 
 /* One game in its slot. */
 typedef struct game_slot {
@@ -98,20 +99,6 @@ static zt_status make_searches(zt_actor *a, uint64_t seed)
     return build_root_cache(a);
 }
 
-/* The tree capacity a search of `sims` needs when subtrees are kept and the
- * root cache's tree is cloned in: room for the cache's tree plus several
- * moves' worth of simulations; expansion stops gracefully beyond it. */
-static void size_trees(const zt_game *g, const zt_actor_config *c, zt_search_config *sc, int sims)
-{
-    if (sc->node_capacity > 0 && sc->edge_capacity > 0) return;
-    int cache = c->root_cache ? c->root_cache_simulations : 0;
-    int nodes = 2 * cache + (sc->tree_reuse ? 8 : 2) * (sims + 1) + 64;
-    int branching = g->num_actions < 32 ? g->num_actions : 32;
-    if (g->max_chance_outcomes > branching) branching = g->max_chance_outcomes;
-    sc->node_capacity = nodes;
-    sc->edge_capacity = nodes * branching > g->num_actions ? nodes * branching : g->num_actions;
-}
-
 int zt_actor_eval_batch(const zt_game *g, const zt_actor_config *cfg)
 {
     int K = cfg->search.leaves_per_round > 0 ? cfg->search.leaves_per_round : 1;
@@ -133,8 +120,10 @@ zt_status zt_actor_new(const zt_game *g, const zt_model_factory *mf, const zt_ev
     a->full_cfg = cfg->search;
     a->fast_cfg = cfg->search;
     a->fast_cfg.num_simulations = cfg->fast_simulations;
-    size_trees(g, cfg, &a->full_cfg, a->full_cfg.num_simulations);
-    size_trees(g, cfg, &a->fast_cfg, a->fast_cfg.num_simulations);
+    /* Room for the root cache's tree, cloned into every new game. */
+    int root_cache_sims = cfg->root_cache ? cfg->root_cache_simulations : 0;
+    zt_search_config_size(&a->full_cfg, g, root_cache_sims);
+    zt_search_config_size(&a->fast_cfg, g, root_cache_sims);
     a->ev = *ev;
     int K = cfg->search.leaves_per_round > 0 ? cfg->search.leaves_per_round : 1;
     int max_batch = cfg->games * K;

@@ -27,6 +27,7 @@
 #include "core/thread.h"
 #include "core/timer.h"
 #include "search/nncache.h"
+#include "search/settings.h"
 
 static atomic_int stop_requested;
 
@@ -224,50 +225,6 @@ static bool file_exists(const char *path)
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* The shared reference data: arena.data_dir, $ZT_DATA_DIR, ../shared/data,
- * tests/data, then beside the executable (build/ in a checkout). */
-static bool find_data(const loop *L, const char *rel, char *out, size_t cap)
-{
-    char exe[PATH_MAX] = "";
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = '\0';
-    }
-    const char *env = getenv("ZT_DATA_DIR");
-    char beside1[PATH_MAX + 32], beside2[PATH_MAX + 32];
-    snprintf(beside1, sizeof beside1, "%s/../tests/data", exe);
-    snprintf(beside2, sizeof beside2, "%s/../../shared/data", exe);
-    const char *dirs[] = {L->S.data_dir, env, "../shared/data", "tests/data", beside1, beside2};
-    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-        if (!dirs[i] || !dirs[i][0]) continue;
-        snprintf(out, cap, "%s/%s", dirs[i], rel);
-        if (file_exists(out)) return true;
-    }
-    return false;
-}
-
-/* The solver position sets of the game (relative to the data directory). */
-static int position_sets(const loop *L, const char **sets)
-{
-    const char *name = L->game->name;
-    if (strcmp(name, "tictactoe") == 0) {
-        sets[0] = "tictactoe/ttt_positions.txt";
-        return 1;
-    }
-    if (strcmp(name, "connect4") == 0) {
-        sets[0] = "connect4/Test_L2_R1";
-        sets[1] = "connect4/Test_L3_R1";
-        return 2;
-    }
-    if (strcmp(L->spec, "sim vertices=6 k=3 variant=avoid") == 0) {
-        sets[0] = "sim/sim_k6_positions.txt";
-        return 1;
-    }
-    return 0;
-}
-
 /* Appends to the arena summary; text beyond cap is cut, and *used never
  * passes cap - 1, so later parts are dropped rather than overrun. */
 static void append(char *buf, size_t cap, size_t *used, const char *fmt, ...)
@@ -295,16 +252,11 @@ static zt_status run_arena(loop *L)
     sc.num_simulations = S->arena_sims;
     sc.gumbel_noise = false;
     sc.dirichlet_fraction = 0;
+    /* search.node_capacity / edge_capacity size self-play's trees (its
+     * sims and root cache); the arena's are sized for arena.sims. */
     sc.node_capacity = 0;
     sc.edge_capacity = 0;
-    {
-        /* the tree capacity of one search of arena_sims */
-        int branching = L->game->num_actions < 32 ? L->game->num_actions : 32;
-        if (L->game->max_chance_outcomes > branching) branching = L->game->max_chance_outcomes;
-        sc.node_capacity = 2 * (sc.num_simulations + 1) + 64;
-        sc.edge_capacity = sc.node_capacity * branching;
-        if (sc.edge_capacity < L->game->num_actions) sc.edge_capacity = L->game->num_actions;
-    }
+    zt_search_config_size(&sc, L->game, 0);
     zt_agent *agent;
     ZT_TRY(zt_agent_search_new(L->game, &ev, &sc, ARENA_MAX_GAMES, L->eval_cache, &agent));
     double t0 = zt_now_s();
@@ -333,20 +285,22 @@ static zt_status run_arena(loop *L)
         append(summary, sizeof summary, &used, "%s%s %d-%d-%d", used ? ", " : "", spec, r.wins,
                r.draws, r.losses);
     }
-    const char *sets[4];
-    int nsets = S->arena_positions ? position_sets(L, sets) : 0;
+    const zt_position_set *sets = NULL;
+    int nsets = S->arena_positions ? zt_game_position_sets(L->game, &sets) : 0;
     bool all_perfect = nsets > 0;
     for (int i = 0; i < nsets && st == ZT_OK; i++) {
         char path[PATH_MAX + 64];
-        if (!find_data(L, sets[i], path, sizeof path)) {
-            zt_warn("arena: %s not found (set arena.data_dir or ZT_DATA_DIR); skipped", sets[i]);
+        if (!zt_data_find(S->data_dir, sets[i].file, path, sizeof path)) {
+            zt_warn("arena: %s not found (set arena.data_dir or ZT_DATA_DIR); skipped",
+                    sets[i].file);
             all_perfect = false;
             continue;
         }
         zt_positions_result pr;
         st = zt_arena_positions(L->game, agent, path, S->arena_positions_limit, S->seed, &pr);
         if (st != ZT_OK) break;
-        const char *set = strrchr(sets[i], '/') + 1;
+        const char *slash = strrchr(sets[i].file, '/');
+        const char *set = slash ? slash + 1 : sets[i].file;
         char setname[64];
         snprintf(setname, sizeof setname, "%s", set);
         char *dot = strrchr(setname, '.');
