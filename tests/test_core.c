@@ -1,5 +1,6 @@
 /* Tests of src/core: rng streams and distributions, hashing, arenas, the
- * thread pool, queue and barrier, configuration, atomic file I/O, logging. */
+ * thread pool, queue and barrier, configuration, atomic file I/O, logging,
+ * the progress meter's line on a fake clock. */
 #include <dirent.h>
 #include <math.h>
 #include <pthread.h>
@@ -17,6 +18,7 @@
 #include "core/fileio.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "core/progress.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/thread.h"
@@ -715,6 +717,134 @@ static void test_log(void)
     free(data);
 }
 
+/* ---- progress meter ---------------------------------------------------- */
+
+/* A clock that reads whatever the test set. */
+static double fake_now(void *ctx)
+{
+    return *(const double *)ctx;
+}
+
+static void meter_line(const zt_progress_meter *m, int64_t done, const char *result, double now,
+                       char *buf, size_t cap)
+{
+    zt_progress_meter_format(m, done, result, now, buf, cap);
+}
+
+static void test_progress_meter(void)
+{
+    double now = 100; /* the fake clock starts far from zero: elapsed counts from init */
+    zt_progress_meter m;
+    zt_progress_meter_init(&m, "eval", "games", 1000, fake_now, &now);
+    char line[512];
+
+    /* Zero elapsed, nothing done: no rate, no ETA, no division by zero. */
+    meter_line(&m, 0, NULL, now, line, sizeof line);
+    CHECK(strcmp(line, "eval 0/1000 games (0 %) | ? games/s | 0:00 elapsed, ETA ?") == 0, "'%s'",
+          line);
+
+    /* 250 of 1000 in 25 s: 10 games/s, 75 s to go; the caller's result in the middle. */
+    meter_line(&m, 250, "W-D-L 200-30-20", now + 25, line, sizeof line);
+    CHECK(strcmp(line, "eval 250/1000 games (25 %) | W-D-L 200-30-20 | 10.0 games/s | 0:25 "
+                       "elapsed, ETA 1:15") == 0,
+          "'%s'", line);
+
+    /* Done at zero elapsed (a clock too coarse): the rate is unknown, the ETA zero. */
+    meter_line(&m, 1000, "", now, line, sizeof line);
+    CHECK(strcmp(line, "eval 1000/1000 games (100 %) | ? games/s | 0:00 elapsed, ETA 0:00") == 0,
+          "'%s'", line);
+
+    /* The share rounds down: 999 of 1000 is not yet 100 %. */
+    meter_line(&m, 999, NULL, now + 999, line, sizeof line);
+    CHECK(strstr(line, "(99 %)") && strstr(line, "1.00 games/s") && strstr(line, "ETA 0:01"),
+          "'%s'", line);
+
+    /* Slow: 3 games in 2 hours, shown per hour; the ETA runs into days. */
+    meter_line(&m, 3, NULL, now + 7200, line, sizeof line);
+    CHECK(strstr(line, "| 1.50 games/h |") && strstr(line, "2:00:00 elapsed") &&
+              strstr(line, "ETA 27d 16:40:00"),
+          "'%s'", line);
+    /* Between one a minute and one a second: per minute. */
+    meter_line(&m, 30, NULL, now + 60, line, sizeof line);
+    CHECK(strstr(line, "| 30.0 games/min |") && strstr(line, "ETA 32:20"), "'%s'", line);
+
+    /* Unknown total: a count, a rate, no share and no ETA. Huge counts are
+     * shortened; the rate carries a suffix. */
+    zt_progress_meter_init(&m, "perft 12", "nodes", 0, fake_now, &now);
+    meter_line(&m, INT64_C(5000000000), "depth 12", now + 2, line, sizeof line);
+    CHECK(strcmp(line, "perft 12 5.00G nodes | depth 12 | 2.50G nodes/s | 0:02 elapsed") == 0,
+          "'%s'", line);
+    meter_line(&m, INT64_MAX, NULL, now + 1, line, sizeof line);
+    CHECK(strstr(line, "9.22E nodes") && strstr(line, "9.22E nodes/s") && !strstr(line, "ETA"),
+          "'%s'", line);
+
+    /* A huge total with a small count; a sub-second elapsed time. */
+    zt_progress_meter_init(&m, "solve", "positions", INT64_C(123456789), fake_now, &now);
+    meter_line(&m, 1234, "agree 1234/1234", now + 0.5, line, sizeof line);
+    CHECK(strcmp(line, "solve 1234/123M positions (0 %) | agree 1234/1234 | 2.47k positions/s | "
+                       "0:01 elapsed, ETA 13:53:43") == 0,
+          "'%s'", line);
+
+    /* A clock that reads before the start counts as zero elapsed. */
+    meter_line(&m, 10, NULL, now - 5, line, sizeof line);
+    CHECK(strstr(line, "? positions/s") && strstr(line, "0:00 elapsed") && strstr(line, "ETA ?"),
+          "'%s'", line);
+
+    /* No label, no unit. */
+    zt_progress_meter_init(&m, NULL, NULL, 4, fake_now, &now);
+    meter_line(&m, 2, NULL, now + 4, line, sizeof line);
+    CHECK(strcmp(line, "2/4 (50 %) | 30.0 units/min | 0:04 elapsed, ETA 0:04") == 0, "'%s'", line);
+
+    /* A small buffer is cut, never overrun. */
+    char small[12];
+    memset(small, 'x', sizeof small);
+    meter_line(&m, 2, "a long result text", now + 4, small, sizeof small);
+    CHECK(strlen(small) == sizeof small - 1 && strncmp(small, "2/4 (50 %) ", 11) == 0, "'%s'",
+          small);
+
+    /* Counts and durations at their edges. */
+    struct {
+        double v;
+        const char *want;
+    } counts[] = {{0, "0"},           {-0.0, "0"},         {99999, "99999"},
+                  {100000, "100k"},   {999499, "999k"},    {999500, "1.00M"},
+                  {1234567, "1.23M"}, {12345678, "12.3M"}, {-2500000, "-2.50M"},
+                  {1e18, "1.00E"},    {NAN, "?"}};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        char buf[32];
+        zt_progress_format_count(counts[i].v, buf, sizeof buf);
+        CHECK(strcmp(buf, counts[i].want) == 0, "count %g: '%s', want '%s'", counts[i].v, buf,
+              counts[i].want);
+    }
+    struct {
+        double s;
+        const char *want;
+    } durations[] = {{0, "0:00"},        {0.49, "0:00"},      {59.6, "1:00"},
+                     {3599, "59:59"},    {3600, "1:00:00"},   {86399, "23:59:59"},
+                     {86400, "1d 00:00:00"}, {1e12, ">999d"}, {-1, "?"},
+                     {INFINITY, "?"},    {NAN, "?"}};
+    for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++) {
+        char buf[32];
+        zt_progress_format_duration(durations[i].s, buf, sizeof buf);
+        CHECK(strcmp(buf, durations[i].want) == 0, "duration %g: '%s', want '%s'", durations[i].s,
+              buf, durations[i].want);
+    }
+
+    /* Redraws are throttled to the interval, on the meter's own clock; a
+     * meter that does not draw (stderr is no terminal) is never due. */
+    zt_progress_meter_init(&m, "t", "u", 10, fake_now, &now);
+    m.draw = true;
+    CHECK(zt_progress_meter_due(&m), "the first redraw is due at once");
+    CHECK(!zt_progress_meter_due(&m), "not again at the same instant");
+    now += m.interval / 2;
+    CHECK(!zt_progress_meter_due(&m), "not within the interval");
+    now += m.interval;
+    CHECK(zt_progress_meter_due(&m), "due once the interval passed");
+    m.draw = false;
+    now += 10;
+    CHECK(!zt_progress_meter_due(&m), "never due when not drawing");
+}
+
 /* Removes everything under `path` (only what this test created). */
 static void remove_tree(const char *path)
 {
@@ -756,6 +886,7 @@ int main(void)
     test_config_roundtrip();
     test_fileio();
     test_log();
+    test_progress_meter();
 
     remove_tree(tmpdir);
     return zt_test_finish("test_core");

@@ -1,11 +1,15 @@
 #include "core/progress.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
+
+#include "core/timer.h"
 
 /* The line is for a person watching a terminal: never written into a
  * redirected stderr (logs, CI), and ZT_NO_PROGRESS turns it off anyway. */
@@ -77,4 +81,177 @@ void zt_progress_clear(void)
         shown = false;
     }
     pthread_mutex_unlock(&lock);
+}
+
+/* ---- the progress meter ---- */
+
+static double default_clock(void *ctx)
+{
+    (void)ctx;
+    return zt_now_s();
+}
+
+void zt_progress_meter_init(zt_progress_meter *m, const char *label, const char *unit,
+                            int64_t total, zt_progress_clock clock, void *clock_ctx)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->label, sizeof m->label, "%s", label ? label : "");
+    snprintf(m->unit, sizeof m->unit, "%s", unit ? unit : "");
+    m->total = total;
+    m->clock = clock ? clock : default_clock;
+    m->clock_ctx = clock_ctx;
+    m->start = m->clock(m->clock_ctx);
+    m->last_draw = -INFINITY;
+    m->interval = 0.25;
+    m->draw = zt_progress_enabled();
+}
+
+void zt_progress_format_duration(double seconds, char *buf, size_t cap)
+{
+    if (!isfinite(seconds) || seconds < 0) {
+        snprintf(buf, cap, "?");
+        return;
+    }
+    /* Past a thousand days the exact figure means nothing. */
+    if (seconds >= 1000.0 * 86400) {
+        snprintf(buf, cap, ">999d");
+        return;
+    }
+    long long t = (long long)(seconds + 0.5);
+    int s = (int)(t % 60), mi = (int)(t / 60 % 60), h = (int)(t / 3600 % 24), d = (int)(t / 86400);
+    if (d > 0)
+        snprintf(buf, cap, "%dd %02d:%02d:%02d", d, h, mi, s);
+    else if (h > 0)
+        snprintf(buf, cap, "%d:%02d:%02d", h, mi, s);
+    else
+        snprintf(buf, cap, "%d:%02d", mi, s);
+}
+
+/* Three significant digits with an SI suffix: 123k, 1.23M, 45.6G. */
+static void three_digits(double v, char *buf, size_t cap)
+{
+    static const char suffix[] = "kMGTPE";
+    const char *sign = v < 0 ? "-" : "";
+    v = fabs(v);
+    int k = 0;
+    double scaled = v / 1e3;
+    /* Move up a suffix while the rounded figure would need four digits
+     * (999.7k is shown as 1.00M, not 1000k). */
+    while (scaled >= 999.5 && k < 5) {
+        scaled /= 1e3;
+        k++;
+    }
+    const char *fmt = scaled >= 99.95 ? "%s%.0f%c" : scaled >= 9.995 ? "%s%.1f%c" : "%s%.2f%c";
+    snprintf(buf, cap, fmt, sign, scaled, suffix[k]);
+}
+
+void zt_progress_format_count(double count, char *buf, size_t cap)
+{
+    if (!isfinite(count))
+        snprintf(buf, cap, "?");
+    else if (fabs(count) < 99999.5)
+        snprintf(buf, cap, "%.0f", count + 0.0); /* + 0.0: never "-0" */
+    else
+        three_digits(count, buf, cap);
+}
+
+/* Three significant digits without an exponent. */
+static void sig3(double v, char *buf, size_t cap)
+{
+    if (v >= 999.5)
+        three_digits(v, buf, cap);
+    else if (v >= 99.95)
+        snprintf(buf, cap, "%.0f", v);
+    else if (v >= 9.995)
+        snprintf(buf, cap, "%.1f", v);
+    else if (v >= 0.001)
+        snprintf(buf, cap, "%.2f", v);
+    else
+        snprintf(buf, cap, "<0.001");
+}
+
+/* "12.3 games/s"; slower than one a second per minute, slower than one a
+ * minute per hour, so a gnubg match reads "40.0 games/h", not "0.011 games/s". */
+static void format_rate(double per_s, const char *unit, char *buf, size_t cap)
+{
+    char num[32];
+    const char *per = "s";
+    double r = per_s;
+    if (r < 1 && r * 60 >= 1)
+        r *= 60, per = "min";
+    else if (r < 1)
+        r *= 3600, per = "h";
+    sig3(r, num, sizeof num);
+    snprintf(buf, cap, "%s %s/%s", num, unit, per);
+}
+
+void zt_progress_meter_format(const zt_progress_meter *m, int64_t done, const char *result,
+                              double now, char *buf, size_t cap)
+{
+    if (cap == 0) return;
+    double elapsed = now - m->start;
+    if (!(elapsed > 0)) elapsed = 0; /* a clock read before start, or NaN */
+    char num[32], tot[32], rate[80], el[32], eta[32];
+    zt_progress_format_count((double)done, num, sizeof num);
+    size_t used = 0;
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        if (used < cap) {                                                                          \
+            int n_ = snprintf(buf + used, cap - used, __VA_ARGS__);                                \
+            if (n_ > 0) used += (size_t)n_;                                                        \
+        }                                                                                          \
+    } while (0)
+    PUT("%s%s", m->label, m->label[0] ? " " : "");
+    if (m->total > 0) {
+        zt_progress_format_count((double)m->total, tot, sizeof tot);
+        /* Rounded down, so 100 % means finished. */
+        double share = done <= 0 ? 0 : done >= m->total ? 100 : floor(100.0 * (double)done / (double)m->total);
+        PUT("%s/%s%s%s (%.0f %%)", num, tot, m->unit[0] ? " " : "", m->unit, share);
+    } else {
+        PUT("%s%s%s", num, m->unit[0] ? " " : "", m->unit);
+    }
+    if (result && result[0]) PUT(" | %s", result);
+    const char *unit = m->unit[0] ? m->unit : "units";
+    if (elapsed > 0 && done > 0)
+        format_rate((double)done / elapsed, unit, rate, sizeof rate);
+    else
+        snprintf(rate, sizeof rate, "? %s/s", unit);
+    PUT(" | %s", rate);
+    zt_progress_format_duration(elapsed, el, sizeof el);
+    PUT(" | %s elapsed", el);
+    if (m->total > 0) {
+        if (done >= m->total)
+            snprintf(eta, sizeof eta, "0:00");
+        else if (done <= 0 || elapsed <= 0)
+            snprintf(eta, sizeof eta, "?");
+        else
+            zt_progress_format_duration(elapsed * (double)(m->total - done) / (double)done, eta,
+                                        sizeof eta);
+        PUT(", ETA %s", eta);
+    }
+#undef PUT
+}
+
+bool zt_progress_meter_due(zt_progress_meter *m)
+{
+    if (!m->draw) return false;
+    double now = m->clock(m->clock_ctx);
+    if (now - m->last_draw < m->interval) return false;
+    m->last_draw = now;
+    return true;
+}
+
+void zt_progress_meter_update(zt_progress_meter *m, int64_t done, const char *fmt, ...)
+{
+    if (!zt_progress_meter_due(m)) return;
+    char result[256] = "";
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(result, sizeof result, fmt, ap);
+        va_end(ap);
+    }
+    char line[512];
+    zt_progress_meter_format(m, done, result, m->last_draw, line, sizeof line);
+    zt_progress("%s", line);
 }
