@@ -725,82 +725,112 @@ static double fake_now(void *ctx)
     return *(const double *)ctx;
 }
 
-static void meter_line(const zt_progress_meter *m, int64_t done, const char *result, double now,
-                       char *buf, size_t cap)
+/* Records `done` and `result` at fake time `at`, then formats the line at `now`. */
+static void meter_line(zt_progress_meter *m, double *clock, int64_t done, const char *result,
+                       double at, double now, char *buf, size_t cap)
 {
-    zt_progress_meter_format(m, done, result, now, buf, cap);
+    *clock = at;
+    if (result)
+        zt_progress_meter_update(m, done, "%s", result);
+    else
+        zt_progress_meter_update(m, done, NULL);
+    zt_progress_meter_format(m, now, buf, cap);
 }
 
 static void test_progress_meter(void)
 {
-    double now = 100; /* the fake clock starts far from zero: elapsed counts from init */
+    double now = 100, t0 = 100; /* the fake clock starts far from zero: elapsed counts from init */
     zt_progress_meter m;
     zt_progress_meter_init(&m, "eval", "games", 1000, fake_now, &now);
     char line[512];
 
     /* Zero elapsed, nothing done: no rate, no ETA, no division by zero. */
-    meter_line(&m, 0, NULL, now, line, sizeof line);
+    zt_progress_meter_format(&m, t0, line, sizeof line);
     CHECK(strcmp(line, "eval 0/1000 games (0 %) | ? games/s | 0:00 elapsed, ETA ?") == 0, "'%s'",
           line);
 
     /* 250 of 1000 in 25 s: 10 games/s, 75 s to go; the caller's result in the middle. */
-    meter_line(&m, 250, "W-D-L 200-30-20", now + 25, line, sizeof line);
+    meter_line(&m, &now, 250, "W-D-L 200-30-20", t0 + 25, t0 + 25, line, sizeof line);
     CHECK(strcmp(line, "eval 250/1000 games (25 %) | W-D-L 200-30-20 | 10.0 games/s | 0:25 "
                        "elapsed, ETA 1:15") == 0,
           "'%s'", line);
-
-    /* Done at zero elapsed (a clock too coarse): the rate is unknown, the ETA zero. */
-    meter_line(&m, 1000, "", now, line, sizeof line);
-    CHECK(strcmp(line, "eval 1000/1000 games (100 %) | ? games/s | 0:00 elapsed, ETA 0:00") == 0,
-          "'%s'", line);
+    /* Seen 10 s later with no new game: the rate stays that of the last
+     * game, the ETA counts down, the elapsed time moves on. */
+    zt_progress_meter_format(&m, t0 + 35, line, sizeof line);
+    CHECK(strstr(line, "| 10.0 games/s | 0:35 elapsed, ETA 1:05"), "'%s'", line);
+    /* ... and never below zero, however late. */
+    zt_progress_meter_format(&m, t0 + 1000, line, sizeof line);
+    CHECK(strstr(line, "16:40 elapsed, ETA 0:00"), "'%s'", line);
+    /* The same count again later changes neither its time nor the rate. */
+    meter_line(&m, &now, 250, "W-D-L 200-30-20", t0 + 50, t0 + 50, line, sizeof line);
+    CHECK(strstr(line, "| 10.0 games/s | 0:50 elapsed, ETA 0:50"), "'%s'", line);
 
     /* The share rounds down: 999 of 1000 is not yet 100 %. */
-    meter_line(&m, 999, NULL, now + 999, line, sizeof line);
-    CHECK(strstr(line, "(99 %)") && strstr(line, "1.00 games/s") && strstr(line, "ETA 0:01"),
+    meter_line(&m, &now, 999, NULL, t0 + 999, t0 + 999, line, sizeof line);
+    CHECK(strcmp(line, "eval 999/1000 games (99 %) | 1.00 games/s | 16:39 elapsed, ETA 0:01") == 0,
           "'%s'", line);
+    meter_line(&m, &now, 1000, NULL, t0 + 1000, t0 + 1000, line, sizeof line);
+    CHECK(strstr(line, "(100 %)") && strstr(line, "ETA 0:00"), "'%s'", line);
+    zt_progress_meter_end(&m);
 
-    /* Slow: 3 games in 2 hours, shown per hour; the ETA runs into days. */
-    meter_line(&m, 3, NULL, now + 7200, line, sizeof line);
+    /* Done at zero elapsed (a clock too coarse): the rate is unknown, the ETA zero. */
+    now = t0;
+    zt_progress_meter_init(&m, "eval", "games", 1000, fake_now, &now);
+    meter_line(&m, &now, 1000, "", t0, t0, line, sizeof line);
+    CHECK(strcmp(line, "eval 1000/1000 games (100 %) | ? games/s | 0:00 elapsed, ETA 0:00") == 0,
+          "'%s'", line);
+    zt_progress_meter_end(&m);
+
+    /* Slow: 3 games in 2 hours, shown per hour; the ETA runs into days.
+     * Between one a minute and one a second: per minute. */
+    zt_progress_meter_init(&m, "eval", "games", 1000, fake_now, &now);
+    meter_line(&m, &now, 3, NULL, t0 + 7200, t0 + 7200, line, sizeof line);
     CHECK(strstr(line, "| 1.50 games/h |") && strstr(line, "2:00:00 elapsed") &&
               strstr(line, "ETA 27d 16:40:00"),
           "'%s'", line);
-    /* Between one a minute and one a second: per minute. */
-    meter_line(&m, 30, NULL, now + 60, line, sizeof line);
+    zt_progress_meter_end(&m);
+    zt_progress_meter_init(&m, "eval", "games", 1000, fake_now, &now);
+    meter_line(&m, &now, 30, NULL, now + 60, now + 60, line, sizeof line);
     CHECK(strstr(line, "| 30.0 games/min |") && strstr(line, "ETA 32:20"), "'%s'", line);
+    zt_progress_meter_end(&m);
 
     /* Unknown total: a count, a rate, no share and no ETA. Huge counts are
      * shortened; the rate carries a suffix. */
+    now = t0;
     zt_progress_meter_init(&m, "perft 12", "nodes", 0, fake_now, &now);
-    meter_line(&m, INT64_C(5000000000), "depth 12", now + 2, line, sizeof line);
+    meter_line(&m, &now, INT64_C(5000000000), "depth 12", t0 + 2, t0 + 2, line, sizeof line);
     CHECK(strcmp(line, "perft 12 5.00G nodes | depth 12 | 2.50G nodes/s | 0:02 elapsed") == 0,
           "'%s'", line);
-    meter_line(&m, INT64_MAX, NULL, now + 1, line, sizeof line);
+    meter_line(&m, &now, INT64_MAX, NULL, t0 + 1, t0 + 1, line, sizeof line);
     CHECK(strstr(line, "9.22E nodes") && strstr(line, "9.22E nodes/s") && !strstr(line, "ETA"),
           "'%s'", line);
+    zt_progress_meter_end(&m);
 
     /* A huge total with a small count; a sub-second elapsed time. */
+    now = t0;
     zt_progress_meter_init(&m, "solve", "positions", INT64_C(123456789), fake_now, &now);
-    meter_line(&m, 1234, "agree 1234/1234", now + 0.5, line, sizeof line);
+    meter_line(&m, &now, 1234, "agree 1234/1234", t0 + 0.5, t0 + 0.5, line, sizeof line);
     CHECK(strcmp(line, "solve 1234/123M positions (0 %) | agree 1234/1234 | 2.47k positions/s | "
                        "0:01 elapsed, ETA 13:53:43") == 0,
           "'%s'", line);
-
     /* A clock that reads before the start counts as zero elapsed. */
-    meter_line(&m, 10, NULL, now - 5, line, sizeof line);
-    CHECK(strstr(line, "? positions/s") && strstr(line, "0:00 elapsed") && strstr(line, "ETA ?"),
-          "'%s'", line);
+    zt_progress_meter_format(&m, t0 - 5, line, sizeof line);
+    CHECK(strstr(line, "0:00 elapsed"), "'%s'", line);
+    zt_progress_meter_end(&m);
 
     /* No label, no unit. */
+    now = t0;
     zt_progress_meter_init(&m, NULL, NULL, 4, fake_now, &now);
-    meter_line(&m, 2, NULL, now + 4, line, sizeof line);
+    meter_line(&m, &now, 2, NULL, t0 + 4, t0 + 4, line, sizeof line);
     CHECK(strcmp(line, "2/4 (50 %) | 30.0 units/min | 0:04 elapsed, ETA 0:04") == 0, "'%s'", line);
 
     /* A small buffer is cut, never overrun. */
     char small[12];
     memset(small, 'x', sizeof small);
-    meter_line(&m, 2, "a long result text", now + 4, small, sizeof small);
+    meter_line(&m, &now, 2, "a long result text", t0 + 4, t0 + 4, small, sizeof small);
     CHECK(strlen(small) == sizeof small - 1 && strncmp(small, "2/4 (50 %) ", 11) == 0, "'%s'",
           small);
+    zt_progress_meter_end(&m);
 
     /* Counts and durations at their edges. */
     struct {
@@ -833,6 +863,7 @@ static void test_progress_meter(void)
     /* Redraws are throttled to the interval, on the meter's own clock; a
      * meter that does not draw (stderr is no terminal) is never due. */
     zt_progress_meter_init(&m, "t", "u", 10, fake_now, &now);
+    CHECK(!m.draw && !m.ticking, "a test's stderr is no terminal: no drawing, no ticker");
     m.draw = true;
     CHECK(zt_progress_meter_due(&m), "the first redraw is due at once");
     CHECK(!zt_progress_meter_due(&m), "not again at the same instant");
@@ -843,6 +874,7 @@ static void test_progress_meter(void)
     m.draw = false;
     now += 10;
     CHECK(!zt_progress_meter_due(&m), "never due when not drawing");
+    zt_progress_meter_end(&m);
 }
 
 /* Removes everything under `path` (only what this test created). */
@@ -866,6 +898,8 @@ static void remove_tree(const char *path)
 
 int main(void)
 {
+    /* Run from a terminal, the meters under test would draw on it. */
+    setenv("ZT_NO_PROGRESS", "1", 1);
     seed = zt_test_seed((uint64_t)time(NULL));
     snprintf(tmpdir, sizeof tmpdir, "/tmp/zt_test_core_XXXXXX");
     if (!mkdtemp(tmpdir)) {

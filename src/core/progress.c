@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/timer.h"
@@ -91,21 +92,6 @@ static double default_clock(void *ctx)
     return zt_now_s();
 }
 
-void zt_progress_meter_init(zt_progress_meter *m, const char *label, const char *unit,
-                            int64_t total, zt_progress_clock clock, void *clock_ctx)
-{
-    memset(m, 0, sizeof *m);
-    snprintf(m->label, sizeof m->label, "%s", label ? label : "");
-    snprintf(m->unit, sizeof m->unit, "%s", unit ? unit : "");
-    m->total = total;
-    m->clock = clock ? clock : default_clock;
-    m->clock_ctx = clock_ctx;
-    m->start = m->clock(m->clock_ctx);
-    m->last_draw = -INFINITY;
-    m->interval = 0.25;
-    m->draw = zt_progress_enabled();
-}
-
 void zt_progress_format_duration(double seconds, char *buf, size_t cap)
 {
     if (!isfinite(seconds) || seconds < 0) {
@@ -185,12 +171,15 @@ static void format_rate(double per_s, const char *unit, char *buf, size_t cap)
     snprintf(buf, cap, "%s %s/%s", num, unit, per);
 }
 
-void zt_progress_meter_format(const zt_progress_meter *m, int64_t done, const char *result,
-                              double now, char *buf, size_t cap)
+/* The line at `now`; the caller holds m->lock. */
+static void format_locked(const zt_progress_meter *m, double now, char *buf, size_t cap)
 {
     if (cap == 0) return;
     double elapsed = now - m->start;
     if (!(elapsed > 0)) elapsed = 0; /* a clock read before start, or NaN */
+    double took = m->done_at - m->start, since = now - m->done_at;
+    if (!(since > 0)) since = 0;
+    int64_t done = m->done;
     char num[32], tot[32], rate[80], el[32], eta[32];
     zt_progress_format_count((double)done, num, sizeof num);
     size_t used = 0;
@@ -205,15 +194,18 @@ void zt_progress_meter_format(const zt_progress_meter *m, int64_t done, const ch
     if (m->total > 0) {
         zt_progress_format_count((double)m->total, tot, sizeof tot);
         /* Rounded down, so 100 % means finished. */
-        double share = done <= 0 ? 0 : done >= m->total ? 100 : floor(100.0 * (double)done / (double)m->total);
+        double share = done <= 0            ? 0
+                       : done >= m->total ? 100
+                                          : floor(100.0 * (double)done / (double)m->total);
         PUT("%s/%s%s%s (%.0f %%)", num, tot, m->unit[0] ? " " : "", m->unit, share);
     } else {
         PUT("%s%s%s", num, m->unit[0] ? " " : "", m->unit);
     }
-    if (result && result[0]) PUT(" | %s", result);
+    if (m->result[0]) PUT(" | %s", m->result);
     const char *unit = m->unit[0] ? m->unit : "units";
-    if (elapsed > 0 && done > 0)
-        format_rate((double)done / elapsed, unit, rate, sizeof rate);
+    bool rate_known = took > 0 && done > 0;
+    if (rate_known)
+        format_rate((double)done / took, unit, rate, sizeof rate);
     else
         snprintf(rate, sizeof rate, "? %s/s", unit);
     PUT(" | %s", rate);
@@ -222,36 +214,117 @@ void zt_progress_meter_format(const zt_progress_meter *m, int64_t done, const ch
     if (m->total > 0) {
         if (done >= m->total)
             snprintf(eta, sizeof eta, "0:00");
-        else if (done <= 0 || elapsed <= 0)
+        else if (!rate_known)
             snprintf(eta, sizeof eta, "?");
         else
-            zt_progress_format_duration(elapsed * (double)(m->total - done) / (double)done, eta,
-                                        sizeof eta);
+            zt_progress_format_duration(
+                fmax(0, took * (double)(m->total - done) / (double)done - since), eta, sizeof eta);
         PUT(", ETA %s", eta);
     }
 #undef PUT
 }
 
-bool zt_progress_meter_due(zt_progress_meter *m)
+void zt_progress_meter_format(zt_progress_meter *m, double now, char *buf, size_t cap)
+{
+    pthread_mutex_lock(&m->lock);
+    format_locked(m, now, buf, cap);
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* The due test and its bookkeeping; the caller holds m->lock. */
+static bool due_locked(zt_progress_meter *m, double *now)
 {
     if (!m->draw) return false;
-    double now = m->clock(m->clock_ctx);
-    if (now - m->last_draw < m->interval) return false;
-    m->last_draw = now;
+    *now = m->clock(m->clock_ctx);
+    if (*now - m->last_draw < m->interval) return false;
+    m->last_draw = *now;
     return true;
+}
+
+bool zt_progress_meter_due(zt_progress_meter *m)
+{
+    double now;
+    pthread_mutex_lock(&m->lock);
+    bool due = due_locked(m, &now);
+    pthread_mutex_unlock(&m->lock);
+    return due;
+}
+
+static void redraw_locked(zt_progress_meter *m, double now)
+{
+    char line[512];
+    format_locked(m, now, line, sizeof line);
+    zt_progress("%s", line);
+}
+
+/* Redraws twice a second between updates. */
+static void *ticker_main(void *arg)
+{
+    zt_progress_meter *m = arg;
+    pthread_mutex_lock(&m->lock);
+    while (!m->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 500000000L;
+        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&m->wake, &m->lock, &until);
+        double now;
+        if (!m->stopping && due_locked(m, &now)) redraw_locked(m, now);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
+}
+
+void zt_progress_meter_init(zt_progress_meter *m, const char *label, const char *unit,
+                            int64_t total, zt_progress_clock clock, void *clock_ctx)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->label, sizeof m->label, "%s", label ? label : "");
+    snprintf(m->unit, sizeof m->unit, "%s", unit ? unit : "");
+    m->total = total;
+    m->clock = clock ? clock : default_clock;
+    m->clock_ctx = clock_ctx;
+    m->start = m->done_at = m->clock(m->clock_ctx);
+    m->last_draw = -INFINITY;
+    m->interval = 0.25;
+    m->draw = zt_progress_enabled();
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->wake, NULL);
+    /* Without a ticker the line only moves on updates: still correct. */
+    if (m->draw) m->ticking = pthread_create(&m->ticker, NULL, ticker_main, m) == 0;
+}
+
+void zt_progress_meter_end(zt_progress_meter *m)
+{
+    if (m->ticking) {
+        pthread_mutex_lock(&m->lock);
+        m->stopping = true;
+        pthread_cond_signal(&m->wake);
+        pthread_mutex_unlock(&m->lock);
+        pthread_join(m->ticker, NULL);
+        m->ticking = false;
+    }
+    if (m->draw) zt_progress_clear();
+    pthread_cond_destroy(&m->wake);
+    pthread_mutex_destroy(&m->lock);
 }
 
 void zt_progress_meter_update(zt_progress_meter *m, int64_t done, const char *fmt, ...)
 {
-    if (!zt_progress_meter_due(m)) return;
-    char result[256] = "";
+    char result[sizeof m->result] = "";
     if (fmt) {
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(result, sizeof result, fmt, ap);
         va_end(ap);
     }
-    char line[512];
-    zt_progress_meter_format(m, done, result, m->last_draw, line, sizeof line);
-    zt_progress("%s", line);
+    pthread_mutex_lock(&m->lock);
+    if (done != m->done) {
+        m->done = done;
+        m->done_at = m->clock(m->clock_ctx);
+    }
+    memcpy(m->result, result, sizeof result);
+    double now;
+    if (due_locked(m, &now)) redraw_locked(m, now);
+    pthread_mutex_unlock(&m->lock);
 }
