@@ -746,28 +746,28 @@ static void test_progress_meter(void)
 
     /* Zero elapsed, nothing done: no rate, no ETA, no division by zero. */
     zt_progress_meter_format(&m, t0, line, sizeof line);
-    CHECK(strcmp(line, "eval 0/1000 games (0 %) | ? games/s | 0:00 elapsed, ETA ?") == 0, "'%s'",
+    CHECK(strcmp(line, "eval 0/1000 games (0 %), ? games/s, 0:00 elapsed, ETA ?") == 0, "'%s'",
           line);
 
     /* 250 of 1000 in 25 s: 10 games/s, 75 s to go; the caller's result in the middle. */
     meter_line(&m, &now, 250, "W-D-L 200-30-20", t0 + 25, t0 + 25, line, sizeof line);
-    CHECK(strcmp(line, "eval 250/1000 games (25 %) | W-D-L 200-30-20 | 10.0 games/s | 0:25 "
-                       "elapsed, ETA 1:15") == 0,
+    CHECK(strcmp(line, "eval 250/1000 games (25 %), 10.0 games/s, 0:25 elapsed, ETA 1:15 | "
+                       "W-D-L 200-30-20") == 0,
           "'%s'", line);
     /* Seen 10 s later with no new game: the rate stays that of the last
      * game, the ETA counts down, the elapsed time moves on. */
     zt_progress_meter_format(&m, t0 + 35, line, sizeof line);
-    CHECK(strstr(line, "| 10.0 games/s | 0:35 elapsed, ETA 1:05"), "'%s'", line);
+    CHECK(strstr(line, ", 10.0 games/s, 0:35 elapsed, ETA 1:05 |"), "'%s'", line);
     /* ... and never below zero, however late. */
     zt_progress_meter_format(&m, t0 + 1000, line, sizeof line);
     CHECK(strstr(line, "16:40 elapsed, ETA 0:00"), "'%s'", line);
     /* The same count again later changes neither its time nor the rate. */
     meter_line(&m, &now, 250, "W-D-L 200-30-20", t0 + 50, t0 + 50, line, sizeof line);
-    CHECK(strstr(line, "| 10.0 games/s | 0:50 elapsed, ETA 0:50"), "'%s'", line);
+    CHECK(strstr(line, ", 10.0 games/s, 0:50 elapsed, ETA 0:50 |"), "'%s'", line);
 
     /* The share rounds down: 999 of 1000 is not yet 100 %. */
     meter_line(&m, &now, 999, NULL, t0 + 999, t0 + 999, line, sizeof line);
-    CHECK(strcmp(line, "eval 999/1000 games (99 %) | 1.00 games/s | 16:39 elapsed, ETA 0:01") == 0,
+    CHECK(strcmp(line, "eval 999/1000 games (99 %), 1.00 games/s, 16:39 elapsed, ETA 0:01") == 0,
           "'%s'", line);
     meter_line(&m, &now, 1000, NULL, t0 + 1000, t0 + 1000, line, sizeof line);
     CHECK(strstr(line, "(100 %)") && strstr(line, "ETA 0:00"), "'%s'", line);
@@ -777,7 +777,7 @@ static void test_progress_meter(void)
     now = t0;
     zt_progress_meter_init(&m, "eval", "games", 1000, fake_now, &now);
     meter_line(&m, &now, 1000, "", t0, t0, line, sizeof line);
-    CHECK(strcmp(line, "eval 1000/1000 games (100 %) | ? games/s | 0:00 elapsed, ETA 0:00") == 0,
+    CHECK(strcmp(line, "eval 1000/1000 games (100 %), ? games/s, 0:00 elapsed, ETA 0:00") == 0,
           "'%s'", line);
     zt_progress_meter_end(&m);
 
@@ -785,13 +785,13 @@ static void test_progress_meter(void)
      * Between one a minute and one a second: per minute. */
     zt_progress_meter_init(&m, "eval", "games", 1000, fake_now, &now);
     meter_line(&m, &now, 3, NULL, t0 + 7200, t0 + 7200, line, sizeof line);
-    CHECK(strstr(line, "| 1.50 games/h |") && strstr(line, "2:00:00 elapsed") &&
+    CHECK(strstr(line, ", 1.50 games/h,") && strstr(line, "2:00:00 elapsed") &&
               strstr(line, "ETA 27d 16:40:00"),
           "'%s'", line);
     zt_progress_meter_end(&m);
     zt_progress_meter_init(&m, "eval", "games", 1000, fake_now, &now);
     meter_line(&m, &now, 30, NULL, now + 60, now + 60, line, sizeof line);
-    CHECK(strstr(line, "| 30.0 games/min |") && strstr(line, "ETA 32:20"), "'%s'", line);
+    CHECK(strstr(line, ", 30.0 games/min,") && strstr(line, "ETA 32:20"), "'%s'", line);
     zt_progress_meter_end(&m);
 
     /* Unknown total: a count, a rate, no share and no ETA. Huge counts are
@@ -799,7 +799,7 @@ static void test_progress_meter(void)
     now = t0;
     zt_progress_meter_init(&m, "perft 12", "nodes", 0, fake_now, &now);
     meter_line(&m, &now, INT64_C(5000000000), "depth 12", t0 + 2, t0 + 2, line, sizeof line);
-    CHECK(strcmp(line, "perft 12 5.00G nodes | depth 12 | 2.50G nodes/s | 0:02 elapsed") == 0,
+    CHECK(strcmp(line, "perft 12 5.00G nodes, 2.50G nodes/s, 0:02 elapsed | depth 12") == 0,
           "'%s'", line);
     meter_line(&m, &now, INT64_MAX, NULL, t0 + 1, t0 + 1, line, sizeof line);
     CHECK(strstr(line, "9.22E nodes") && strstr(line, "9.22E nodes/s") && !strstr(line, "ETA"),
@@ -810,8 +810,8 @@ static void test_progress_meter(void)
     now = t0;
     zt_progress_meter_init(&m, "solve", "positions", INT64_C(123456789), fake_now, &now);
     meter_line(&m, &now, 1234, "agree 1234/1234", t0 + 0.5, t0 + 0.5, line, sizeof line);
-    CHECK(strcmp(line, "solve 1234/123M positions (0 %) | agree 1234/1234 | 2.47k positions/s | "
-                       "0:01 elapsed, ETA 13:53:43") == 0,
+    CHECK(strcmp(line, "solve 1234/123M positions (0 %), 2.47k positions/s, 0:01 elapsed, ETA "
+                       "13:53:43 | agree 1234/1234") == 0,
           "'%s'", line);
     /* A clock that reads before the start counts as zero elapsed. */
     zt_progress_meter_format(&m, t0 - 5, line, sizeof line);
@@ -822,13 +822,13 @@ static void test_progress_meter(void)
     now = t0;
     zt_progress_meter_init(&m, NULL, NULL, 4, fake_now, &now);
     meter_line(&m, &now, 2, NULL, t0 + 4, t0 + 4, line, sizeof line);
-    CHECK(strcmp(line, "2/4 (50 %) | 30.0 units/min | 0:04 elapsed, ETA 0:04") == 0, "'%s'", line);
+    CHECK(strcmp(line, "2/4 (50 %), 30.0 units/min, 0:04 elapsed, ETA 0:04") == 0, "'%s'", line);
 
     /* A small buffer is cut, never overrun. */
     char small[12];
     memset(small, 'x', sizeof small);
     meter_line(&m, &now, 2, "a long result text", t0 + 4, t0 + 4, small, sizeof small);
-    CHECK(strlen(small) == sizeof small - 1 && strncmp(small, "2/4 (50 %) ", 11) == 0, "'%s'",
+    CHECK(strlen(small) == sizeof small - 1 && strncmp(small, "2/4 (50 %),", 11) == 0, "'%s'",
           small);
     zt_progress_meter_end(&m);
 

@@ -201,16 +201,15 @@ static void format_locked(const zt_progress_meter *m, double now, char *buf, siz
     } else {
         PUT("%s%s%s", num, m->unit[0] ? " " : "", m->unit);
     }
-    if (m->result[0]) PUT(" | %s", m->result);
     const char *unit = m->unit[0] ? m->unit : "units";
     bool rate_known = took > 0 && done > 0;
     if (rate_known)
         format_rate((double)done / took, unit, rate, sizeof rate);
     else
         snprintf(rate, sizeof rate, "? %s/s", unit);
-    PUT(" | %s", rate);
+    PUT(", %s", rate);
     zt_progress_format_duration(elapsed, el, sizeof el);
-    PUT(" | %s elapsed", el);
+    PUT(", %s elapsed", el);
     if (m->total > 0) {
         if (done >= m->total)
             snprintf(eta, sizeof eta, "0:00");
@@ -221,6 +220,9 @@ static void format_locked(const zt_progress_meter *m, double now, char *buf, siz
                 fmax(0, took * (double)(m->total - done) / (double)done - since), eta, sizeof eta);
         PUT(", ETA %s", eta);
     }
+    /* The result last: a narrow terminal cuts the line's end, and the
+     * result is printed in full when the command ends anyway. */
+    if (m->result[0]) PUT(" | %s", m->result);
 #undef PUT
 }
 
@@ -292,6 +294,13 @@ void zt_progress_meter_init(zt_progress_meter *m, const char *label, const char 
     pthread_cond_init(&m->wake, NULL);
     /* Without a ticker the line only moves on updates: still correct. */
     if (m->draw) m->ticking = pthread_create(&m->ticker, NULL, ticker_main, m) == 0;
+}
+
+void zt_progress_meter_set_total(zt_progress_meter *m, int64_t total)
+{
+    pthread_mutex_lock(&m->lock);
+    m->total = total;
+    pthread_mutex_unlock(&m->lock);
 }
 
 void zt_progress_meter_end(zt_progress_meter *m)

@@ -52,6 +52,9 @@ typedef struct zt_progress_meter {
 void zt_progress_meter_init(zt_progress_meter *m, const char *label, const char *unit,
                             int64_t total, zt_progress_clock clock, void *clock_ctx);
 
+/* Sets the total once it is known (<= 0: unknown). */
+void zt_progress_meter_set_total(zt_progress_meter *m, int64_t total);
+
 /* Stops the ticker, erases the line and releases the meter. */
 void zt_progress_meter_end(zt_progress_meter *m);
 
@@ -62,7 +65,7 @@ void zt_progress_meter_update(zt_progress_meter *m, int64_t done, const char *fm
     __attribute__((format(printf, 3, 4)));
 
 /* The line of the latest update seen at clock time `now`, into buf (cut to cap):
- *   "eval 312/1000 games (31 %) | W-D-L 200-50-62 | 12.3 games/s | 0:25 elapsed, ETA 0:56"
+ *   "eval 312/1000 games (31 %), 12.3 games/s, 0:25 elapsed, ETA 0:56 | W-D-L 200-50-62"
  * The rate is the one at the latest change of the count (done over the
  * time it took), shown per second, or per minute or hour when slower; "?"
  * while nothing is done or no time has passed. The ETA (only with a total)
