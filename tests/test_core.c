@@ -865,7 +865,9 @@ static void test_progress_meter(void)
     zt_progress_meter_init(&m, "t", "u", 10, fake_now, &now);
     CHECK(!m.draw && !m.ticking, "a test's stderr is no terminal: no drawing, no ticker");
     m.draw = true;
-    CHECK(zt_progress_meter_due(&m), "the first redraw is due at once");
+    CHECK(!zt_progress_meter_due(&m), "nothing drawn at once: a quick command shows no line");
+    now += m.interval;
+    CHECK(zt_progress_meter_due(&m), "the first redraw is due after one interval");
     CHECK(!zt_progress_meter_due(&m), "not again at the same instant");
     now += m.interval / 2;
     CHECK(!zt_progress_meter_due(&m), "not within the interval");

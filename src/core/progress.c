@@ -287,7 +287,8 @@ void zt_progress_meter_init(zt_progress_meter *m, const char *label, const char 
     m->clock = clock ? clock : default_clock;
     m->clock_ctx = clock_ctx;
     m->start = m->done_at = m->clock(m->clock_ctx);
-    m->last_draw = -INFINITY;
+    /* The first draw waits one interval: a command done by then shows none. */
+    m->last_draw = m->start;
     m->interval = 0.25;
     m->draw = zt_progress_enabled();
     pthread_mutex_init(&m->lock, NULL);

@@ -34,7 +34,7 @@ typedef struct zt_progress_meter {
     double interval; /* least seconds between redraws (0.25 by default) */
     bool draw;       /* redraw at all: zt_progress_enabled() at init */
     /* The latest update, under `lock`: */
-    double last_draw; /* clock at the last redraw; -INFINITY before the first */
+    double last_draw; /* clock at the last redraw (start before the first) */
     int64_t done;     /* units done */
     double done_at;   /* clock when `done` last changed (start before any) */
     char result[200]; /* the caller's running result */
