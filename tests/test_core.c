@@ -873,6 +873,13 @@ static void test_progress_meter(void)
     CHECK(!zt_progress_meter_due(&m), "not within the interval");
     now += m.interval;
     CHECK(zt_progress_meter_due(&m), "due once the interval passed");
+    /* Paused (the caller prints lines of its own): not due until the next update. */
+    zt_progress_meter_pause(&m);
+    now += 10;
+    CHECK(!zt_progress_meter_due(&m), "not due while paused");
+    zt_progress_meter_update(&m, 1, NULL); /* due, and drawn: stderr is no terminal, so nothing shows */
+    now += m.interval;
+    CHECK(zt_progress_meter_due(&m), "due again after an update");
     m.draw = false;
     now += 10;
     CHECK(!zt_progress_meter_due(&m), "never due when not drawing");

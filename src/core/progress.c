@@ -236,7 +236,7 @@ void zt_progress_meter_format(zt_progress_meter *m, double now, char *buf, size_
 /* The due test and its bookkeeping; the caller holds m->lock. */
 static bool due_locked(zt_progress_meter *m, double *now)
 {
-    if (!m->draw) return false;
+    if (!m->draw || m->paused) return false;
     *now = m->clock(m->clock_ctx);
     if (*now - m->last_draw < m->interval) return false;
     m->last_draw = *now;
@@ -297,6 +297,14 @@ void zt_progress_meter_init(zt_progress_meter *m, const char *label, const char 
     if (m->draw) m->ticking = pthread_create(&m->ticker, NULL, ticker_main, m) == 0;
 }
 
+void zt_progress_meter_pause(zt_progress_meter *m)
+{
+    pthread_mutex_lock(&m->lock);
+    m->paused = true;
+    if (m->draw) zt_progress_clear();
+    pthread_mutex_unlock(&m->lock);
+}
+
 void zt_progress_meter_set_total(zt_progress_meter *m, int64_t total)
 {
     pthread_mutex_lock(&m->lock);
@@ -334,6 +342,7 @@ void zt_progress_meter_update(zt_progress_meter *m, int64_t done, const char *fm
         m->done_at = m->clock(m->clock_ctx);
     }
     memcpy(m->result, result, sizeof result);
+    m->paused = false;
     double now;
     if (due_locked(m, &now)) redraw_locked(m, now);
     pthread_mutex_unlock(&m->lock);

@@ -43,7 +43,7 @@ typedef struct zt_progress_meter {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     pthread_t ticker;
-    bool ticking, stopping;
+    bool ticking, stopping, paused;
 } zt_progress_meter;
 
 /* Starts a meter at the clock's present time, nothing done. clock NULL: the
@@ -51,6 +51,10 @@ typedef struct zt_progress_meter {
  * it starts the ticker; zt_progress_meter_end must follow. */
 void zt_progress_meter_init(zt_progress_meter *m, const char *label, const char *unit,
                             int64_t total, zt_progress_clock clock, void *clock_ctx);
+
+/* Erases the line and draws nothing until the next update, so the caller
+ * can print lines of its own (a benchmark's rows) on the same terminal. */
+void zt_progress_meter_pause(zt_progress_meter *m);
 
 /* Sets the total once it is known (<= 0: unknown). */
 void zt_progress_meter_set_total(zt_progress_meter *m, int64_t total);
