@@ -1,6 +1,6 @@
 /* Tests of src/core: rng streams and distributions, hashing, arenas, the
  * thread pool, queue and barrier, configuration, atomic file I/O, logging,
- * the progress meter's line on a fake clock. */
+ * the progress meter's line on a fake clock, chart ticks and their labels. */
 #include <dirent.h>
 #include <math.h>
 #include <pthread.h>
@@ -21,6 +21,7 @@
 #include "core/progress.h"
 #include "core/rng.h"
 #include "core/status.h"
+#include "core/ticks.h"
 #include "core/thread.h"
 
 #include "zt_test.h"
@@ -886,6 +887,128 @@ static void test_progress_meter(void)
     zt_progress_meter_end(&m);
 }
 
+/* ---- chart ticks ------------------------------------------------------- */
+
+/* A label read back as a number: "25.4k" is 25400. */
+static double label_value(const char *label)
+{
+    char *end;
+    double v = strtod(label, &end);
+    switch (*end) {
+    case 'k': return v * 1e3;
+    case 'M': return v * 1e6;
+    case 'G': return v * 1e9;
+    case 'T': return v * 1e12;
+    default: return *end ? NAN : v;
+    }
+}
+
+/* A printed zero with a minus sign: "-0", "-0.00", "-0k". */
+static bool negative_zero(const char *s)
+{
+    if (s[0] != '-') return false;
+    for (s++; *s; s++)
+        if (*s >= '1' && *s <= '9') return false;
+    return true;
+}
+
+static void test_ticks(void)
+{
+    /* Data ranges as a report meets them: a tiny range, large values close
+     * together, constants, a single value, zero and negative zero, negative
+     * ranges, large counts, tiny values, nothing finite. */
+    const double ranges[][2] = {
+        {4.8460, 4.8462}, {25400, 25420}, {0.6129, 0.6129}, {0, 0},    {-0.0, 0.0},
+        {-0.0, -0.0},     {512, 512},     {-700, -650},     {-3, 2},   {0, 150000},
+        {0, 1.5e6},       {0, 3.2e9},     {1e15, 1.001e15}, {0.001, 0.0012}, {0, 9.8},
+        {2.0, 1.0},       {1e-7, 3e-7},   {NAN, NAN},       {INFINITY, 5},   {0, 22922},
+        {0.95, 1.0},      {-1e-9, 1e-9},  {99999, 100001}};
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        double lo = ranges[i][0], hi = ranges[i][1];
+        zt_ticks_span(&lo, &hi);
+        CHECK(lo < hi && isfinite(lo) && isfinite(hi), "range %zu: span [%g, %g]", i, lo, hi);
+        /* Finite data stays inside the widened range. */
+        for (int k = 0; k < 2; k++)
+            if (isfinite(ranges[i][k]))
+                CHECK(ranges[i][k] >= lo && ranges[i][k] <= hi, "range %zu: %g outside [%g, %g]",
+                      i, ranges[i][k], lo, hi);
+        zt_ticks t;
+        zt_ticks_make(lo, hi, 5, &t);
+        char all[512] = "";
+        for (int k = 0; k < t.n; k++) {
+            strncat(all, " ", sizeof all - strlen(all) - 1);
+            strncat(all, t.label[k], sizeof all - strlen(all) - 1);
+        }
+        CHECK(t.n >= 3 && t.n <= ZT_TICKS_MAX, "range %zu: %d ticks:%s", i, t.n, all);
+        /* The step is 1, 2 or 5 times a power of ten. */
+        double m = t.step / pow(10, floor(log10(t.step)));
+        CHECK(fabs(m - 1) < 1e-9 || fabs(m - 2) < 1e-9 || fabs(m - 5) < 1e-9,
+              "range %zu: step %g", i, t.step);
+        for (int k = 0; k < t.n; k++) {
+            CHECK(t.value[k] >= lo - 1e-9 * t.step && t.value[k] <= hi + 1e-9 * t.step,
+                  "range %zu: tick %g outside [%g, %g]", i, t.value[k], lo, hi);
+            CHECK(!negative_zero(t.label[k]), "range %zu: label '%s'", i, t.label[k]);
+            /* Each label reads back as its tick's value, to well within a step. */
+            double back = label_value(t.label[k]);
+            CHECK(fabs(back - t.value[k]) < 0.01 * t.step, "range %zu: label '%s' for %.17g:%s", i,
+                  t.label[k], t.value[k], all);
+            if (k > 0) {
+                CHECK(fabs(t.value[k] - t.value[k - 1] - t.step) < 1e-6 * t.step,
+                      "range %zu: ticks not a step apart:%s", i, all);
+                for (int j = 0; j < k; j++)
+                    CHECK(strcmp(t.label[j], t.label[k]) != 0, "range %zu: repeated label:%s", i,
+                          all);
+            }
+        }
+    }
+    /* The cases the first report showed, exactly. */
+    zt_ticks t;
+    double lo = 25400, hi = 25420;
+    zt_ticks_span(&lo, &hi);
+    zt_ticks_make(lo, hi, 5, &t);
+    CHECK(t.n == 5 && strcmp(t.label[0], "25400") == 0 && strcmp(t.label[4], "25420") == 0,
+          "25400..25420: %d ticks from '%s'", t.n, t.label[0]);
+    lo = 4.8460, hi = 4.8462;
+    zt_ticks_span(&lo, &hi);
+    zt_ticks_make(lo, hi, 5, &t);
+    CHECK(t.n == 5 && strcmp(t.label[0], "4.844") == 0 && strcmp(t.label[2], "4.846") == 0,
+          "4.8460..4.8462: '%s' .. '%s'", t.label[0], t.label[t.n - 1]);
+    zt_ticks_make(0, 1.5e6, 5, &t);
+    CHECK(strcmp(t.label[1], "0.2M") == 0 && strcmp(t.label[0], "0") == 0, "0..1.5M: '%s' '%s'",
+          t.label[0], t.label[1]);
+    zt_ticks_make(0, 22922, 5, &t);
+    CHECK(strcmp(t.label[1], "5k") == 0 && strcmp(t.label[4], "20k") == 0, "0..22922: '%s' '%s'",
+          t.label[1], t.label[4]);
+
+    /* Fixed point and single values never print "-0". */
+    char buf[32];
+    const double zeros[] = {-0.0, -0.0004, -1e-300};
+    for (size_t i = 0; i < sizeof zeros / sizeof zeros[0]; i++) {
+        zt_ticks_fixed(zeros[i], 0, buf, sizeof buf);
+        CHECK(strcmp(buf, "0") == 0, "fixed %g: '%s'", zeros[i], buf);
+        zt_ticks_fixed(zeros[i], 3, buf, sizeof buf);
+        CHECK(strcmp(buf, "0.000") == 0, "fixed %g at 3: '%s'", zeros[i], buf);
+        zt_ticks_value(zeros[i], buf, sizeof buf);
+        CHECK(!negative_zero(buf), "value %g: '%s'", zeros[i], buf);
+    }
+    zt_ticks_fixed(-0.5, 0, buf, sizeof buf); /* rounds to even: -0 */
+    CHECK(strcmp(buf, "0") == 0, "fixed -0.5: '%s'", buf);
+    zt_ticks_fixed(-1.5, 0, buf, sizeof buf);
+    CHECK(strcmp(buf, "-2") == 0, "fixed -1.5: '%s'", buf);
+    const struct {
+        double v;
+        const char *want;
+    } values[] = {{0.612863, "0.6129"}, {25410, "25.41k"}, {254100, "254.1k"},
+                  {999960, "1.000M"},   {1234567, "1.235M"}, {9999.4, "9999"},
+                  {552.1, "552.1"},     {-0.3, "-0.3000"},   {0, "0"},
+                  {3.2e13, "32.00T"},   {NAN, "?"}};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        zt_ticks_value(values[i].v, buf, sizeof buf);
+        CHECK(strcmp(buf, values[i].want) == 0, "value %g: '%s', want '%s'", values[i].v, buf,
+              values[i].want);
+    }
+}
+
 /* Removes everything under `path` (only what this test created). */
 static void remove_tree(const char *path)
 {
@@ -930,6 +1053,7 @@ int main(void)
     test_fileio();
     test_log();
     test_progress_meter();
+    test_ticks();
 
     remove_tree(tmpdir);
     return zt_test_finish("test_core");
