@@ -335,28 +335,37 @@ typedef struct xaxis_text {
     double scale;      /* x values are divided by it for display */
 } xaxis_text;
 
-/* A chart whose series have one point each draws no curve: it says so and
- * gives the values. */
+/* A chart whose series have one point each draws no curve: a short figure
+ * says so and gives the values, no empty frame. */
 static void render_single(sbuf *b, const chart *c, const xaxis_text *xt)
 {
     double x = NAN;
-    for (int k = 0; k < c->nseries && isnan(x); k++)
-        if (c->s[k].n > 0) x = c->s[k].x[0] / xt->scale;
+    int lines = 0;
+    for (int k = 0; k < c->nseries; k++) {
+        if (c->s[k].n > 0 && isnan(x)) x = c->s[k].x[0] / xt->scale;
+        lines += c->s[k].n > 0;
+    }
+    int h = 58 + 16 * lines;
+    put(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">", CW, h,
+        CW, h);
+    put(b, "<text class=\"t\" x=\"%d\" y=\"18\">", ML);
+    put_text(b, c->title);
+    put(b, "</text>");
     char at[32];
     if (xt->scale == 1 && strcmp(xt->unit, "games") == 0)
         snprintf(at, sizeof at, "%.0f", round(x) + 0.0);
     else
         snprintf(at, sizeof at, "%.1f", x + 0.0);
-    put(b, "<text class=\"n\" x=\"%d\" y=\"%d\">one record so far (at %s %s): no curve yet</text>",
-        CW / 2, CH / 2 - 8 * c->nseries, at, xt->unit);
+    put(b, "<text class=\"n\" x=\"%d\" y=\"42\">one record so far (at %s %s): no curve yet</text>",
+        CW / 2, at, xt->unit);
     int line = 0;
     for (int k = 0; k < c->nseries; k++) {
         const series *s = &c->s[k];
         if (s->n == 0) continue;
         char v[32], lo[32], hi[32];
         zt_ticks_value(s->y[0], v, sizeof v);
-        put(b, "<text class=\"v\" x=\"%d\" y=\"%d\" fill=\"%s\">", CW / 2,
-            CH / 2 + 18 + 16 * line++ - 8 * c->nseries, palette[k]);
+        put(b, "<text class=\"v\" x=\"%d\" y=\"%d\" fill=\"%s\">", CW / 2, 62 + 16 * line++,
+            palette[k]);
         put_text(b, s->name);
         put(b, ": %s", v);
         if (!isnan(s->lo[0])) {
@@ -384,18 +393,18 @@ static void render_chart(sbuf *b, const chart *c, const xaxis_text *xt)
             points++;
         }
     }
-    put(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">", CW, CH,
-        CW, CH);
+    if (curves == 0 && points > 0) {
+        render_single(b, c, xt);
+        return;
+    }
+    int height = points == 0 ? 60 : CH;
+    put(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">", CW,
+        height, CW, height);
     put(b, "<text class=\"t\" x=\"%d\" y=\"18\">", ML);
     put_text(b, c->title);
     put(b, "</text>");
     if (points == 0) {
-        put(b, "<text class=\"n\" x=\"%d\" y=\"%d\">no records yet</text></svg></figure>\n", CW / 2,
-            CH / 2);
-        return;
-    }
-    if (curves == 0) {
-        render_single(b, c, xt);
+        put(b, "<text class=\"n\" x=\"%d\" y=\"42\">no records yet</text></svg></figure>\n", CW / 2);
         return;
     }
     if (c->from_zero) y0 = fmin(y0, 0);
