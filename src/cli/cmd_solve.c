@@ -21,7 +21,8 @@ static void usage(FILE *f)
             "values a last line 'agree N/M'.\n"
             "  --positions FILE   position file (formats of ../shared/data, see its README)\n"
             "  --limit N          only the first N positions\n"
-            "  --quiet            no per-position lines\n"
+            "  --quiet            no per-position lines (on a terminal, a progress line\n"
+            "                     instead, also when stdout is redirected)\n"
             "  --set key=value    game setting (sim: vertices, k, variant)\n");
 }
 
