@@ -366,8 +366,11 @@ static void test_progress(void)
     /* A match: one call per game counted, the last one equal to the result,
      * the same result as without the callback. */
     match_seen seen = {0};
-    zt_match_config cfg = {.games = 37, .concurrency = 8, .seed = SEED,
-                           .progress = match_progress, .progress_ctx = &seen};
+    zt_match_config cfg = {.games = 37,
+                           .concurrency = 8,
+                           .seed = SEED,
+                           .progress = match_progress,
+                           .progress_ctx = &seen};
     zt_match_result r, plain;
     CHECK(zt_arena_match(g, perfect, random, &cfg, &r) == ZT_OK, "%s", zt_error_message());
     CHECK(seen.calls == 37 && seen.out_of_order == 0 && seen.last.wins == r.wins &&
@@ -382,8 +385,11 @@ static void test_progress(void)
 
     /* With an SPRT the calls stop at the deciding game. */
     seen = (match_seen){0};
-    cfg = (zt_match_config){.games = 400, .seed = 1, .use_sprt = true,
-                            .sprt = {0, 50, 0.05, 0.05}, .progress = match_progress,
+    cfg = (zt_match_config){.games = 400,
+                            .seed = 1,
+                            .use_sprt = true,
+                            .sprt = {0, 50, 0.05, 0.05},
+                            .progress = match_progress,
                             .progress_ctx = &seen};
     CHECK(zt_arena_match(g, perfect, random, &cfg, &r) == ZT_OK && r.stopped_early, "%s",
           zt_error_message());
@@ -396,14 +402,17 @@ static void test_progress(void)
     char path[512];
     zt_test_data_path("tictactoe/ttt_positions.txt", path, sizeof path);
     positions_seen ps = {0};
-    zt_positions_config pc = {.path = path, .limit = 700, .seed = SEED,
-                              .progress = positions_progress, .progress_ctx = &ps};
+    zt_positions_config pc = {.path = path,
+                              .limit = 700,
+                              .seed = SEED,
+                              .progress = positions_progress,
+                              .progress_ctx = &ps};
     zt_positions_result pr;
     CHECK(zt_arena_positions_run(g, random, &pc, &pr) == ZT_OK, "%s", zt_error_message());
     CHECK(ps.total == 700 && ps.backwards == 0 && ps.last_read == 700 && ps.last_judged == 700 &&
               ps.last.optimal == pr.optimal && pr.positions == 700 && ps.calls >= 700,
-          "positions progress: total %d, %d backwards, last read %d judged %d, %d calls",
-          ps.total, ps.backwards, ps.last_read, ps.last_judged, ps.calls);
+          "positions progress: total %d, %d backwards, last read %d judged %d, %d calls", ps.total,
+          ps.backwards, ps.last_read, ps.last_judged, ps.calls);
     /* The whole file: the total counts positions, not comments or blank lines. */
     ps = (positions_seen){0};
     pc.limit = 0;

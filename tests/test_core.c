@@ -800,8 +800,8 @@ static void test_progress_meter(void)
     now = t0;
     zt_progress_meter_init(&m, "perft 12", "nodes", 0, fake_now, &now);
     meter_line(&m, &now, INT64_C(5000000000), "depth 12", t0 + 2, t0 + 2, line, sizeof line);
-    CHECK(strcmp(line, "perft 12 5.00G nodes, 2.50G nodes/s, 0:02 elapsed | depth 12") == 0,
-          "'%s'", line);
+    CHECK(strcmp(line, "perft 12 5.00G nodes, 2.50G nodes/s, 0:02 elapsed | depth 12") == 0, "'%s'",
+          line);
     meter_line(&m, &now, INT64_MAX, NULL, t0 + 1, t0 + 1, line, sizeof line);
     CHECK(strstr(line, "9.22E nodes") && strstr(line, "9.22E nodes/s") && !strstr(line, "ETA"),
           "'%s'", line);
@@ -850,10 +850,17 @@ static void test_progress_meter(void)
     struct {
         double s;
         const char *want;
-    } durations[] = {{0, "0:00"},        {0.49, "0:00"},      {59.6, "1:00"},
-                     {3599, "59:59"},    {3600, "1:00:00"},   {86399, "23:59:59"},
-                     {86400, "1d 00:00:00"}, {1e12, ">999d"}, {-1, "?"},
-                     {INFINITY, "?"},    {NAN, "?"}};
+    } durations[] = {{0, "0:00"},
+                     {0.49, "0:00"},
+                     {59.6, "1:00"},
+                     {3599, "59:59"},
+                     {3600, "1:00:00"},
+                     {86399, "23:59:59"},
+                     {86400, "1d 00:00:00"},
+                     {1e12, ">999d"},
+                     {-1, "?"},
+                     {INFINITY, "?"},
+                     {NAN, "?"}};
     for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++) {
         char buf[32];
         zt_progress_format_duration(durations[i].s, buf, sizeof buf);
@@ -878,7 +885,8 @@ static void test_progress_meter(void)
     zt_progress_meter_pause(&m);
     now += 10;
     CHECK(!zt_progress_meter_due(&m), "not due while paused");
-    zt_progress_meter_update(&m, 1, NULL); /* due, and drawn: stderr is no terminal, so nothing shows */
+    zt_progress_meter_update(&m, 1,
+                             NULL); /* due, and drawn: stderr is no terminal, so nothing shows */
     now += m.interval;
     CHECK(zt_progress_meter_due(&m), "due again after an update");
     m.draw = false;
@@ -895,11 +903,16 @@ static double label_value(const char *label)
     char *end;
     double v = strtod(label, &end);
     switch (*end) {
-    case 'k': return v * 1e3;
-    case 'M': return v * 1e6;
-    case 'G': return v * 1e9;
-    case 'T': return v * 1e12;
-    default: return *end ? NAN : v;
+    case 'k':
+        return v * 1e3;
+    case 'M':
+        return v * 1e6;
+    case 'G':
+        return v * 1e9;
+    case 'T':
+        return v * 1e12;
+    default:
+        return *end ? NAN : v;
     }
 }
 
@@ -917,12 +930,12 @@ static void test_ticks(void)
     /* Data ranges as a report meets them: a tiny range, large values close
      * together, constants, a single value, zero and negative zero, negative
      * ranges, large counts, tiny values, nothing finite. */
-    const double ranges[][2] = {
-        {4.8460, 4.8462}, {25400, 25420}, {0.6129, 0.6129}, {0, 0},    {-0.0, 0.0},
-        {-0.0, -0.0},     {512, 512},     {-700, -650},     {-3, 2},   {0, 150000},
-        {0, 1.5e6},       {0, 3.2e9},     {1e15, 1.001e15}, {0.001, 0.0012}, {0, 9.8},
-        {2.0, 1.0},       {1e-7, 3e-7},   {NAN, NAN},       {INFINITY, 5},   {0, 22922},
-        {0.95, 1.0},      {-1e-9, 1e-9},  {99999, 100001}};
+    const double ranges[][2] = {{4.8460, 4.8462}, {25400, 25420},  {0.6129, 0.6129}, {0, 0},
+                                {-0.0, 0.0},      {-0.0, -0.0},    {512, 512},       {-700, -650},
+                                {-3, 2},          {0, 150000},     {0, 1.5e6},       {0, 3.2e9},
+                                {1e15, 1.001e15}, {0.001, 0.0012}, {0, 9.8},         {2.0, 1.0},
+                                {1e-7, 3e-7},     {NAN, NAN},      {INFINITY, 5},    {0, 22922},
+                                {0.95, 1.0},      {-1e-9, 1e-9},   {99999, 100001}};
     for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
         double lo = ranges[i][0], hi = ranges[i][1];
         zt_ticks_span(&lo, &hi);
@@ -930,8 +943,8 @@ static void test_ticks(void)
         /* Finite data stays inside the widened range. */
         for (int k = 0; k < 2; k++)
             if (isfinite(ranges[i][k]))
-                CHECK(ranges[i][k] >= lo && ranges[i][k] <= hi, "range %zu: %g outside [%g, %g]",
-                      i, ranges[i][k], lo, hi);
+                CHECK(ranges[i][k] >= lo && ranges[i][k] <= hi, "range %zu: %g outside [%g, %g]", i,
+                      ranges[i][k], lo, hi);
         zt_ticks t;
         zt_ticks_make(lo, hi, 5, &t);
         char all[512] = "";
@@ -942,8 +955,8 @@ static void test_ticks(void)
         CHECK(t.n >= 3 && t.n <= ZT_TICKS_MAX, "range %zu: %d ticks:%s", i, t.n, all);
         /* The step is 1, 2 or 5 times a power of ten. */
         double m = t.step / pow(10, floor(log10(t.step)));
-        CHECK(fabs(m - 1) < 1e-9 || fabs(m - 2) < 1e-9 || fabs(m - 5) < 1e-9,
-              "range %zu: step %g", i, t.step);
+        CHECK(fabs(m - 1) < 1e-9 || fabs(m - 2) < 1e-9 || fabs(m - 5) < 1e-9, "range %zu: step %g",
+              i, t.step);
         for (int k = 0; k < t.n; k++) {
             CHECK(t.value[k] >= lo - 1e-9 * t.step && t.value[k] <= hi + 1e-9 * t.step,
                   "range %zu: tick %g outside [%g, %g]", i, t.value[k], lo, hi);
@@ -998,7 +1011,7 @@ static void test_ticks(void)
     const struct {
         double v;
         const char *want;
-    } values[] = {{0.612863, "0.6129"}, {25410, "25.41k"}, {254100, "254.1k"},
+    } values[] = {{0.612863, "0.6129"}, {25410, "25.41k"},   {254100, "254.1k"},
                   {999960, "1.000M"},   {1234567, "1.235M"}, {9999.4, "9999"},
                   {552.1, "552.1"},     {-0.3, "-0.3000"},   {0, "0"},
                   {3.2e13, "32.00T"},   {NAN, "?"}};

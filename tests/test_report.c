@@ -1,12 +1,11 @@
 /* Tests of `zeroth report RUN` on runs whose metrics.jsonl the test writes:
  * a run with many train, self-play, arena and position-set records (a tiny
  * loss range 4.8460..4.8462, games 25,380..25,419 and throughput
- * 25,400..25,420, negative zeros and Elo values that round to -0), a run of one record per kind and a run of
- * constant values. On every chart the tick labels of both axes are distinct
- * and each curve has several points, or the chart says in words that there
- * is one record; no text reads "-0"; the summary table comes first, then
- * strength, loss and throughput; stdout has the summary and, last, the line
- * naming the page. Needs the binary (ZT_BIN, set by CTest). */
+ * 25,400..25,420, negative zeros and Elo values that round to -0), a run of one record per kind and
+ * a run of constant values. On every chart the tick labels of both axes are distinct and each curve
+ * has several points, or the chart says in words that there is one record; no text reads "-0"; the
+ * summary table comes first, then strength, loss and throughput; stdout has the summary and, last,
+ * the line naming the page. Needs the binary (ZT_BIN, set by CTest). */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -33,7 +32,8 @@ static void write_metrics(const char *run, const char *text)
 }
 
 /* Appends a printf-formatted line to a growing buffer. */
-static void add(char **buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(char **buf, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void add(char **buf, size_t *len, const char *fmt, ...)
 {
     char line[1024];
@@ -130,16 +130,19 @@ static page_stats check_charts(const char *run, const char *page, int min_points
              pl = strstr(pl + 1, "<polyline")) {
             const char *pts = strstr(pl, "points=\"");
             int points = 0;
-            for (const char *c = pts ? pts + 8 : pl; pts && *c && *c != '"'; c++) points += *c == ',';
-            CHECK(points >= min_points, "%s, chart %d: a curve of %d points", run, ps.charts, points);
+            for (const char *c = pts ? pts + 8 : pl; pts && *c && *c != '"'; c++)
+                points += *c == ',';
+            CHECK(points >= min_points, "%s, chart %d: a curve of %d points", run, ps.charts,
+                  points);
             curves++;
         }
         ps.curves += curves;
         const char *frame = strstr(fig, "<rect class=\"f\"");
         if (curves == 0) {
-            const char *one = strstr(fig, "one record so far"), *none = strstr(fig, "no records yet");
-            CHECK((one && one < end) || (none && none < end), "%s, chart %d: no curve and no word why",
-                  run, ps.charts);
+            const char *one = strstr(fig, "one record so far"),
+                       *none = strstr(fig, "no records yet");
+            CHECK((one && one < end) || (none && none < end),
+                  "%s, chart %d: no curve and no word why", run, ps.charts);
             ps.single += one && one < end;
             ps.none += none && none < end;
             ps.empty_frames += frame && frame < end;
@@ -157,8 +160,8 @@ static page_stats check_charts(const char *run, const char *page, int min_points
             CHECK(n >= 2, "%s, chart %d: %d %s ticks:%s", run, ps.charts, n, axes[a], all);
             for (int i = 0; i < n; i++)
                 for (int j = 0; j < i; j++)
-                    CHECK(strcmp(labels[i], labels[j]) != 0, "%s, chart %d: %s ticks repeat:%s", run,
-                          ps.charts, axes[a], all);
+                    CHECK(strcmp(labels[i], labels[j]) != 0, "%s, chart %d: %s ticks repeat:%s",
+                          run, ps.charts, axes[a], all);
         }
     }
     return ps;
@@ -222,7 +225,8 @@ static void test_full_run(void)
                 "\"score\":0.5000,\"elo\":%s,\"elo_lo\":-0.0,\"elo_hi\":-0.0}\n",
                 t, step, games, 7 * games, i == 39 ? "-0.3" : "-0.0");
             add(&m, &len,
-                "{\"t\":%.3f,\"step\":%.0f,\"games\":%.0f,\"positions\":%.0f,\"kind\":\"positions\","
+                "{\"t\":%.3f,\"step\":%.0f,\"games\":%.0f,\"positions\":%.0f,\"kind\":"
+                "\"positions\","
                 "\"set\":\"ttt_positions\",\"metric\":\"optimal\",\"n\":%d,\"m\":4520,"
                 "\"rate\":%.5f}\n",
                 t, step, games, 7 * games, 4000 + 13 * i, (4000 + 13 * i) / 4520.0);
@@ -247,8 +251,7 @@ static void test_full_run(void)
           "full: %d charts, %d curves, %d single, %d empty", ps.charts, ps.curves, ps.single,
           ps.none);
     /* The first report's repeated label is gone: 25,380..25,419 games get exact ticks. */
-    CHECK(!strstr(page, ">25.4k<") && strstr(page, "class=\"xl\"") &&
-              strstr(page, ">25400</text>"),
+    CHECK(!strstr(page, ">25.4k<") && strstr(page, "class=\"xl\"") && strstr(page, ">25400</text>"),
           "full: the games axis' ticks");
     /* Summary first, then strength, then loss, then throughput. */
     const char *table = strstr(page, "<table"), *svg = strstr(page, "<svg"),
@@ -257,7 +260,8 @@ static void test_full_run(void)
     CHECK(table && svg && elo && sets && loss && speed && table < svg && elo < sets &&
               sets < loss && loss < speed,
           "full: the page's order");
-    CHECK(!strstr(page, "<script") && !strstr(page, "http"), "full: the page is not self-contained");
+    CHECK(!strstr(page, "<script") && !strstr(page, "http"),
+          "full: the page is not self-contained");
     free(page);
 }
 

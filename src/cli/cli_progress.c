@@ -14,8 +14,8 @@ static void match_progress(void *ctx, const zt_match_result *r)
     char sprt[48] = "";
     if (r->sprt.upper != 0) snprintf(sprt, sizeof sprt, ", LLR %.2f", r->sprt.llr + 0.0);
     zt_progress_meter_update(m, r->games, "W-D-L %d-%d-%d, score %.3f, Elo %s%+.0f%s", r->wins,
-                             r->draws, r->losses, e.score, e.bound ? (e.score > 0.5 ? ">" : "<") : "",
-                             round(e.elo) + 0.0, sprt);
+                             r->draws, r->losses, e.score,
+                             e.bound ? (e.score > 0.5 ? ">" : "<") : "", round(e.elo) + 0.0, sprt);
 }
 
 void zt_cli_match_progress(zt_match_config *mc, zt_progress_meter *m)

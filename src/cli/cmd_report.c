@@ -346,8 +346,8 @@ static void render_single(sbuf *b, const chart *c, const xaxis_text *xt)
         lines += c->s[k].n > 0;
     }
     int h = 58 + 16 * lines;
-    put(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">", CW, h,
-        CW, h);
+    put(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">", CW, h, CW,
+        h);
     put(b, "<text class=\"t\" x=\"%d\" y=\"18\">", ML);
     put_text(b, c->title);
     put(b, "</text>");
@@ -404,7 +404,8 @@ static void render_chart(sbuf *b, const chart *c, const xaxis_text *xt)
     put_text(b, c->title);
     put(b, "</text>");
     if (points == 0) {
-        put(b, "<text class=\"n\" x=\"%d\" y=\"42\">no records yet</text></svg></figure>\n", CW / 2);
+        put(b, "<text class=\"n\" x=\"%d\" y=\"42\">no records yet</text></svg></figure>\n",
+            CW / 2);
         return;
     }
     if (c->from_zero) y0 = fmin(y0, 0);
@@ -651,7 +652,8 @@ static void make_summary(const record *recs, int n, summary *sm)
         bool earlier = false;
         for (int j = 0; j < i && !earlier; j++)
             earlier = strcmp(recs[j].kind, r->kind) == 0 &&
-                      strcmp(recs[j].opponent, r->opponent) == 0 && strcmp(recs[j].set, r->set) == 0;
+                      strcmp(recs[j].opponent, r->opponent) == 0 &&
+                      strcmp(recs[j].set, r->set) == 0;
         if (earlier) continue;
         const record *last = r;
         for (int j = i + 1; j < n; j++)
@@ -668,8 +670,8 @@ static void make_summary(const record *recs, int n, summary *sm)
                 used += (size_t)snprintf(res + used, CELL - used, " [%+.0f, %+.0f]", whole(lo),
                                          whole(hi));
             if (field(last, "score", &v) && used < CELL)
-                used += (size_t)snprintf(res + used, CELL - used, "%sscore %.3f", used ? ", " : "",
-                                         v);
+                used +=
+                    (size_t)snprintf(res + used, CELL - used, "%sscore %.3f", used ? ", " : "", v);
             if (field(last, "wins", &w) && field(last, "draws", &d) && field(last, "losses", &l) &&
                 used < CELL)
                 snprintf(res + used, CELL - used, "%sW-D-L %.0f-%.0f-%.0f", used ? ", " : "",
@@ -679,7 +681,8 @@ static void make_summary(const record *recs, int n, summary *sm)
             snprintf(res, CELL, "%s", last->metric[0] ? last->metric : "rate");
             used = strlen(res);
             if (field(last, "n", &nn) && field(last, "m", &m))
-                used += (size_t)snprintf(res + used, CELL - used, " %.0f/%.0f", whole(nn), whole(m));
+                used +=
+                    (size_t)snprintf(res + used, CELL - used, " %.0f/%.0f", whole(nn), whole(m));
             if (field(last, "rate", &v) && used < CELL)
                 snprintf(res + used, CELL - used, " (%.2f %%)", 100 * v + 0.0);
             add_row(sm, last, "%s", last->set[0] ? last->set : "?", res);
@@ -736,7 +739,8 @@ static void summary_html(sbuf *b, const summary *sm)
         put_text(b, sm->result[k]);
         put(b, "</td><td>%s</td></tr>", sm->at[k]);
     }
-    if (!sm->nrows) put(b, "<tr><td colspan=\"3\">no arena, position-set or loss records yet</td></tr>");
+    if (!sm->nrows)
+        put(b, "<tr><td colspan=\"3\">no arena, position-set or loss records yet</td></tr>");
     put(b, "</table>\n");
 }
 
@@ -744,8 +748,8 @@ static void summary_text(FILE *f, const char *run, const summary *sm)
 {
     char wall[32];
     format_wall(sm->t, wall, sizeof wall);
-    fprintf(f, "run %s: %s, %.0f learner steps, %.0f games, %.0f positions, %d records\n", run, wall,
-            whole(sm->step), whole(sm->games), whole(sm->positions), sm->records);
+    fprintf(f, "run %s: %s, %.0f learner steps, %.0f games, %.0f positions, %d records\n", run,
+            wall, whole(sm->step), whole(sm->games), whole(sm->positions), sm->records);
     int w0 = 6, w1 = 6;
     for (int k = 0; k < sm->nrows; k++) {
         if ((int)strlen(sm->what[k]) > w0) w0 = (int)strlen(sm->what[k]);

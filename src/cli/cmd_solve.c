@@ -143,8 +143,8 @@ int zt_cmd_solve(int argc, char **argv)
         }
         if (meter_on) {
             if (checked)
-                zt_progress_meter_update(&meter, total, "agree %ld/%ld, max %.1f ms", agreed, checked,
-                                         1e3 * time_max);
+                zt_progress_meter_update(&meter, total, "agree %ld/%ld, max %.1f ms", agreed,
+                                         checked, 1e3 * time_max);
             else
                 zt_progress_meter_update(&meter, total, "max %.1f ms", 1e3 * time_max);
         }

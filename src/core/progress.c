@@ -194,7 +194,7 @@ static void format_locked(const zt_progress_meter *m, double now, char *buf, siz
     if (m->total > 0) {
         zt_progress_format_count((double)m->total, tot, sizeof tot);
         /* Rounded down, so 100 % means finished. */
-        double share = done <= 0            ? 0
+        double share = done <= 0          ? 0
                        : done >= m->total ? 100
                                           : floor(100.0 * (double)done / (double)m->total);
         PUT("%s/%s%s%s (%.0f %%)", num, tot, m->unit[0] ? " " : "", m->unit, share);
