@@ -210,11 +210,18 @@ int zt_bench_games(int argc, char **argv)
            seconds, repeats, threads, zt_cpu_count());
     printf("%-24s %14s %8s %14s %14s %10s %12s\n", "game", "steps/s 1core", "vs base",
            "steps/s all", "games/s 1core", "plies/game", "chance/s 1c");
+    fflush(stdout);
+    /* On a terminal, a line saying which row is being measured. */
+    int nrows = 1 + (int)(sizeof bench_games / sizeof bench_games[0]);
+    zt_progress_meter meter;
+    zt_progress_meter_init(&meter, "bench games", "rows", nrows, NULL, NULL);
+    zt_progress_meter_update(&meter, 0, "measuring the baseline");
     bench_job job = {.game = NULL, .seconds = seconds, .seed = 12345};
     double gps, cps;
     double base_gps;
     double base1 = median_run(&job, NULL, repeats, &base_gps, &cps);
     double baseN = median_run(&job, pool, repeats, &gps, &cps);
+    zt_progress_meter_pause(&meter);
     printf("%-24s %14.0f %8s %14.0f %14.0f %10.1f %12s\n", "baseline c4 bitboard", base1, "1.00",
            baseN, base_gps, base1 / base_gps, "-");
     fflush(stdout);
@@ -232,6 +239,7 @@ int zt_bench_games(int argc, char **argv)
             break;
         }
         job.game = g;
+        zt_progress_meter_update(&meter, 1 + (int64_t)i, "measuring %s", g->title);
         double g1, c1, gN, cN;
         double r1 = median_run(&job, NULL, repeats, &g1, &c1);
         double rN = median_run(&job, pool, repeats, &gN, &cN);
@@ -241,11 +249,13 @@ int zt_bench_games(int argc, char **argv)
             snprintf(chance, sizeof chance, "%.0f", c1);
         else
             snprintf(chance, sizeof chance, "-");
+        zt_progress_meter_pause(&meter);
         printf("%-24s %14.0f %8s %14.0f %14.0f %10.1f %12s\n", g->title, r1, ratio, rN, g1, r1 / g1,
                chance);
         fflush(stdout);
         zt_game_free(g);
     }
+    zt_progress_meter_end(&meter);
     zt_pool_free(pool);
     return rc;
 }

@@ -24,6 +24,10 @@
 /* --json: one JSON object per measurement instead of table rows (read by
  * bench/torch_compare.py). */
 static bool json_out;
+/* On a terminal, a line saying which row is being measured (rows_done of
+ * the meter's total); rows are printed with it erased. */
+static zt_progress_meter meter;
+static int rows_done;
 
 typedef struct bench_net {
     const char *name;
@@ -214,7 +218,11 @@ static zt_status bench_inference(const bench_net *bn, const char *backend, zt_pr
     double flops = graph_flops(&cfg);
     for (int i = 0; st == ZT_OK && i < nbatches; i++) {
         double s;
+        zt_progress_meter_update(&meter, rows_done, "measuring %s %s, %d thread(s), batch %d",
+                                 bn->name, zt_precision_name(prec), threads, batches[i]);
         st = time_forward(net, batches[i], obs, pol, val, seconds, &s);
+        zt_progress_meter_pause(&meter);
+        rows_done++;
         if (st != ZT_OK) break;
         double gflops = flops * batches[i] / s / 1e9;
         if (json_out)
@@ -268,6 +276,8 @@ static zt_status bench_train(const bench_net *bn, const char *backend, zt_precis
         }
         for (size_t i = 0; i < (size_t)B * vs; i++)
             vt[i] = vs == 1 ? (float)(2 * zt_rng_uniform(&rng) - 1) : 1.0f / 3;
+        zt_progress_meter_update(&meter, rows_done, "measuring %s %s train steps", bn->name,
+                                 zt_precision_name(prec));
         zt_train_batch batch = {B, obs, pt, legal, vt};
         zt_train_losses losses;
         st = zt_trainer_step(tr, &batch, &losses); /* sizes everything */
@@ -278,6 +288,8 @@ static zt_status bench_train(const bench_net *bn, const char *backend, zt_precis
             steps++;
             t = zt_now_s() - t0;
         }
+        zt_progress_meter_pause(&meter);
+        rows_done++;
         if (st == ZT_OK && json_out)
             printf("{\"net\":\"%s\",\"precision\":\"%s\",\"threads\":%d,\"train_batch\":%d,"
                    "\"ms\":%.4f,\"samples_per_s\":%.1f}\n",
@@ -462,6 +474,16 @@ int zt_bench_nn(int argc, char **argv)
     if (!json_out)
         printf("%-10s %-4s %3s %6s %11s %12s %9s %7s\n", "net", "prec", "thr", "batch", "ms/batch",
                "inferences/s", "GFLOP/s", "%peak");
+    fflush(stdout);
+    int chosen_nets = 0;
+    for (size_t k = 0; k < sizeof bench_nets / sizeof bench_nets[0]; k++) {
+        bool chosen = nnets == 0;
+        for (int j = 0; j < nnets; j++) chosen = chosen || strcmp(nets[j], bench_nets[k].name) == 0;
+        chosen_nets += chosen;
+    }
+    zt_progress_meter_init(&meter, "bench nn", "rows",
+                           chosen_nets * nprecs * (nthreads * nbatches + (train ? 1 : 0)), NULL,
+                           NULL);
     int rc = 0;
     for (size_t k = 0; k < sizeof bench_nets / sizeof bench_nets[0] && rc == 0; k++) {
         const bench_net *bn = &bench_nets[k];
@@ -486,5 +508,6 @@ int zt_bench_nn(int argc, char **argv)
             if (st != ZT_OK) rc = zt_cli_fail(st);
         }
     }
+    zt_progress_meter_end(&meter);
     return rc;
 }

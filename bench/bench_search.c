@@ -4,6 +4,7 @@
  * plies of self-play-like games. One line per (game, algorithm, G), then
  * the NN cache hit rate of whole self-play-like games. Run as
  * `zeroth bench search`. */
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,11 +61,25 @@ static bool lockstep_move(const zt_game *g, zt_search *s, uint8_t *st, int G, fl
     return true;
 }
 
+/* On a terminal, a line saying which row is being measured; rows are
+ * printed (row_printf) with it erased. */
+static zt_progress_meter meter;
+
+static __attribute__((format(printf, 1, 2))) void row_printf(const char *fmt, ...)
+{
+    zt_progress_meter_pause(&meter);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
 static void bench(const char *game_name, zt_search_algorithm alg, int G, int sims)
 {
     zt_game *g;
     if (zt_game_new(game_name, NULL, &g) != ZT_OK) {
-        printf("%-10s skipped: %s\n", game_name, zt_error_message());
+        row_printf("%-10s skipped: %s\n", game_name, zt_error_message());
         return;
     }
     zt_evaluator ev = zt_evaluator_uniform(g);
@@ -79,7 +94,7 @@ static void bench(const char *game_name, zt_search_algorithm alg, int G, int sim
      * gigabytes. */
     zt_search_capacity(g, sims, false, 0, &cfg.node_capacity, &cfg.edge_capacity);
     if (zt_az_model_new(g, &ev, G, NULL, &m) != ZT_OK || zt_search_new(&cfg, m, G, &s) != ZT_OK) {
-        printf("%-10s failed: %s\n", game_name, zt_error_message());
+        row_printf("%-10s failed: %s\n", game_name, zt_error_message());
         zt_game_free(g);
         return;
     }
@@ -103,7 +118,7 @@ static void bench(const char *game_name, zt_search_algorithm alg, int G, int sim
         if (!lockstep_move(g, s, st, G, 1.0f, &rng)) break;
     uint64_t ns = zt_now_ns() - t0;
     zt_search_stats stats = zt_search_get_stats(s);
-    printf("%-10s %-6s G=%-5d sims=%-4d %8.1f ns/simulation  (%llu simulations, %llu model calls, "
+    row_printf("%-10s %-6s G=%-5d sims=%-4d %8.1f ns/simulation  (%llu simulations, %llu model calls, "
            "%.1f KiB per tree)\n",
            game_name, alg == ZT_SEARCH_GUMBEL ? "gumbel" : "puct", G, sims,
            (double)ns / (double)stats.simulations, (unsigned long long)stats.simulations,
@@ -124,7 +139,7 @@ static void cache_rate(const char *game_name, int G, int sims)
 {
     zt_game *g;
     if (zt_game_new(game_name, NULL, &g) != ZT_OK) {
-        printf("%-10s skipped: %s\n", game_name, zt_error_message());
+        row_printf("%-10s skipped: %s\n", game_name, zt_error_message());
         return;
     }
     zt_evaluator ev = zt_evaluator_uniform(g);
@@ -137,7 +152,7 @@ static void cache_rate(const char *game_name, int G, int sims)
     cfg.node_capacity = cfg.edge_capacity = 0; /* sized for reuse, as an actor's */
     zt_search_config_size(&cfg, g, 0);
     if (!cache || zt_az_model_new(g, &ev, G, cache, &m) != ZT_OK || zt_search_new(&cfg, m, G, &s) != ZT_OK) {
-        printf("%-10s failed: %s\n", game_name, zt_error_message());
+        row_printf("%-10s failed: %s\n", game_name, zt_error_message());
         zt_search_free(s);
         zt_model_free(m);
         zt_nncache_free(cache);
@@ -149,7 +164,7 @@ static void cache_rate(const char *game_name, int G, int sims)
     for (int ply = 0; ply < g->max_game_length; ply++)
         if (!lockstep_move(g, s, st, G, ply < 4 ? 1.0f : 0.0f, NULL)) break;
     zt_nncache_stats cs = zt_nncache_get_stats(cache);
-    printf("%-10s puct   G=%-5d sims=%-4d NN cache hit rate %5.1f%%  (%llu lookups, %zu entries, "
+    row_printf("%-10s puct   G=%-5d sims=%-4d NN cache hit rate %5.1f%%  (%llu lookups, %zu entries, "
            "whole games, first 4 plies sampled)\n",
            game_name, G, sims, 100.0 * (double)cs.hits / (double)(cs.lookups ? cs.lookups : 1),
            (unsigned long long)cs.lookups, cs.entries);
@@ -198,15 +213,35 @@ int zt_bench_search(int argc, char **argv)
     }
     const char *games[] = {"tictactoe", "connect4", "backgammon"};
     int Gs[] = {1, 64, 1024};
-    for (int gi = 0; gi < 3; gi++)
-        for (int alg = 0; alg < 2; alg++)
-            for (int k = 0; k < 3; k++) {
-                if (only_game && strcmp(only_game, games[gi]) != 0) continue;
-                if (only_g && only_g != Gs[k]) continue;
-                bench(games[gi], alg ? ZT_SEARCH_GUMBEL : ZT_SEARCH_PUCT, only_g ? only_g : Gs[k],
-                      sims);
+    /* Two passes: the first counts the rows for the progress line. */
+    int nrows = 0, row = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) zt_progress_meter_init(&meter, "bench search", "rows", nrows, NULL, NULL);
+        for (int gi = 0; gi < 3; gi++)
+            for (int alg = 0; alg < 2; alg++)
+                for (int k = 0; k < 3; k++) {
+                    if (only_game && strcmp(only_game, games[gi]) != 0) continue;
+                    if (only_g && only_g != Gs[k]) continue;
+                    int G = only_g ? only_g : Gs[k];
+                    if (pass == 0) {
+                        nrows++;
+                        continue;
+                    }
+                    zt_progress_meter_update(&meter, row++, "measuring %s %s G=%d", games[gi],
+                                             alg ? "gumbel" : "puct", G);
+                    bench(games[gi], alg ? ZT_SEARCH_GUMBEL : ZT_SEARCH_PUCT, G, sims);
+                }
+        for (int gi = 0; gi < 2; gi++) {
+            if (only_game && strcmp(only_game, games[gi]) != 0) continue;
+            if (pass == 0) {
+                nrows++;
+                continue;
             }
-    for (int gi = 0; gi < 2; gi++)
-        if (!only_game || strcmp(only_game, games[gi]) == 0) cache_rate(games[gi], only_g ? only_g : 64, sims);
+            zt_progress_meter_update(&meter, row++, "measuring the NN cache hit rate in %s",
+                                     games[gi]);
+            cache_rate(games[gi], only_g ? only_g : 64, sims);
+        }
+    }
+    zt_progress_meter_end(&meter);
     return 0;
 }

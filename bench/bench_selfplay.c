@@ -521,13 +521,19 @@ static int run(const bench_args *A)
     zt_config_free(cfg);
 
     print_header();
+    fflush(stdout);
+    /* On a terminal, a line saying which row is being measured. */
+    zt_progress_meter meter;
+    zt_progress_meter_init(&meter, "bench selfplay", "rows", nrows, NULL, NULL);
     result base = {0};
     zt_replay *filled = NULL;
     zt_game *filled_game = NULL; /* the buffer borrows its game */
     double learner_base = 0;
     for (int i = 0; i < nrows && st == ZT_OK; i++) {
         const row *rw = &rows[i];
+        zt_progress_meter_update(&meter, i, "measuring: %s", rw->name);
         if (rw->kind == ROW_DENSE_REPLAY) {
+            zt_progress_meter_pause(&meter);
             /* the same run with the replay stored as float32 observation
              * planes + a dense float policy per position */
             result r = base;
@@ -548,6 +554,7 @@ static int run(const bench_args *A)
         if (st == ZT_OK && rw->kind == ROW_LEARNER) {
             double steps_s = 0, draw_s = 0;
             st = measure_learner(g, &RS, filled, A->seconds / 2, &steps_s, &draw_s);
+            zt_progress_meter_pause(&meter);
             if (st == ZT_OK) {
                 bool first = learner_base == 0;
                 if (first) learner_base = steps_s;
@@ -565,6 +572,7 @@ static int run(const bench_args *A)
         } else if (st == ZT_OK) {
             result r;
             st = measure_selfplay(g, &RS, A->seconds, &r, i == 0 && A->ablate ? &filled : NULL);
+            zt_progress_meter_pause(&meter);
             if (st == ZT_OK) {
                 print_selfplay(rw, &r, i == 0 ? NULL : &base);
                 if (i == 0) base = r;
@@ -578,6 +586,7 @@ static int run(const bench_args *A)
         zt_config_free(cfg);
         fflush(stdout);
     }
+    zt_progress_meter_end(&meter);
     zt_replay_free(filled);
     zt_game_free(filled_game);
     if (st != ZT_OK) return zt_cli_fail(st);

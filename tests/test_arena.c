@@ -5,7 +5,9 @@
  * sets the perfect tic-tac-toe player is optimal in 4520/4520 positions and
  * random is not, the Connect Four solver player makes no mistakes on
  * Test_L2_R1 and random makes many; agents built on search and on a raw
- * policy (over the exact oracle evaluator) plug into the same interface. */
+ * policy (over the exact oracle evaluator) plug into the same interface;
+ * the progress callbacks of matches and position sets see every game or
+ * position once, in order, and end at the final result. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,6 +322,110 @@ static void test_positions(void)
     }
 }
 
+/* ---- progress callbacks ---- */
+
+typedef struct match_seen {
+    int calls, last_games, out_of_order;
+    zt_match_result last;
+} match_seen;
+
+static void match_progress(void *ctx, const zt_match_result *so_far)
+{
+    match_seen *s = ctx;
+    s->calls++;
+    s->out_of_order += so_far->games != s->last_games + 1 ||
+                       so_far->wins + so_far->draws + so_far->losses != so_far->games;
+    s->last_games = so_far->games;
+    s->last = *so_far;
+}
+
+typedef struct positions_seen {
+    int calls, total, last_read, last_judged, backwards;
+    zt_positions_result last;
+} positions_seen;
+
+static void positions_progress(void *ctx, int read, int total, const zt_positions_result *so_far)
+{
+    positions_seen *s = ctx;
+    s->backwards += read < s->last_read || so_far->positions < s->last_judged ||
+                    so_far->positions > read || (s->calls > 0 && total != s->total) ||
+                    so_far->mistakes != so_far->positions - so_far->optimal;
+    s->calls++;
+    s->total = total;
+    s->last_read = read;
+    s->last_judged = so_far->positions;
+    s->last = *so_far;
+}
+
+static void test_progress(void)
+{
+    zt_game *g = make_game("tictactoe");
+    if (!g) return;
+    zt_agent *perfect = make_player(g, "perfect"), *random = make_player(g, "random");
+    if (!perfect || !random) return;
+
+    /* A match: one call per game counted, the last one equal to the result,
+     * the same result as without the callback. */
+    match_seen seen = {0};
+    zt_match_config cfg = {.games = 37,
+                           .concurrency = 8,
+                           .seed = SEED,
+                           .progress = match_progress,
+                           .progress_ctx = &seen};
+    zt_match_result r, plain;
+    CHECK(zt_arena_match(g, perfect, random, &cfg, &r) == ZT_OK, "%s", zt_error_message());
+    CHECK(seen.calls == 37 && seen.out_of_order == 0 && seen.last.wins == r.wins &&
+              seen.last.draws == r.draws && seen.last.losses == r.losses,
+          "match progress: %d calls, %d out of order, last %d-%d-%d vs %d-%d-%d", seen.calls,
+          seen.out_of_order, seen.last.wins, seen.last.draws, seen.last.losses, r.wins, r.draws,
+          r.losses);
+    cfg.progress = NULL;
+    CHECK(zt_arena_match(g, perfect, random, &cfg, &plain) == ZT_OK && plain.wins == r.wins &&
+              plain.draws == r.draws,
+          "the callback changed the match");
+
+    /* With an SPRT the calls stop at the deciding game. */
+    seen = (match_seen){0};
+    cfg = (zt_match_config){.games = 400,
+                            .seed = 1,
+                            .use_sprt = true,
+                            .sprt = {0, 50, 0.05, 0.05},
+                            .progress = match_progress,
+                            .progress_ctx = &seen};
+    CHECK(zt_arena_match(g, perfect, random, &cfg, &r) == ZT_OK && r.stopped_early, "%s",
+          zt_error_message());
+    CHECK(seen.calls == r.games && seen.last.sprt.decision == r.sprt.decision,
+          "sprt progress: %d calls for %d games", seen.calls, r.games);
+
+    /* A position set, cut to 700 of 4520 with a batch of 256: the total is
+     * the limit, reading and judging only move forwards, and the last call
+     * has every position judged and the final counts. */
+    char path[512];
+    zt_test_data_path("tictactoe/ttt_positions.txt", path, sizeof path);
+    positions_seen ps = {0};
+    zt_positions_config pc = {.path = path,
+                              .limit = 700,
+                              .seed = SEED,
+                              .progress = positions_progress,
+                              .progress_ctx = &ps};
+    zt_positions_result pr;
+    CHECK(zt_arena_positions_run(g, random, &pc, &pr) == ZT_OK, "%s", zt_error_message());
+    CHECK(ps.total == 700 && ps.backwards == 0 && ps.last_read == 700 && ps.last_judged == 700 &&
+              ps.last.optimal == pr.optimal && pr.positions == 700 && ps.calls >= 700,
+          "positions progress: total %d, %d backwards, last read %d judged %d, %d calls", ps.total,
+          ps.backwards, ps.last_read, ps.last_judged, ps.calls);
+    /* The whole file: the total counts positions, not comments or blank lines. */
+    ps = (positions_seen){0};
+    pc.limit = 0;
+    CHECK(zt_arena_positions_run(g, perfect, &pc, &pr) == ZT_OK, "%s", zt_error_message());
+    CHECK(ps.total == 4520 && ps.last_judged == 4520 && ps.last.optimal == 4520,
+          "whole set: total %d, judged %d", ps.total, ps.last_judged);
+
+    zt_agent_free(perfect);
+    zt_agent_free(random);
+    zt_game_free(g);
+}
+
 /* Backgammon: chance nodes are played by the arena, every game ends. */
 static void test_chance(void)
 {
@@ -348,5 +454,6 @@ int main(void)
     test_illegal();
     test_positions();
     test_chance();
+    test_progress();
     return zt_test_finish("test_arena");
 }

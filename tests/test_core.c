@@ -1,5 +1,6 @@
 /* Tests of src/core: rng streams and distributions, hashing, arenas, the
- * thread pool, queue and barrier, configuration, atomic file I/O, logging. */
+ * thread pool, queue and barrier, configuration, atomic file I/O, logging,
+ * the progress meter's line on a fake clock, chart ticks and their labels. */
 #include <dirent.h>
 #include <math.h>
 #include <pthread.h>
@@ -17,8 +18,10 @@
 #include "core/fileio.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "core/progress.h"
 #include "core/rng.h"
 #include "core/status.h"
+#include "core/ticks.h"
 #include "core/thread.h"
 
 #include "zt_test.h"
@@ -764,6 +767,310 @@ static void test_log(void)
     free(data);
 }
 
+/* ---- progress meter ---------------------------------------------------- */
+
+/* A clock that reads whatever the test set. */
+static double fake_now(void *ctx)
+{
+    return *(const double *)ctx;
+}
+
+/* Records `done` and `result` at fake time `at`, then formats the line at `now`. */
+static void meter_line(zt_progress_meter *m, double *clock, int64_t done, const char *result,
+                       double at, double now, char *buf, size_t cap)
+{
+    *clock = at;
+    if (result)
+        zt_progress_meter_update(m, done, "%s", result);
+    else
+        zt_progress_meter_update(m, done, NULL);
+    zt_progress_meter_format(m, now, buf, cap);
+}
+
+static void test_progress_meter(void)
+{
+    double now = 100, t0 = 100; /* the fake clock starts far from zero: elapsed counts from init */
+    zt_progress_meter m;
+    zt_progress_meter_init(&m, "eval", "games", 1000, fake_now, &now);
+    char line[512];
+
+    /* Zero elapsed, nothing done: no rate, no ETA, no division by zero. */
+    zt_progress_meter_format(&m, t0, line, sizeof line);
+    CHECK(strcmp(line, "eval 0/1000 games (0 %), ? games/s, 0:00 elapsed, ETA ?") == 0, "'%s'",
+          line);
+
+    /* 250 of 1000 in 25 s: 10 games/s, 75 s to go; the caller's result in the middle. */
+    meter_line(&m, &now, 250, "W-D-L 200-30-20", t0 + 25, t0 + 25, line, sizeof line);
+    CHECK(strcmp(line, "eval 250/1000 games (25 %), 10.0 games/s, 0:25 elapsed, ETA 1:15 | "
+                       "W-D-L 200-30-20") == 0,
+          "'%s'", line);
+    /* Seen 10 s later with no new game: the rate stays that of the last
+     * game, the ETA counts down, the elapsed time moves on. */
+    zt_progress_meter_format(&m, t0 + 35, line, sizeof line);
+    CHECK(strstr(line, ", 10.0 games/s, 0:35 elapsed, ETA 1:05 |"), "'%s'", line);
+    /* ... and never below zero, however late. */
+    zt_progress_meter_format(&m, t0 + 1000, line, sizeof line);
+    CHECK(strstr(line, "16:40 elapsed, ETA 0:00"), "'%s'", line);
+    /* The same count again later changes neither its time nor the rate. */
+    meter_line(&m, &now, 250, "W-D-L 200-30-20", t0 + 50, t0 + 50, line, sizeof line);
+    CHECK(strstr(line, ", 10.0 games/s, 0:50 elapsed, ETA 0:50 |"), "'%s'", line);
+
+    /* The share rounds down: 999 of 1000 is not yet 100 %. */
+    meter_line(&m, &now, 999, NULL, t0 + 999, t0 + 999, line, sizeof line);
+    CHECK(strcmp(line, "eval 999/1000 games (99 %), 1.00 games/s, 16:39 elapsed, ETA 0:01") == 0,
+          "'%s'", line);
+    meter_line(&m, &now, 1000, NULL, t0 + 1000, t0 + 1000, line, sizeof line);
+    CHECK(strstr(line, "(100 %)") && strstr(line, "ETA 0:00"), "'%s'", line);
+    zt_progress_meter_end(&m);
+
+    /* Done at zero elapsed (a clock too coarse): the rate is unknown, the ETA zero. */
+    now = t0;
+    zt_progress_meter_init(&m, "eval", "games", 1000, fake_now, &now);
+    meter_line(&m, &now, 1000, "", t0, t0, line, sizeof line);
+    CHECK(strcmp(line, "eval 1000/1000 games (100 %), ? games/s, 0:00 elapsed, ETA 0:00") == 0,
+          "'%s'", line);
+    zt_progress_meter_end(&m);
+
+    /* Slow: 3 games in 2 hours, shown per hour; the ETA runs into days.
+     * Between one a minute and one a second: per minute. */
+    zt_progress_meter_init(&m, "eval", "games", 1000, fake_now, &now);
+    meter_line(&m, &now, 3, NULL, t0 + 7200, t0 + 7200, line, sizeof line);
+    CHECK(strstr(line, ", 1.50 games/h,") && strstr(line, "2:00:00 elapsed") &&
+              strstr(line, "ETA 27d 16:40:00"),
+          "'%s'", line);
+    zt_progress_meter_end(&m);
+    zt_progress_meter_init(&m, "eval", "games", 1000, fake_now, &now);
+    meter_line(&m, &now, 30, NULL, now + 60, now + 60, line, sizeof line);
+    CHECK(strstr(line, ", 30.0 games/min,") && strstr(line, "ETA 32:20"), "'%s'", line);
+    zt_progress_meter_end(&m);
+
+    /* Unknown total: a count, a rate, no share and no ETA. Huge counts are
+     * shortened; the rate carries a suffix. */
+    now = t0;
+    zt_progress_meter_init(&m, "perft 12", "nodes", 0, fake_now, &now);
+    meter_line(&m, &now, INT64_C(5000000000), "depth 12", t0 + 2, t0 + 2, line, sizeof line);
+    CHECK(strcmp(line, "perft 12 5.00G nodes, 2.50G nodes/s, 0:02 elapsed | depth 12") == 0, "'%s'",
+          line);
+    meter_line(&m, &now, INT64_MAX, NULL, t0 + 1, t0 + 1, line, sizeof line);
+    CHECK(strstr(line, "9.22E nodes") && strstr(line, "9.22E nodes/s") && !strstr(line, "ETA"),
+          "'%s'", line);
+    zt_progress_meter_end(&m);
+
+    /* A huge total with a small count; a sub-second elapsed time. */
+    now = t0;
+    zt_progress_meter_init(&m, "solve", "positions", INT64_C(123456789), fake_now, &now);
+    meter_line(&m, &now, 1234, "agree 1234/1234", t0 + 0.5, t0 + 0.5, line, sizeof line);
+    CHECK(strcmp(line, "solve 1234/123M positions (0 %), 2.47k positions/s, 0:01 elapsed, ETA "
+                       "13:53:43 | agree 1234/1234") == 0,
+          "'%s'", line);
+    /* A clock that reads before the start counts as zero elapsed. */
+    zt_progress_meter_format(&m, t0 - 5, line, sizeof line);
+    CHECK(strstr(line, "0:00 elapsed"), "'%s'", line);
+    zt_progress_meter_end(&m);
+
+    /* No label, no unit. */
+    now = t0;
+    zt_progress_meter_init(&m, NULL, NULL, 4, fake_now, &now);
+    meter_line(&m, &now, 2, NULL, t0 + 4, t0 + 4, line, sizeof line);
+    CHECK(strcmp(line, "2/4 (50 %), 30.0 units/min, 0:04 elapsed, ETA 0:04") == 0, "'%s'", line);
+
+    /* A small buffer is cut, never overrun. */
+    char small[12];
+    memset(small, 'x', sizeof small);
+    meter_line(&m, &now, 2, "a long result text", t0 + 4, t0 + 4, small, sizeof small);
+    CHECK(strlen(small) == sizeof small - 1 && strncmp(small, "2/4 (50 %),", 11) == 0, "'%s'",
+          small);
+    zt_progress_meter_end(&m);
+
+    /* Counts and durations at their edges. */
+    struct {
+        double v;
+        const char *want;
+    } counts[] = {{0, "0"},           {-0.0, "0"},         {99999, "99999"},
+                  {100000, "100k"},   {999499, "999k"},    {999500, "1.00M"},
+                  {1234567, "1.23M"}, {12345678, "12.3M"}, {-2500000, "-2.50M"},
+                  {1e18, "1.00E"},    {NAN, "?"}};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        char buf[32];
+        zt_progress_format_count(counts[i].v, buf, sizeof buf);
+        CHECK(strcmp(buf, counts[i].want) == 0, "count %g: '%s', want '%s'", counts[i].v, buf,
+              counts[i].want);
+    }
+    struct {
+        double s;
+        const char *want;
+    } durations[] = {{0, "0:00"},
+                     {0.49, "0:00"},
+                     {59.6, "1:00"},
+                     {3599, "59:59"},
+                     {3600, "1:00:00"},
+                     {86399, "23:59:59"},
+                     {86400, "1d 00:00:00"},
+                     {1e12, ">999d"},
+                     {-1, "?"},
+                     {INFINITY, "?"},
+                     {NAN, "?"}};
+    for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++) {
+        char buf[32];
+        zt_progress_format_duration(durations[i].s, buf, sizeof buf);
+        CHECK(strcmp(buf, durations[i].want) == 0, "duration %g: '%s', want '%s'", durations[i].s,
+              buf, durations[i].want);
+    }
+
+    /* Redraws are throttled to the interval, on the meter's own clock; a
+     * meter that does not draw (stderr is no terminal) is never due. */
+    zt_progress_meter_init(&m, "t", "u", 10, fake_now, &now);
+    CHECK(!m.draw && !m.ticking, "a test's stderr is no terminal: no drawing, no ticker");
+    m.draw = true;
+    CHECK(!zt_progress_meter_due(&m), "nothing drawn at once: a quick command shows no line");
+    now += m.interval;
+    CHECK(zt_progress_meter_due(&m), "the first redraw is due after one interval");
+    CHECK(!zt_progress_meter_due(&m), "not again at the same instant");
+    now += m.interval / 2;
+    CHECK(!zt_progress_meter_due(&m), "not within the interval");
+    now += m.interval;
+    CHECK(zt_progress_meter_due(&m), "due once the interval passed");
+    /* Paused (the caller prints lines of its own): not due until the next update. */
+    zt_progress_meter_pause(&m);
+    now += 10;
+    CHECK(!zt_progress_meter_due(&m), "not due while paused");
+    zt_progress_meter_update(&m, 1,
+                             NULL); /* due, and drawn: stderr is no terminal, so nothing shows */
+    now += m.interval;
+    CHECK(zt_progress_meter_due(&m), "due again after an update");
+    m.draw = false;
+    now += 10;
+    CHECK(!zt_progress_meter_due(&m), "never due when not drawing");
+    zt_progress_meter_end(&m);
+}
+
+/* ---- chart ticks ------------------------------------------------------- */
+
+/* A label read back as a number: "25.4k" is 25400. */
+static double label_value(const char *label)
+{
+    char *end;
+    double v = strtod(label, &end);
+    switch (*end) {
+    case 'k':
+        return v * 1e3;
+    case 'M':
+        return v * 1e6;
+    case 'G':
+        return v * 1e9;
+    case 'T':
+        return v * 1e12;
+    default:
+        return *end ? NAN : v;
+    }
+}
+
+/* A printed zero with a minus sign: "-0", "-0.00", "-0k". */
+static bool negative_zero(const char *s)
+{
+    if (s[0] != '-') return false;
+    for (s++; *s; s++)
+        if (*s >= '1' && *s <= '9') return false;
+    return true;
+}
+
+static void test_ticks(void)
+{
+    /* Data ranges as a report meets them: a tiny range, large values close
+     * together, constants, a single value, zero and negative zero, negative
+     * ranges, large counts, tiny values, nothing finite. */
+    const double ranges[][2] = {{4.8460, 4.8462}, {25400, 25420},  {0.6129, 0.6129}, {0, 0},
+                                {-0.0, 0.0},      {-0.0, -0.0},    {512, 512},       {-700, -650},
+                                {-3, 2},          {0, 150000},     {0, 1.5e6},       {0, 3.2e9},
+                                {1e15, 1.001e15}, {0.001, 0.0012}, {0, 9.8},         {2.0, 1.0},
+                                {1e-7, 3e-7},     {NAN, NAN},      {INFINITY, 5},    {0, 22922},
+                                {0.95, 1.0},      {-1e-9, 1e-9},   {99999, 100001}};
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        double lo = ranges[i][0], hi = ranges[i][1];
+        zt_ticks_span(&lo, &hi);
+        CHECK(lo < hi && isfinite(lo) && isfinite(hi), "range %zu: span [%g, %g]", i, lo, hi);
+        /* Finite data stays inside the widened range. */
+        for (int k = 0; k < 2; k++)
+            if (isfinite(ranges[i][k]))
+                CHECK(ranges[i][k] >= lo && ranges[i][k] <= hi, "range %zu: %g outside [%g, %g]", i,
+                      ranges[i][k], lo, hi);
+        zt_ticks t;
+        zt_ticks_make(lo, hi, 5, &t);
+        char all[512] = "";
+        for (int k = 0; k < t.n; k++) {
+            strncat(all, " ", sizeof all - strlen(all) - 1);
+            strncat(all, t.label[k], sizeof all - strlen(all) - 1);
+        }
+        CHECK(t.n >= 3 && t.n <= ZT_TICKS_MAX, "range %zu: %d ticks:%s", i, t.n, all);
+        /* The step is 1, 2 or 5 times a power of ten. */
+        double m = t.step / pow(10, floor(log10(t.step)));
+        CHECK(fabs(m - 1) < 1e-9 || fabs(m - 2) < 1e-9 || fabs(m - 5) < 1e-9, "range %zu: step %g",
+              i, t.step);
+        for (int k = 0; k < t.n; k++) {
+            CHECK(t.value[k] >= lo - 1e-9 * t.step && t.value[k] <= hi + 1e-9 * t.step,
+                  "range %zu: tick %g outside [%g, %g]", i, t.value[k], lo, hi);
+            CHECK(!negative_zero(t.label[k]), "range %zu: label '%s'", i, t.label[k]);
+            /* Each label reads back as its tick's value, to well within a step. */
+            double back = label_value(t.label[k]);
+            CHECK(fabs(back - t.value[k]) < 0.01 * t.step, "range %zu: label '%s' for %.17g:%s", i,
+                  t.label[k], t.value[k], all);
+            if (k > 0) {
+                CHECK(fabs(t.value[k] - t.value[k - 1] - t.step) < 1e-6 * t.step,
+                      "range %zu: ticks not a step apart:%s", i, all);
+                for (int j = 0; j < k; j++)
+                    CHECK(strcmp(t.label[j], t.label[k]) != 0, "range %zu: repeated label:%s", i,
+                          all);
+            }
+        }
+    }
+    /* The cases the first report showed, exactly. */
+    zt_ticks t;
+    double lo = 25400, hi = 25420;
+    zt_ticks_span(&lo, &hi);
+    zt_ticks_make(lo, hi, 5, &t);
+    CHECK(t.n == 5 && strcmp(t.label[0], "25400") == 0 && strcmp(t.label[4], "25420") == 0,
+          "25400..25420: %d ticks from '%s'", t.n, t.label[0]);
+    lo = 4.8460, hi = 4.8462;
+    zt_ticks_span(&lo, &hi);
+    zt_ticks_make(lo, hi, 5, &t);
+    CHECK(t.n == 5 && strcmp(t.label[0], "4.844") == 0 && strcmp(t.label[2], "4.846") == 0,
+          "4.8460..4.8462: '%s' .. '%s'", t.label[0], t.label[t.n - 1]);
+    zt_ticks_make(0, 1.5e6, 5, &t);
+    CHECK(strcmp(t.label[1], "0.2M") == 0 && strcmp(t.label[0], "0") == 0, "0..1.5M: '%s' '%s'",
+          t.label[0], t.label[1]);
+    zt_ticks_make(0, 22922, 5, &t);
+    CHECK(strcmp(t.label[1], "5k") == 0 && strcmp(t.label[4], "20k") == 0, "0..22922: '%s' '%s'",
+          t.label[1], t.label[4]);
+
+    /* Fixed point and single values never print "-0". */
+    char buf[32];
+    const double zeros[] = {-0.0, -0.0004, -1e-300};
+    for (size_t i = 0; i < sizeof zeros / sizeof zeros[0]; i++) {
+        zt_ticks_fixed(zeros[i], 0, buf, sizeof buf);
+        CHECK(strcmp(buf, "0") == 0, "fixed %g: '%s'", zeros[i], buf);
+        zt_ticks_fixed(zeros[i], 3, buf, sizeof buf);
+        CHECK(strcmp(buf, "0.000") == 0, "fixed %g at 3: '%s'", zeros[i], buf);
+        zt_ticks_value(zeros[i], buf, sizeof buf);
+        CHECK(!negative_zero(buf), "value %g: '%s'", zeros[i], buf);
+    }
+    zt_ticks_fixed(-0.5, 0, buf, sizeof buf); /* rounds to even: -0 */
+    CHECK(strcmp(buf, "0") == 0, "fixed -0.5: '%s'", buf);
+    zt_ticks_fixed(-1.5, 0, buf, sizeof buf);
+    CHECK(strcmp(buf, "-2") == 0, "fixed -1.5: '%s'", buf);
+    const struct {
+        double v;
+        const char *want;
+    } values[] = {{0.612863, "0.6129"}, {25410, "25.41k"},   {254100, "254.1k"},
+                  {999960, "1.000M"},   {1234567, "1.235M"}, {9999.4, "9999"},
+                  {552.1, "552.1"},     {-0.3, "-0.3000"},   {0, "0"},
+                  {3.2e13, "32.00T"},   {NAN, "?"}};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        zt_ticks_value(values[i].v, buf, sizeof buf);
+        CHECK(strcmp(buf, values[i].want) == 0, "value %g: '%s', want '%s'", values[i].v, buf,
+              values[i].want);
+    }
+}
+
 /* Removes everything under `path` (only what this test created). */
 static void remove_tree(const char *path)
 {
@@ -785,6 +1092,8 @@ static void remove_tree(const char *path)
 
 int main(void)
 {
+    /* Run from a terminal, the meters under test would draw on it. */
+    setenv("ZT_NO_PROGRESS", "1", 1);
     seed = zt_test_seed((uint64_t)time(NULL));
     snprintf(tmpdir, sizeof tmpdir, "/tmp/zt_test_core_XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -807,6 +1116,8 @@ int main(void)
     test_fileio();
     test_data_find();
     test_log();
+    test_progress_meter();
+    test_ticks();
 
     remove_tree(tmpdir);
     return zt_test_finish("test_core");

@@ -79,6 +79,7 @@ static void count_game(match *m, int index)
             res->stopped_early = index + 1 < m->cfg->games;
         }
     }
+    if (m->cfg->progress) m->cfg->progress(m->cfg->progress_ctx, res);
 }
 
 static void finish_game(match *m, int slot)
@@ -247,12 +248,39 @@ static zt_status judge_batch(zt_agent *agent, int n, uint8_t *states, size_t str
         out->positions++;
         out->optimal += keeps_value(&jd[i], actions[i]);
     }
+    out->mistakes = out->positions - out->optimal;
     return ZT_OK;
+}
+
+/* Positions in the file (lines other than blank ones and comments), cut to
+ * limit > 0; what the progress callback is told the total is. */
+static int count_positions(const char *text, int limit)
+{
+    int n = 0;
+    for (const char *p = text; *p && (limit <= 0 || n < limit);) {
+        const char *end = strchr(p, '\n');
+        size_t l = end ? (size_t)(end - p) : strlen(p);
+        if (l > 0 && p[l - 1] == '\r') l--;
+        n += l > 0 && p[0] != '#';
+        p = end ? end + 1 : p + l;
+        if (!end) break;
+    }
+    return n;
 }
 
 zt_status zt_arena_positions(const zt_game *g, zt_agent *agent, const char *path, int limit,
                              uint64_t seed, zt_positions_result *out)
 {
+    zt_positions_config cfg = {.path = path, .limit = limit, .seed = seed};
+    return zt_arena_positions_run(g, agent, &cfg, out);
+}
+
+zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_positions_config *cfg,
+                                 zt_positions_result *out)
+{
+    const char *path = cfg->path;
+    int limit = cfg->limit;
+    uint64_t seed = cfg->seed;
     memset(out, 0, sizeof *out);
     out->report_mistakes = zt_game_positions_judge(g, path) == ZT_JUDGE_MISTAKES;
     zt_solver *sv;
@@ -264,6 +292,8 @@ zt_status zt_arena_positions(const zt_game *g, zt_agent *agent, const char *path
         zt_solver_free(sv);
         return st;
     }
+    int total = cfg->progress ? count_positions(text, limit) : 0;
+    if (cfg->progress) cfg->progress(cfg->progress_ctx, 0, total, out);
     int batch = agent->max_games < POSITIONS_BATCH ? agent->max_games : POSITIONS_BATCH;
     size_t stride = g->state_size;
     uint8_t *states = zt_xmalloc((size_t)batch * stride);
@@ -306,14 +336,19 @@ zt_status zt_arena_positions(const zt_game *g, zt_agent *agent, const char *path
         zt_rng_seed(&rngs[n], seed, (uint64_t)taken);
         n++;
         taken++;
+        if (cfg->progress) cfg->progress(cfg->progress_ctx, taken, total, out);
         if (n == batch) {
             st = judge_batch(agent, n, states, stride, rngs, jd, out);
             if (st != ZT_OK) break;
             n = 0;
+            if (cfg->progress) cfg->progress(cfg->progress_ctx, taken, total, out);
         }
         line = next;
     }
-    if (st == ZT_OK && n > 0) st = judge_batch(agent, n, states, stride, rngs, jd, out);
+    if (st == ZT_OK && n > 0) {
+        st = judge_batch(agent, n, states, stride, rngs, jd, out);
+        if (st == ZT_OK && cfg->progress) cfg->progress(cfg->progress_ctx, taken, total, out);
+    }
     out->mistakes = out->positions - out->optimal;
     if (st == ZT_OK && out->positions == 0) st = zt_fail(ZT_ERR_INVALID, "%s: no positions", path);
     free(sol);

@@ -106,22 +106,29 @@ zt_sprt_state zt_sprt_update(const zt_sprt_config *cfg, int wins, int draws, int
 
 /* ---- matches ---- */
 
+typedef struct zt_match_result zt_match_result;
+
 typedef struct zt_match_config {
     int games;       /* games to play (at most, with an SPRT) */
     int concurrency; /* games in flight (0: as many as both agents follow, at most 256) */
     uint64_t seed;   /* game i draws chance and the agents' randomness from (seed, i) */
     bool use_sprt;
     zt_sprt_config sprt;
+    /* Optional: called on the match's thread after each game is counted
+     * (in game order), with the counts so far (elo not yet filled in) and
+     * progress_ctx. For a progress display; the arena prints nothing. */
+    void (*progress)(void *ctx, const zt_match_result *so_far);
+    void *progress_ctx;
 } zt_match_config;
 
-typedef struct zt_match_result {
+struct zt_match_result {
     int games, wins, draws, losses; /* from agent a's side */
     int wins_first, games_first;    /* a's wins and games as player 0 */
     double total_return;            /* a's summed returns (backgammon points) */
     zt_elo elo;
     zt_sprt_state sprt; /* when use_sprt */
     bool stopped_early; /* the SPRT decided before cfg.games */
-} zt_match_result;
+};
 
 /* Plays a against b; a is player 0 in even games and player 1 in odd ones.
  * Results are counted in game order; with an SPRT the match ends at the
@@ -145,11 +152,27 @@ typedef struct zt_positions_result {
                            * game's position set of that name (game.h) */
 } zt_positions_result;
 
-/* Asks the agent for a move in each position of a shared position file
- * (game/solver.h parses it) and judges it by the value-preserving moves the
- * file lists, or where it lists none (Connect Four) by the exact solver's
- * weak solve of the children. limit > 0 judges only the first `limit`
- * positions. */
+typedef struct zt_positions_config {
+    const char *path; /* a shared position file (game/solver.h parses it) */
+    int limit;        /* > 0: only the first `limit` positions */
+    uint64_t seed;    /* position i draws the agent's randomness from (seed, i) */
+    /* Optional: called on the caller's thread as the work goes on: `read`
+     * positions of `total` (the file's, cut to the limit) are parsed and
+     * solved, so_far->positions of them judged. For a progress display;
+     * the arena prints nothing. */
+    void (*progress)(void *ctx, int read, int total, const zt_positions_result *so_far);
+    void *progress_ctx;
+} zt_positions_config;
+
+/* Asks the agent for a move in each position of the file and judges it by
+ * the value-preserving moves the file lists, or where it lists none
+ * (Connect Four) by the exact solver's weak solve of the children.
+ * Positions are asked in batches of up to 256 (fewer if the agent follows
+ * fewer games). */
+zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_positions_config *cfg,
+                                 zt_positions_result *out);
+
+/* The same without a progress callback. */
 zt_status zt_arena_positions(const zt_game *g, zt_agent *agent, const char *path, int limit,
                              uint64_t seed, zt_positions_result *out);
 

@@ -6,12 +6,14 @@
 
 int zt_cli_error(const char *fmt, ...)
 {
+    char line[2048];
     va_list ap;
     va_start(ap, fmt);
-    fputs("zeroth: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    /* Never appended to a progress line still on the terminal. */
+    zt_progress_clear();
+    fprintf(stderr, "zeroth: %s\n", line);
     return 1;
 }
 

@@ -6,7 +6,9 @@
 
 #include <stdbool.h>
 
+#include "arena/arena.h"
 #include "core/config.h"
+#include "core/progress.h"
 #include "core/status.h"
 #include "game/game.h"
 
@@ -39,6 +41,15 @@ bool zt_cli_skip_config_arg(int argc, char **argv, int *i, bool *config_file, zt
 /* Instantiates a game by name from cfg and checks that no key is left unread
  * (unknown settings are errors). */
 zt_status zt_cli_game(const char *name, zt_config *cfg, zt_game **out);
+
+/* Progress lines of the arena on a terminal: point the config's callback at
+ * meter m, which these start ("eval ..."); the caller ends it
+ * (zt_progress_meter_end) once the match or the set is done, before
+ * printing its results. Matches show games done and W-D-L, score and Elo
+ * so far (and the SPRT's LLR); position sets show positions judged, read
+ * and the mistakes or optimal moves so far. */
+void zt_cli_match_progress(zt_match_config *mc, zt_progress_meter *m);
+void zt_cli_positions_progress(zt_positions_config *pc, zt_progress_meter *m);
 
 int zt_cmd_perft(int argc, char **argv);
 int zt_cmd_solve(int argc, char **argv);

@@ -251,9 +251,12 @@ int zt_cmd_eval(int argc, char **argv)
 
     if (positions) {
         zt_positions_result pr;
-        if ((st = zt_arena_positions(g, me.agent, positions, (int)limit, (uint64_t)seed, &pr)) !=
-            ZT_OK)
-            goto fail;
+        zt_positions_config pc = {.path = positions, .limit = (int)limit, .seed = (uint64_t)seed};
+        zt_progress_meter meter;
+        zt_cli_positions_progress(&pc, &meter);
+        st = zt_arena_positions_run(g, me.agent, &pc, &pr);
+        zt_progress_meter_end(&meter);
+        if (st != ZT_OK) goto fail;
         char line[128];
         zt_positions_format(&pr, line, sizeof line);
         printf("positions %s: %d judged in %.1f s, %.2f %% %s\n", positions, pr.positions,
@@ -290,7 +293,10 @@ int zt_cmd_eval(int argc, char **argv)
                           .use_sprt = sprt,
                           .sprt = sc};
     zt_match_result r;
+    zt_progress_meter meter;
+    zt_cli_match_progress(&mc, &meter);
     st = zt_arena_match(g, me.agent, opp_agent, &mc, &r);
+    zt_progress_meter_end(&meter);
     /* A failing gnubg shows as an illegal move to the arena: say why. */
     if (gnubg && zt_gnubg_error(opp_player)[0]) {
         rc = zt_cli_error("%s", zt_gnubg_error(opp_player));

@@ -2,11 +2,13 @@
  * DEPTH plies from the start (sequences that end the game earlier are not
  * counted) — the standard check of a move generator. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/alloc.h"
 #include "core/timer.h"
 
 static uint64_t perft(const zt_game *g, const uint8_t *s, int depth)
@@ -22,6 +24,51 @@ static uint64_t perft(const zt_game *g, const uint8_t *s, int depth)
         g->apply(g, child, actions[i]);
         total += perft(g, child, depth - 1);
     }
+    return total;
+}
+
+/* The same count, on a terminal with a progress line: the tree is cut into
+ * the subtrees below ply 2, counted one after another, so the line can say
+ * how many are done, the count so far and an ETA (subtrees differ in size,
+ * so the ETA is rough). */
+static uint64_t perft_shown(const zt_game *g, const uint8_t *s, int depth)
+{
+    if (depth < 3 || g->current_player(g, s) == ZT_TERMINAL) return perft(g, s, depth);
+    uint16_t actions[ZT_MAX_ACTIONS], replies[ZT_MAX_ACTIONS];
+    int n = g->legal(g, s, actions);
+    size_t stride = g->state_size, cap = 0, count = 0;
+    uint8_t *frontier = NULL, child[ZT_MAX_STATE_BYTES];
+    for (int i = 0; i < n; i++) {
+        memcpy(child, s, stride);
+        g->apply(g, child, actions[i]);
+        if (g->current_player(g, child) == ZT_TERMINAL) continue; /* no sequence of `depth` plies */
+        int k = g->legal(g, child, replies);
+        if (count + (size_t)k > cap) {
+            cap = 2 * cap + (size_t)k;
+            frontier = zt_xrealloc(frontier, cap * stride);
+        }
+        for (int j = 0; j < k; j++) {
+            uint8_t *gc = frontier + count++ * stride;
+            memcpy(gc, child, stride);
+            g->apply(g, gc, replies[j]);
+        }
+    }
+    char label[32], num[32], rate[32];
+    snprintf(label, sizeof label, "perft %d", depth);
+    zt_progress_meter meter;
+    zt_progress_meter_init(&meter, label, "subtrees", (int64_t)count, NULL, NULL);
+    double t0 = zt_now_s();
+    uint64_t total = 0;
+    for (size_t i = 0; i < count; i++) {
+        total += perft(g, frontier + i * stride, depth - 2);
+        double dt = zt_now_s() - t0;
+        zt_progress_format_count((double)total, num, sizeof num);
+        zt_progress_format_count(dt > 0 ? (double)total / dt : NAN, rate, sizeof rate);
+        zt_progress_meter_update(&meter, (int64_t)i + 1, "count %s so far, %s sequences/s", num,
+                                 rate);
+    }
+    zt_progress_meter_end(&meter);
+    free(frontier);
     return total;
 }
 
@@ -77,7 +124,7 @@ int zt_cmd_perft(int argc, char **argv)
     if (position && (st = g->from_text(g, position, s)) != ZT_OK) goto fail;
     for (int d = 1; d <= depth; d++) {
         double t0 = zt_now_s();
-        uint64_t n = perft(g, s, d);
+        uint64_t n = zt_progress_enabled() ? perft_shown(g, s, d) : perft(g, s, d);
         double dt = zt_now_s() - t0;
         if (d < depth)
             printf("depth %2d  %20" PRIu64 "  %8.3f s\n", d, n, dt);

@@ -1,10 +1,14 @@
 /* zeroth report RUN: RUN/report.html from RUN/metrics.jsonl, a page that
  * needs nothing but itself (inline CSS and SVG, no scripts, no fonts to
- * fetch): the loss terms, the strength (Elo against each arena opponent
- * with its 95 % interval, the solver test sets' mistake rate or optimal
- * share) and the self-play throughput, each against wall time and against
- * games played. Records of unknown kinds, unknown fields and a last line cut
- * short by a running trainer are passed over. */
+ * fetch): first a summary table (totals, the latest strength against each
+ * arena opponent and test set, the latest loss and throughput, also
+ * printed on stdout), then the curves in the order a user looks for them:
+ * strength (Elo against each arena opponent with its 95 % interval, the
+ * solver test sets' mistake rate or optimal share), the loss terms, the
+ * self-play throughput, each against wall time and against games played.
+ * Axis ticks come from core/ticks.h (distinct, rounded labels); a chart
+ * with a single record says so in words. Records of unknown kinds, unknown
+ * fields and a last line cut short by a running trainer are passed over. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +19,8 @@
 #include "cli/cli.h"
 #include "core/alloc.h"
 #include "core/fileio.h"
+#include "core/progress.h"
+#include "core/ticks.h"
 
 /* ---- metrics records ---- */
 
@@ -154,7 +160,7 @@ static bool parse_record(const char *line, record *r)
             /* The first occurrence wins: an arena record repeats "games"
              * (the run's count first, then the match's own). */
             int k = field_index(key);
-            if (k >= 0 && isfinite(v) && isnan(r->v[k])) r->v[k] = v;
+            if (k >= 0 && isfinite(v) && isnan(r->v[k])) r->v[k] = v + 0.0; /* no -0 */
         } else {
             if (!(p = skip_value(p))) return false;
         }
@@ -293,26 +299,6 @@ static void downsample(series *s)
     s->n = m;
 }
 
-/* A step of 1, 2 or 5 times a power of ten giving about `want` ticks. */
-static double nice_step(double span, int want)
-{
-    double raw = span / want, p = pow(10, floor(log10(raw))), f = raw / p;
-    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
-}
-
-static void fmt_num(char *buf, size_t cap, double v)
-{
-    double a = fabs(v);
-    if (a >= 1e9)
-        snprintf(buf, cap, "%.3gG", v / 1e9);
-    else if (a >= 1e6)
-        snprintf(buf, cap, "%.3gM", v / 1e6);
-    else if (a >= 1e4)
-        snprintf(buf, cap, "%.3gk", v / 1e3);
-    else
-        snprintf(buf, cap, "%.4g", v);
-}
-
 static const char *const palette[MAX_SERIES] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                                 "#9467bd", "#8c564b", "#e377c2", "#17becf",
                                                 "#7f7f7f", "#bcbd22"};
@@ -328,7 +314,7 @@ static int legend_layout(const chart *c, char labels[][2 * NAME_LEN + 40], int *
     for (int k = 0; k < c->nseries; k++) {
         const series *s = &c->s[k];
         char num[32] = "";
-        if (s->n > 0) fmt_num(num, sizeof num, s->y[s->n - 1]);
+        if (s->n > 0) zt_ticks_value(s->y[s->n - 1], num, sizeof num);
         snprintf(labels[k], 2 * NAME_LEN + 40, "%s (%s)", s->name, num);
         int w = 18 + 6 * (int)strlen(labels[k]);
         if (x + w > CW - MR && x > ML) {
@@ -342,37 +328,94 @@ static int legend_layout(const chart *c, char labels[][2 * NAME_LEN + 40], int *
     return 18 + ROW_H * row + 12;
 }
 
-/* x_scale divides x values for display (wall time in minutes or hours). */
-static void render_chart(sbuf *b, const chart *c, const char *x_label, double x_scale)
+/* The x axis: its label, and the unit a single point's position is told in. */
+typedef struct xaxis_text {
+    const char *label; /* "wall time (min)" */
+    const char *unit;  /* "min" */
+    double scale;      /* x values are divided by it for display */
+} xaxis_text;
+
+/* A chart whose series have one point each draws no curve: a short figure
+ * says so and gives the values, no empty frame. */
+static void render_single(sbuf *b, const chart *c, const xaxis_text *xt)
 {
-    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-    int points = 0;
+    double x = NAN;
+    int lines = 0;
+    for (int k = 0; k < c->nseries; k++) {
+        if (c->s[k].n > 0 && isnan(x)) x = c->s[k].x[0] / xt->scale;
+        lines += c->s[k].n > 0;
+    }
+    int h = 58 + 16 * lines;
+    put(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">", CW, h, CW,
+        h);
+    put(b, "<text class=\"t\" x=\"%d\" y=\"18\">", ML);
+    put_text(b, c->title);
+    put(b, "</text>");
+    char at[32];
+    if (xt->scale == 1 && strcmp(xt->unit, "games") == 0)
+        snprintf(at, sizeof at, "%.0f", round(x) + 0.0);
+    else
+        snprintf(at, sizeof at, "%.1f", x + 0.0);
+    put(b, "<text class=\"n\" x=\"%d\" y=\"42\">one record so far (at %s %s): no curve yet</text>",
+        CW / 2, at, xt->unit);
+    int line = 0;
     for (int k = 0; k < c->nseries; k++) {
         const series *s = &c->s[k];
+        if (s->n == 0) continue;
+        char v[32], lo[32], hi[32];
+        zt_ticks_value(s->y[0], v, sizeof v);
+        put(b, "<text class=\"v\" x=\"%d\" y=\"%d\" fill=\"%s\">", CW / 2, 62 + 16 * line++,
+            palette[k]);
+        put_text(b, s->name);
+        put(b, ": %s", v);
+        if (!isnan(s->lo[0])) {
+            zt_ticks_value(s->lo[0], lo, sizeof lo);
+            zt_ticks_value(s->hi[0], hi, sizeof hi);
+            put(b, " [%s, %s]", lo, hi);
+        }
+        put(b, "</text>");
+    }
+    put(b, "</svg></figure>\n");
+}
+
+static void render_chart(sbuf *b, const chart *c, const xaxis_text *xt)
+{
+    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    int points = 0, curves = 0;
+    for (int k = 0; k < c->nseries; k++) {
+        const series *s = &c->s[k];
+        curves += s->n > 1;
         for (int i = 0; i < s->n; i++) {
-            double x = s->x[i] / x_scale;
+            double x = s->x[i] / xt->scale;
             x0 = fmin(x0, x), x1 = fmax(x1, x);
             y0 = fmin(y0, s->y[i]), y1 = fmax(y1, s->y[i]);
             if (!isnan(s->lo[i])) y0 = fmin(y0, s->lo[i]), y1 = fmax(y1, s->hi[i]);
             points++;
         }
     }
-    put(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">", CW, CH,
-        CW, CH);
+    if (curves == 0 && points > 0) {
+        render_single(b, c, xt);
+        return;
+    }
+    int height = points == 0 ? 60 : CH;
+    put(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">", CW,
+        height, CW, height);
     put(b, "<text class=\"t\" x=\"%d\" y=\"18\">", ML);
     put_text(b, c->title);
     put(b, "</text>");
     if (points == 0) {
-        put(b, "<text class=\"n\" x=\"%d\" y=\"%d\">no records yet</text></svg></figure>\n", CW / 2,
-            CH / 2);
+        put(b, "<text class=\"n\" x=\"%d\" y=\"42\">no records yet</text></svg></figure>\n",
+            CW / 2);
         return;
     }
     if (c->from_zero) y0 = fmin(y0, 0);
-    if (x1 - x0 < 1e-12) x0 -= 0.5, x1 += 0.5;
-    if (y1 - y0 < 1e-12) y0 -= fabs(y0) * 0.1 + 0.5, y1 += fabs(y1) * 0.1 + 0.5;
+    zt_ticks_span(&x0, &x1);
+    zt_ticks_span(&y0, &y1);
     double pad = (y1 - y0) * 0.05;
     y0 -= c->from_zero && y0 == 0 ? 0 : pad, y1 += pad;
-    double ys = nice_step(y1 - y0, 5), xs = nice_step(x1 - x0, 6);
+    zt_ticks yt, xtk;
+    zt_ticks_make(y0, y1, 5, &yt);
+    zt_ticks_make(x0, x1, 6, &xtk);
     char labels[MAX_SERIES][2 * NAME_LEN + 40];
     int lx[MAX_SERIES], ly[MAX_SERIES];
     int top = legend_layout(c, labels, lx, ly);
@@ -380,21 +423,21 @@ static void render_chart(sbuf *b, const chart *c, const char *x_label, double x_
 #define PX(v) (ML + ((v)-x0) / (x1 - x0) * pw)
 #define PY(v) (top + (y1 - (v)) / (y1 - y0) * ph)
     put(b, "<rect class=\"f\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>", ML, top, pw, ph);
-    char num[32];
-    for (double v = ceil(y0 / ys) * ys; v <= y1 + 1e-9 * ys; v += ys) {
-        fmt_num(num, sizeof num, fabs(v) < 1e-9 * ys ? 0 : v);
+    for (int i = 0; i < yt.n; i++) {
+        double v = yt.value[i];
         put(b, "<line class=\"g\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>", ML, ML + pw,
             PY(v), PY(v));
-        put(b, "<text class=\"yl\" x=\"%d\" y=\"%.1f\">%s</text>", ML - 5, PY(v) + 4, num);
+        put(b, "<text class=\"yl\" x=\"%d\" y=\"%.1f\">%s</text>", ML - 5, PY(v) + 4, yt.label[i]);
     }
-    for (double v = ceil(x0 / xs) * xs; v <= x1 + 1e-9 * xs; v += xs) {
-        fmt_num(num, sizeof num, fabs(v) < 1e-9 * xs ? 0 : v);
+    for (int i = 0; i < xtk.n; i++) {
+        double v = xtk.value[i];
         put(b, "<line class=\"g\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\"/>", PX(v), PX(v), top,
             top + ph);
-        put(b, "<text class=\"xl\" x=\"%.1f\" y=\"%d\">%s</text>", PX(v), top + ph + 16, num);
+        put(b, "<text class=\"xl\" x=\"%.1f\" y=\"%d\">%s</text>", PX(v), top + ph + 16,
+            xtk.label[i]);
     }
     put(b, "<text class=\"ax\" x=\"%d\" y=\"%d\">", ML + pw / 2, CH - 6);
-    put_text(b, x_label);
+    put_text(b, xt->label);
     put(b, "</text><text class=\"ax\" transform=\"translate(14 %d) rotate(-90)\">", top + ph / 2);
     put_text(b, c->y_label);
     put(b, "</text>");
@@ -406,16 +449,18 @@ static void render_chart(sbuf *b, const chart *c, const char *x_label, double x_
                 put(b,
                     "<line stroke=\"%s\" stroke-opacity=\"0.45\" stroke-width=\"3\" x1=\"%.1f\" "
                     "x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>",
-                    col, PX(s->x[i] / x_scale), PX(s->x[i] / x_scale), PY(s->lo[i]), PY(s->hi[i]));
+                    col, PX(s->x[i] / xt->scale), PX(s->x[i] / xt->scale), PY(s->lo[i]),
+                    PY(s->hi[i]));
         if (s->n > 1) {
             put(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" points=\"", col);
-            for (int i = 0; i < s->n; i++) put(b, "%.1f,%.1f ", PX(s->x[i] / x_scale), PY(s->y[i]));
+            for (int i = 0; i < s->n; i++)
+                put(b, "%s%.1f,%.1f", i ? " " : "", PX(s->x[i] / xt->scale), PY(s->y[i]));
             put(b, "\"/>");
         }
         if (s->n <= 60)
             for (int i = 0; i < s->n; i++)
                 put(b, "<circle fill=\"%s\" r=\"2.6\" cx=\"%.1f\" cy=\"%.1f\"/>", col,
-                    PX(s->x[i] / x_scale), PY(s->y[i]));
+                    PX(s->x[i] / xt->scale), PY(s->y[i]));
         put(b, "<rect fill=\"%s\" x=\"%d\" y=\"%d\" width=\"12\" height=\"3\"/>", col, lx[k],
             ly[k] - 4);
         put(b, "<text class=\"lg\" x=\"%d\" y=\"%d\">", lx[k] + 16, ly[k]);
@@ -468,7 +513,28 @@ typedef struct panel {
     bool from_zero;
 } panel;
 
+/* In the order a user looks for them: strength, then loss, then throughput. */
 static const panel panels[] = {
+    {"Strength: Elo against arena opponents (95 % interval)",
+     "Elo",
+     "arena",
+     {"elo", NULL},
+     {NULL},
+     1,
+     "opponent",
+     "elo_lo",
+     "elo_hi",
+     false},
+    {"Strength: solver test sets (mistake rate or optimal share)",
+     "%",
+     "positions",
+     {"rate", NULL},
+     {NULL},
+     100,
+     "set",
+     NULL,
+     NULL,
+     true},
     {"Loss terms",
      "loss",
      "train",
@@ -479,26 +545,6 @@ static const panel panels[] = {
      NULL,
      NULL,
      false},
-    {"Elo against arena opponents (95 % interval)",
-     "Elo",
-     "arena",
-     {"elo", NULL},
-     {NULL},
-     1,
-     "opponent",
-     "elo_lo",
-     "elo_hi",
-     false},
-    {"Solver test sets: mistake rate or optimal share",
-     "%",
-     "positions",
-     {"rate", NULL},
-     {NULL},
-     100,
-     "set",
-     NULL,
-     NULL,
-     true},
     {"Self-play positions per second",
      "positions/s",
      "selfplay",
@@ -541,56 +587,177 @@ static const panel panels[] = {
      true},
 };
 
-static void latest_summary(sbuf *b, const record *recs, int n)
+/* ---- the summary: one table, on the page and on stdout ---- */
+
+#define MAX_ROWS 16
+#define CELL 160
+
+typedef struct summary {
+    double t, step, games, positions; /* the largest of each over all records */
+    int records;
+    int nrows;
+    char what[MAX_ROWS][CELL], result[MAX_ROWS][CELL], at[MAX_ROWS][32];
+} summary;
+
+/* Whole numbers as the summary shows them: never "-0". */
+static double whole(double x)
 {
-    double t = 0, step = 0, games = 0, positions = 0;
+    return round(x) + 0.0;
+}
+
+static void add_row(summary *sm, const record *r, const char *what_fmt, const char *what,
+                    const char *result)
+{
+    if (sm->nrows == MAX_ROWS) return;
+    int k = sm->nrows++;
+    snprintf(sm->what[k], CELL, what_fmt, what);
+    snprintf(sm->result[k], CELL, "%s", result);
+    double g;
+    if (field(r, "games", &g))
+        snprintf(sm->at[k], sizeof sm->at[k], "%.0f", whole(g));
+    else
+        snprintf(sm->at[k], sizeof sm->at[k], "-");
+}
+
+/* Appends ", <before><v><after>" (the first without the comma) when the
+ * field is there. */
+static void add_value(char *buf, size_t cap, const record *r, const char *key, const char *before,
+                      double scale, const char *after)
+{
+    double v;
+    if (!field(r, key, &v)) return;
+    char num[32];
+    zt_ticks_value(v * scale, num, sizeof num);
+    size_t n = strlen(buf);
+    snprintf(buf + n, cap - n, "%s%s%s%s", n ? ", " : "", before, num, after);
+}
+
+static void make_summary(const record *recs, int n, summary *sm)
+{
+    memset(sm, 0, sizeof *sm);
+    sm->records = n;
     for (int i = 0; i < n; i++) {
         double v;
-        if (field(&recs[i], "t", &v) && v > t) t = v;
-        if (field(&recs[i], "step", &v) && v > step) step = v;
-        if (field(&recs[i], "games", &v) && v > games) games = v;
-        if (field(&recs[i], "positions", &v) && v > positions) positions = v;
+        if (field(&recs[i], "t", &v) && v > sm->t) sm->t = v;
+        if (field(&recs[i], "step", &v) && v > sm->step) sm->step = v;
+        if (field(&recs[i], "games", &v) && v > sm->games) sm->games = v;
+        if (field(&recs[i], "positions", &v) && v > sm->positions) sm->positions = v;
     }
-    put(b, "<table><tr><th>wall time</th><th>learner steps</th><th>games</th><th>positions</th>"
-           "<th>records</th></tr>");
-    put(b, "<tr><td>%.0f s (%.2f h)</td><td>%.0f</td><td>%.0f</td><td>%.0f</td><td>%d</td></tr>", t,
-        t / 3600, step, games, positions, n);
-    put(b, "</table>\n");
-    /* The latest result of each arena opponent and position set. */
-    put(b, "<table><tr><th>latest strength</th><th>result</th><th>at games</th></tr>");
-    int shown = 0;
-    for (int i = n - 1; i >= 0 && shown < 12; i--) {
+    /* The latest result of each arena opponent and position set, in the
+     * order they first appear; then the latest loss and throughput. */
+    for (int i = 0; i < n; i++) {
         const record *r = &recs[i];
         bool arena = strcmp(r->kind, "arena") == 0, pos = strcmp(r->kind, "positions") == 0;
         if (!arena && !pos) continue;
-        bool seen = false;
-        for (int j = i + 1; j < n && !seen; j++)
-            seen = strcmp(recs[j].kind, r->kind) == 0 &&
-                   strcmp(recs[j].opponent, r->opponent) == 0 && strcmp(recs[j].set, r->set) == 0;
-        if (seen) continue;
-        double g = 0, v, lo, hi, nn, m;
-        field(r, "games", &g);
-        put(b, "<tr><td>");
+        bool earlier = false;
+        for (int j = 0; j < i && !earlier; j++)
+            earlier = strcmp(recs[j].kind, r->kind) == 0 &&
+                      strcmp(recs[j].opponent, r->opponent) == 0 &&
+                      strcmp(recs[j].set, r->set) == 0;
+        if (earlier) continue;
+        const record *last = r;
+        for (int j = i + 1; j < n; j++)
+            if (strcmp(recs[j].kind, r->kind) == 0 && strcmp(recs[j].opponent, r->opponent) == 0 &&
+                strcmp(recs[j].set, r->set) == 0)
+                last = &recs[j];
+        char res[CELL] = "";
+        size_t used = 0;
+        double v, lo, hi, w, d, l, nn, m;
         if (arena) {
-            put(b, "vs ");
-            put_text(b, r->opponent);
-            put(b, "</td><td>");
-            if (field(r, "elo", &v)) put(b, "Elo %+.0f", v);
-            if (field(r, "elo_lo", &lo) && field(r, "elo_hi", &hi))
-                put(b, " [%+.0f, %+.0f]", lo, hi);
-            if (field(r, "score", &v)) put(b, ", score %.3f", v);
+            if (field(last, "elo", &v))
+                used += (size_t)snprintf(res + used, CELL - used, "Elo %+.0f", whole(v));
+            if (field(last, "elo_lo", &lo) && field(last, "elo_hi", &hi) && used < CELL)
+                used += (size_t)snprintf(res + used, CELL - used, " [%+.0f, %+.0f]", whole(lo),
+                                         whole(hi));
+            if (field(last, "score", &v) && used < CELL)
+                used +=
+                    (size_t)snprintf(res + used, CELL - used, "%sscore %.3f", used ? ", " : "", v);
+            if (field(last, "wins", &w) && field(last, "draws", &d) && field(last, "losses", &l) &&
+                used < CELL)
+                snprintf(res + used, CELL - used, "%sW-D-L %.0f-%.0f-%.0f", used ? ", " : "",
+                         whole(w), whole(d), whole(l));
+            add_row(sm, last, "vs %s", last->opponent[0] ? last->opponent : "?", res);
         } else {
-            put_text(b, r->set);
-            put(b, "</td><td>");
-            put_text(b, r->metric);
-            if (field(r, "n", &nn) && field(r, "m", &m)) put(b, " %.0f/%.0f", nn, m);
-            if (field(r, "rate", &v)) put(b, " (%.2f %%)", 100 * v);
+            snprintf(res, CELL, "%s", last->metric[0] ? last->metric : "rate");
+            used = strlen(res);
+            if (field(last, "n", &nn) && field(last, "m", &m))
+                used +=
+                    (size_t)snprintf(res + used, CELL - used, " %.0f/%.0f", whole(nn), whole(m));
+            if (field(last, "rate", &v) && used < CELL)
+                snprintf(res + used, CELL - used, " (%.2f %%)", 100 * v + 0.0);
+            add_row(sm, last, "%s", last->set[0] ? last->set : "?", res);
         }
-        put(b, "</td><td>%.0f</td></tr>", g);
-        shown++;
     }
-    if (!shown) put(b, "<tr><td colspan=\"3\">no arena or position-set records yet</td></tr>");
+    const record *train = NULL, *selfplay = NULL;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(recs[i].kind, "train") == 0) train = &recs[i];
+        if (strcmp(recs[i].kind, "selfplay") == 0) selfplay = &recs[i];
+    }
+    if (train) {
+        char res[CELL] = "";
+        add_value(res, CELL, train, "loss_total", "total ", 1, "");
+        add_value(res, CELL, train, "loss_policy", "policy ", 1, "");
+        add_value(res, CELL, train, "loss_value", "value ", 1, "");
+        add_value(res, CELL, train, "loss_l2", "L2 ", 1, "");
+        add_row(sm, train, "%s", "loss", res);
+    }
+    if (selfplay) {
+        char res[CELL] = "";
+        add_value(res, CELL, selfplay, "positions_per_s", "", 1, " positions/s");
+        add_value(res, CELL, selfplay, "games_per_s", "", 1, " games/s");
+        add_value(res, CELL, selfplay, "inferences_per_s", "", 1, " inferences/s");
+        add_value(res, CELL, selfplay, "nncache_hit_rate", "NN cache hits ", 100, " %");
+        add_row(sm, selfplay, "%s", "self-play", res);
+    }
+}
+
+/* "9.8 s", "12.5 min", "3.20 h" */
+static void format_wall(double t, char *buf, size_t cap)
+{
+    if (t < 120)
+        snprintf(buf, cap, "%.1f s", t + 0.0);
+    else if (t < 3 * 3600)
+        snprintf(buf, cap, "%.1f min", t / 60);
+    else
+        snprintf(buf, cap, "%.2f h", t / 3600);
+}
+
+static void summary_html(sbuf *b, const summary *sm)
+{
+    char wall[32];
+    format_wall(sm->t, wall, sizeof wall);
+    put(b, "<table><tr><th>wall time</th><th>learner steps</th><th>games</th><th>positions</th>"
+           "<th>records</th></tr>");
+    put(b, "<tr><td>%s</td><td>%.0f</td><td>%.0f</td><td>%.0f</td><td>%d</td></tr>", wall,
+        whole(sm->step), whole(sm->games), whole(sm->positions), sm->records);
     put(b, "</table>\n");
+    put(b, "<table><tr><th>latest</th><th>result</th><th>at games</th></tr>");
+    for (int k = 0; k < sm->nrows; k++) {
+        put(b, "<tr><td>");
+        put_text(b, sm->what[k]);
+        put(b, "</td><td>");
+        put_text(b, sm->result[k]);
+        put(b, "</td><td>%s</td></tr>", sm->at[k]);
+    }
+    if (!sm->nrows)
+        put(b, "<tr><td colspan=\"3\">no arena, position-set or loss records yet</td></tr>");
+    put(b, "</table>\n");
+}
+
+static void summary_text(FILE *f, const char *run, const summary *sm)
+{
+    char wall[32];
+    format_wall(sm->t, wall, sizeof wall);
+    fprintf(f, "run %s: %s, %.0f learner steps, %.0f games, %.0f positions, %d records\n", run,
+            wall, whole(sm->step), whole(sm->games), whole(sm->positions), sm->records);
+    int w0 = 6, w1 = 6;
+    for (int k = 0; k < sm->nrows; k++) {
+        if ((int)strlen(sm->what[k]) > w0) w0 = (int)strlen(sm->what[k]);
+        if ((int)strlen(sm->result[k]) > w1) w1 = (int)strlen(sm->result[k]);
+    }
+    if (sm->nrows) fprintf(f, "  %-*s  %-*s  %s\n", w0, "latest", w1, "result", "at games");
+    for (int k = 0; k < sm->nrows; k++)
+        fprintf(f, "  %-*s  %-*s  %s\n", w0, sm->what[k], w1, sm->result[k], sm->at[k]);
 }
 
 static const char *const page_css =
@@ -603,14 +770,16 @@ static const char *const page_css =
     ".row{display:flex;flex-wrap:wrap;gap:12px}"
     "figure{margin:0;background:#fff;border:1px solid #ddd;border-radius:4px}"
     "svg text{font-family:inherit;font-size:11px;fill:#333}"
-    "svg .t{font-size:13px;font-weight:600}svg .n{fill:#999;text-anchor:middle}"
+    "svg .t{font-size:13px;font-weight:600}svg .n{fill:#777;text-anchor:middle}"
+    "svg .v{text-anchor:middle;font-size:12px}"
     "svg .yl{text-anchor:end}svg .xl{text-anchor:middle}svg .ax{text-anchor:middle;fill:#555}"
     "svg .lg{font-size:10.5px}svg .g{stroke:#e6e6e6;stroke-width:1}"
     "svg .f{fill:#fff;stroke:#bbb}"
     "pre{background:#fff;border:1px solid #ddd;padding:8px;font-size:12px;overflow:auto}";
 
-static zt_status write_report(const char *run, char *out_path, size_t cap, int *nrecords,
-                              int *skipped)
+/* Reads RUN/metrics.jsonl into *recs (the caller frees it); on a terminal a
+ * progress line follows the bytes parsed (a long run's file is large). */
+static zt_status read_records(const char *run, record **out, int *nrecords, int *skipped)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/metrics.jsonl", run);
@@ -618,6 +787,8 @@ static zt_status write_report(const char *run, char *out_path, size_t cap, int *
     size_t len;
     zt_status st = zt_read_file(path, &text, &len);
     if (st != ZT_OK) return zt_fail(st, "no metrics in run '%s': %s", run, zt_error_message());
+    zt_progress_meter meter;
+    zt_progress_meter_init(&meter, "report", "bytes", (int64_t)len, NULL, NULL);
     int n = 0, cap_recs = 0, bad = 0;
     record *recs = NULL;
     for (char *line = text; line && *line;) {
@@ -632,20 +803,30 @@ static zt_status write_report(const char *run, char *out_path, size_t cap, int *
                 n++;
             else
                 bad++;
+            if (meter.draw && (n & 1023) == 0)
+                zt_progress_meter_update(&meter, next ? next - text : (int64_t)len,
+                                         "reading metrics.jsonl: %d records", n);
         }
         line = next;
     }
+    zt_progress_meter_end(&meter);
     free(text);
+    *out = recs;
+    *nrecords = n;
+    *skipped = bad;
+    return ZT_OK;
+}
 
-    double tmax = 0;
-    for (int i = 0; i < n; i++) {
-        double v;
-        if (field(&recs[i], "t", &v) && v > tmax) tmax = v;
-    }
-    double tscale = tmax < 180 ? 1 : tmax < 3 * 3600 ? 60 : 3600;
-    const char *tlabel = tscale == 1    ? "wall time (s)"
-                         : tscale == 60 ? "wall time (min)"
-                                        : "wall time (h)";
+static zt_status write_report(const char *run, const record *recs, int n, int bad,
+                              const summary *sm, char *out_path, size_t cap)
+{
+    double tmax = sm->t;
+    xaxis_text time_axis = {"wall time (s)", "s", 1};
+    if (tmax >= 3 * 3600)
+        time_axis = (xaxis_text){"wall time (h)", "h", 3600};
+    else if (tmax >= 180)
+        time_axis = (xaxis_text){"wall time (min)", "min", 60};
+    const xaxis_text games_axis = {"games played", "games", 1};
 
     sbuf b = {0};
     char stamp[64];
@@ -659,7 +840,7 @@ static zt_status write_report(const char *run, char *out_path, size_t cap, int *
     put(&b, "</h1><p class=\"m\">report written %s from metrics.jsonl (%d records", stamp, n);
     if (bad) put(&b, ", %d unreadable lines skipped", bad);
     put(&b, ")</p>\n");
-    latest_summary(&b, recs, n);
+    summary_html(&b, sm);
     for (size_t p = 0; p < sizeof panels / sizeof panels[0]; p++) {
         const panel *pn = &panels[p];
         put(&b, "<h2>");
@@ -671,12 +852,15 @@ static zt_status write_report(const char *run, char *out_path, size_t cap, int *
                        .from_zero = pn->from_zero};
             collect(&c, recs, n, (xaxis)xa, pn->kind, pn->fields, pn->labels, pn->y_scale,
                     pn->group, pn->lo, pn->hi);
-            render_chart(&b, &c, xa == X_TIME ? tlabel : "games played", xa == X_TIME ? tscale : 1);
+            render_chart(&b, &c, xa == X_TIME ? &time_axis : &games_axis);
             chart_free(&c);
         }
         put(&b, "</div>\n");
     }
     /* The run's configuration, when there is one. */
+    char path[4096];
+    char *text;
+    size_t len;
     snprintf(path, sizeof path, "%s/config.ini", run);
     if (zt_read_file(path, &text, &len) == ZT_OK) {
         put(&b, "<h2>Configuration</h2><pre>");
@@ -685,23 +869,21 @@ static zt_status write_report(const char *run, char *out_path, size_t cap, int *
         free(text);
     }
     put(&b, "</body></html>\n");
-    free(recs);
 
     snprintf(out_path, cap, "%s/report.html", run);
-    st = zt_write_file_atomic(out_path, b.data, b.len);
+    zt_status st = zt_write_file_atomic(out_path, b.data, b.len);
     free(b.data);
-    *nrecords = n;
-    *skipped = bad;
     return st;
 }
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: zeroth report RUN\n\n"
-               "Writes RUN/report.html: charts of the loss terms, the strength (Elo against\n"
-               "arena opponents, solver test sets) and the self-play throughput against wall\n"
-               "time and games, from RUN/metrics.jsonl. The page is self-contained (inline\n"
-               "CSS and SVG) and opens in any browser.\n");
+               "Writes RUN/report.html from RUN/metrics.jsonl: a summary table (also printed\n"
+               "here), then charts of the strength (Elo against arena opponents, solver test\n"
+               "sets), the loss terms and the self-play throughput against wall time and\n"
+               "games. The page is self-contained (inline CSS and SVG) and opens in any\n"
+               "browser. The last line printed names the page.\n");
 }
 
 int zt_cmd_report(int argc, char **argv)
@@ -720,10 +902,17 @@ int zt_cmd_report(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    char out[4200];
+    record *recs = NULL;
     int n = 0, bad = 0;
-    zt_status st = write_report(run, out, sizeof out, &n, &bad);
+    zt_status st = read_records(run, &recs, &n, &bad);
     if (st != ZT_OK) return zt_cli_fail(st);
+    summary sm;
+    make_summary(recs, n, &sm);
+    char out[4200];
+    st = write_report(run, recs, n, bad, &sm, out, sizeof out);
+    free(recs);
+    if (st != ZT_OK) return zt_cli_fail(st);
+    summary_text(stdout, run, &sm);
     printf("%s (%d records%s)\n", out, n, bad ? ", unreadable lines skipped" : "");
     return 0;
 }

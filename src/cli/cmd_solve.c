@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "core/alloc.h"
@@ -20,8 +21,23 @@ static void usage(FILE *f)
             "values a last line 'agree N/M'.\n"
             "  --positions FILE   position file (formats of ../shared/data, see its README)\n"
             "  --limit N          only the first N positions\n"
-            "  --quiet            no per-position lines\n"
+            "  --quiet            no per-position lines (on a terminal, a progress line\n"
+            "                     instead, also when stdout is redirected)\n"
             "  --set key=value    game setting (sim: vertices, k, variant)\n");
+}
+
+/* Positions in the file (lines other than blank ones and comments), cut to
+ * limit >= 0; the file is left at its start. */
+static long count_positions(FILE *f, long limit)
+{
+    char line[4096];
+    long n = 0;
+    while ((limit < 0 || n < limit) && fgets(line, sizeof line, f)) {
+        size_t len = strcspn(line, "\r\n");
+        n += len > 0 && line[0] != '#';
+    }
+    rewind(f);
+    return n;
 }
 
 static void moves_text(const zt_game *g, const void *s, const uint16_t *moves, int n, char *buf,
@@ -46,6 +62,8 @@ int zt_cmd_solve(int argc, char **argv)
     int rc = 1;
     zt_game *g = NULL;
     zt_solver *sv = NULL;
+    zt_progress_meter meter;
+    bool meter_on = false;
     FILE *f = NULL;
     zt_position *pos = zt_xcalloc(1, sizeof *pos);
     zt_solution *sol = zt_xcalloc(1, sizeof *sol);
@@ -91,6 +109,12 @@ int zt_cmd_solve(int argc, char **argv)
     char line[4096], text[ZT_MAX_TEXT], mv[2048];
     long lineno = 0, total = 0, checked = 0, agreed = 0;
     double time_sum = 0, time_max = 0;
+    /* A progress line on a terminal, unless the per-position lines go to
+     * that terminal too (they are the progress then). */
+    if (zt_progress_enabled() && (quiet || !isatty(STDOUT_FILENO))) {
+        zt_progress_meter_init(&meter, "solve", "positions", count_positions(f, limit), NULL, NULL);
+        meter_on = true;
+    }
     while (fgets(line, sizeof line, f) && (limit < 0 || total < limit)) {
         lineno++;
         size_t len = strlen(line);
@@ -117,12 +141,23 @@ int zt_cmd_solve(int argc, char **argv)
             ok = sv->agrees(&pos->expected, pos, sol);
             agreed += ok;
         }
+        if (meter_on) {
+            if (checked)
+                zt_progress_meter_update(&meter, total, "agree %ld/%ld, max %.1f ms", agreed,
+                                         checked, 1e3 * time_max);
+            else
+                zt_progress_meter_update(&meter, total, "max %.1f ms", 1e3 * time_max);
+        }
         if (!quiet) {
             g->to_text(g, pos->state, text, sizeof text);
             moves_text(g, pos->state, sol->moves, sol->num_moves, mv, sizeof mv);
             printf("%s value=%+d score=%d moves=%s%s\n", text, sol->value, sol->score, mv,
                    ok ? "" : " DISAGREES");
         }
+    }
+    if (meter_on) {
+        zt_progress_meter_end(&meter);
+        meter_on = false;
     }
     if (ferror(f)) {
         rc = zt_cli_error("solve: error reading '%s'", path);
@@ -141,6 +176,7 @@ int zt_cmd_solve(int argc, char **argv)
 fail:
     rc = zt_cli_fail(st);
 done:
+    if (meter_on) zt_progress_meter_end(&meter);
     if (f) fclose(f);
     free(pos);
     free(sol);
