@@ -66,6 +66,7 @@ struct loop {
     zt_net *net;
     zt_trainer *trainer;
     zt_replay *rb;
+    zt_traj_sink sink; /* into rb */
     actor_thread *actors;
     int nactors;
     zt_train_state st;
@@ -719,7 +720,7 @@ static void *actor_main(void *arg)
         pthread_mutex_unlock(&L->mu);
         if (atomic_load(&L->stop_actors)) break;
         st = pull_weights(L, T);
-        if (st == ZT_OK) st = zt_actor_step(T->actor, L->rb);
+        if (st == ZT_OK) st = zt_actor_step(T->actor, &L->sink);
         if (st != ZT_OK) break;
         account_actor(L, T);
     }
@@ -849,7 +850,7 @@ static zt_status run_alternate(loop *L)
             st = play_generation(L, &L->actors[0]);
         }
         if (st != ZT_OK || atomic_load(&stop_requested)) break; /* an unfinished generation is dropped */
-        for (int i = 0; i < L->nactors && st == ZT_OK; i++) st = zt_actor_flush(L->actors[i].actor, L->rb);
+        for (int i = 0; i < L->nactors && st == ZT_OK; i++) st = zt_actor_flush(L->actors[i].actor, &L->sink);
         for (int i = 0; i < L->nactors; i++) account_actor(L, &L->actors[i]);
         L->st.generation++;
         if (st == ZT_OK) st = periodic(L, false);
@@ -1012,6 +1013,7 @@ zt_status zt_train_run(const zt_train_options *opt)
         free(L);
         return st;
     }
+    L->sink = zt_traj_sink_replay(L->rb);
     zt_replay_stats rs = zt_replay_get_stats(L->rb);
     atomic_store(&L->positions, rs.positions_seen);
     atomic_store(&L->games, rs.games_seen);
