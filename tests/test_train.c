@@ -5,7 +5,8 @@
  * checkpoint and resumed ends with the same weight file, byte for byte, as
  * one that ran straight through, and so does one advanced in chunks of
  * steps and of time (zt_train_advance); concurrent chunks stop at their
- * step bound and leave no actor running; a corrupt checkpoint is refused with a
+ * step bound and leave no actor running; a short run's metrics draw curves
+ * (several records, the arena at start and end); a corrupt checkpoint is refused with a
  * one-line error; unknown keys are rejected.
  *
  * The training run takes up to two minutes of two cores; under the
@@ -317,6 +318,56 @@ static void test_advance_concurrent(void)
     zt_config_free(cfg);
 }
 
+/* ---- metrics cadence ---- */
+
+static int count(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p++) n++;
+    return n;
+}
+
+/* A run of a few hundred steps (well under a second of training) leaves
+ * curves, not dots: several train and selfplay records, and the arena at the
+ * start (step 0) and at the end, though arena.minutes never came round. */
+static void test_metrics_cadence(void)
+{
+    enum { STEPS = 400 };
+    static const char *const sets[] = {"seed=9", "arena.games=10", "arena.positions_limit=300",
+                                       "arena.minutes=0", "arena.opponents=random,perfect",
+                                       "checkpoint.minutes=0", "learner.min_positions=200", NULL};
+    char run[300], ini[512];
+    snprintf(run, sizeof run, "%s/cadence", tmp_root);
+    zt_status st = train(run, false, 0, STEPS, tictactoe_ini(ini, sizeof ini), sets);
+    CHECK(st == ZT_OK, "run: %s", zt_error_message());
+    char path[400], *metrics;
+    size_t len;
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
+    if (!read_all(path, &metrics, &len)) {
+        CHECK(0, "no %s", path);
+        return;
+    }
+    int train_records = count(metrics, "\"kind\":\"train\"");
+    int selfplay_records = count(metrics, "\"kind\":\"selfplay\"");
+    int random = count(metrics, "\"kind\":\"arena\",\"opponent\":\"random\"");
+    int perfect = count(metrics, "\"kind\":\"arena\",\"opponent\":\"perfect\"");
+    int sets_played = count(metrics, "\"kind\":\"positions\"");
+    printf("metrics cadence: %d steps: %d train, %d selfplay, %d+%d arena, %d position-set records\n", STEPS,
+           train_records, selfplay_records, random, perfect, sets_played);
+    CHECK(train_records >= 3 && selfplay_records >= 3, "%d train and %d selfplay records", train_records,
+          selfplay_records);
+    CHECK(random >= 2 && perfect >= 2 && sets_played >= 2, "arena records: %d, %d, sets %d", random, perfect,
+          sets_played);
+    CHECK(strstr(metrics, "{\"t\":") == metrics && strstr(metrics, "\"step\":0,") &&
+              strstr(metrics, "\"kind\":\"arena\"") < strstr(metrics, "\"kind\":\"train\""),
+          "the first arena is not at step 0, before training");
+    char last[64];
+    snprintf(last, sizeof last, "\"step\":%d,", STEPS);
+    const char *end = strstr(metrics, last);
+    CHECK(end && strstr(end, "\"kind\":\"arena\""), "no arena at the last step %d", STEPS);
+    free(metrics);
+}
+
 /* ---- refusals ---- */
 
 static void expect_one_line_error(zt_status st, zt_status want, const char *what)
@@ -449,6 +500,7 @@ int main(void)
     test_exact_resume();
     test_advance_in_chunks();
     test_advance_concurrent();
+    test_metrics_cadence();
     test_corrupt_checkpoint();
     test_arena_opponents();
     test_perfect_play();

@@ -22,6 +22,13 @@
 
 #define ARENA_MAX_GAMES 64
 
+/* Metrics cadence (issue 17): in a run's first minute a record every 0.25 s
+ * or every 100 learner steps, whichever comes first, so that even a run of
+ * a few seconds draws curves; then every log.seconds. */
+#define EARLY_SECONDS 60.0
+#define EARLY_METRICS_SECONDS 0.25
+#define EARLY_METRICS_STEPS 100
+
 /* Totals of what the status line and metrics report, and where the last
  * report left them (rates are differences over the interval). */
 typedef struct totals {
@@ -398,8 +405,11 @@ zt_status zt_scheduler_tick(zt_scheduler *L, bool boundary)
     const zt_train_settings *S = L->S;
     double now = zt_now_s();
     bool tty = zt_progress_enabled() && !L->p.quiet;
+    bool early = now - L->t0 < EARLY_SECONDS;
+    double metrics_every = early && S->log_seconds > EARLY_METRICS_SECONDS ? EARLY_METRICS_SECONDS : S->log_seconds;
     bool log_due = now - L->last_log >= S->log_seconds;
-    bool metrics_due = log_due;
+    bool metrics_due = log_due || now - L->last_metrics >= metrics_every ||
+                       (early && learner_step(L) - L->last_metrics_totals.step >= EARLY_METRICS_STEPS);
     bool status_due = tty && (log_due || now - L->last_status >= 0.5);
     if (metrics_due || status_due) {
         totals cur = current_totals(L);

@@ -47,6 +47,7 @@ struct zt_train {
     double elapsed0;     /* wall seconds of earlier invocations */
 
     bool started;      /* set up and logged: free reports where it stopped */
+    bool first_advance_done;
     /* the bounds of the current zt_train_advance (-1, 0: none) */
     int64_t until_step;
     double until_time;
@@ -386,7 +387,13 @@ zt_status zt_train_advance(zt_train *t, int64_t steps, double seconds, bool *don
     t->until_step = steps > 0 ? step_of(t) + steps : -1;
     t->until_time = seconds > 0 ? zt_now_s() + seconds : 0;
     zt_status st = ZT_OK;
-    st = t->S.mode == ZT_TRAIN_CONCURRENT ? run_concurrent(t) : run_alternate(t);
+    if (!t->first_advance_done) {
+        /* the strength of the initial weights: the first point of the
+         * arena's curves (issue 17) */
+        t->first_advance_done = true;
+        if (!limits_reached(t)) st = zt_scheduler_arena_at_start(t->sched);
+    }
+    if (st == ZT_OK) st = t->S.mode == ZT_TRAIN_CONCURRENT ? run_concurrent(t) : run_alternate(t);
     t->until_step = -1;
     t->until_time = 0;
     if (st == ZT_OK) *done = limits_reached(t);
