@@ -144,8 +144,8 @@ static void test_sink(void)
           "a failing sink gave %s: %s", zt_status_name(st), zt_error_message());
     zt_actor_stats as = zt_actor_get_stats(a);
     zt_replay_stats rs = zt_replay_get_stats(rb);
-    CHECK(c.pushes == 6 && as.games_added == 5 && rs.games == 5 &&
-              rs.positions == c.positions && (int64_t)as.positions_added == c.positions,
+    CHECK(c.pushes == 6 && as.games_added == 5 && rs.games == 5 && rs.positions == c.positions &&
+              (int64_t)as.positions_added == c.positions,
           "%d pushes, %llu games added, %lld stored, %lld positions stored of %lld pushed",
           c.pushes, (unsigned long long)as.games_added, (long long)rs.games,
           (long long)rs.positions, (long long)c.positions);
@@ -169,7 +169,8 @@ static void test_sink(void)
     for (int step = 0; step < 100 && !zt_actor_idle(a); step++)
         CHECK(zt_actor_step(a, NULL) == ZT_OK, "generation step: %s", zt_error_message());
     CHECK(zt_actor_idle(a) && c.pushes == 0, "generation not over or pushed early");
-    CHECK(zt_actor_flush(a, &sink) == ZT_OK && c.pushes == 4, "flush pushed %d of 4 games", c.pushes);
+    CHECK(zt_actor_flush(a, &sink) == ZT_OK && c.pushes == 4, "flush pushed %d of 4 games",
+          c.pushes);
     zt_actor_free(a);
     zt_replay_free(rb);
     zt_game_free(g);

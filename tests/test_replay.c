@@ -657,8 +657,9 @@ static uint8_t *traj_bytes(const zt_replay_traj *t, float return0, size_t *len)
 
 /* What a refused input must do: the status, a message naming the problem,
  * and t untouched (it serialises to the same bytes as before). */
-static void expect_traj_refused(const zt_game *g, const uint8_t *data, size_t len, zt_replay_traj *t,
-                                zt_status want, const char *words, const char *what)
+static void expect_traj_refused(const zt_game *g, const uint8_t *data, size_t len,
+                                zt_replay_traj *t, zt_status want, const char *words,
+                                const char *what)
 {
     size_t n0, n1;
     uint8_t *before = traj_bytes(t, 0.5f, &n0);
@@ -694,8 +695,8 @@ static void test_traj_bytes(const zt_game_def *def)
     cfg.capacity = 20000;
     zt_replay *orig = NULL, *copy = NULL;
     zt_replay_traj *traj = NULL, *back = NULL, *spare = NULL;
-    CHECK(zt_replay_new(g, &cfg, &orig) == ZT_OK && zt_replay_new(g, &cfg, &copy) == ZT_OK,
-          "%s", zt_error_message());
+    CHECK(zt_replay_new(g, &cfg, &orig) == ZT_OK && zt_replay_new(g, &cfg, &copy) == ZT_OK, "%s",
+          zt_error_message());
     CHECK(zt_replay_traj_new(g, &traj) == ZT_OK && zt_replay_traj_new(g, &back) == ZT_OK &&
               zt_replay_traj_new(g, &spare) == ZT_OK,
           "%s", zt_error_message());
@@ -737,8 +738,8 @@ static void test_traj_bytes(const zt_game_def *def)
                 uint8_t *longer = malloc(len + 1);
                 memcpy(longer, bytes, len);
                 longer[len] = 0;
-                expect_traj_refused(g, longer, len + 1, back, ZT_ERR_CORRUPT,
-                                    "trailing", "a trailing byte");
+                expect_traj_refused(g, longer, len + 1, back, ZT_ERR_CORRUPT, "trailing",
+                                    "a trailing byte");
                 free(longer);
             }
             if (i == 0) {
@@ -750,8 +751,7 @@ static void test_traj_bytes(const zt_game_def *def)
                     size_t at = len <= 2048 ? j : (size_t)zt_rng_below(&rng, (uint32_t)len);
                     memcpy(bad, bytes, len);
                     bad[at] ^= (uint8_t)(1u << zt_rng_below(&rng, 8));
-                    expect_traj_refused(g, bad, len, back, ZT_ERR_CORRUPT, NULL,
-                                        "a flipped bit");
+                    expect_traj_refused(g, bad, len, back, ZT_ERR_CORRUPT, NULL, "a flipped bit");
                     checked++;
                 }
                 /* damaged records behind a valid checksum: refused or read
@@ -768,7 +768,8 @@ static void test_traj_bytes(const zt_game_def *def)
                     if (st == ZT_OK) {
                         size_t n3;
                         uint8_t *re = traj_bytes(spare, rr, &n3);
-                        CHECK(n3 == len && memcmp(re, bad, len) == 0, "forged input read back differently");
+                        CHECK(n3 == len && memcmp(re, bad, len) == 0,
+                              "forged input read back differently");
                         free(re);
                     }
                 }
@@ -796,7 +797,8 @@ static void test_traj_bytes(const zt_game_def *def)
     {
         uint8_t *a, *b;
         size_t la, lb;
-        CHECK(zt_replay_serialize(orig, &a, &la) == ZT_OK && zt_replay_serialize(copy, &b, &lb) == ZT_OK,
+        CHECK(zt_replay_serialize(orig, &a, &la) == ZT_OK &&
+                  zt_replay_serialize(copy, &b, &lb) == ZT_OK,
               "%s", zt_error_message());
         CHECK(la == lb && memcmp(a, b, la) == 0, "%s: buffers of originals and copies differ",
               g->title);
@@ -810,7 +812,8 @@ static void test_traj_bytes(const zt_game_def *def)
         zt_rng_seed(&ra, SEED, 77);
         rb2 = ra;
         for (int i = 0; i < 4; i++) {
-            CHECK(zt_replay_sample(orig, &ra, &ba) == ZT_OK && zt_replay_sample(copy, &rb2, &bb) == ZT_OK,
+            CHECK(zt_replay_sample(orig, &ra, &ba) == ZT_OK &&
+                      zt_replay_sample(copy, &rb2, &bb) == ZT_OK,
                   "sample: %s", zt_error_message());
             CHECK(batches_equal(&ba, &bb), "%s: batch %d differs", g->title, i);
         }
@@ -842,7 +845,8 @@ static void test_traj_other_game(void)
     const zt_game *pairs[][2] = {{ttt, c4}, {k6, k7}};
     for (int i = 0; i < 2; i++) {
         zt_replay_traj *from, *to;
-        CHECK(zt_replay_traj_new(pairs[i][0], &from) == ZT_OK && zt_replay_traj_new(pairs[i][1], &to) == ZT_OK,
+        CHECK(zt_replay_traj_new(pairs[i][0], &from) == ZT_OK &&
+                  zt_replay_traj_new(pairs[i][1], &to) == ZT_OK,
               "%s", zt_error_message());
         zt_rng rng;
         zt_rng_seed(&rng, SEED, 90);

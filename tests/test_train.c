@@ -224,7 +224,8 @@ static zt_status open_run(const char *run, int64_t steps, const char *ini, const
     zt_status st = ini ? zt_config_load_file(*cfg, ini) : ZT_OK;
     if (st != ZT_OK) return st;
     set_all(*cfg, sets);
-    zt_train_options opt = {.game = "tictactoe", .config = *cfg, .run_dir = run, .steps = steps, .quiet = true};
+    zt_train_options opt = {
+        .game = "tictactoe", .config = *cfg, .run_dir = run, .steps = steps, .quiet = true};
     return zt_train_open(&opt, t);
 }
 
@@ -240,7 +241,8 @@ static void test_advance_in_chunks(void)
     snprintf(chunked, sizeof chunked, "%s/chunked", tmp_root);
     zt_config *cfg;
     zt_train *t;
-    zt_status st = open_run(chunked, STEPS, tictactoe_ini(ini, sizeof ini), deterministic, &cfg, &t);
+    zt_status st =
+        open_run(chunked, STEPS, tictactoe_ini(ini, sizeof ini), deterministic, &cfg, &t);
     CHECK(st == ZT_OK, "open: %s", zt_error_message());
     if (st != ZT_OK) {
         zt_config_free(cfg);
@@ -256,8 +258,8 @@ static void test_advance_in_chunks(void)
         CHECK(st == ZT_OK, "advance %d: %s", calls, zt_error_message());
         if (timed) {
             by_time++;
-            CHECK(after >= before, "a timed chunk went back from step %lld to %lld", (long long)before,
-                  (long long)after);
+            CHECK(after >= before, "a timed chunk went back from step %lld to %lld",
+                  (long long)before, (long long)after);
         } else {
             CHECK(after == (done ? STEPS : before + CHUNK) && after <= STEPS,
                   "advance by %d from step %lld ended at %lld (done %d)", CHUNK, (long long)before,
@@ -267,8 +269,8 @@ static void test_advance_in_chunks(void)
     }
     zt_train_progress p = zt_train_get_progress(t);
     CHECK(done && p.step == STEPS && p.games > 0 && p.positions > 0 && p.published > 1,
-          "after %d calls: done %d, step %lld, %lld games, %llu versions", calls, done, (long long)p.step,
-          (long long)p.games, (unsigned long long)p.published);
+          "after %d calls: done %d, step %lld, %lld games, %llu versions", calls, done,
+          (long long)p.step, (long long)p.games, (unsigned long long)p.published);
     st = zt_train_close(t);
     CHECK(st == ZT_OK, "close: %s", zt_error_message());
     zt_config_free(cfg);
@@ -287,10 +289,18 @@ static void test_advance_in_chunks(void)
 static void test_advance_concurrent(void)
 {
     enum { CHUNK = 40 };
-    static const char *const sets[] = {"seed=5", "actors=1", "games_per_actor=8", "search.sims=8",
-                                       "selfplay.root_cache_sims=16", "learner.batch=32",
-                                       "learner.min_positions=64", "replay_ratio=4", "arena.games=0",
-                                       "arena.positions=0", "checkpoint.minutes=0", NULL};
+    static const char *const sets[] = {"seed=5",
+                                       "actors=1",
+                                       "games_per_actor=8",
+                                       "search.sims=8",
+                                       "selfplay.root_cache_sims=16",
+                                       "learner.batch=32",
+                                       "learner.min_positions=64",
+                                       "replay_ratio=4",
+                                       "arena.games=0",
+                                       "arena.positions=0",
+                                       "checkpoint.minutes=0",
+                                       NULL};
     char run[300], ini[512];
     snprintf(run, sizeof run, "%s/concurrent_chunks", tmp_root);
     zt_config *cfg;
@@ -333,9 +343,14 @@ static int count(const char *text, const char *what)
 static void test_metrics_cadence(void)
 {
     enum { STEPS = 400 };
-    static const char *const sets[] = {"seed=9", "arena.games=10", "arena.positions_limit=300",
-                                       "arena.minutes=0", "arena.opponents=random,perfect",
-                                       "checkpoint.minutes=0", "learner.min_positions=200", NULL};
+    static const char *const sets[] = {"seed=9",
+                                       "arena.games=10",
+                                       "arena.positions_limit=300",
+                                       "arena.minutes=0",
+                                       "arena.opponents=random,perfect",
+                                       "checkpoint.minutes=0",
+                                       "learner.min_positions=200",
+                                       NULL};
     char run[300], ini[512];
     snprintf(run, sizeof run, "%s/cadence", tmp_root);
     zt_status st = train(run, false, 0, STEPS, tictactoe_ini(ini, sizeof ini), sets);
@@ -352,12 +367,13 @@ static void test_metrics_cadence(void)
     int random = count(metrics, "\"kind\":\"arena\",\"opponent\":\"random\"");
     int perfect = count(metrics, "\"kind\":\"arena\",\"opponent\":\"perfect\"");
     int sets_played = count(metrics, "\"kind\":\"positions\"");
-    printf("metrics cadence: %d steps: %d train, %d selfplay, %d+%d arena, %d position-set records\n", STEPS,
-           train_records, selfplay_records, random, perfect, sets_played);
-    CHECK(train_records >= 3 && selfplay_records >= 3, "%d train and %d selfplay records", train_records,
-          selfplay_records);
-    CHECK(random >= 2 && perfect >= 2 && sets_played >= 2, "arena records: %d, %d, sets %d", random, perfect,
-          sets_played);
+    printf(
+        "metrics cadence: %d steps: %d train, %d selfplay, %d+%d arena, %d position-set records\n",
+        STEPS, train_records, selfplay_records, random, perfect, sets_played);
+    CHECK(train_records >= 3 && selfplay_records >= 3, "%d train and %d selfplay records",
+          train_records, selfplay_records);
+    CHECK(random >= 2 && perfect >= 2 && sets_played >= 2, "arena records: %d, %d, sets %d", random,
+          perfect, sets_played);
     CHECK(strstr(metrics, "{\"t\":") == metrics && strstr(metrics, "\"step\":0,") &&
               strstr(metrics, "\"kind\":\"arena\"") < strstr(metrics, "\"kind\":\"train\""),
           "the first arena is not at step 0, before training");

@@ -76,8 +76,8 @@ zt_status zt_replay_traj_deserialize(const zt_game *g, const uint8_t *data, size
     if (memcmp(data, TRAJ_MAGIC, 4) != 0)
         return zt_fail(ZT_ERR_CORRUPT, "not a trajectory (bad magic)");
     if (data[4] != TRAJ_VERSION)
-        return zt_fail(ZT_ERR_CORRUPT, "trajectory format version %u (this build reads %u)", data[4],
-                       TRAJ_VERSION);
+        return zt_fail(ZT_ERR_CORRUPT, "trajectory format version %u (this build reads %u)",
+                       data[4], TRAJ_VERSION);
     if (len < TRAJ_HEAD + TRAJ_TAIL)
         return zt_fail(ZT_ERR_CORRUPT, "trajectory truncated in its header: %zu bytes", len);
     uint64_t positions = get_le(data + 17, 4), bytes = get_le(data + 21, 4);
@@ -98,7 +98,8 @@ zt_status zt_replay_traj_deserialize(const zt_game *g, const uint8_t *data, size
     memcpy(&r0, &r, sizeof r0);
     if (!isfinite(r0)) return zt_fail(ZT_ERR_CORRUPT, "trajectory with a non-finite return");
     if (positions > (uint64_t)t->max_length || bytes > t->capacity)
-        return zt_fail(ZT_ERR_CORRUPT, "trajectory of %llu positions in %llu bytes exceeds a game's %d",
+        return zt_fail(ZT_ERR_CORRUPT,
+                       "trajectory of %llu positions in %llu bytes exceeds a game's %d",
                        (unsigned long long)positions, (unsigned long long)bytes, t->max_length);
     /* Every record whole and decodable, and exactly `positions` of them. */
     const uint8_t *records = data + TRAJ_HEAD, *p = records;

@@ -328,7 +328,8 @@ static void generation_worker(void *arg, int ith, int nth)
 
 zt_status zt_runner_play_generation(zt_runner *R, uint64_t generation)
 {
-    for (int i = 0; i < R->nactors; i++) ZT_TRY(zt_actor_begin_generation(R->actors[i].actor, generation));
+    for (int i = 0; i < R->nactors; i++)
+        ZT_TRY(zt_actor_begin_generation(R->actors[i].actor, generation));
     if (R->nactors == 1) return play_generation(R, &R->actors[0]);
     if (!R->pool && !(R->pool = zt_pool_new(R->nactors)))
         return zt_fail(ZT_ERR_UNSUPPORTED, "cannot start %d actor threads", R->nactors);
@@ -342,7 +343,8 @@ zt_status zt_runner_play_generation(zt_runner *R, uint64_t generation)
 zt_status zt_runner_flush(zt_runner *R)
 {
     zt_status st = ZT_OK;
-    for (int i = 0; i < R->nactors && st == ZT_OK; i++) st = zt_actor_flush(R->actors[i].actor, R->sink);
+    for (int i = 0; i < R->nactors && st == ZT_OK; i++)
+        st = zt_actor_flush(R->actors[i].actor, R->sink);
     for (int i = 0; i < R->nactors; i++) account_actor(R, &R->actors[i]);
     return st;
 }

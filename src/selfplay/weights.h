@@ -23,7 +23,8 @@ typedef struct zt_weight_source {
      * into dst and sets *got_version to its number; else leaves dst alone
      * and sets *got_version = have_version. Never blocks on the publisher.
      * ZT_ERR_INVALID if n is not the size published. Thread-safe. */
-    zt_status (*poll)(void *ctx, uint64_t have_version, float *dst, size_t n, uint64_t *got_version);
+    zt_status (*poll)(void *ctx, uint64_t have_version, float *dst, size_t n,
+                      uint64_t *got_version);
 } zt_weight_source;
 
 /* The in-process store. Versions are immutable buffers with reader counts,

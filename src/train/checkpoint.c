@@ -185,7 +185,8 @@ static void prune_checkpoints(const char *run, int keep, const char *latest)
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)) && n < 4096)
-        if (strlen(e->d_name) == 8 && strspn(e->d_name, "0123456789") == 8) names[n++] = zt_xstrdup(e->d_name);
+        if (strlen(e->d_name) == 8 && strspn(e->d_name, "0123456789") == 8)
+            names[n++] = zt_xstrdup(e->d_name);
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, compare_names);
     for (int i = 0; i < n; i++) {

@@ -138,10 +138,14 @@ zt_status zt_learner_step(zt_learner *l)
         /* A mix of outcome and search value (Wu 2019 and others): less
          * noisy than the outcome alone. */
         float w = (float)S->root_value_weight;
-        for (int i = 0; i < b->size; i++) l->value_target[i] = (1 - w) * b->value[i] + w * b->root_value[i];
+        for (int i = 0; i < b->size; i++)
+            l->value_target[i] = (1 - w) * b->value[i] + w * b->root_value[i];
         vt = l->value_target;
     }
-    zt_train_batch tb = {.B = b->size, .obs = b->obs, .policy_target = b->policy, .legal = b->legal,
+    zt_train_batch tb = {.B = b->size,
+                         .obs = b->obs,
+                         .policy_target = b->policy,
+                         .legal = b->legal,
                          .value_target = vt};
     zt_train_losses loss;
     ZT_TRY(zt_trainer_step(l->trainer, &tb, &loss));

@@ -78,14 +78,16 @@ bool zt_scheduler_perfect(const zt_scheduler *L)
 
 /* ---- metrics ---- */
 
-static void metric(zt_scheduler *L, const char *kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void metric(zt_scheduler *L, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static void metric(zt_scheduler *L, const char *kind, const char *fmt, ...)
 {
     if (!L->metrics) return;
-    fprintf(L->metrics, "{\"t\":%.3f,\"step\":%lld,\"games\":%lld,\"positions\":%lld,\"kind\":\"%s\"",
-            zt_scheduler_elapsed(L), (long long)learner_step(L), (long long)zt_runner_games(L->p.runner),
-            (long long)zt_runner_positions(L->p.runner), kind);
+    fprintf(
+        L->metrics, "{\"t\":%.3f,\"step\":%lld,\"games\":%lld,\"positions\":%lld,\"kind\":\"%s\"",
+        zt_scheduler_elapsed(L), (long long)learner_step(L),
+        (long long)zt_runner_games(L->p.runner), (long long)zt_runner_positions(L->p.runner), kind);
     if (fmt && fmt[0]) {
         va_list ap;
         va_start(ap, fmt);
@@ -136,8 +138,9 @@ static void format_line(zt_scheduler *L, const totals *now, char *line, size_t c
     snprintf(line, cap,
              "step %lld  %.1f steps/s | games %lld  %.1f/s | positions %.0f/s | inferences %.0f/s "
              "(cache %.0f%%) | loss p %.3f v %.3f | replay %lld%s%s",
-             (long long)now->step, r.sps, (long long)now->games, r.gps, r.pps, r.ips, 100 * r.hit_rate, l.policy,
-             l.value, (long long)rs.positions, L->arena_summary[0] ? " | " : "", L->arena_summary);
+             (long long)now->step, r.sps, (long long)now->games, r.gps, r.pps, r.ips,
+             100 * r.hit_rate, l.policy, l.value, (long long)rs.positions,
+             L->arena_summary[0] ? " | " : "", L->arena_summary);
 }
 
 /* A "train" record (the mean losses since the last one) and a "selfplay"
@@ -148,14 +151,16 @@ static void write_metrics(zt_scheduler *L, const totals *now)
     zt_train_losses l;
     if (zt_learner_mean_losses(L->p.learner, &l) > 0) {
         metric(L, "train",
-               "\"loss_policy\":%.6f,\"loss_value\":%.6f,\"loss_l2\":%.6f,\"loss_total\":%.6f,\"lr\":%.6g,"
+               "\"loss_policy\":%.6f,\"loss_value\":%.6f,\"loss_l2\":%.6f,\"loss_total\":%.6f,"
+               "\"lr\":%.6g,"
                "\"grad_norm\":%.5f",
                l.policy, l.value, l.l2, l.total, l.lr, l.grad_norm);
         zt_learner_reset_losses(L->p.learner);
     }
     zt_replay_stats rs = zt_replay_get_stats(L->p.rb);
     metric(L, "selfplay",
-           "\"games_per_s\":%.3f,\"positions_per_s\":%.2f,\"inferences_per_s\":%.1f,\"replay_positions\":%lld,"
+           "\"games_per_s\":%.3f,\"positions_per_s\":%.2f,\"inferences_per_s\":%.1f,\"replay_"
+           "positions\":%lld,"
            "\"replay_bytes_per_position\":%.2f,\"nncache_hit_rate\":%.4f,\"steps_per_s\":%.3f",
            r.gps, r.pps, r.ips, (long long)rs.positions, rs.bytes_per_position, r.hit_rate, r.sps);
     L->last_metrics_totals = *now;
@@ -169,7 +174,8 @@ static void log_line(zt_scheduler *L, const char *line)
     if (!zt_progress_enabled() || L->p.quiet) zt_info("%s", line);
     zt_replay_stats rs = zt_replay_get_stats(L->p.rb);
     if (!L->replay_figure_logged && rs.positions > 0) {
-        zt_info("replay: %.1f bytes/position stored, %.0f as float32 planes + dense policy (%.2f %% less)",
+        zt_info("replay: %.1f bytes/position stored, %.0f as float32 planes + dense policy (%.2f "
+                "%% less)",
                 rs.bytes_per_position, rs.dense_bytes_per_position, 100 * rs.saving);
         L->replay_figure_logged = true;
     }
@@ -329,7 +335,8 @@ static zt_status run_arena(zt_scheduler *L)
         zt_agent *opponent = zt_agent_from_player(p, true);
         /* The seed depends on the run's seed and the step alone, so any
          * match can be replayed from the checkpoint of its step. */
-        zt_match_config mc = {.games = S->arena_games, .concurrency = 0, .seed = S->seed ^ (uint64_t)step};
+        zt_match_config mc = {
+            .games = S->arena_games, .concurrency = 0, .seed = S->seed ^ (uint64_t)step};
         zt_match_result r;
         st = zt_arena_match(game, agent, opponent, &mc, &r);
         zt_agent_free(opponent);
@@ -337,9 +344,10 @@ static zt_status run_arena(zt_scheduler *L)
         metric(L, "arena",
                "\"opponent\":\"%s\",\"games\":%d,\"wins\":%d,\"draws\":%d,\"losses\":%d,"
                "\"score\":%.4f,\"elo\":%.1f,\"elo_lo\":%.1f,\"elo_hi\":%.1f",
-               spec, r.games, r.wins, r.draws, r.losses, r.elo.score, r.elo.elo, r.elo.lo, r.elo.hi);
-        append(summary, sizeof summary, &used, "%s%s %d-%d-%d", used ? ", " : "", spec, r.wins, r.draws,
-               r.losses);
+               spec, r.games, r.wins, r.draws, r.losses, r.elo.score, r.elo.elo, r.elo.lo,
+               r.elo.hi);
+        append(summary, sizeof summary, &used, "%s%s %d-%d-%d", used ? ", " : "", spec, r.wins,
+               r.draws, r.losses);
     }
     const char *sets[4];
     int nsets = S->arena_positions ? position_sets(L, sets) : 0;
@@ -360,8 +368,8 @@ static zt_status run_arena(zt_scheduler *L)
         char *dot = strrchr(setname, '.');
         if (dot) *dot = '\0';
         int n = pr.report_mistakes ? pr.mistakes : pr.optimal;
-        metric(L, "positions", "\"set\":\"%s\",\"metric\":\"%s\",\"n\":%d,\"m\":%d,\"rate\":%.5f", setname,
-               pr.report_mistakes ? "mistakes" : "optimal", n, pr.positions,
+        metric(L, "positions", "\"set\":\"%s\",\"metric\":\"%s\",\"n\":%d,\"m\":%d,\"rate\":%.5f",
+               setname, pr.report_mistakes ? "mistakes" : "optimal", n, pr.positions,
                pr.positions ? (double)n / pr.positions : 0.0);
         append(summary, sizeof summary, &used, "%s%s %s %d/%d", used ? ", " : "", setname,
                pr.report_mistakes ? "mistakes" : "optimal", n, pr.positions);
@@ -406,10 +414,12 @@ zt_status zt_scheduler_tick(zt_scheduler *L, bool boundary)
     double now = zt_now_s();
     bool tty = zt_progress_enabled() && !L->p.quiet;
     bool early = now - L->t0 < EARLY_SECONDS;
-    double metrics_every = early && S->log_seconds > EARLY_METRICS_SECONDS ? EARLY_METRICS_SECONDS : S->log_seconds;
+    double metrics_every =
+        early && S->log_seconds > EARLY_METRICS_SECONDS ? EARLY_METRICS_SECONDS : S->log_seconds;
     bool log_due = now - L->last_log >= S->log_seconds;
-    bool metrics_due = log_due || now - L->last_metrics >= metrics_every ||
-                       (early && learner_step(L) - L->last_metrics_totals.step >= EARLY_METRICS_STEPS);
+    bool metrics_due =
+        log_due || now - L->last_metrics >= metrics_every ||
+        (early && learner_step(L) - L->last_metrics_totals.step >= EARLY_METRICS_STEPS);
     bool status_due = tty && (log_due || now - L->last_status >= 0.5);
     if (metrics_due || status_due) {
         totals cur = current_totals(L);
@@ -433,7 +443,8 @@ zt_status zt_scheduler_tick(zt_scheduler *L, bool boundary)
         L->last_ckpt = zt_now_s();
     }
     int64_t step = learner_step(L);
-    if (S->arena_minutes > 0 && now - L->last_arena >= S->arena_minutes * 60 && step > L->arena_step && step > 0) {
+    if (S->arena_minutes > 0 && now - L->last_arena >= S->arena_minutes * 60 &&
+        step > L->arena_step && step > 0) {
         ZT_TRY(run_arena(L));
         L->last_arena = zt_now_s();
     }
@@ -449,7 +460,8 @@ zt_status zt_scheduler_new(const zt_scheduler_parts *parts, zt_scheduler **out)
     L->p = *parts;
     L->S = parts->S;
     L->arena_step = -1;
-    zt_status st = zt_net_new(&L->S->net, L->S->backend, L->S->precision, L->S->learner_threads, &L->eval_net);
+    zt_status st =
+        zt_net_new(&L->S->net, L->S->backend, L->S->precision, L->S->learner_threads, &L->eval_net);
     if (st == ZT_OK) L->eval_cache = zt_nncache_new(1 << 16, parts->game->num_actions);
     char path[PATH_MAX + 32];
     if (st == ZT_OK) {

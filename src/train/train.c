@@ -46,7 +46,7 @@ struct zt_train {
     uint64_t generation; /* generations played */
     double elapsed0;     /* wall seconds of earlier invocations */
 
-    bool started;      /* set up and logged: free reports where it stopped */
+    bool started; /* set up and logged: free reports where it stopped */
     bool first_advance_done;
     /* the bounds of the current zt_train_advance (-1, 0: none) */
     int64_t until_step;
@@ -66,8 +66,8 @@ static zt_status write_checkpoint(zt_train *t)
                          .elapsed = zt_scheduler_elapsed(t->sched),
                          .sample_rng = c.sample_rng};
     snprintf(st.game, sizeof st.game, "%s", t->spec);
-    return zt_checkpoint_write(t->run, t->spec, zt_learner_net(t->learner), zt_learner_trainer(t->learner),
-                               t->rb, &st, t->S.keep_checkpoints);
+    return zt_checkpoint_write(t->run, t->spec, zt_learner_net(t->learner),
+                               zt_learner_trainer(t->learner), t->rb, &st, t->S.keep_checkpoints);
 }
 
 static zt_status scheduled_checkpoint(void *ctx)
@@ -105,7 +105,8 @@ static bool limits_reached(zt_train *t)
 {
     if (atomic_load(&stop_requested)) return true;
     if (t->opt.steps > 0 && step_of(t) >= t->opt.steps) return true;
-    if (t->opt.minutes > 0 && zt_now_s() - zt_scheduler_started(t->sched) >= t->opt.minutes * 60) return true;
+    if (t->opt.minutes > 0 && zt_now_s() - zt_scheduler_started(t->sched) >= t->opt.minutes * 60)
+        return true;
     if (t->S.arena_stop_on_perfect && zt_scheduler_perfect(t->sched)) return true;
     return zt_runner_failed(t->runner);
 }
@@ -144,7 +145,8 @@ static bool learner_ahead(void *ctx)
     const zt_train *t = ctx;
     int64_t pos = zt_runner_positions(t->runner);
     if (pos < t->S.min_positions) return true;
-    return (double)(zt_learner_samples_trained(t->learner) + t->S.batch) > t->S.replay_ratio * (double)pos;
+    return (double)(zt_learner_samples_trained(t->learner) + t->S.batch) >
+           t->S.replay_ratio * (double)pos;
 }
 
 static zt_status run_concurrent(zt_train *t)
@@ -175,7 +177,8 @@ static bool training_due(const zt_train *t)
     int64_t pos = zt_runner_positions(t->runner);
     if (pos < t->S.min_positions) return false;
     if (t->S.alternate_steps > 0) return t->phase_steps < t->S.alternate_steps;
-    return (double)(zt_learner_samples_trained(t->learner) + t->S.batch) <= t->S.replay_ratio * (double)pos;
+    return (double)(zt_learner_samples_trained(t->learner) + t->S.batch) <=
+           t->S.replay_ratio * (double)pos;
 }
 
 static zt_status run_alternate(zt_train *t)
@@ -203,7 +206,8 @@ static zt_status run_alternate(zt_train *t)
         /* self-play phase: one generation from every actor, appended in
          * actor order so that thread timing changes nothing */
         st = zt_runner_play_generation(t->runner, t->generation);
-        if (st != ZT_OK || atomic_load(&stop_requested)) break; /* an unfinished generation is dropped */
+        if (st != ZT_OK || atomic_load(&stop_requested))
+            break; /* an unfinished generation is dropped */
         st = zt_runner_flush(t->runner);
         t->generation++;
         if (st == ZT_OK) st = zt_scheduler_tick(t->sched, false);
@@ -250,9 +254,11 @@ static zt_status open_run_dir(zt_train *t)
     snprintf(path, sizeof path, "%s/ckpt/latest", t->run);
     bool has_run = file_exists(path);
     if (opt->resume && !has_run)
-        return zt_fail(ZT_ERR_NOT_FOUND, "%s: no checkpoint to resume (ckpt/latest missing)", t->run);
+        return zt_fail(ZT_ERR_NOT_FOUND, "%s: no checkpoint to resume (ckpt/latest missing)",
+                       t->run);
     if (!opt->resume && has_run)
-        return zt_fail(ZT_ERR_INVALID, "%s already holds a run (continue it with --resume %s)", t->run, t->run);
+        return zt_fail(ZT_ERR_INVALID, "%s already holds a run (continue it with --resume %s)",
+                       t->run, t->run);
     snprintf(path, sizeof path, "%s/ckpt", t->run);
     ZT_TRY(zt_mkdirs(path));
     return ZT_OK;
@@ -268,10 +274,15 @@ static zt_status setup(zt_train *t)
     ZT_TRY(zt_learner_new(t->game, S, t->rb, &t->learner));
     if (t->opt.resume) ZT_TRY(load_checkpoint(t));
     t->sink = zt_traj_sink_replay(t->rb);
-    zt_runner_config rc = {.actors = S->actors, .actor = S->actor, .net = S->net, .backend = S->backend,
+    zt_runner_config rc = {.actors = S->actors,
+                           .actor = S->actor,
+                           .net = S->net,
+                           .backend = S->backend,
                            .precision = S->precision};
-    zt_runner_hooks hooks = {.ctx = t, .hold = actors_ahead, .stop = generation_stop, .tick = generation_tick};
-    ZT_TRY(zt_runner_new(t->game, &rc, &t->sink, zt_learner_weight_source(t->learner), &hooks, &t->runner));
+    zt_runner_hooks hooks = {
+        .ctx = t, .hold = actors_ahead, .stop = generation_stop, .tick = generation_tick};
+    ZT_TRY(zt_runner_new(t->game, &rc, &t->sink, zt_learner_weight_source(t->learner), &hooks,
+                         &t->runner));
     zt_replay_stats rs = zt_replay_get_stats(t->rb);
     zt_runner_set_totals(t->runner, rs.games_seen, rs.positions_seen);
     return ZT_OK;
@@ -279,7 +290,9 @@ static zt_status setup(zt_train *t)
 
 static const char *mode_name(zt_train_mode m)
 {
-    return m == ZT_TRAIN_CONCURRENT ? "concurrent" : m == ZT_TRAIN_ALTERNATE ? "alternate" : "deterministic";
+    return m == ZT_TRAIN_CONCURRENT  ? "concurrent"
+           : m == ZT_TRAIN_ALTERNATE ? "alternate"
+                                     : "deterministic";
 }
 
 static void log_start(zt_train *t)
@@ -291,16 +304,19 @@ static void log_start(zt_train *t)
     zt_info("train %s in %s: mode %s, %d actor(s) x %d games, %s %d sims (K=%d), net %s on %s/%s, "
             "%zu parameters",
             t->spec, t->run, mode_name(S->mode), zt_runner_actors(t->runner), S->actor.games,
-            S->actor.search.algorithm == ZT_SEARCH_GUMBEL ? "gumbel" : "puct", S->actor.search.num_simulations,
-            S->actor.search.leaves_per_round, arch, zt_net_backend_name(net),
-            zt_precision_name(zt_net_precision(net)), zt_net_param_count(net));
+            S->actor.search.algorithm == ZT_SEARCH_GUMBEL ? "gumbel" : "puct",
+            S->actor.search.num_simulations, S->actor.search.leaves_per_round, arch,
+            zt_net_backend_name(net), zt_precision_name(zt_net_precision(net)),
+            zt_net_param_count(net));
     size_t dense = zt_replay_dense_bytes(t->game);
     /* a record's fixed part: flags, count, compact state and the half-float
      * root value; the policy adds 16 bits per legal action */
-    zt_info("replay: a dense float32 position takes %zu bytes (observation %d floats + policy %d floats); "
-            "a compact record takes %zu bytes + 2 per legal action (measured figure once games arrive)",
-            dense, t->game->obs_shape[0] * t->game->obs_shape[1] * t->game->obs_shape[2],
-            t->game->num_actions, t->game->compact_size + 4);
+    zt_info(
+        "replay: a dense float32 position takes %zu bytes (observation %d floats + policy %d "
+        "floats); "
+        "a compact record takes %zu bytes + 2 per legal action (measured figure once games arrive)",
+        dense, t->game->obs_shape[0] * t->game->obs_shape[1] * t->game->obs_shape[2],
+        t->game->num_actions, t->game->compact_size + 4);
 }
 
 void zt_train_free(zt_train *t)
@@ -308,9 +324,9 @@ void zt_train_free(zt_train *t)
     if (!t) return;
     if (t->started) {
         zt_progress_clear();
-        zt_info("stopped at step %lld after %.1f s (%lld games, %lld positions)", (long long)step_of(t),
-                zt_now_s() - zt_scheduler_started(t->sched), (long long)zt_runner_games(t->runner),
-                (long long)zt_runner_positions(t->runner));
+        zt_info("stopped at step %lld after %.1f s (%lld games, %lld positions)",
+                (long long)step_of(t), zt_now_s() - zt_scheduler_started(t->sched),
+                (long long)zt_runner_games(t->runner), (long long)zt_runner_positions(t->runner));
     }
     /* threads first: the runner's actors push into rb */
     zt_runner_free(t->runner);

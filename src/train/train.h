@@ -127,6 +127,7 @@ typedef struct zt_train_progress {
     bool perfect;              /* an arena found every position set played perfectly */
 } zt_train_progress;
 
+/* Between calls to zt_train_advance, on the caller's thread. */
 zt_train_progress zt_train_get_progress(const zt_train *t);
 
 /* Ends a run: the last metrics and log line, the arena on the final weights
