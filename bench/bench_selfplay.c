@@ -117,6 +117,7 @@ typedef struct actor_run {
 static void *actor_main(void *arg)
 {
     actor_run *r = arg;
+    zt_traj_sink sink = zt_traj_sink_replay(r->rb);
     int max_b = zt_evaluator_pool_max_batch(r->pool, r->id);
     uint64_t *at_start = zt_xcalloc((size_t)max_b + 1, sizeof *at_start);
     double t0 = zt_now_s(), tm = 0;
@@ -138,7 +139,7 @@ static void *actor_main(void *arg)
             r->elapsed = now - tm;
             break;
         }
-        r->st = zt_actor_step(r->actor, r->rb);
+        r->st = zt_actor_step(r->actor, &sink);
         if (r->st != ZT_OK) {
             snprintf(r->message, sizeof r->message, "%s", zt_error_message());
             break;

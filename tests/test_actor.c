@@ -3,7 +3,9 @@
  * plies unfinished is abandoned, counted, and never stored (its positions
  * have no outcome to learn); actors on a shared evaluator service play
  * exactly the games they play with private evaluators; a failing evaluator
- * comes back as a status, not an abort. */
+ * comes back as a status, not an abort; finished games go through the
+ * trajectory sink, generations in slot order, and a sink's error stops the
+ * actor's step with its message. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "nn/nn.h"
 #include "replay/replay.h"
 #include "selfplay/actor.h"
+#include "selfplay/sink.h"
 
 #include "zt_test.h"
 
@@ -64,10 +67,11 @@ static void run_actor(zt_game *g, int games, zt_actor_stats *as, zt_replay_stats
     CHECK(zt_actor_new(g, &mf, &ev, &ac, &a) == ZT_OK, "actor: %s", zt_error_message());
     if (!rb || !a) return;
     CHECK(zt_actor_weights_changed(a) == ZT_OK, "weights: %s", zt_error_message());
+    zt_traj_sink sink = zt_traj_sink_replay(rb);
     for (int step = 0; step < 10000; step++) {
         *as = zt_actor_get_stats(a);
         if ((int)(as->games + as->games_abandoned) >= games) break;
-        CHECK(zt_actor_step(a, rb) == ZT_OK, "step: %s", zt_error_message());
+        CHECK(zt_actor_step(a, &sink) == ZT_OK, "step: %s", zt_error_message());
     }
     *rs = zt_replay_get_stats(rb);
     zt_actor_free(a);
@@ -116,6 +120,7 @@ static void test_long_games_abandoned(void)
 typedef struct stepper {
     zt_actor *actor;
     zt_replay *rb;
+    zt_traj_sink sink;
     int steps;
     zt_status st;
 } stepper;
@@ -123,7 +128,7 @@ typedef struct stepper {
 static void *step_main(void *arg)
 {
     stepper *s = arg;
-    for (int i = 0; i < s->steps && s->st == ZT_OK; i++) s->st = zt_actor_step(s->actor, s->rb);
+    for (int i = 0; i < s->steps && s->st == ZT_OK; i++) s->st = zt_actor_step(s->actor, &s->sink);
     return NULL;
 }
 
@@ -160,6 +165,7 @@ static void play_actors(const zt_game *g, const char *game_name, zt_evaluator_ki
         zt_evaluator ev = zt_evaluator_pool_client(pool, i);
         CHECK(zt_actor_new(g, &mf, &ev, &c, &s[i].actor) == ZT_OK, "actor: %s", zt_error_message());
         CHECK(zt_replay_new(g, &rc, &s[i].rb) == ZT_OK, "replay: %s", zt_error_message());
+        s[i].sink = zt_traj_sink_replay(s[i].rb);
         s[i].steps = steps;
     }
     for (int i = 0; i < NACTORS; i++) pthread_create(&th[i], NULL, step_main, &s[i]);
@@ -244,6 +250,7 @@ static void test_failing_evaluator(void)
     rc.capacity = 10000;
     zt_replay *rb = NULL;
     CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
+    zt_traj_sink sink = zt_traj_sink_replay(rb);
     /* each failure point: the root cache at creation, then during steps */
     for (int fail_at = 1; fail_at <= 40 && pool && rb; fail_at += 13) {
         failing f = {.inner = zt_evaluator_pool_client(pool, 0), .fail_at = fail_at};
@@ -251,18 +258,119 @@ static void test_failing_evaluator(void)
         zt_model_factory mf = zt_az_model_factory();
         zt_actor *a = NULL;
         zt_status st = zt_actor_new(g, &mf, &ev, &ac, &a);
-        for (int step = 0; st == ZT_OK && step < 50; step++) st = zt_actor_step(a, rb);
+        for (int step = 0; st == ZT_OK && step < 50; step++) st = zt_actor_step(a, &sink);
         CHECK(st == ZT_ERR_IO && strstr(zt_error_message(), "test evaluator: call") != NULL,
               "failure at call %d: status %d, message '%s'", fail_at, (int)st, zt_error_message());
         /* after the failure the actor can still step on (the failed trees were dropped) */
         if (a) {
             f.fail_at = -1;
-            CHECK(zt_actor_step(a, rb) == ZT_OK, "step after a failure: %s", zt_error_message());
+            CHECK(zt_actor_step(a, &sink) == ZT_OK, "step after a failure: %s", zt_error_message());
         }
         zt_actor_free(a);
     }
     zt_replay_free(rb);
     zt_evaluator_pool_free(pool);
+    zt_game_free(g);
+}
+
+/* A sink in front of the replay sink that counts what passes and fails
+ * its fail_at'th push. */
+typedef struct counting_sink {
+    zt_traj_sink inner;
+    int pushes, fail_at;
+    int64_t positions;
+    uint8_t first_bytes[4096];
+    size_t first_len;
+} counting_sink;
+
+static zt_status counting_push(void *ctx, const zt_replay_traj *t, float return0)
+{
+    counting_sink *c = ctx;
+    if (++c->pushes == c->fail_at) return zt_fail(ZT_ERR_IO, "sink refused game %d", c->pushes);
+    c->positions += zt_replay_traj_length(t);
+    if (c->pushes == 1)
+        CHECK(zt_replay_traj_serialize(t, return0, c->first_bytes, sizeof c->first_bytes,
+                                       &c->first_len) == ZT_OK,
+              "%s", zt_error_message());
+    return c->inner.push(c->inner.ctx, t, return0);
+}
+
+/* A small tic-tac-toe actor on its own private net (*pool, freed by the
+ * caller after the actor). */
+static zt_actor *small_actor(zt_game *g, bool continuous, zt_evaluator_pool **pool)
+{
+    zt_net_config nc;
+    small_net(g, &nc);
+    zt_actor_config ac;
+    zt_actor_config_default(&ac);
+    ac.games = 4;
+    ac.search.num_simulations = 4;
+    ac.root_cache = false;
+    ac.continuous = continuous;
+    zt_actor *a = NULL;
+    *pool = NULL;
+    CHECK(zt_evaluator_pool_new(&nc, "ref", ZT_PRECISION_FP32, ZT_EVALUATOR_PRIVATE, 1,
+                                zt_actor_eval_batch(g, &ac), 1, pool) == ZT_OK,
+          "pool: %s", zt_error_message());
+    if (!*pool) return NULL;
+    zt_model_factory mf = zt_az_model_factory();
+    zt_evaluator ev = zt_evaluator_pool_client(*pool, 0);
+    CHECK(zt_actor_new(g, &mf, &ev, &ac, &a) == ZT_OK, "actor: %s", zt_error_message());
+    if (a) CHECK(zt_actor_weights_changed(a) == ZT_OK, "weights: %s", zt_error_message());
+    return a;
+}
+
+static void test_sink(void)
+{
+    zt_game *g;
+    CHECK(zt_game_new("tictactoe", NULL, &g) == ZT_OK, "tictactoe: %s", zt_error_message());
+    zt_replay_config rc;
+    zt_replay_config_default(&rc);
+    rc.capacity = 10000;
+    zt_replay *rb = NULL;
+    CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
+    zt_evaluator_pool *pool = NULL;
+    zt_actor *a = small_actor(g, true, &pool);
+    if (!rb || !a) return;
+    counting_sink c = {.inner = zt_traj_sink_replay(rb), .fail_at = 6};
+    zt_traj_sink sink = {.ctx = &c, .push = counting_push};
+    zt_status st = ZT_OK;
+    for (int step = 0; step < 1000 && st == ZT_OK; step++) st = zt_actor_step(a, &sink);
+    CHECK(st == ZT_ERR_IO && strstr(zt_error_message(), "sink refused game 6"),
+          "a failing sink gave %s: %s", zt_status_name(st), zt_error_message());
+    zt_actor_stats as = zt_actor_get_stats(a);
+    zt_replay_stats rs = zt_replay_get_stats(rb);
+    CHECK(c.pushes == 6 && as.games_added == 5 && rs.games == 5 && rs.positions == c.positions &&
+              (int64_t)as.positions_added == c.positions,
+          "%d pushes, %llu games added, %lld stored, %lld positions stored of %lld pushed",
+          c.pushes, (unsigned long long)as.games_added, (long long)rs.games,
+          (long long)rs.positions, (long long)c.positions);
+    /* the first stored game is the first pushed, record for record */
+    zt_replay_traj *t = NULL;
+    float r0;
+    CHECK(zt_replay_traj_new(g, &t) == ZT_OK &&
+              zt_replay_traj_deserialize(g, c.first_bytes, c.first_len, t, &r0) == ZT_OK,
+          "%s", zt_error_message());
+    zt_replay_position pos;
+    CHECK(t && zt_replay_get(rb, zt_replay_traj_length(t) - 1, &pos, NULL) == ZT_OK &&
+              pos.game_id == 0 && pos.ply == zt_replay_traj_length(t) - 1,
+          "the first game pushed is not the first stored");
+    zt_replay_traj_free(t);
+    zt_actor_free(a);
+    zt_evaluator_pool_free(pool);
+
+    /* generations: nothing is pushed until the flush, then every game */
+    a = small_actor(g, false, &pool);
+    c = (counting_sink){.inner = zt_traj_sink_replay(rb), .fail_at = -1};
+    CHECK(zt_actor_begin_generation(a, 0) == ZT_OK, "%s", zt_error_message());
+    for (int step = 0; step < 100 && !zt_actor_idle(a); step++)
+        CHECK(zt_actor_step(a, NULL) == ZT_OK, "generation step: %s", zt_error_message());
+    CHECK(zt_actor_idle(a) && c.pushes == 0, "generation not over or pushed early");
+    CHECK(zt_actor_flush(a, &sink) == ZT_OK && c.pushes == 4, "flush pushed %d of 4 games",
+          c.pushes);
+    zt_actor_free(a);
+    zt_evaluator_pool_free(pool);
+    zt_replay_free(rb);
     zt_game_free(g);
 }
 
@@ -273,5 +381,6 @@ int main(void)
     test_shared_equals_private("tictactoe");
     test_shared_equals_private("connect4");
     test_failing_evaluator();
+    test_sink();
     return zt_test_finish("test_actor");
 }

@@ -5,13 +5,15 @@
  * symmetric position; bytes per position against the dense float figure;
  * checkpoints round-trip exactly and corrupt or truncated ones are refused
  * naming the problem; the sampler thread yields exactly the synchronous
- * batches. */
+ * batches; trajectories of every registered game round-trip through bytes,
+ * and damaged bytes are refused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "core/hash.h"
 #include "core/rng.h"
 #include "replay/record.h"
@@ -640,6 +642,231 @@ static void test_record_checks(void)
     zt_game_free(g);
 }
 
+/* ---- trajectories as bytes ---- */
+
+/* Serialises t (with return0) into a fresh buffer of exactly its size. */
+static uint8_t *traj_bytes(const zt_replay_traj *t, float return0, size_t *len)
+{
+    size_t need = zt_replay_traj_serialized_size(t);
+    uint8_t *buf = malloc(need);
+    zt_status st = zt_replay_traj_serialize(t, return0, buf, need, len);
+    CHECK(st == ZT_OK && *len == need, "serialize: %s (%zu of %zu bytes)", zt_error_message(), *len,
+          need);
+    return buf;
+}
+
+/* What a refused input must do: the status, a message naming the problem,
+ * and t untouched (it serialises to the same bytes as before). */
+static void expect_traj_refused(const zt_game *g, const uint8_t *data, size_t len,
+                                zt_replay_traj *t, zt_status want, const char *words,
+                                const char *what)
+{
+    size_t n0, n1;
+    uint8_t *before = traj_bytes(t, 0.5f, &n0);
+    float r0 = 12345;
+    zt_status st = zt_replay_traj_deserialize(g, data, len, t, &r0);
+    CHECK(st == want && (!words || strstr(zt_error_message(), words)) && r0 == 12345,
+          "%s: status %s, message '%s' (want %s '%s')", what, zt_status_name(st),
+          zt_error_message(), zt_status_name(want), words ? words : "");
+    uint8_t *after = traj_bytes(t, 0.5f, &n1);
+    CHECK(n0 == n1 && memcmp(before, after, n0) == 0, "%s: a refused input changed the trajectory",
+          what);
+    free(before);
+    free(after);
+}
+
+/* For every registered game: random games with full searches only, without
+ * any policy (fast searches only), mixed, dense and sparse, round-trip
+ * through bytes to the same records and return; buffers fed the originals
+ * and the copies hold the same bytes and sample the same batches; every
+ * truncation and every flipped byte is refused; records damaged behind a
+ * forged checksum are refused or read back exactly, never crash. */
+static void test_traj_bytes(const zt_game_def *def)
+{
+    zt_game *g = make_game(def->name);
+    if (!g) return;
+    static const struct {
+        double full_share;
+        bool sparse;
+    } kinds[] = {{1.0, false}, {0.0, false}, {0.5, false}, {0.5, true}};
+    enum { GAMES_PER_KIND = 4 };
+    zt_replay_config cfg;
+    zt_replay_config_default(&cfg);
+    cfg.capacity = 20000;
+    zt_replay *orig = NULL, *copy = NULL;
+    zt_replay_traj *traj = NULL, *back = NULL, *spare = NULL;
+    CHECK(zt_replay_new(g, &cfg, &orig) == ZT_OK && zt_replay_new(g, &cfg, &copy) == ZT_OK, "%s",
+          zt_error_message());
+    CHECK(zt_replay_traj_new(g, &traj) == ZT_OK && zt_replay_traj_new(g, &back) == ZT_OK &&
+              zt_replay_traj_new(g, &spare) == ZT_OK,
+          "%s", zt_error_message());
+    if (zt_test_failures) goto done;
+    zt_rng rng;
+    zt_rng_seed(&rng, SEED, 70 + (uint64_t)g->num_actions);
+    int checked = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        for (int i = 0; i < GAMES_PER_KIND; i++) {
+            float r0 = play_game(g, traj, &rng, kinds[k].full_share, kinds[k].sparse, NULL, 0);
+            size_t len;
+            uint8_t *bytes = traj_bytes(traj, r0, &len);
+            float r1 = 0;
+            zt_status st = zt_replay_traj_deserialize(g, bytes, len, back, &r1);
+            CHECK(st == ZT_OK, "%s: deserialize: %s", g->title, zt_error_message());
+            size_t len2;
+            uint8_t *again = traj_bytes(back, r1, &len2);
+            CHECK(r1 == r0 && len2 == len && memcmp(again, bytes, len) == 0 &&
+                      zt_replay_traj_length(back) == zt_replay_traj_length(traj),
+                  "%s: kind %zu game %d: the round trip changed the trajectory", g->title, k, i);
+            free(again);
+            CHECK(zt_replay_add_game(orig, traj, r0, NULL) == ZT_OK &&
+                      zt_replay_add_game(copy, back, r1, NULL) == ZT_OK,
+                  "%s: add_game: %s", g->title, zt_error_message());
+            if (k == 0 && i == 0) {
+                /* a buffer too small is refused, naming the size needed */
+                size_t need;
+                st = zt_replay_traj_serialize(traj, r0, bytes, len - 1, &need);
+                CHECK(st == ZT_ERR_INVALID && need == len, "short buffer: %s, need %zu",
+                      zt_status_name(st), need);
+                /* every truncation, and a trailing byte */
+                for (size_t cut = 0; cut < len; cut++) {
+                    float dummy;
+                    st = zt_replay_traj_deserialize(g, bytes, cut, spare, &dummy);
+                    CHECK(st == ZT_ERR_CORRUPT, "%s: %zu of %zu bytes: %s", g->title, cut, len,
+                          zt_status_name(st));
+                    if (st != ZT_ERR_CORRUPT) break;
+                }
+                uint8_t *longer = malloc(len + 1);
+                memcpy(longer, bytes, len);
+                longer[len] = 0;
+                expect_traj_refused(g, longer, len + 1, back, ZT_ERR_CORRUPT, "trailing",
+                                    "a trailing byte");
+                free(longer);
+            }
+            if (i == 0) {
+                /* a flipped bit anywhere fails a check (every byte of short
+                 * games, a sample of long ones) and leaves `back` intact */
+                uint8_t *bad = malloc(len);
+                size_t tries = len <= 2048 ? len : 2048;
+                for (size_t j = 0; j < tries && !zt_test_failures; j++) {
+                    size_t at = len <= 2048 ? j : (size_t)zt_rng_below(&rng, (uint32_t)len);
+                    memcpy(bad, bytes, len);
+                    bad[at] ^= (uint8_t)(1u << zt_rng_below(&rng, 8));
+                    expect_traj_refused(g, bad, len, back, ZT_ERR_CORRUPT, NULL, "a flipped bit");
+                    checked++;
+                }
+                /* damaged records behind a valid checksum: refused or read
+                 * back exactly, never a crash (run under the sanitizers) */
+                for (int j = 0; j < 300 && len > 33; j++) {
+                    memcpy(bad, bytes, len);
+                    size_t at = 25 + (size_t)zt_rng_below(&rng, (uint32_t)(len - 33));
+                    bad[at] = (uint8_t)zt_rng_u64(&rng);
+                    uint64_t h = zt_hash_bytes(bad, len - 8, ZT_REPLAY_TRAJ_HASH_SEED);
+                    for (int b = 0; b < 8; b++) bad[len - 8 + (size_t)b] = (uint8_t)(h >> (8 * b));
+                    float rr;
+                    st = zt_replay_traj_deserialize(g, bad, len, spare, &rr);
+                    CHECK(st == ZT_OK || st == ZT_ERR_CORRUPT, "forged: %s", zt_status_name(st));
+                    if (st == ZT_OK) {
+                        size_t n3;
+                        uint8_t *re = traj_bytes(spare, rr, &n3);
+                        CHECK(n3 == len && memcmp(re, bad, len) == 0,
+                              "forged input read back differently");
+                        free(re);
+                    }
+                }
+                /* an unknown record flag behind a valid checksum names the record */
+                memcpy(bad, bytes, len);
+                bad[25] = 0xff;
+                uint64_t h = zt_hash_bytes(bad, len - 8, ZT_REPLAY_TRAJ_HASH_SEED);
+                for (int b = 0; b < 8; b++) bad[len - 8 + (size_t)b] = (uint8_t)(h >> (8 * b));
+                expect_traj_refused(g, bad, len, back, ZT_ERR_CORRUPT, "record 0",
+                                    "a bad record flag");
+                free(bad);
+            }
+            free(bytes);
+        }
+    }
+    /* an empty trajectory round-trips too */
+    zt_replay_traj_clear(traj);
+    size_t len;
+    uint8_t *bytes = traj_bytes(traj, 0, &len);
+    float r0 = 1;
+    CHECK(zt_replay_traj_deserialize(g, bytes, len, spare, &r0) == ZT_OK &&
+              zt_replay_traj_length(spare) == 0 && r0 == 0,
+          "empty trajectory: %s", zt_error_message());
+    free(bytes);
+    {
+        uint8_t *a, *b;
+        size_t la, lb;
+        CHECK(zt_replay_serialize(orig, &a, &la) == ZT_OK &&
+                  zt_replay_serialize(copy, &b, &lb) == ZT_OK,
+              "%s", zt_error_message());
+        CHECK(la == lb && memcmp(a, b, la) == 0, "%s: buffers of originals and copies differ",
+              g->title);
+        free(a);
+        free(b);
+        zt_replay_batch ba, bb;
+        CHECK(zt_replay_batch_init(&ba, g, 64, true) == ZT_OK &&
+                  zt_replay_batch_init(&bb, g, 64, true) == ZT_OK,
+              "%s", zt_error_message());
+        zt_rng ra, rb2;
+        zt_rng_seed(&ra, SEED, 77);
+        rb2 = ra;
+        for (int i = 0; i < 4; i++) {
+            CHECK(zt_replay_sample(orig, &ra, &ba) == ZT_OK &&
+                      zt_replay_sample(copy, &rb2, &bb) == ZT_OK,
+                  "sample: %s", zt_error_message());
+            CHECK(batches_equal(&ba, &bb), "%s: batch %d differs", g->title, i);
+        }
+        zt_replay_batch_free(&ba);
+        zt_replay_batch_free(&bb);
+    }
+    printf("trajectory bytes %-22s %d games round-tripped, %d damaged inputs refused\n", g->title,
+           (int)(sizeof kinds / sizeof kinds[0]) * GAMES_PER_KIND, checked);
+done:
+    zt_replay_traj_free(traj);
+    zt_replay_traj_free(back);
+    zt_replay_traj_free(spare);
+    zt_replay_free(orig);
+    zt_replay_free(copy);
+    zt_game_free(g);
+}
+
+/* Bytes of one game are refused by another game, or by the same game with
+ * other settings (Sim on K7 reading K6's records). */
+static void test_traj_other_game(void)
+{
+    zt_game *ttt = make_game("tictactoe"), *c4 = make_game("connect4"), *k6 = make_game("sim");
+    zt_config *cfg = zt_config_new();
+    zt_config_put(cfg, "vertices", "7");
+    zt_game *k7 = NULL;
+    CHECK(zt_game_new("sim", cfg, &k7) == ZT_OK, "%s", zt_error_message());
+    zt_config_free(cfg);
+    if (!ttt || !c4 || !k6 || !k7) goto done;
+    const zt_game *pairs[][2] = {{ttt, c4}, {k6, k7}};
+    for (int i = 0; i < 2; i++) {
+        zt_replay_traj *from, *to;
+        CHECK(zt_replay_traj_new(pairs[i][0], &from) == ZT_OK &&
+                  zt_replay_traj_new(pairs[i][1], &to) == ZT_OK,
+              "%s", zt_error_message());
+        zt_rng rng;
+        zt_rng_seed(&rng, SEED, 90);
+        float r0 = play_game(pairs[i][0], from, &rng, 1.0, false, NULL, 0);
+        size_t len;
+        uint8_t *bytes = traj_bytes(from, r0, &len);
+        char what[160];
+        snprintf(what, sizeof what, "%s read as %s", pairs[i][0]->title, pairs[i][1]->title);
+        expect_traj_refused(pairs[i][1], bytes, len, to, ZT_ERR_INVALID, "another game", what);
+        free(bytes);
+        zt_replay_traj_free(from);
+        zt_replay_traj_free(to);
+    }
+done:
+    zt_game_free(ttt);
+    zt_game_free(c4);
+    zt_game_free(k6);
+    zt_game_free(k7);
+}
+
 static void test_sampler_thread(void)
 {
     zt_game *g = make_game("connect4");
@@ -699,5 +926,7 @@ int main(void)
     test_checkpoint();
     test_record_checks();
     test_sampler_thread();
+    for (int i = 0; i < zt_game_registry_count; i++) test_traj_bytes(zt_game_registry[i]);
+    test_traj_other_game();
     return zt_test_finish("test_replay");
 }

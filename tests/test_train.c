@@ -3,7 +3,10 @@
  * arena.opponents; arena.opponents is read as a trimmed list and a bad entry
  * is refused before the run starts; a deterministic run killed with SIGKILL after a
  * checkpoint and resumed ends with the same weight file, byte for byte, as
- * one that ran straight through; a corrupt checkpoint is refused with a
+ * one that ran straight through, and so does one advanced in chunks of
+ * steps and of time (zt_train_advance); concurrent chunks stop at their
+ * step bound and leave no actor running; a short run's metrics draw curves
+ * (several records, the arena at start and end); a corrupt checkpoint is refused with a
  * one-line error; unknown keys are rejected.
  *
  * The training run takes up to two minutes of two cores; under the
@@ -210,6 +213,177 @@ static void test_exact_resume(void)
     CHECK(same_file(a, b), "optimizer state differs: %s vs %s", a, b);
 }
 
+/* ---- a run in steps ---- */
+
+/* zt_train_open with the settings of train() (a fresh run). */
+static zt_status open_run(const char *run, int64_t steps, const char *ini, const char *const *sets,
+                          zt_config **cfg, zt_train **t)
+{
+    *cfg = zt_config_new();
+    *t = NULL;
+    zt_status st = ini ? zt_config_load_file(*cfg, ini) : ZT_OK;
+    if (st != ZT_OK) return st;
+    set_all(*cfg, sets);
+    zt_train_options opt = {
+        .game = "tictactoe", .config = *cfg, .run_dir = run, .steps = steps, .quiet = true};
+    return zt_train_open(&opt, t);
+}
+
+/* A deterministic run advanced in chunks of 37 steps, with some chunks
+ * bounded by time instead, stops at each chunk's bound exactly and ends with
+ * the weights and optimizer state, byte for byte, of the straight run of
+ * test_exact_resume. */
+static void test_advance_in_chunks(void)
+{
+    enum { STEPS = 300, CHUNK = 37 };
+    char straight[300], chunked[300], ini[512];
+    snprintf(straight, sizeof straight, "%s/straight", tmp_root);
+    snprintf(chunked, sizeof chunked, "%s/chunked", tmp_root);
+    zt_config *cfg;
+    zt_train *t;
+    zt_status st =
+        open_run(chunked, STEPS, tictactoe_ini(ini, sizeof ini), deterministic, &cfg, &t);
+    CHECK(st == ZT_OK, "open: %s", zt_error_message());
+    if (st != ZT_OK) {
+        zt_config_free(cfg);
+        return;
+    }
+    bool done = false;
+    int calls = 0, by_time = 0;
+    while (st == ZT_OK && !done && calls < 1000) {
+        int64_t before = zt_train_get_progress(t).step;
+        bool timed = calls % 3 == 2;
+        st = timed ? zt_train_advance(t, 0, 0.02, &done) : zt_train_advance(t, CHUNK, 0, &done);
+        int64_t after = zt_train_get_progress(t).step;
+        CHECK(st == ZT_OK, "advance %d: %s", calls, zt_error_message());
+        if (timed) {
+            by_time++;
+            CHECK(after >= before, "a timed chunk went back from step %lld to %lld",
+                  (long long)before, (long long)after);
+        } else {
+            CHECK(after == (done ? STEPS : before + CHUNK) && after <= STEPS,
+                  "advance by %d from step %lld ended at %lld (done %d)", CHUNK, (long long)before,
+                  (long long)after, done);
+        }
+        calls++;
+    }
+    zt_train_progress p = zt_train_get_progress(t);
+    CHECK(done && p.step == STEPS && p.games > 0 && p.positions > 0 && p.published > 1,
+          "after %d calls: done %d, step %lld, %lld games, %llu versions", calls, done,
+          (long long)p.step, (long long)p.games, (unsigned long long)p.published);
+    st = zt_train_close(t);
+    CHECK(st == ZT_OK, "close: %s", zt_error_message());
+    zt_config_free(cfg);
+    printf("advance in chunks: %d calls (%d bounded by time) to step %d\n", calls, by_time, STEPS);
+    char a[400], b[400];
+    snprintf(a, sizeof a, "%s/ckpt/%08d/weights.safetensors", straight, STEPS);
+    snprintf(b, sizeof b, "%s/ckpt/%08d/weights.safetensors", chunked, STEPS);
+    CHECK(same_file(a, b), "weights differ: %s vs %s", a, b);
+    snprintf(a, sizeof a, "%s/ckpt/%08d/optimizer.safetensors", straight, STEPS);
+    snprintf(b, sizeof b, "%s/ckpt/%08d/optimizer.safetensors", chunked, STEPS);
+    CHECK(same_file(a, b), "optimizer state differs: %s vs %s", a, b);
+}
+
+/* Concurrent mode in chunks: each chunk ends at its step bound exactly, and
+ * no actor plays between calls (the threads run only inside advance). */
+static void test_advance_concurrent(void)
+{
+    enum { CHUNK = 40 };
+    static const char *const sets[] = {"seed=5",
+                                       "actors=1",
+                                       "games_per_actor=8",
+                                       "search.sims=8",
+                                       "selfplay.root_cache_sims=16",
+                                       "learner.batch=32",
+                                       "learner.min_positions=64",
+                                       "replay_ratio=4",
+                                       "arena.games=0",
+                                       "arena.positions=0",
+                                       "checkpoint.minutes=0",
+                                       NULL};
+    char run[300], ini[512];
+    snprintf(run, sizeof run, "%s/concurrent_chunks", tmp_root);
+    zt_config *cfg;
+    zt_train *t;
+    zt_status st = open_run(run, 0, tictactoe_ini(ini, sizeof ini), sets, &cfg, &t);
+    CHECK(st == ZT_OK, "open: %s", zt_error_message());
+    for (int i = 0; i < 4 && st == ZT_OK; i++) {
+        zt_train_progress before = zt_train_get_progress(t);
+        bool done = true;
+        st = zt_train_advance(t, CHUNK, 0, &done);
+        zt_train_progress after = zt_train_get_progress(t);
+        CHECK(st == ZT_OK && !done && after.step == before.step + CHUNK,
+              "chunk %d: %s, done %d, step %lld -> %lld", i, zt_error_message(), done,
+              (long long)before.step, (long long)after.step);
+        usleep(30000);
+        zt_train_progress idle = zt_train_get_progress(t);
+        CHECK(idle.positions == after.positions && idle.games == after.games,
+              "actors played between calls: %lld -> %lld positions", (long long)after.positions,
+              (long long)idle.positions);
+    }
+    if (t) {
+        st = zt_train_close(t);
+        CHECK(st == ZT_OK, "close: %s", zt_error_message());
+    }
+    zt_config_free(cfg);
+}
+
+/* ---- metrics cadence ---- */
+
+static int count(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p++) n++;
+    return n;
+}
+
+/* A run of a few hundred steps (well under a second of training) leaves
+ * curves, not dots: several train and selfplay records, and the arena at the
+ * start (step 0) and at the end, though arena.minutes never came round. */
+static void test_metrics_cadence(void)
+{
+    enum { STEPS = 400 };
+    static const char *const sets[] = {"seed=9",
+                                       "arena.games=10",
+                                       "arena.positions_limit=300",
+                                       "arena.minutes=0",
+                                       "arena.opponents=random,perfect",
+                                       "checkpoint.minutes=0",
+                                       "learner.min_positions=200",
+                                       NULL};
+    char run[300], ini[512];
+    snprintf(run, sizeof run, "%s/cadence", tmp_root);
+    zt_status st = train(run, false, 0, STEPS, tictactoe_ini(ini, sizeof ini), sets);
+    CHECK(st == ZT_OK, "run: %s", zt_error_message());
+    char path[400], *metrics;
+    size_t len;
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
+    if (!read_all(path, &metrics, &len)) {
+        CHECK(0, "no %s", path);
+        return;
+    }
+    int train_records = count(metrics, "\"kind\":\"train\"");
+    int selfplay_records = count(metrics, "\"kind\":\"selfplay\"");
+    int random = count(metrics, "\"kind\":\"arena\",\"opponent\":\"random\"");
+    int perfect = count(metrics, "\"kind\":\"arena\",\"opponent\":\"perfect\"");
+    int sets_played = count(metrics, "\"kind\":\"positions\"");
+    printf(
+        "metrics cadence: %d steps: %d train, %d selfplay, %d+%d arena, %d position-set records\n",
+        STEPS, train_records, selfplay_records, random, perfect, sets_played);
+    CHECK(train_records >= 3 && selfplay_records >= 3, "%d train and %d selfplay records",
+          train_records, selfplay_records);
+    CHECK(random >= 2 && perfect >= 2 && sets_played >= 2, "arena records: %d, %d, sets %d", random,
+          perfect, sets_played);
+    CHECK(strstr(metrics, "{\"t\":") == metrics && strstr(metrics, "\"step\":0,") &&
+              strstr(metrics, "\"kind\":\"arena\"") < strstr(metrics, "\"kind\":\"train\""),
+          "the first arena is not at step 0, before training");
+    char last[64];
+    snprintf(last, sizeof last, "\"step\":%d,", STEPS);
+    const char *end = strstr(metrics, last);
+    CHECK(end && strstr(end, "\"kind\":\"arena\""), "no arena at the last step %d", STEPS);
+    free(metrics);
+}
+
 /* ---- refusals ---- */
 
 static void expect_one_line_error(zt_status st, zt_status want, const char *what)
@@ -340,6 +514,9 @@ int main(void)
     }
     printf("runs under %s\n", tmp_root);
     test_exact_resume();
+    test_advance_in_chunks();
+    test_advance_concurrent();
+    test_metrics_cadence();
     test_corrupt_checkpoint();
     test_arena_opponents();
     test_perfect_play();

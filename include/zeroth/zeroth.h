@@ -318,7 +318,9 @@ ZEROTH_API zeroth_status zeroth_run_metric(const zeroth_run_t *run, const char *
 /* The run directory (zeroth_net_open takes it for the latest weights). */
 ZEROTH_API const char *zeroth_run_dir(const zeroth_run_t *run);
 /* Ends the run, leaving a checkpoint of where it stopped (zeroth_run_resume
- * continues from it), and frees it; NULL is accepted. */
+ * continues from it), and frees it; NULL is accepted. After a failed
+ * zeroth_run_step it writes nothing: the last checkpoint stays the one to
+ * resume (a failed step is not retried). */
 ZEROTH_API zeroth_status zeroth_run_close(zeroth_run_t *run);
 
 #ifdef __cplusplus

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "api/api.h"
-#include "api/train_shim.h"
+#include "train/train.h"
 #include "core/alloc.h"
 
 struct zeroth_run {
@@ -19,6 +19,7 @@ struct zeroth_run {
     zt_train *train;
     char dir[PATH_MAX];
     atomic_int stop; /* zeroth_run_request_stop was called */
+    bool failed;     /* a step failed: close writes no checkpoint */
 };
 
 /* The training loop keeps process-wide state (its stop flag, the log file),
@@ -123,8 +124,14 @@ zeroth_status zeroth_run_step(zeroth_run_t *run, int64_t steps, double seconds, 
         *done = 1;
         return ZEROTH_OK;
     }
+    if (run->failed)
+        return zt_api_status(zt_fail(ZT_ERR_INVALID, "%s: an earlier step failed; close the run", fn));
     bool over = false;
-    ZT_API_TRY(zt_train_advance(run->train, steps, seconds, &over));
+    zt_status st = zt_train_advance(run->train, steps, seconds, &over);
+    if (st != ZT_OK) {
+        run->failed = true;
+        return zt_api_status(st);
+    }
     *done = over || atomic_load(&run->stop);
     return ZEROTH_OK;
 }
@@ -148,8 +155,8 @@ zeroth_status zeroth_run_metric(const zeroth_run_t *run, const char *name, doubl
     } metrics[] = {
         {"step", (double)p.step},           {"games", (double)p.games},
         {"positions", (double)p.positions}, {"elapsed", p.elapsed},
-        {"loss_policy", p.losses.policy},   {"loss_value", p.losses.value},
-        {"loss_total", p.losses.total},
+        {"loss_policy", p.last_loss.policy},   {"loss_value", p.last_loss.value},
+        {"loss_total", p.last_loss.total},
     };
     char known[128] = "";
     for (size_t i = 0; i < sizeof metrics / sizeof metrics[0]; i++) {
@@ -172,7 +179,11 @@ const char *zeroth_run_dir(const zeroth_run_t *run)
 zeroth_status zeroth_run_close(zeroth_run_t *run)
 {
     if (!run) return ZEROTH_OK;
-    zt_status st = zt_train_close(run->train);
+    zt_status st = ZT_OK;
+    if (run->failed)
+        zt_train_free(run->train);
+    else
+        st = zt_train_close(run->train);
     zt_config_free(run->cfg);
     free(run);
     atomic_store(&run_open, 0);

@@ -1,6 +1,6 @@
 /* Internals of the replay layer: the byte layout of one record, shared by the
- * buffer (replay.c), its checkpoint format (replay_io.c) and the game
- * builder. Not part of the replay API.
+ * buffer (replay.c), its checkpoint format and the trajectory's byte form
+ * (traj.c). Not part of the replay API.
  *
  * A record:
  *   flags    1 byte   ZT_REPLAY_FULL_SEARCH | RECORD_SPARSE
@@ -30,6 +30,8 @@
 #define RECORD_MAX_COUNT 16383 /* two varint bytes */
 /* Seed of the checkpoint checksum (zt_hash_bytes); tests forge checksums. */
 #define ZT_REPLAY_HASH_SEED 0x7a7265706c6179ULL
+/* ... and of a trajectory's byte form (traj.c). */
+#define ZT_REPLAY_TRAJ_HASH_SEED 0x7a747472616a31ULL
 
 typedef struct zt_record_layout {
     size_t compact_size;
@@ -72,5 +74,17 @@ void zt_record_quantise(const double *w, int n, uint16_t *q);
 
 uint16_t zt_record_half_from_float(float f);
 float zt_record_half_to_float(uint16_t h);
+
+/* A game on its way in (replay.h): its records back to back in `bytes`,
+ * encoded as they were added. Shared by the buffer (replay.c) and the
+ * trajectory's byte form (traj.c). */
+struct zt_replay_traj {
+    const zt_game *game;
+    zt_record_layout layout;
+    uint8_t *bytes;
+    size_t used, capacity;
+    int length, max_length;
+    int full_searches;
+};
 
 #endif

@@ -15,14 +15,7 @@
 
 /* ---- the game builder ---- */
 
-struct zt_replay_traj {
-    const zt_game *game;
-    zt_record_layout layout;
-    uint8_t *bytes;
-    size_t used, capacity;
-    int length, max_length;
-    int full_searches;
-};
+/* struct zt_replay_traj is in record.h, shared with traj.c's byte form. */
 
 zt_status zt_replay_traj_new(const zt_game *g, zt_replay_traj **out)
 {

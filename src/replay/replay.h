@@ -49,6 +49,27 @@ int zt_replay_traj_length(const zt_replay_traj *t);
 void zt_replay_traj_add(zt_replay_traj *t, const void *state, const float *policy, float root_value,
                         bool full_search);
 
+/* The trajectory as bytes (traj.c), the form it travels in between processes
+ * (an MPI sink) or to files: its compact records as they are, not float
+ * planes. Layout, integers little-endian:
+ *   "ZTTJ" | u8 version | u64 game fingerprint (hash of zt_game_spec)
+ *   f32 return0 | u32 positions | u32 record bytes | the records (record.h)
+ *   u64 checksum: zt_hash_bytes of everything before it. */
+
+/* Bytes zt_replay_traj_serialize writes for t. */
+size_t zt_replay_traj_serialized_size(const zt_replay_traj *t);
+/* Writes t and player 0's return into buf (cap bytes) and the length into
+ * *len. ZT_ERR_INVALID, with *len the size needed, if cap is too small. */
+zt_status zt_replay_traj_serialize(const zt_replay_traj *t, float return0, uint8_t *buf, size_t cap,
+                                   size_t *len);
+/* Replaces the positions of t (made by zt_replay_traj_new for g) with those
+ * of the len bytes at data, and sets *return0. Everything is checked before t
+ * is touched: a truncated, damaged or foreign input leaves t unchanged and
+ * returns ZT_ERR_CORRUPT naming the problem (ZT_ERR_INVALID for a well-formed
+ * trajectory of another game). Never trusts a length or count in the input. */
+zt_status zt_replay_traj_deserialize(const zt_game *g, const uint8_t *data, size_t len,
+                                     zt_replay_traj *t, float *return0);
+
 /* ---- the buffer ---- */
 
 typedef struct zt_replay_config {

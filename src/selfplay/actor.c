@@ -202,17 +202,17 @@ static uint64_t continuous_stream(const zt_actor *a)
     return ((uint64_t)(a->cfg.id + 1) << 44) ^ a->games_started;
 }
 
-static zt_status append_game(zt_actor *a, const game_slot *s, zt_replay *rb)
+static zt_status append_game(zt_actor *a, const game_slot *s, const zt_traj_sink *sink)
 {
     int n = zt_replay_traj_length(s->traj);
     if (n == 0) return ZT_OK;
-    ZT_TRY(zt_replay_add_game(rb, s->traj, s->return0, NULL));
+    ZT_TRY(sink->push(sink->ctx, s->traj, s->return0));
     a->stats.games_added++;
     a->stats.positions_added += (uint64_t)n;
     return ZT_OK;
 }
 
-static zt_status end_game(zt_actor *a, int t, float return0, zt_replay *rb)
+static zt_status end_game(zt_actor *a, int t, float return0, const zt_traj_sink *sink)
 {
     game_slot *s = &a->slots[t];
     s->return0 = return0;
@@ -229,7 +229,7 @@ static zt_status end_game(zt_actor *a, int t, float return0, zt_replay *rb)
         s->finished = true;
         return ZT_OK;
     }
-    ZT_TRY(append_game(a, s, rb));
+    ZT_TRY(append_game(a, s, sink));
     start_game(a, t, continuous_stream(a));
     a->games_started++;
     return ZT_OK;
@@ -257,7 +257,7 @@ static zt_status abandon_game(zt_actor *a, int t)
 
 /* Plays chance outcomes and ends finished games until slot t's game waits
  * for a player's move; returns false if the slot has no game to play. */
-static zt_status reach_decision(zt_actor *a, int t, zt_replay *rb, bool *ready)
+static zt_status reach_decision(zt_actor *a, int t, const zt_traj_sink *sink, bool *ready)
 {
     const zt_game *g = a->game;
     game_slot *s = &a->slots[t];
@@ -284,7 +284,7 @@ static zt_status reach_decision(zt_actor *a, int t, zt_replay *rb, bool *ready)
             return ZT_OK;
         }
         if (cp == ZT_TERMINAL) {
-            ZT_TRY(end_game(a, t, zt_game_value_of(g, s->state, 0), rb));
+            ZT_TRY(end_game(a, t, zt_game_value_of(g, s->state, 0), sink));
             continue;
         }
         int outcomes[ZT_MAX_CHANCE_OUTCOMES];
@@ -317,18 +317,18 @@ bool zt_actor_idle(const zt_actor *a)
     return true;
 }
 
-zt_status zt_actor_flush(zt_actor *a, zt_replay *rb)
+zt_status zt_actor_flush(zt_actor *a, const zt_traj_sink *sink)
 {
     for (int t = 0; t < a->cfg.games; t++) {
         game_slot *s = &a->slots[t];
         if (!s->finished) continue;
         s->finished = false;
-        ZT_TRY(append_game(a, s, rb));
+        ZT_TRY(append_game(a, s, sink));
     }
     return ZT_OK;
 }
 
-zt_status zt_actor_step(zt_actor *a, zt_replay *rb)
+zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
 {
     const zt_game *g = a->game;
     int G = a->cfg.games;
@@ -336,7 +336,7 @@ zt_status zt_actor_step(zt_actor *a, zt_replay *rb)
     for (int t = 0; t < G; t++) {
         bool ready;
         a->searched[t] = 0;
-        ZT_TRY(reach_decision(a, t, rb, &ready));
+        ZT_TRY(reach_decision(a, t, sink, &ready));
         if (!ready) continue;
         game_slot *s = &a->slots[t];
         bool full = !a->fast || zt_rng_uniform(&s->rng) < a->cfg.full_search_fraction;
@@ -375,7 +375,7 @@ zt_status zt_actor_step(zt_actor *a, zt_replay *rb)
         if (a->cfg.resign && root_value < a->cfg.resign_threshold) {
             if (!s->playout) {
                 a->stats.resignations++;
-                ZT_TRY(end_game(a, t, player == 0 ? -1.0f : 1.0f, rb));
+                ZT_TRY(end_game(a, t, player == 0 ? -1.0f : 1.0f, sink));
                 continue;
             }
             if (s->would_resign < 0) s->would_resign = player;
@@ -392,7 +392,7 @@ zt_status zt_actor_step(zt_actor *a, zt_replay *rb)
     for (int t = 0; t < G; t++) {
         if (!a->searched[t] || !a->slots[t].running) continue;
         bool ready;
-        ZT_TRY(reach_decision(a, t, rb, &ready));
+        ZT_TRY(reach_decision(a, t, sink, &ready));
     }
     return ZT_OK;
 }

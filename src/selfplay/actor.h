@@ -6,11 +6,11 @@
  * step plays one move in each running game, all G searches sharing one
  * batched model call per round; finished games become replay trajectories.
  *
- * Two ways to run. Continuous: a finished game goes to the replay buffer at
- * once and its slot starts a new game (what concurrent training wants).
- * Generations: zt_actor_begin_generation starts G games from a seed derived
- * from (seed, actor id, generation), finished games wait in their slots and
- * zt_actor_flush appends them in slot order, so that a generation's result
+ * Two ways to run. Continuous: a finished game goes to the trajectory sink
+ * (sink.h) at once and its slot starts a new game (what concurrent training
+ * wants). Generations: zt_actor_begin_generation starts G games from a seed
+ * derived from (seed, actor id, generation), finished games wait in their
+ * slots and zt_actor_flush pushes them in slot order, so that a generation's result
  * depends on nothing but its seed and the weights (exact resume).
  *
  * The caller owns what zt_actor_new returns (zt_actor_free); the game must
@@ -26,6 +26,7 @@
 #include "game/game.h"
 #include "replay/replay.h"
 #include "search/search.h"
+#include "selfplay/sink.h"
 
 typedef struct zt_actor_config {
     int games;                 /* G: games in lockstep */
@@ -104,12 +105,12 @@ zt_status zt_actor_weights_changed(zt_actor *a);
 zt_status zt_actor_begin_generation(zt_actor *a, uint64_t generation);
 /* True when no game is running (a generation is over). */
 bool zt_actor_idle(const zt_actor *a);
-/* Appends the finished games of the generation in slot order. */
-zt_status zt_actor_flush(zt_actor *a, zt_replay *rb);
+/* Pushes the finished games of the generation to the sink in slot order. */
+zt_status zt_actor_flush(zt_actor *a, const zt_traj_sink *sink);
 
-/* One move in every running game. Continuous mode appends finished games to
- * rb (which may be NULL in generation mode) and starts new ones. */
-zt_status zt_actor_step(zt_actor *a, zt_replay *rb);
+/* One move in every running game. Continuous mode pushes finished games to
+ * the sink (which may be NULL in generation mode) and starts new ones. */
+zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink);
 
 zt_actor_stats zt_actor_get_stats(const zt_actor *a);
 

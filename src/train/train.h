@@ -3,6 +3,13 @@
  * exact resume, and the arena on a schedule, all in one run directory
  * (RUN/config.ini, metrics.jsonl, log.txt, ckpt/NNNNNNNN/).
  *
+ * A run is composed of three parts, each in its own file: the learner
+ * (learner.h: net, optimizer, sampler, train step, the weight store), the
+ * actor runner (selfplay/runner.h: actors and their threads, pulling weight
+ * versions and pushing games to the trajectory sink) and the scheduler
+ * (scheduler.h: metrics, log and status lines, checkpoints, the arena).
+ * train.c composes them and runs the modes; checkpoint.c holds the files.
+ *
  * Modes. concurrent: actor threads and the learner run at once, the replay
  * ratio (training samples per new position) enforced by holding back
  * whichever side is ahead. alternate: the classic loop, a generation of games
@@ -82,12 +89,54 @@ typedef struct zt_train_options {
 } zt_train_options;
 
 /* Runs training until a limit, a stop request or perfect play (if asked);
- * writes a checkpoint at exit. */
+ * writes a checkpoint at exit. zt_train_open, zt_train_advance until done,
+ * zt_train_close. */
 zt_status zt_train_run(const zt_train_options *opt);
 
-/* Asks a running zt_train_run to stop after writing a checkpoint.
- * Async-signal-safe (for a SIGINT handler). */
+/* Asks a running zt_train_run (or zt_train_advance) to stop; the run then
+ * ends as done, and zt_train_close writes the checkpoint (without the final
+ * arena). Async-signal-safe (for a SIGINT handler). */
 void zt_train_request_stop(void);
+
+/* ---- a run in steps (the library's training handle) ---- */
+
+typedef struct zt_train zt_train;
+
+/* Resolves the config, makes or checks the run directory, sets up the
+ * learner, the actors and the scheduler, resumes from the latest checkpoint
+ * if asked, writes config.ini and opens the logs. Starts nothing: no thread
+ * runs between calls. opt is copied; opt->config is read here only. The
+ * caller owns *out: zt_train_close, or zt_train_free after an error. */
+zt_status zt_train_open(const zt_train_options *opt, zt_train **out);
+
+/* Trains until `steps` more learner steps (0: no such bound) or `seconds`
+ * of wall time (0: none) have passed, or until the run is done: opt's limits
+ * (minutes from zt_train_open, steps over resumes), a stop request, perfect
+ * play with arena.stop_on_perfect, or a failed actor. *done tells which. The
+ * first call plays the arena at step 0 of a fresh run. Concurrent mode
+ * starts the actor threads and stops them before returning; alternate and
+ * deterministic modes pause between learner steps or between generations,
+ * and a run advanced in chunks trains exactly as one that was not. */
+zt_status zt_train_advance(zt_train *t, int64_t steps, double seconds, bool *done);
+
+typedef struct zt_train_progress {
+    int64_t step;              /* learner steps, over resumes */
+    int64_t games, positions;  /* games and positions played, over resumes */
+    double elapsed;            /* wall seconds, over resumes */
+    zt_train_losses last_loss; /* of the last learner step */
+    uint64_t published;        /* weight versions published, over resumes */
+    bool perfect;              /* an arena found every position set played perfectly */
+} zt_train_progress;
+
+/* Between calls to zt_train_advance, on the caller's thread. */
+zt_train_progress zt_train_get_progress(const zt_train *t);
+
+/* Ends a run: the last metrics and log line, the arena on the final weights
+ * (as at the end of zt_train_run, not after a stop request), a checkpoint,
+ * then frees t (also when it fails). */
+zt_status zt_train_close(zt_train *t);
+/* Frees t without a checkpoint (after an error). NULL is fine. */
+void zt_train_free(zt_train *t);
 
 /* ---- checkpoints (checkpoint.c) ---- */
 
@@ -107,5 +156,18 @@ typedef struct zt_train_state {
 zt_status zt_train_state_save(const zt_train_state *s, const char *path);
 /* ZT_ERR_CORRUPT naming the problem for a truncated or damaged file. */
 zt_status zt_train_state_load(const char *path, zt_train_state *s);
+
+/* RUN/ckpt/NNNNNNNN/ (NNNNNNNN: state->step) with weights.safetensors,
+ * optimizer.safetensors, replay.bin and state.bin, each written atomically,
+ * then RUN/ckpt/latest naming it; older checkpoint directories beyond the
+ * newest `keep` are removed (keep 0: none). */
+zt_status zt_checkpoint_write(const char *run, const char *spec, const zt_net *net,
+                              const zt_trainer *trainer, zt_replay *rb, const zt_train_state *state,
+                              int keep);
+/* Reads the checkpoint RUN/ckpt/latest names into net, trainer and *state,
+ * and replaces *rb (freed) with its buffer. Refuses a checkpoint of another
+ * game spec, and one whose optimizer and state disagree. */
+zt_status zt_checkpoint_load(const char *run, const zt_game *g, const char *spec, zt_net *net,
+                             zt_trainer *trainer, zt_replay **rb, zt_train_state *state);
 
 #endif

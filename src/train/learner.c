@@ -1,0 +1,206 @@
+/* The learner: train steps on sampled batches, and weight publication. */
+#include "train/learner.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+struct zt_learner {
+    const zt_game *game;
+    const zt_train_settings *S;
+    zt_replay *rb;
+    zt_net *net;
+    zt_trainer *trainer;
+    zt_replay_sampler *sampler; /* NULL while paused or without prefetch */
+    zt_replay_batch sync_batch; /* batches drawn on the calling thread */
+    float *value_target;        /* batch: the mixed value target */
+    zt_learner_counters counters;
+    atomic_llong samples_trained; /* counters.samples_trained, for other threads */
+    zt_weight_store *store;
+    zt_weight_source source;
+    zt_train_losses loss_sum, last_loss;
+    int loss_count;
+};
+
+static size_t weight_floats(const zt_net *net)
+{
+    size_t n = 0;
+    for (int i = 0; i < zt_net_tensor_count(net); i++) n += zt_net_tensor_at(net, i).count;
+    return n;
+}
+
+zt_status zt_learner_new(const zt_game *g, const zt_train_settings *S, zt_replay *rb,
+                         zt_learner **out)
+{
+    *out = NULL;
+    zt_learner *l = zt_xcalloc(1, sizeof *l);
+    l->game = g;
+    l->S = S;
+    l->rb = rb;
+    zt_status st = zt_net_new(&S->net, S->backend, S->precision, S->learner_threads, &l->net);
+    if (st == ZT_OK) {
+        zt_rng init;
+        zt_rng_seed(&init, S->seed, 0x6e657421ULL);
+        zt_net_init(l->net, &init);
+        st = zt_trainer_new(l->net, &S->optimizer, &l->trainer);
+    }
+    if (st == ZT_OK)
+        st = zt_replay_batch_init(&l->sync_batch, g, S->batch, S->net.value_kind == ZT_VALUE_WDL);
+    if (st != ZT_OK) {
+        zt_learner_free(l);
+        return st;
+    }
+    zt_rng_seed(&l->counters.sample_rng, S->seed, 0x73616d70ULL);
+    l->value_target = zt_xcalloc((size_t)S->batch, sizeof *l->value_target);
+    l->store = zt_weight_store_new(weight_floats(l->net));
+    l->source = zt_weight_store_source(l->store);
+    *out = l;
+    return ZT_OK;
+}
+
+void zt_learner_free(zt_learner *l)
+{
+    if (!l) return;
+    zt_learner_pause(l);
+    zt_replay_batch_free(&l->sync_batch);
+    free(l->value_target);
+    zt_weight_store_free(l->store);
+    zt_trainer_free(l->trainer);
+    zt_net_free(l->net);
+    free(l);
+}
+
+void zt_learner_set_replay(zt_learner *l, zt_replay *rb)
+{
+    ZT_ASSERT(l->sampler == NULL);
+    l->rb = rb;
+}
+
+zt_net *zt_learner_net(zt_learner *l)
+{
+    return l->net;
+}
+
+zt_trainer *zt_learner_trainer(zt_learner *l)
+{
+    return l->trainer;
+}
+
+zt_learner_counters zt_learner_get_counters(const zt_learner *l)
+{
+    return l->counters;
+}
+
+void zt_learner_set_counters(zt_learner *l, const zt_learner_counters *c)
+{
+    ZT_ASSERT(l->sampler == NULL);
+    l->counters = *c;
+    atomic_store(&l->samples_trained, c->samples_trained);
+}
+
+int64_t zt_learner_samples_trained(const zt_learner *l)
+{
+    return atomic_load(&((zt_learner *)l)->samples_trained);
+}
+
+static zt_status start_sampler(zt_learner *l)
+{
+    if (!l->S->prefetch || l->sampler) return ZT_OK;
+    return zt_replay_sampler_new(l->rb, l->S->batch, l->S->net.value_kind == ZT_VALUE_WDL,
+                                 &l->counters.sample_rng, &l->sampler);
+}
+
+void zt_learner_pause(zt_learner *l)
+{
+    zt_replay_sampler_free(l->sampler);
+    l->sampler = NULL;
+}
+
+zt_status zt_learner_step(zt_learner *l)
+{
+    const zt_train_settings *S = l->S;
+    ZT_TRY(start_sampler(l));
+    const zt_replay_batch *b;
+    if (l->sampler) {
+        ZT_TRY(zt_replay_sampler_next(l->sampler, &b));
+        l->counters.sample_rng = b->rng_after;
+    } else {
+        ZT_TRY(zt_replay_sample(l->rb, &l->counters.sample_rng, &l->sync_batch));
+        b = &l->sync_batch;
+    }
+    const float *vt = b->value;
+    if (S->net.value_kind == ZT_VALUE_WDL) {
+        vt = b->wdl;
+    } else if (S->root_value_weight > 0) {
+        /* A mix of outcome and search value (Wu 2019 and others): less
+         * noisy than the outcome alone. */
+        float w = (float)S->root_value_weight;
+        for (int i = 0; i < b->size; i++)
+            l->value_target[i] = (1 - w) * b->value[i] + w * b->root_value[i];
+        vt = l->value_target;
+    }
+    zt_train_batch tb = {.B = b->size,
+                         .obs = b->obs,
+                         .policy_target = b->policy,
+                         .legal = b->legal,
+                         .value_target = vt};
+    zt_train_losses loss;
+    ZT_TRY(zt_trainer_step(l->trainer, &tb, &loss));
+    l->counters.step++;
+    l->counters.samples_trained += b->size;
+    atomic_store(&l->samples_trained, l->counters.samples_trained);
+    l->last_loss = loss;
+    l->loss_sum.policy += loss.policy;
+    l->loss_sum.value += loss.value;
+    l->loss_sum.l2 += loss.l2;
+    l->loss_sum.total += loss.total;
+    l->loss_sum.grad_norm += loss.grad_norm;
+    l->loss_count++;
+    if (!isfinite(loss.total))
+        return zt_fail(ZT_ERR_INVALID, "training diverged at step %lld (loss %g)",
+                       (long long)l->counters.step, loss.total);
+    return ZT_OK;
+}
+
+void zt_learner_publish(zt_learner *l)
+{
+    float *dst = zt_weight_store_begin(l->store);
+    int n = zt_net_tensor_count(l->net);
+    for (int i = 0; i < n; i++) {
+        zt_net_tensor t = zt_net_tensor_at(l->net, i);
+        memcpy(dst, t.data, t.count * sizeof(float));
+        dst += t.count;
+    }
+    zt_weight_store_commit(l->store);
+    l->counters.published++;
+}
+
+const zt_weight_source *zt_learner_weight_source(const zt_learner *l)
+{
+    return &l->source;
+}
+
+int zt_learner_mean_losses(const zt_learner *l, zt_train_losses *mean)
+{
+    *mean = l->last_loss;
+    if (l->loss_count == 0) return 0;
+    double k = 1.0 / l->loss_count;
+    *mean = l->loss_sum;
+    mean->policy *= k, mean->value *= k, mean->l2 *= k, mean->total *= k, mean->grad_norm *= k;
+    mean->lr = l->last_loss.lr;
+    return l->loss_count;
+}
+
+void zt_learner_reset_losses(zt_learner *l)
+{
+    memset(&l->loss_sum, 0, sizeof l->loss_sum);
+    l->loss_count = 0;
+}
+
+zt_train_losses zt_learner_last_loss(const zt_learner *l)
+{
+    return l->last_loss;
+}

@@ -1,0 +1,70 @@
+/* The learner (DESIGN.md §1): the net being trained, its optimizer, the
+ * sampler thread that prepares its batches, the train step, the running
+ * mean of its losses, and the weight store it publishes numbered versions
+ * to (the actors' weight source).
+ *
+ * The learner owns all of that and frees it in zt_learner_free; it borrows
+ * the game, the settings and the replay buffer, which must outlive it. It
+ * is driven by one thread; zt_learner_samples_trained and the weight source
+ * may be used from any. */
+#ifndef ZT_TRAIN_LEARNER_H
+#define ZT_TRAIN_LEARNER_H
+
+#include <stdint.h>
+
+#include "core/rng.h"
+#include "core/status.h"
+#include "game/game.h"
+#include "nn/nn.h"
+#include "replay/replay.h"
+#include "selfplay/weights.h"
+#include "train/train.h"
+
+typedef struct zt_learner zt_learner;
+
+/* What a checkpoint keeps of the learner besides its net and optimizer
+ * (the zt_train_state fields of the same names). */
+typedef struct zt_learner_counters {
+    int64_t step;            /* train steps */
+    int64_t samples_trained; /* rows of all batches trained on */
+    uint64_t published;      /* weight versions published, over all invocations */
+    zt_rng sample_rng;       /* the batch stream, after the last batch trained on */
+} zt_learner_counters;
+
+/* A learner whose net is initialised from the run's seed. */
+zt_status zt_learner_new(const zt_game *g, const zt_train_settings *S, zt_replay *rb,
+                         zt_learner **out);
+void zt_learner_free(zt_learner *l);
+/* Trains from rb from now on (a buffer loaded from a checkpoint). The
+ * sampler thread must be stopped (zt_learner_pause). */
+void zt_learner_set_replay(zt_learner *l, zt_replay *rb);
+
+zt_net *zt_learner_net(zt_learner *l);
+zt_trainer *zt_learner_trainer(zt_learner *l);
+zt_learner_counters zt_learner_get_counters(const zt_learner *l);
+void zt_learner_set_counters(zt_learner *l, const zt_learner_counters *c);
+/* Rows trained on so far; any thread may read it (the actors' throttle). */
+int64_t zt_learner_samples_trained(const zt_learner *l);
+
+/* One train step on the next batch: from the sampler thread (started here
+ * when learner.prefetch is on and it is not running) or drawn on the
+ * calling thread. ZT_ERR_INVALID when the loss is no longer finite
+ * ("training diverged at step N"). */
+zt_status zt_learner_step(zt_learner *l);
+/* Stops the sampler thread; the next step starts a new one from the rng
+ * of the last batch trained on, so pausing changes no batch. */
+void zt_learner_pause(zt_learner *l);
+
+/* Copies the net's weights into the store as the next version. */
+void zt_learner_publish(zt_learner *l);
+/* The store as a weight source (valid while the learner lives). */
+const zt_weight_source *zt_learner_weight_source(const zt_learner *l);
+
+/* The mean of the losses since zt_learner_reset_losses (lr: the last
+ * step's) into *mean, and how many steps it covers; with none, the last
+ * step's losses. */
+int zt_learner_mean_losses(const zt_learner *l, zt_train_losses *mean);
+void zt_learner_reset_losses(zt_learner *l);
+zt_train_losses zt_learner_last_loss(const zt_learner *l);
+
+#endif

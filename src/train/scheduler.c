@@ -1,0 +1,431 @@
+/* The scheduler: metrics, log and status lines, the checkpoint timer and the
+ * arena (see scheduler.h). */
+#include "train/scheduler.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/evaluator.h"
+#include "agent/player.h"
+#include "arena/arena.h"
+#include "core/alloc.h"
+#include "core/fileio.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "core/timer.h"
+#include "search/nncache.h"
+#include "search/settings.h"
+
+#define ARENA_MAX_GAMES 64
+
+/* Metrics cadence (issue 17): in a run's first minute a record every 0.25 s
+ * or every 100 learner steps, whichever comes first, so that even a run of
+ * a few seconds draws curves; then every log.seconds. */
+#define EARLY_SECONDS 60.0
+#define EARLY_METRICS_SECONDS 0.25
+#define EARLY_METRICS_STEPS 100
+
+/* Totals of what the status line and metrics report, and where the last
+ * report left them (rates are differences over the interval). */
+typedef struct totals {
+    double t;
+    int64_t games, positions, step;
+    uint64_t inferences, valued, hits, moves;
+} totals;
+
+struct zt_scheduler {
+    zt_scheduler_parts p;
+    const zt_train_settings *S;
+    FILE *metrics, *logf;
+    double t0;       /* zt_now_s() when this invocation started */
+    double elapsed0; /* the run's wall seconds before it */
+
+    totals last_log_totals, last_metrics_totals;
+    double last_log, last_metrics, last_status, last_ckpt, last_arena;
+    bool replay_figure_logged;
+
+    /* the arena */
+    zt_net *eval_net;
+    zt_net_evaluator *eval; /* over eval_net */
+    zt_nncache *eval_cache;
+    int64_t arena_step;      /* the step of the last arena (-1: none) */
+    char arena_summary[256]; /* the status line's arena part */
+    bool perfect;
+};
+
+static int64_t learner_step(const zt_scheduler *L)
+{
+    return zt_learner_get_counters(L->p.learner).step;
+}
+
+double zt_scheduler_started(const zt_scheduler *L)
+{
+    return L->t0;
+}
+
+double zt_scheduler_elapsed(const zt_scheduler *L)
+{
+    return L->elapsed0 + (zt_now_s() - L->t0);
+}
+
+bool zt_scheduler_perfect(const zt_scheduler *L)
+{
+    return L->perfect;
+}
+
+/* ---- metrics ---- */
+
+static void metric(zt_scheduler *L, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void metric(zt_scheduler *L, const char *kind, const char *fmt, ...)
+{
+    if (!L->metrics) return;
+    fprintf(
+        L->metrics, "{\"t\":%.3f,\"step\":%lld,\"games\":%lld,\"positions\":%lld,\"kind\":\"%s\"",
+        zt_scheduler_elapsed(L), (long long)learner_step(L),
+        (long long)zt_runner_games(L->p.runner), (long long)zt_runner_positions(L->p.runner), kind);
+    if (fmt && fmt[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputc(',', L->metrics);
+        vfprintf(L->metrics, fmt, ap);
+        va_end(ap);
+    }
+    fputs("}\n", L->metrics);
+    fflush(L->metrics);
+}
+
+static totals current_totals(zt_scheduler *L)
+{
+    zt_actor_stats a = zt_runner_stats(L->p.runner);
+    return (totals){.t = zt_scheduler_elapsed(L),
+                    .games = zt_runner_games(L->p.runner),
+                    .positions = zt_runner_positions(L->p.runner),
+                    .step = learner_step(L),
+                    .inferences = a.inferences,
+                    .valued = a.positions_valued,
+                    .hits = a.nncache_hits,
+                    .moves = a.moves};
+}
+
+typedef struct rates {
+    double gps, pps, ips, sps, hit_rate;
+} rates;
+
+static rates rates_between(const totals *now, const totals *was)
+{
+    double dt = now->t - was->t;
+    if (dt <= 0) dt = 1e-9;
+    uint64_t dv = now->valued - was->valued;
+    return (rates){.gps = (double)(now->games - was->games) / dt,
+                   .pps = (double)(now->moves - was->moves) / dt,
+                   .ips = (double)(now->inferences - was->inferences) / dt,
+                   .sps = (double)(now->step - was->step) / dt,
+                   .hit_rate = dv ? (double)(now->hits - was->hits) / (double)dv : 0};
+}
+
+/* The status and log line: rates since the last log line. */
+static void format_line(zt_scheduler *L, const totals *now, char *line, size_t cap)
+{
+    rates r = rates_between(now, &L->last_log_totals);
+    zt_train_losses l;
+    zt_learner_mean_losses(L->p.learner, &l);
+    zt_replay_stats rs = zt_replay_get_stats(L->p.rb);
+    snprintf(line, cap,
+             "step %lld  %.1f steps/s | games %lld  %.1f/s | positions %.0f/s | inferences %.0f/s "
+             "(cache %.0f%%) | loss p %.3f v %.3f | replay %lld%s%s",
+             (long long)now->step, r.sps, (long long)now->games, r.gps, r.pps, r.ips,
+             100 * r.hit_rate, l.policy, l.value, (long long)rs.positions,
+             L->arena_summary[0] ? " | " : "", L->arena_summary);
+}
+
+/* A "train" record (the mean losses since the last one) and a "selfplay"
+ * record (rates since the last one). */
+static void write_metrics(zt_scheduler *L, const totals *now)
+{
+    rates r = rates_between(now, &L->last_metrics_totals);
+    zt_train_losses l;
+    if (zt_learner_mean_losses(L->p.learner, &l) > 0) {
+        metric(L, "train",
+               "\"loss_policy\":%.6f,\"loss_value\":%.6f,\"loss_l2\":%.6f,\"loss_total\":%.6f,"
+               "\"lr\":%.6g,"
+               "\"grad_norm\":%.5f",
+               l.policy, l.value, l.l2, l.total, l.lr, l.grad_norm);
+        zt_learner_reset_losses(L->p.learner);
+    }
+    zt_replay_stats rs = zt_replay_get_stats(L->p.rb);
+    metric(L, "selfplay",
+           "\"games_per_s\":%.3f,\"positions_per_s\":%.2f,\"inferences_per_s\":%.1f,\"replay_"
+           "positions\":%lld,"
+           "\"replay_bytes_per_position\":%.2f,\"nncache_hit_rate\":%.4f,\"steps_per_s\":%.3f",
+           r.gps, r.pps, r.ips, (long long)rs.positions, rs.bytes_per_position, r.hit_rate, r.sps);
+    L->last_metrics_totals = *now;
+    L->last_metrics = zt_now_s();
+}
+
+/* The plain log line (where no status line shows it) and the notes that go
+ * with it. */
+static void log_line(zt_scheduler *L, const char *line)
+{
+    if (!zt_progress_enabled() || L->p.quiet) zt_info("%s", line);
+    zt_replay_stats rs = zt_replay_get_stats(L->p.rb);
+    if (!L->replay_figure_logged && rs.positions > 0) {
+        zt_info("replay: %.1f bytes/position stored, %.0f as float32 planes + dense policy (%.2f "
+                "%% less)",
+                rs.bytes_per_position, rs.dense_bytes_per_position, 100 * rs.saving);
+        L->replay_figure_logged = true;
+    }
+    zt_actor_stats a = zt_runner_stats(L->p.runner);
+    if (L->S->actor.resign && a.playouts_would_resign > 0)
+        zt_info("resignation: %llu resigned, false resignations %llu of %llu played out",
+                (unsigned long long)a.resignations, (unsigned long long)a.false_resignations,
+                (unsigned long long)a.playouts_would_resign);
+    if (a.games_abandoned > 0)
+        zt_info("%llu games abandoned unfinished at %d plies (not learned from)",
+                (unsigned long long)a.games_abandoned, L->p.game->max_game_length);
+}
+
+void zt_scheduler_final_report(zt_scheduler *L)
+{
+    totals now = current_totals(L);
+    char line[512];
+    format_line(L, &now, line, sizeof line);
+    write_metrics(L, &now);
+    log_line(L, line);
+    L->last_log_totals = now;
+}
+
+/* ---- the arena ---- */
+
+static void copy_net(zt_net *dst, const zt_net *src)
+{
+    int n = zt_net_tensor_count(src);
+    for (int i = 0; i < n; i++) {
+        zt_net_tensor d = zt_net_tensor_at(dst, i), s = zt_net_tensor_at(src, i);
+        ZT_ASSERT(d.count == s.count);
+        memcpy(d.data, s.data, s.count * sizeof(float));
+    }
+    zt_net_params_changed(dst);
+}
+
+/* Appends to the arena summary; text beyond cap is cut, and *used never
+ * passes cap - 1, so later parts are dropped rather than overrun. */
+static void append(char *buf, size_t cap, size_t *used, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void append(char *buf, size_t cap, size_t *used, const char *fmt, ...)
+{
+    if (*used + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *used, cap - *used, fmt, ap);
+    va_end(ap);
+    if (n > 0) *used = *used + (size_t)n < cap ? *used + (size_t)n : cap - 1;
+}
+
+/* The scheduled arena: arena.games games against each of arena.opponents
+ * (one "arena" metric each), then the game's solver position sets. */
+static zt_status run_arena(zt_scheduler *L)
+{
+    const zt_train_settings *S = L->S;
+    const zt_game *game = L->p.game;
+    int64_t step = learner_step(L);
+    copy_net(L->eval_net, zt_learner_net(L->p.learner));
+    if (L->eval_cache) zt_nncache_clear(L->eval_cache);
+    zt_evaluator ev = zt_net_evaluator_get(L->eval);
+    zt_search_config sc = S->actor.search;
+    sc.num_simulations = S->arena_sims;
+    sc.gumbel_noise = false;
+    sc.dirichlet_fraction = 0;
+    sc.node_capacity = 0;
+    sc.edge_capacity = 0;
+    zt_search_config_size(&sc, game, 0);
+    zt_agent *agent;
+    ZT_TRY(zt_agent_search_new(game, &ev, &sc, ARENA_MAX_GAMES, L->eval_cache, &agent));
+    double t0 = zt_now_s();
+    zt_status st = ZT_OK;
+    char summary[sizeof L->arena_summary] = "";
+    size_t used = 0;
+    for (int i = 0; i < S->arena_num_opponents && S->arena_games > 0 && st == ZT_OK; i++) {
+        const char *spec = S->arena_opponents[i];
+        zt_player *p;
+        st = zt_player_new(game, spec, &p);
+        if (st != ZT_OK) break;
+        zt_agent *opponent = zt_agent_from_player(p, true);
+        /* The seed depends on the run's seed and the step alone, so any
+         * match can be replayed from the checkpoint of its step. */
+        zt_match_config mc = {
+            .games = S->arena_games, .concurrency = 0, .seed = S->seed ^ (uint64_t)step};
+        zt_match_result r;
+        st = zt_arena_match(game, agent, opponent, &mc, &r);
+        zt_agent_free(opponent);
+        if (st != ZT_OK) break;
+        metric(L, "arena",
+               "\"opponent\":\"%s\",\"games\":%d,\"wins\":%d,\"draws\":%d,\"losses\":%d,"
+               "\"score\":%.4f,\"elo\":%.1f,\"elo_lo\":%.1f,\"elo_hi\":%.1f",
+               spec, r.games, r.wins, r.draws, r.losses, r.elo.score, r.elo.elo, r.elo.lo,
+               r.elo.hi);
+        append(summary, sizeof summary, &used, "%s%s %d-%d-%d", used ? ", " : "", spec, r.wins,
+               r.draws, r.losses);
+    }
+    const zt_position_set *sets = NULL;
+    int nsets = S->arena_positions ? zt_game_position_sets(game, &sets) : 0;
+    bool all_perfect = nsets > 0;
+    for (int i = 0; i < nsets && st == ZT_OK; i++) {
+        char path[PATH_MAX + 64];
+        if (!zt_data_find(S->data_dir, sets[i].file, path, sizeof path)) {
+            zt_warn("arena: %s not found (set arena.data_dir or ZT_DATA_DIR); skipped", sets[i].file);
+            all_perfect = false;
+            continue;
+        }
+        zt_positions_result pr;
+        st = zt_arena_positions(game, agent, path, S->arena_positions_limit, S->seed, &pr);
+        if (st != ZT_OK) break;
+        const char *slash = strrchr(sets[i].file, '/');
+        const char *set = slash ? slash + 1 : sets[i].file;
+        char setname[64];
+        snprintf(setname, sizeof setname, "%s", set);
+        char *dot = strrchr(setname, '.');
+        if (dot) *dot = '\0';
+        int n = pr.report_mistakes ? pr.mistakes : pr.optimal;
+        metric(L, "positions", "\"set\":\"%s\",\"metric\":\"%s\",\"n\":%d,\"m\":%d,\"rate\":%.5f",
+               setname, pr.report_mistakes ? "mistakes" : "optimal", n, pr.positions,
+               pr.positions ? (double)n / pr.positions : 0.0);
+        append(summary, sizeof summary, &used, "%s%s %s %d/%d", used ? ", " : "", setname,
+               pr.report_mistakes ? "mistakes" : "optimal", n, pr.positions);
+        if (pr.mistakes > 0) all_perfect = false;
+    }
+    zt_agent_free(agent);
+    if (st != ZT_OK) return st;
+    snprintf(L->arena_summary, sizeof L->arena_summary, "%s", summary);
+    L->arena_step = step;
+    if (all_perfect) L->perfect = true;
+    zt_info("arena at step %lld (%.1f s): %s", (long long)step, zt_now_s() - t0, summary);
+    return ZT_OK;
+}
+
+/* Opponents or position sets to play: the arena at the start and the end
+ * runs only then (the timed one runs regardless, as it always has). */
+static bool arena_configured(const zt_scheduler *L)
+{
+    return (L->S->arena_games > 0 && L->S->arena_num_opponents > 0) || L->S->arena_positions;
+}
+
+zt_status zt_scheduler_arena_at_start(zt_scheduler *L)
+{
+    if (!arena_configured(L) || learner_step(L) != 0 || L->arena_step >= 0) return ZT_OK;
+    ZT_TRY(run_arena(L));
+    L->last_arena = zt_now_s();
+    return ZT_OK;
+}
+
+zt_status zt_scheduler_arena_at_end(zt_scheduler *L)
+{
+    int64_t step = learner_step(L);
+    if (!arena_configured(L) || step <= L->arena_step || step == 0) return ZT_OK;
+    return run_arena(L);
+}
+
+/* ---- the timers ---- */
+
+zt_status zt_scheduler_tick(zt_scheduler *L, bool boundary)
+{
+    const zt_train_settings *S = L->S;
+    double now = zt_now_s();
+    bool tty = zt_progress_enabled() && !L->p.quiet;
+    bool early = now - L->t0 < EARLY_SECONDS;
+    double metrics_every =
+        early && S->log_seconds > EARLY_METRICS_SECONDS ? EARLY_METRICS_SECONDS : S->log_seconds;
+    bool log_due = now - L->last_log >= S->log_seconds;
+    bool metrics_due =
+        log_due || now - L->last_metrics >= metrics_every ||
+        (early && learner_step(L) - L->last_metrics_totals.step >= EARLY_METRICS_STEPS);
+    bool status_due = tty && (log_due || now - L->last_status >= 0.5);
+    if (metrics_due || status_due) {
+        totals cur = current_totals(L);
+        char line[512];
+        /* before the metrics record resets the mean losses */
+        format_line(L, &cur, line, sizeof line);
+        if (status_due) {
+            zt_progress("%s", line);
+            L->last_status = now;
+        }
+        if (metrics_due) write_metrics(L, &cur);
+        if (log_due) {
+            log_line(L, line);
+            L->last_log_totals = cur;
+            L->last_log = now;
+        }
+    }
+    if (!boundary) return ZT_OK;
+    if (S->checkpoint_minutes > 0 && now - L->last_ckpt >= S->checkpoint_minutes * 60) {
+        ZT_TRY(L->p.checkpoint(L->p.ctx));
+        L->last_ckpt = zt_now_s();
+    }
+    int64_t step = learner_step(L);
+    if (S->arena_minutes > 0 && now - L->last_arena >= S->arena_minutes * 60 &&
+        step > L->arena_step && step > 0) {
+        ZT_TRY(run_arena(L));
+        L->last_arena = zt_now_s();
+    }
+    return ZT_OK;
+}
+
+/* ---- setup ---- */
+
+zt_status zt_scheduler_new(const zt_scheduler_parts *parts, zt_scheduler **out)
+{
+    *out = NULL;
+    zt_scheduler *L = zt_xcalloc(1, sizeof *L);
+    L->p = *parts;
+    L->S = parts->S;
+    L->arena_step = -1;
+    zt_status st =
+        zt_net_new(&L->S->net, L->S->backend, L->S->precision, L->S->learner_threads, &L->eval_net);
+    if (st == ZT_OK) st = zt_net_evaluator_new(L->eval_net, ARENA_MAX_GAMES, &L->eval);
+    if (st == ZT_OK) L->eval_cache = zt_nncache_new(1 << 16, parts->game->num_actions);
+    char path[PATH_MAX + 32];
+    if (st == ZT_OK) {
+        snprintf(path, sizeof path, "%s/log.txt", parts->run);
+        L->logf = fopen(path, "a");
+        if (!L->logf) st = zt_fail(ZT_ERR_IO, "%s: %s", path, strerror(errno));
+    }
+    if (st == ZT_OK) {
+        zt_log_set_file(L->logf);
+        snprintf(path, sizeof path, "%s/metrics.jsonl", parts->run);
+        L->metrics = fopen(path, "a");
+        if (!L->metrics) st = zt_fail(ZT_ERR_IO, "%s: %s", path, strerror(errno));
+    }
+    if (st != ZT_OK) {
+        zt_scheduler_free(L);
+        return st;
+    }
+    L->t0 = zt_now_s();
+    L->elapsed0 = parts->elapsed0;
+    L->last_log = L->last_metrics = L->last_status = L->last_ckpt = L->last_arena = L->t0;
+    L->last_log_totals = L->last_metrics_totals = current_totals(L);
+    *out = L;
+    return ZT_OK;
+}
+
+void zt_scheduler_free(zt_scheduler *L)
+{
+    if (!L) return;
+    zt_nncache_free(L->eval_cache);
+    zt_net_evaluator_free(L->eval);
+    zt_net_free(L->eval_net);
+    if (L->logf) {
+        zt_log_set_file(NULL);
+        fclose(L->logf);
+    }
+    if (L->metrics) fclose(L->metrics);
+    free(L);
+}
