@@ -59,6 +59,7 @@ int zt_cmd_games(int argc, char **argv);
 int zt_cmd_train(int argc, char **argv);
 int zt_cmd_eval(int argc, char **argv);
 int zt_cmd_play(int argc, char **argv);
+int zt_cmd_serve(int argc, char **argv);
 int zt_cmd_report(int argc, char **argv);
 
 /* Benchmarks, under bench/ and compiled into the binary. */

@@ -20,6 +20,7 @@ static const command commands[] = {
     {"train", zt_cmd_train, "train an agent by self-play"},
     {"eval", zt_cmd_eval, "strength of a model against an opponent or a position set"},
     {"play", zt_cmd_play, "play against a model in the terminal"},
+    {"serve", zt_cmd_serve, "play against a model in a browser (HTTP server)"},
     {"report", zt_cmd_report, "write RUN/report.html from a run's metrics"},
     {"bench", zt_cmd_bench, "benchmarks (games, search, nn)"},
 };
