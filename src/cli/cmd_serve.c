@@ -92,6 +92,7 @@ int zt_cmd_serve(int argc, char **argv)
         rc = 2;
         goto done;
     }
+    rc = 1; /* from here every early exit is an error */
     if (!zt_serve_http_available()) {
         /* Say so before loading anything. */
         zt_serve_http_start(NULL, host, 0, &http);
