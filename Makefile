@@ -28,11 +28,17 @@ run: build
 	@echo "  $(BUILD)/zeroth train connect4 --run runs/connect4"
 	@echo "  $(BUILD)/zeroth eval connect4 --model runs/connect4 --positions tests/data/connect4/Test_L2_R1"
 
+# --browser: Chromium for the test that plays `zeroth serve` in a browser;
+# where it cannot be installed, that test skips saying so.
+BROWSER_DEPS = bash scripts/install-deps.sh --browser || \
+	echo "make: chromium could not be installed: tests/cli_serve_browser.sh will skip"
 test: build
+	$(BROWSER_DEPS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 sanitize: deps
+	$(BROWSER_DEPS)
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZT_SANITIZE=ON -DZT_WERROR=ON $(CMAKE_FLAGS) >/dev/null
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS)

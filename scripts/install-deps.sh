@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # Installs what Zeroth builds and links against, from Debian packages only.
 # Idempotent: installs only packages that are missing. Needs root (or sudo).
-# Usage: scripts/install-deps.sh [--bench] [--gnubg]
+# Usage: scripts/install-deps.sh [--bench] [--gnubg] [--browser]
 set -euo pipefail
 
-pkgs=(build-essential cmake pkg-config libinih-dev libdnnl-dev)
+# libmicrohttpd-dev: the HTTP server of `zeroth serve` (the build leaves the
+# command out without it); curl: the test of its API (tests/cli_serve.sh).
+pkgs=(build-essential cmake pkg-config libinih-dev libdnnl-dev libmicrohttpd-dev curl)
 for arg in "$@"; do
     case "$arg" in
+    # --browser: headless Chromium and Python 3 for the test that plays
+    # `zeroth serve` in a browser (tests/cli_serve_browser.sh; `make test`
+    # asks for them).
+    --browser) pkgs+=(chromium python3) ;;
     # --bench: also what bench/torch_compare.py needs to make its virtual environment.
     --bench) pkgs+=(python3 python3-venv python3-pip) ;;
     # --gnubg: GNU Backgammon, the outside opponent of `zeroth eval backgammon
     # --opponent gnubg` (installed as /usr/games/gnubg).
     --gnubg) pkgs+=(gnubg) ;;
-    *) echo "install-deps: unknown flag '$arg' (known: --bench, --gnubg)" >&2; exit 2 ;;
+    *) echo "install-deps: unknown flag '$arg' (known: --bench, --gnubg, --browser)" >&2; exit 2 ;;
     esac
 done
 
