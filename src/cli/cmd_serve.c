@@ -94,9 +94,8 @@ int zt_cmd_serve(int argc, char **argv)
     }
     rc = 1; /* from here every early exit is an error */
     if (!zt_serve_http_available()) {
-        /* Say so before loading anything. */
-        zt_serve_http_start(NULL, host, 0, &http);
-        rc = zt_cli_error(NULL);
+        /* Say so (http.h has the words) before loading anything. */
+        rc = zt_cli_fail(zt_serve_http_start(NULL, host, 0, &http));
         goto done;
     }
     long port, max_sessions, max_sims = -1, v;
