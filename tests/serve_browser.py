@@ -377,13 +377,16 @@ def play_game(b, game, url, max_moves, rng, out_dir):
 
 
 def second_side(b, game, url):
-    """New game as the second player: the agent has opened when it comes back."""
-    b.js("document.getElementById('side').value = '1'")
+    """New game as the second player with 5 simulations: the agent has opened
+    when it comes back, with the simulations asked for."""
+    b.js("document.getElementById('side').value = '1'; document.getElementById('sims').value = '5'")
     if not click_and_wait(b, "#new"):
         return
     st = b.js("st")
     check(st["human"] == 1 and st["your_turn"] and any(m["by"] == "agent" for m in st["history"]),
           f"{game}: after New game as second player: human {st['human']}, history {st['history']}")
+    check(st["sims"] == 5 and "(5 simulations)" in b.js("document.getElementById('agent').textContent"),
+          f"{game}: the new game does not search the 5 simulations asked for: {st['sims']}")
     check(b.js("document.querySelectorAll('#topmoves tr').length") >= 1, f"{game}: no top moves shown")
 
 

@@ -305,6 +305,10 @@ static void test_routes(void)
     CHECK(field(r->body, "sims", v, sizeof v) && atoi(v) == 4, "%s", r->body);
     CHECK(req(srv, "GET", "/nope", NULL, NULL, r) == 404, "%s", r->body);
     CHECK(strstr(r->body, "no such path '/nope'"), "%s", r->body);
+    CHECK(req(srv, "GET", "/\xff\x01", NULL, NULL, r) == 404, "%s", r->body);
+    CHECK(strstr(r->body, "no such path '/?"
+                          "?'"),
+          "bytes of a path quoted as ASCII: %s", r->body);
     CHECK(req(srv, "GET", "/api/new", NULL, NULL, r) == 405, "%s", r->body);
     CHECK(req(srv, "POST", "/api/state", NULL, NULL, r) == 405, "%s", r->body);
     CHECK(req(srv, "DELETE", "/", NULL, NULL, r) == 405, "%s", r->body);

@@ -100,8 +100,15 @@ static void reply_error(zt_serve_reply *out, int status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    for (char *p = msg; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' '; /* one line, whatever a message held */
+    /* One line of ASCII, whatever a message quotes from a request (a path's
+     * bytes need not be UTF-8, and JSON strings must be). */
+    for (char *p = msg; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '\n' || c == '\r' || c == '\t')
+            *p = ' ';
+        else if (c < 0x20 || c >= 0x7f)
+            *p = '?';
+    }
     zt_serve_error_reply(status, msg, out);
 }
 
