@@ -9,7 +9,8 @@ server holds, the board drawn in SVG has the pieces that position has, and
 the screenshot (saved as GAME.png) has the players' colours in it.
 
 Chromium may reach nothing but 127.0.0.1: every host name resolves to
-nothing, and background networking, updates and sync are off.
+nothing, every other address goes through a proxy on a closed loopback
+port, and background networking, updates and sync are off.
 
 Usage: serve_browser.py --out DIR [--seed N] GAME=URL[@MOVES] ...
 (MOVES: stop after that many moves of the person instead of a whole game).
@@ -79,6 +80,8 @@ class Browser:
             "--disable-default-apps", "--disable-domain-reliability", "--no-pings",
             "--metrics-recording-only", "--mute-audio", "--hide-scrollbars",
             "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+            # Whatever is not loopback (which bypasses proxies) goes to a closed port.
+            "--proxy-server=http://127.0.0.1:9",
             "--window-size=1280,860", "about:blank",
         ]
         self.log = open(log_path, "wb")
