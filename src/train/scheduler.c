@@ -395,14 +395,12 @@ zt_status zt_scheduler_new(const zt_scheduler_parts *parts, zt_scheduler **out)
     char path[PATH_MAX + 32];
     if (st == ZT_OK) {
         snprintf(path, sizeof path, "%s/log.txt", parts->run);
-        L->logf = fopen(path, "a");
-        if (!L->logf) st = zt_fail(ZT_ERR_IO, "%s: %s", path, strerror(errno));
+        st = zt_open_append(path, &L->logf);
     }
     if (st == ZT_OK) {
         zt_log_set_file(L->logf);
         snprintf(path, sizeof path, "%s/metrics.jsonl", parts->run);
-        L->metrics = fopen(path, "a");
-        if (!L->metrics) st = zt_fail(ZT_ERR_IO, "%s: %s", path, strerror(errno));
+        st = zt_open_append(path, &L->metrics);
     }
     if (st != ZT_OK) {
         zt_scheduler_free(L);
