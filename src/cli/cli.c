@@ -46,16 +46,25 @@ bool zt_cli_flag_value(int argc, char **argv, int *i, const char *flag, const ch
     size_t n = strlen(flag);
     const char *arg = argv[*i];
     if (strncmp(arg, flag, n) != 0) return false;
+    /* on an error *value is "", never left unset */
+    *value = "";
     if (arg[n] == '=') {
         *value = arg + n + 1;
-        return true;
-    }
-    if (arg[n] != '\0') return false;
-    if (*i + 1 >= argc) {
+    } else if (arg[n] != '\0') {
+        return false;
+    } else if (*i + 1 >= argc) {
         *st = zt_fail(ZT_ERR_INVALID, "%s needs a value", flag);
         return true;
+    } else {
+        *value = argv[++*i];
     }
-    *value = argv[++*i];
+    /* "--run --minutes 5" forgot the run's name; taking the next flag as it
+     * would make a directory called "--minutes". No value of any flag
+     * starts with "--" (a negative number has one dash). */
+    if (strncmp(*value, "--", 2) == 0) {
+        *st = zt_fail(ZT_ERR_INVALID, "%s needs a value, not the flag '%s'", flag, *value);
+        *value = "";
+    }
     return true;
 }
 

@@ -18,7 +18,8 @@ int zt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int zt_cli_fail(zt_status st);
 
 /* True when argv[*i] is `flag`; then *value is the next argument (error if
- * missing). Also accepts "--flag=value". */
+ * missing). Also accepts "--flag=value". A value starting with "--" is
+ * refused (a flag where the value was forgotten); on an error *value is "". */
 bool zt_cli_flag_value(int argc, char **argv, int *i, const char *flag, const char **value,
                        zt_status *st);
 bool zt_cli_is_help(const char *arg);

@@ -253,7 +253,7 @@ zt_status zt_rename(const char *from, const char *to)
 {
     if (io_rename(from, to) != 0)
         return zt_fail(ZT_ERR_IO, "cannot rename '%s' to '%s': %s", from, to, strerror(errno));
-    return sync_dir(to);
+    return ZT_OK;
 }
 
 void zt_remove_tree(const char *path)

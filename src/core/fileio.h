@@ -31,8 +31,8 @@ zt_status zt_read_file(const char *path, char **data, size_t *len);
 /* Creates a directory and its parents (mkdir -p); OK if it exists. */
 zt_status zt_mkdirs(const char *path);
 
-/* Renames `from` to `to` (a file or a directory) and syncs the directory
- * of `to`. ZT_ERR_IO naming both. */
+/* Renames `from` to `to` (a file or a directory); ZT_ERR_IO naming both.
+ * The caller syncs the directory (zt_sync_dir) once the rename must last. */
 zt_status zt_rename(const char *from, const char *to);
 
 /* fsyncs a directory, so that the entries created or renamed in it last. */

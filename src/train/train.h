@@ -20,6 +20,7 @@
 #define ZT_TRAIN_TRAIN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/config.h"
@@ -158,16 +159,40 @@ zt_status zt_train_state_save(const zt_train_state *s, const char *path);
 zt_status zt_train_state_load(const char *path, zt_train_state *s);
 
 /* RUN/ckpt/NNNNNNNN/ (NNNNNNNN: state->step) with weights.safetensors,
- * optimizer.safetensors, replay.bin and state.bin, each written atomically,
- * then RUN/ckpt/latest naming it; older checkpoint directories beyond the
- * newest `keep` are removed (keep 0: none). */
+ * optimizer.safetensors, replay.bin and state.bin, built in
+ * RUN/ckpt/NNNNNNNN.tmp/ and renamed into place whole (replacing one of the
+ * same step), then RUN/ckpt/latest naming it; the newest `keep` complete
+ * checkpoints are kept (keep 0: all), latest always. A write that fails
+ * undoes itself: the previous checkpoint stays the run's, byte for byte.
+ * What "complete" means: checkpoint.c, at the top. */
 zt_status zt_checkpoint_write(const char *run, const char *spec, const zt_net *net,
                               const zt_trainer *trainer, zt_replay *rb, const zt_train_state *state,
                               int keep);
-/* Reads the checkpoint RUN/ckpt/latest names into net, trainer and *state,
- * and replaces *rb (freed) with its buffer. Refuses a checkpoint of another
- * game spec, and one whose optimizer and state disagree. */
+/* Reads the checkpoint zt_checkpoint_find picks into net, trainer and
+ * *state, and replaces *rb (freed) with its buffer. Refuses a checkpoint of
+ * another game spec, and one whose optimizer and state disagree. */
 zt_status zt_checkpoint_load(const char *run, const zt_game *g, const char *spec, zt_net *net,
                              zt_trainer *trainer, zt_replay **rb, zt_train_state *state);
+
+/* Whether RUN/ckpt/NAME is a complete checkpoint (see checkpoint.c). */
+bool zt_checkpoint_complete(const char *run, const char *name);
+
+/* The checkpoint a run continues from, its name ("00000300") into name:
+ * the one ckpt/latest names when it is complete; else (latest missing,
+ * damaged, or naming a missing or incomplete directory) the newest
+ * complete one, with a warning. Errors: ZT_ERR_NOT_FOUND "no checkpoint in
+ * 'RUN'" (no latest, no complete checkpoint); ZT_ERR_CORRUPT naming what
+ * latest names and why it is not complete, when none remains; ZT_ERR_IO.
+ * Reads only. */
+zt_status zt_checkpoint_find(const char *run, char *name, size_t cap);
+
+/* Tidies RUN/ckpt/ before a run uses it, under the run's lock (see
+ * checkpoint.c: staging directories and temp files, cut-short and
+ * uncommitted checkpoints removed, damaged ones set aside, each with a
+ * warning), then points latest at the checkpoint zt_checkpoint_find picks.
+ * *found tells whether one remains (its name in name). Errors: ZT_ERR_IO
+ * (nothing is removed on a read that failed), ZT_ERR_CORRUPT as
+ * zt_checkpoint_find. */
+zt_status zt_checkpoint_recover(const char *run, bool *found, char *name, size_t cap);
 
 #endif
