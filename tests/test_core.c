@@ -470,6 +470,46 @@ static void test_config_file_and_overrides(void)
     zt_config_free(c);
 }
 
+/* A key set twice in one file is refused, naming the key and both lines
+ * (also across two blocks of one section), and the refused file changes
+ * nothing; a later file or --set overriding an earlier file is layering,
+ * not a duplicate. */
+static void test_config_duplicates(void)
+{
+    char path[128], second[128];
+    snprintf(path, sizeof path, "%s/dup.ini", tmpdir);
+    snprintf(second, sizeof second, "%s/over.ini", tmpdir);
+    write_text(path, "seed = 1\n"
+                     "[search]\n"
+                     "sims = 64\n"
+                     "\n"
+                     "[net]\n"
+                     "kind = mlp\n"
+                     "[search]\n"
+                     "  sims = 32\n");
+    zt_config *c = zt_config_new();
+    CHECK(zt_config_load_file(c, path) == ZT_ERR_INVALID, "a duplicate key was accepted");
+    const char *msg = zt_error_message();
+    CHECK(contains(msg, "'search.sims'") && contains(msg, "lines 3 and 8") && contains(msg, path),
+          "%s", msg);
+    CHECK(!zt_config_has(c, "seed") && !zt_config_has(c, "net.kind"),
+          "a refused file set keys");
+    CHECK(zt_config_load_string(c, "a = 1\nb = 2\na = 3\n", "inline") == ZT_ERR_INVALID &&
+              contains(zt_error_message(), "'a' is set twice (lines 1 and 3)"),
+          "%s", zt_error_message());
+    /* layering */
+    write_text(path, "seed = 1\n[search]\nsims = 64\n");
+    write_text(second, "[search]\nsims = 8\n");
+    CHECK(zt_config_load_file(c, path) == ZT_OK && zt_config_load_file(c, second) == ZT_OK &&
+              zt_config_set(c, "seed=5") == ZT_OK,
+          "%s", zt_error_message());
+    int64_t v = 0;
+    CHECK(zt_config_int(c, "search.sims", 1, 1, 1000, &v) == ZT_OK && v == 8, "sims %lld",
+          (long long)v);
+    CHECK(zt_config_int(c, "seed", 0, 0, 1000, &v) == ZT_OK && v == 5, "seed %lld", (long long)v);
+    zt_config_free(c);
+}
+
 static void test_config_types(void)
 {
     zt_config *c = zt_config_new();
@@ -1239,6 +1279,7 @@ int main(void)
     test_queue();
     test_barrier();
     test_config_file_and_overrides();
+    test_config_duplicates();
     test_config_types();
     test_config_roundtrip();
     test_config_inherit();
