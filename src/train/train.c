@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -16,6 +17,7 @@
 #include "core/fileio.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "core/thread.h"
 #include "core/timer.h"
 #include "selfplay/runner.h"
 #include "train/learner.h"
@@ -311,9 +313,28 @@ static const char *mode_name(zt_train_mode m)
                                      : "deterministic";
 }
 
+/* The oversubscription guard (zt_train_threads): a warning with the
+ * numbers, and whether the OpenMP threads wait passively. */
+static void warn_oversubscribed(const zt_train *t)
+{
+    zt_train_threads b = zt_train_thread_budget(&t->S, zt_cpu_count());
+    if (!b.oversubscribed) return;
+    const char *policy = getenv("OMP_WAIT_POLICY");
+    bool passive = policy && strcasecmp(policy, "passive") == 0;
+    zt_warn("%d threads busy at once on %d cores (%d actor(s)%s, learner %d, shared evaluator "
+            "%d): %s",
+            b.busy, b.cores, b.actors, t->S.mode == ZT_TRAIN_CONCURRENT ? " beside the learner" : "",
+            b.learner, b.evaluator,
+            passive ? "OpenMP threads wait passively (OMP_WAIT_POLICY=passive)"
+                    : "OpenMP threads spin while they wait, which can slow the run many times; "
+                      "set OMP_WAIT_POLICY=passive before the program starts (zeroth train does), "
+                      "or lower actors or learner.threads");
+}
+
 static void log_start(zt_train *t)
 {
     const zt_train_settings *S = &t->S;
+    warn_oversubscribed(t);
     const zt_net *net = zt_learner_net(t->learner);
     char arch[256];
     zt_net_config_format(&S->net, arch, sizeof arch);

@@ -79,6 +79,30 @@ typedef struct zt_train_settings {
  * left for zt_config_check_unused. */
 zt_status zt_train_settings_read(zt_config *cfg, const zt_game *g, zt_train_settings *out);
 
+/* Threads a run keeps busy at once. More than there are cores made runs up
+ * to 30x slower: oneDNN's OpenMP threads spin at barriers (libgomp's
+ * default wait policy) on cores that another busy thread needs. */
+typedef struct zt_train_threads {
+    int actors;    /* actor threads */
+    int learner;   /* the learner's net threads (the arena's net, in its place, as many) */
+    int evaluator; /* the shared evaluator's net threads (0: private nets of one thread) */
+    int busy;      /* busy at once: concurrent mode adds self-play (the actors, or with
+                    * the shared evaluator actors - 1 + its threads) to the learner; the
+                    * other modes alternate, so the larger of the two */
+    int cores;
+    bool oversubscribed; /* busy > cores */
+} zt_train_threads;
+
+/* The budget of settings S on `cores` cores. */
+zt_train_threads zt_train_thread_budget(const zt_train_settings *S, int cores);
+
+/* The budget on this machine (zt_cpu_count) of the settings in cfg for
+ * `game` (reads cfg's training keys, as zt_train_open will). A program may
+ * call it before creating any net to set OMP_WAIT_POLICY=passive for the
+ * OpenMP runtime, which reads it at load time (the library itself never
+ * changes the environment; zeroth train runs itself again with it set). */
+zt_status zt_train_check_threads(zt_config *cfg, const char *game, zt_train_threads *out);
+
 typedef struct zt_train_options {
     const char *game;       /* registry name; NULL to take it from cfg's "game" */
     zt_config *config;      /* settings (a file, --set overrides); borrowed */
