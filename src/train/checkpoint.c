@@ -460,7 +460,9 @@ zt_status zt_checkpoint_recover(const char *run, bool *found, char *name, size_t
     free_list(names);
     /* latest names it from now on (readers follow it) */
     char named[64];
-    if (read_latest(run, named, sizeof named) != ZT_OK || strcmp(named, latest) != 0) {
+    st = read_latest(run, named, sizeof named);
+    if (st == ZT_ERR_IO) return st;
+    if (st != ZT_OK || strcmp(named, latest) != 0) {
         char line[32];
         int len = snprintf(line, sizeof line, "%s\n", latest);
         snprintf(path, sizeof path, "%s/latest", ckpt);
