@@ -449,7 +449,9 @@ zt_status zt_scheduler_new(const zt_scheduler_parts *parts, zt_scheduler **out)
     if (st == ZT_OK) {
         zt_log_set_file(L->logf);
         snprintf(path, sizeof path, "%s/metrics.jsonl", parts->run);
-        if (parts->resumed) st = truncate_metrics(path, learner_step(L), parts->elapsed0);
+        /* a resume continues from its checkpoint; a new run (in a
+         * directory a killed attempt left without a checkpoint) from 0 */
+        st = truncate_metrics(path, learner_step(L), parts->elapsed0);
         if (st == ZT_OK) st = zt_open_append(path, &L->metrics);
     }
     if (st != ZT_OK) {

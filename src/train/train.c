@@ -412,7 +412,6 @@ zt_status zt_train_open(const zt_train_options *opt, zt_train **out)
                                     .runner = t->runner,
                                     .rb = t->rb,
                                     .elapsed0 = t->elapsed0,
-                                    .resumed = opt->resume,
                                     .ctx = t,
                                     .checkpoint = scheduled_checkpoint};
         st = zt_scheduler_new(&parts, &t->sched);
