@@ -27,11 +27,22 @@
 
 static char tmp_root[256];
 
-static const char *const tiny[] = {
-    "mode=deterministic", "seed=11", "games_per_actor=4", "search.sims=4",
-    "selfplay.root_cache_sims=8", "learner.batch=16", "learner.min_positions=32", "replay_ratio=4",
-    "net.kind=mlp", "net.mlp_hidden=16", "net.value_hidden=8", "arena.games=0", "arena.positions=0",
-    "checkpoint.minutes=0", "log.seconds=0.01", NULL};
+static const char *const tiny[] = {"mode=deterministic",
+                                   "seed=11",
+                                   "games_per_actor=4",
+                                   "search.sims=4",
+                                   "selfplay.root_cache_sims=8",
+                                   "learner.batch=16",
+                                   "learner.min_positions=32",
+                                   "replay_ratio=4",
+                                   "net.kind=mlp",
+                                   "net.mlp_hidden=16",
+                                   "net.value_hidden=8",
+                                   "arena.games=0",
+                                   "arena.positions=0",
+                                   "checkpoint.minutes=0",
+                                   "log.seconds=0.01",
+                                   NULL};
 
 /* A fresh run (resume false) or a resume of `run` to learner step `steps`,
  * with the tiny settings and then `extra`. */
@@ -230,7 +241,8 @@ static void test_metrics_on_resume(void)
     size_t len;
     CHECK(zt_read_file(path, &text, &len) == ZT_OK, "");
     if (zt_test_failures) return;
-    CHECK(!strstr(text, "\"step\":35,") && !strstr(text, "\"step\":36,") && !strstr(text, "10001.0"),
+    CHECK(!strstr(text, "\"step\":35,") && !strstr(text, "\"step\":36,") &&
+              !strstr(text, "10001.0"),
           "the records past the checkpoint were kept");
     long last_step = -1, records = 0, back = 0;
     double last_t = -1;

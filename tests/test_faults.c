@@ -22,11 +22,22 @@
 
 static char tmp_root[256];
 
-static const char *const tiny[] = {
-    "mode=deterministic", "seed=13", "games_per_actor=4", "search.sims=4",
-    "selfplay.root_cache_sims=8", "learner.batch=16", "learner.min_positions=32", "replay_ratio=4",
-    "net.kind=mlp", "net.mlp_hidden=16", "net.value_hidden=8", "arena.games=0",
-    "arena.positions=0", "checkpoint.minutes=0", "checkpoint.keep=3", NULL};
+static const char *const tiny[] = {"mode=deterministic",
+                                   "seed=13",
+                                   "games_per_actor=4",
+                                   "search.sims=4",
+                                   "selfplay.root_cache_sims=8",
+                                   "learner.batch=16",
+                                   "learner.min_positions=32",
+                                   "replay_ratio=4",
+                                   "net.kind=mlp",
+                                   "net.mlp_hidden=16",
+                                   "net.value_hidden=8",
+                                   "arena.games=0",
+                                   "arena.positions=0",
+                                   "checkpoint.minutes=0",
+                                   "checkpoint.keep=3",
+                                   NULL};
 
 /* zt_train_open of a new run (resume false) or of a resume of `run`. */
 static zt_status open_run(const char *run, bool resume, zt_config **cfg, zt_train **t)

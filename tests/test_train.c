@@ -476,6 +476,7 @@ static void test_corrupt_checkpoint(void)
 
     /* every state.bin damaged: refused, naming latest's checkpoint */
     int n = corrupt_all(killed, "state.bin");
+    free(before);
     CHECK(read_all(config, &before, &lb), "no config.ini");
     st = train(killed, true, 0, 400, NULL, (const char *const[]){NULL});
     expect_one_line_error(st, ZT_ERR_CORRUPT, "every checkpoint damaged");

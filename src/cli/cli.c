@@ -139,8 +139,8 @@ zt_status zt_cli_layered_config(int argc, char **argv, const char *base, const c
     if (st == ZT_OK) {
         const char *g = game ? game : base_game;
         if (g && base_game && strcmp(g, base_game) != 0)
-            st = zt_fail(ZT_ERR_INVALID, "'%s' is the config of a %s run, not %s", base,
-                         base_game, g);
+            st = zt_fail(ZT_ERR_INVALID, "'%s' is the config of a %s run, not %s", base, base_game,
+                         g);
         else if (g && given_game && strcmp(g, given_game) != 0)
             st = zt_fail(ZT_ERR_INVALID, "--config/--set say game = %s, but %s %s", given_game,
                          base ? "the run plays" : "the command line names", g);

@@ -12,22 +12,23 @@
 
 static void usage(FILE *f)
 {
-    fprintf(
-        f, "usage: zeroth train GAME [--config FILE] [--set k=v ...] [--run DIR] [--minutes M]\n"
-           "                         [--steps N]\n"
-           "       zeroth train --config FILE [...]      (FILE says game = GAME)\n"
-           "       zeroth train --resume DIR [--config FILE] [--set k=v ...] [--minutes M] [--steps N]\n\n"
-           "Trains an agent by self-play (AlphaZero / Gumbel AlphaZero). Settings come from\n"
-           "configs/GAME.ini when it exists, then each --config FILE over it, then --set\n"
-           "overrides, in command-line order; every key is documented in configs/*.ini. The run\n"
-           "directory (default runs/GAME-DATE-TIME) gets config.ini, metrics.jsonl, log.txt and\n"
-           "ckpt/, and is locked while the run uses it. Ctrl-C, SIGTERM and SIGHUP stop after a\n"
-           "checkpoint (exit 0); a second signal stops at once (exit 128 + the signal).\n"
-           "--resume continues a run from its latest complete checkpoint.\n\n"
-           "  --run DIR      run directory\n"
-           "  --minutes M    stop after M minutes (default: until interrupted)\n"
-           "  --steps N      stop at learner step N (counted over resumes)\n"
-           "  --resume DIR   continue the run in DIR (its config.ini, then --config, --set)\n");
+    fprintf(f,
+            "usage: zeroth train GAME [--config FILE] [--set k=v ...] [--run DIR] [--minutes M]\n"
+            "                         [--steps N]\n"
+            "       zeroth train --config FILE [...]      (FILE says game = GAME)\n"
+            "       zeroth train --resume DIR [--config FILE] [--set k=v ...] [--minutes M] "
+            "[--steps N]\n\n"
+            "Trains an agent by self-play (AlphaZero / Gumbel AlphaZero). Settings come from\n"
+            "configs/GAME.ini when it exists, then each --config FILE over it, then --set\n"
+            "overrides, in command-line order; every key is documented in configs/*.ini. The run\n"
+            "directory (default runs/GAME-DATE-TIME) gets config.ini, metrics.jsonl, log.txt and\n"
+            "ckpt/, and is locked while the run uses it. Ctrl-C, SIGTERM and SIGHUP stop after a\n"
+            "checkpoint (exit 0); a second signal stops at once (exit 128 + the signal).\n"
+            "--resume continues a run from its latest complete checkpoint.\n\n"
+            "  --run DIR      run directory\n"
+            "  --minutes M    stop after M minutes (default: until interrupted)\n"
+            "  --steps N      stop at learner step N (counted over resumes)\n"
+            "  --resume DIR   continue the run in DIR (its config.ini, then --config, --set)\n");
 }
 
 static volatile sig_atomic_t interrupted;

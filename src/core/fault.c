@@ -9,8 +9,8 @@
 
 #include "core/status.h"
 
-static const char *const names[ZT_FAULT_COUNT_] = {
-    "eval", "open", "read", "write", "fsync", "close", "rename", "mkdir", "io"};
+static const char *const names[ZT_FAULT_COUNT_] = {"eval",  "open",   "read",  "write", "fsync",
+                                                   "close", "rename", "mkdir", "io"};
 
 /* A point's schedule. Atomics, so that a point passed on several threads
  * reads a whole value; a schedule is changed only while no other thread
@@ -29,8 +29,8 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const struct {
     const char *name;
     int value;
-} errnos[] = {{"ENOSPC", ENOSPC}, {"EIO", EIO}, {"EACCES", EACCES}, {"EROFS", EROFS},
-              {"EMFILE", EMFILE}};
+} errnos[] = {
+    {"ENOSPC", ENOSPC}, {"EIO", EIO}, {"EACCES", EACCES}, {"EROFS", EROFS}, {"EMFILE", EMFILE}};
 
 static void arm(zt_fault_point p, uint64_t n, bool onward, int err)
 {

@@ -125,8 +125,8 @@ zt_status zt_train_state_load(const char *path, zt_train_state *s)
     if (len < 16 || memcmp(p, STATE_MAGIC, 8) != 0) {
         st = zt_fail(ZT_ERR_CORRUPT, "%s: not a training state file", path);
     } else if (get_u32(p + 8) != STATE_VERSION) {
-        st = zt_fail(ZT_ERR_CORRUPT, "%s: state version %u, this build reads %u", path, get_u32(p + 8),
-                     STATE_VERSION);
+        st = zt_fail(ZT_ERR_CORRUPT, "%s: state version %u, this build reads %u", path,
+                     get_u32(p + 8), STATE_VERSION);
     } else {
         size_t payload = get_u32(p + 12);
         const size_t fixed = 6 * 8 + 4 * 8 + 2;
@@ -351,8 +351,10 @@ zt_status zt_checkpoint_find(const char *run, char *name, size_t cap)
                        "%s: ckpt/latest names %s, which is not a complete checkpoint (%s), and no "
                        "complete checkpoint remains",
                        run, named, why);
-    return zt_fail(ZT_ERR_CORRUPT, "%s: ckpt/latest is damaged (%s) and no complete checkpoint "
-                                   "remains", run, why);
+    return zt_fail(ZT_ERR_CORRUPT,
+                   "%s: ckpt/latest is damaged (%s) and no complete checkpoint "
+                   "remains",
+                   run, why);
 }
 
 /* Whether `name` ends with `suffix`; *stem_len gets the length before it. */
@@ -372,9 +374,9 @@ static void remove_temp_files(const char *dir)
     if (!d) return;
     struct dirent *e;
     char path[PATH_MAX + 300];
-    static const char *const written[] = {"latest", "config.ini", "metrics.jsonl",
-                                          "weights.safetensors", "optimizer.safetensors",
-                                          "replay.bin", "state.bin"};
+    static const char *const written[] = {
+        "latest",     "config.ini", "metrics.jsonl", "weights.safetensors", "optimizer.safetensors",
+        "replay.bin", "state.bin"};
     while ((e = readdir(d))) {
         for (size_t i = 0; i < sizeof written / sizeof written[0]; i++) {
             size_t k = strlen(written[i]);

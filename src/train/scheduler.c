@@ -422,8 +422,8 @@ static zt_status truncate_metrics(const char *path, int64_t step, double elapsed
         line += n;
     }
     if (dropped > 0) {
-        zt_warn("%s: dropped %d record(s) written after the checkpoint of step %lld", path,
-                dropped, (long long)step);
+        zt_warn("%s: dropped %d record(s) written after the checkpoint of step %lld", path, dropped,
+                (long long)step);
         st = zt_write_file_atomic(path, text, kept);
     }
     free(text);

@@ -1,7 +1,8 @@
 /* The training loop (DESIGN.md §1): self-play actors, the replay buffer, the
  * learner with its sampler thread, weight publication, checkpoints with
  * exact resume, and the arena on a schedule, all in one run directory
- * (RUN/config.ini, metrics.jsonl, log.txt, ckpt/NNNNNNNN/).
+ * (RUN/config.ini, metrics.jsonl, log.txt, ckpt/NNNNNNNN/), locked by the
+ * process that trains in it (RUN/lock).
  *
  * A run is composed of three parts, each in its own file: the learner
  * (learner.h: net, optimizer, sampler, train step, the weight store), the
