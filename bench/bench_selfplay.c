@@ -39,7 +39,8 @@ static void usage(FILE *f)
             "usage: zeroth bench selfplay [GAME] [--seconds S] [--ablate] [--config FILE] [--set "
             "k=v ...]\n\n"
             "Self-play alone (actors, no learner) with the training settings of GAME (default\n"
-            "connect4: configs/GAME.ini, then --config, then --set): positions/s, games/s,\n"
+            "connect4, or the game a --config file names: configs/GAME.ini, then each --config\n"
+            "FILE over it, then --set): positions/s, games/s,\n"
             "inferences/s, mean batch, and the positions/s the network alone allows on the same\n"
             "calls (zt_net_forward on the actors' nets at each batch size they used, as often),\n"
             "self-play as a %% of it, and memory\n"
@@ -57,7 +58,7 @@ static void usage(FILE *f)
 
 /* The command line's arguments, replayed onto a fresh config for each row. */
 typedef struct bench_args {
-    const char *game;
+    const char *game; /* the command line's; NULL: a --config file's, else connect4 */
     double seconds;
     bool ablate;
     bool has_config;
@@ -65,22 +66,26 @@ typedef struct bench_args {
     char **argv;
 } bench_args;
 
-/* A row's settings: the game's file, the command line, then `extra`
- * (NULL-terminated assignments). The caller frees *game and *cfg. */
+/* A row's settings, layered as zeroth train layers them
+ * (zt_cli_layered_config: configs/GAME.ini, then --config and --set in
+ * order), then `extra` (NULL-terminated assignments). The caller frees
+ * *game and *cfg. */
 static zt_status row_settings(const bench_args *A, const char *const *extra, zt_config **cfg_out,
                               zt_game **game, zt_train_settings *S)
 {
     *game = NULL;
     zt_config *cfg = zt_config_new();
+    const char *name = NULL;
+    zt_status st = zt_cli_layered_config(A->argc, A->argv, NULL, A->game, cfg, &name);
+    if (st == ZT_OK && !name) {
+        /* nothing names a game: the default one */
+        zt_config_free(cfg);
+        cfg = zt_config_new();
+        st = zt_cli_layered_config(A->argc, A->argv, NULL, "connect4", cfg, &name);
+    }
     *cfg_out = cfg;
-    char path[8800];
-    zt_status st = ZT_OK;
-    if (!A->has_config && zt_run_default_config(A->game, path, sizeof path))
-        st = zt_config_load_file(cfg, path);
-    for (int i = 1; i < A->argc && st == ZT_OK; i++)
-        zt_cli_config_arg(A->argc, A->argv, &i, cfg, &st);
     for (int i = 0; extra && extra[i] && st == ZT_OK; i++) st = zt_config_set(cfg, extra[i]);
-    if (st == ZT_OK) st = zt_game_new(A->game, cfg, game);
+    if (st == ZT_OK) st = zt_game_new(name, cfg, game);
     if (st == ZT_OK) st = zt_train_settings_read(cfg, *game, S);
     if (st == ZT_OK) st = zt_config_check_unused(cfg);
     return st;
@@ -608,7 +613,7 @@ static int run(const bench_args *A)
 
 int zt_bench_selfplay(int argc, char **argv)
 {
-    bench_args A = {.game = "connect4", .seconds = 5, .argc = argc, .argv = argv};
+    bench_args A = {.seconds = 5, .argc = argc, .argv = argv};
     bool game_given = false;
     zt_status st = ZT_OK;
     for (int i = 1; i < argc && st == ZT_OK; i++) {

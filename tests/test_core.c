@@ -1,20 +1,25 @@
 /* Tests of src/core: rng streams and distributions, hashing, arenas, the
- * thread pool, queue and barrier, configuration, atomic file I/O, logging,
+ * thread pool, queue and barrier, configuration, atomic file I/O and its
+ * injected faults, directory locks, logging,
  * the progress meter's line on a fake clock, chart ticks and their labels. */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/config.h"
+#include "core/fault.h"
 #include "core/fileio.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -465,6 +470,46 @@ static void test_config_file_and_overrides(void)
     zt_config_free(c);
 }
 
+/* A key set twice in one file is refused, naming the key and both lines
+ * (also across two blocks of one section), and the refused file changes
+ * nothing; a later file or --set overriding an earlier file is layering,
+ * not a duplicate. */
+static void test_config_duplicates(void)
+{
+    char path[128], second[128];
+    snprintf(path, sizeof path, "%s/dup.ini", tmpdir);
+    snprintf(second, sizeof second, "%s/over.ini", tmpdir);
+    write_text(path, "seed = 1\n"
+                     "[search]\n"
+                     "sims = 64\n"
+                     "\n"
+                     "[net]\n"
+                     "kind = mlp\n"
+                     "[search]\n"
+                     "  sims = 32\n");
+    zt_config *c = zt_config_new();
+    CHECK(zt_config_load_file(c, path) == ZT_ERR_INVALID, "a duplicate key was accepted");
+    const char *msg = zt_error_message();
+    CHECK(contains(msg, "'search.sims'") && contains(msg, "lines 3 and 8") && contains(msg, path),
+          "%s", msg);
+    CHECK(!zt_config_has(c, "seed") && !zt_config_has(c, "net.kind"),
+          "a refused file set keys");
+    CHECK(zt_config_load_string(c, "a = 1\nb = 2\na = 3\n", "inline") == ZT_ERR_INVALID &&
+              contains(zt_error_message(), "'a' is set twice (lines 1 and 3)"),
+          "%s", zt_error_message());
+    /* layering */
+    write_text(path, "seed = 1\n[search]\nsims = 64\n");
+    write_text(second, "[search]\nsims = 8\n");
+    CHECK(zt_config_load_file(c, path) == ZT_OK && zt_config_load_file(c, second) == ZT_OK &&
+              zt_config_set(c, "seed=5") == ZT_OK,
+          "%s", zt_error_message());
+    int64_t v = 0;
+    CHECK(zt_config_int(c, "search.sims", 1, 1, 1000, &v) == ZT_OK && v == 8, "sims %lld",
+          (long long)v);
+    CHECK(zt_config_int(c, "seed", 0, 0, 1000, &v) == ZT_OK && v == 5, "seed %lld", (long long)v);
+    zt_config_free(c);
+}
+
 static void test_config_types(void)
 {
     zt_config *c = zt_config_new();
@@ -733,6 +778,130 @@ static void test_fileio(void)
     CHECK(stat(deep, &st) == 0 && S_ISDIR(st.st_mode), "");
     CHECK(zt_mkdirs(path) == ZT_ERR_IO, "");
     CHECK(contains(zt_error_message(), path), "%s", zt_error_message());
+}
+
+/* Every I/O point of an atomic write, made to fail in turn: the write
+ * reports the injected error (its text names it) on one line, the old file
+ * is untouched and no temp file is left. Then N walks over every I/O call of
+ * the write (ZT_FAULT_IO) until it goes through. */
+static void test_fileio_faults(void)
+{
+    char dir[160], path[200];
+    snprintf(dir, sizeof dir, "%s/faults", tmpdir);
+    CHECK(zt_mkdirs(dir) == ZT_OK, "");
+    snprintf(path, sizeof path, "%s/file.txt", dir);
+    CHECK(zt_write_file_atomic(path, "old", 3) == ZT_OK, "");
+    static const zt_fault_point points[] = {ZT_FAULT_OPEN, ZT_FAULT_WRITE, ZT_FAULT_FSYNC,
+                                            ZT_FAULT_CLOSE, ZT_FAULT_RENAME};
+    char *data;
+    size_t len;
+    for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+        int err = i % 2 ? EIO : ENOSPC;
+        zt_fault_set(points[i], 1, false, err);
+        zt_status st = zt_write_file_atomic(path, "new", 3);
+        const char *msg = zt_error_message();
+        CHECK(st == ZT_ERR_IO && contains(msg, strerror(err)) && !strchr(msg, '\n'),
+              "%s: status %d, '%s'", zt_fault_name(points[i]), (int)st, msg);
+        CHECK(zt_fault_calls(points[i]) == 1, "%s: %llu calls", zt_fault_name(points[i]),
+              (unsigned long long)zt_fault_calls(points[i]));
+        zt_fault_reset();
+        CHECK(zt_read_file(path, &data, &len) == ZT_OK && strcmp(data, "old") == 0,
+              "%s: the old file was changed", zt_fault_name(points[i]));
+        free(data);
+        CHECK(count_temp_files(dir) == 0, "%s: a temp file was left", zt_fault_name(points[i]));
+    }
+    /* reads and directories */
+    zt_fault_set(ZT_FAULT_READ, 1, false, EIO);
+    CHECK(zt_read_file(path, &data, &len) == ZT_ERR_IO && contains(zt_error_message(), strerror(EIO)),
+          "read: %s", zt_error_message());
+    zt_fault_set(ZT_FAULT_OPEN, 1, false, EIO);
+    CHECK(zt_read_file(path, &data, &len) == ZT_ERR_IO, "open for reading: %s", zt_error_message());
+    char sub[220];
+    snprintf(sub, sizeof sub, "%s/x/y", dir);
+    zt_fault_set(ZT_FAULT_MKDIR, 3, false, ENOSPC);
+    CHECK(zt_mkdirs(sub) == ZT_ERR_IO && contains(zt_error_message(), strerror(ENOSPC)),
+          "mkdir: %s", zt_error_message());
+    zt_fault_reset();
+    /* "onward": every call from the nth on */
+    zt_fault_set(ZT_FAULT_WRITE, 2, true, EIO);
+    FILE *f;
+    snprintf(sub, sizeof sub, "%s/appended.log", dir);
+    CHECK(zt_open_append(sub, &f) == ZT_OK, "");
+    if (f) fclose(f);
+    CHECK(zt_write_file_atomic(path, "a", 1) == ZT_OK, "the first write failed");
+    CHECK(zt_write_file_atomic(path, "b", 1) == ZT_ERR_IO, "the second write went through");
+    CHECK(zt_write_file_atomic(path, "c", 1) == ZT_ERR_IO, "the third write went through");
+    zt_fault_reset();
+    CHECK(zt_write_file_atomic(path, "old", 3) == ZT_OK, "after reset: %s", zt_error_message());
+
+    /* the walk */
+    int calls = 0;
+    for (uint64_t n = 1; n < 100; n++) {
+        zt_fault_set(ZT_FAULT_IO, n, false, n % 2 ? ENOSPC : EIO);
+        zt_status st = zt_write_file_atomic(path, "new", 3);
+        uint64_t seen = zt_fault_calls(ZT_FAULT_IO);
+        zt_fault_reset();
+        if (seen < n) { /* the fault never fired: every call has been failed once */
+            CHECK(st == ZT_OK, "no fault, yet: %s", zt_error_message());
+            calls = (int)n - 1;
+            break;
+        }
+        CHECK(st == ZT_ERR_IO && contains(zt_error_message(), strerror(n % 2 ? ENOSPC : EIO)),
+              "I/O call %llu: status %d, '%s'", (unsigned long long)n, (int)st, zt_error_message());
+        /* a fault after the rename (the directory's sync) has replaced it */
+        CHECK(zt_read_file(path, &data, &len) == ZT_OK &&
+                  (strcmp(data, "old") == 0 || strcmp(data, "new") == 0),
+              "I/O call %llu: the file holds '%s'", (unsigned long long)n, data);
+        if (data && strcmp(data, "new") == 0) zt_write_file_atomic(path, "old", 3);
+        free(data);
+        CHECK(count_temp_files(dir) == 0, "I/O call %llu: a temp file was left",
+              (unsigned long long)n);
+    }
+    printf("fileio faults: an atomic write makes %d I/O calls, each failed in turn\n", calls);
+    CHECK(calls >= 7, "only %d I/O calls counted (open, write, fsync, close, rename, dir open, dir fsync)",
+          calls);
+}
+
+/* A directory lock: a second holder is refused with the first one's pid,
+ * even in the same process; it is free again once released, and once a
+ * holder dies by SIGKILL. */
+static void test_dir_lock(void)
+{
+    char dir[160];
+    snprintf(dir, sizeof dir, "%s/locked", tmpdir);
+    CHECK(zt_mkdirs(dir) == ZT_OK, "");
+    zt_dir_lock *a = NULL, *b = NULL;
+    CHECK(zt_dir_lock_acquire(dir, &a) == ZT_OK && a, "%s", zt_error_message());
+    CHECK(zt_dir_lock_acquire(dir, &b) == ZT_ERR_INVALID && !b, "a second lock was granted");
+    char want[200];
+    snprintf(want, sizeof want, "%s is in use by process %ld", dir, (long)getpid());
+    CHECK(strcmp(zt_error_message(), want) == 0, "'%s', wanted '%s'", zt_error_message(), want);
+    zt_dir_lock_release(a);
+    CHECK(zt_dir_lock_acquire(dir, &b) == ZT_OK, "not free after release: %s", zt_error_message());
+    zt_dir_lock_release(b);
+
+    int ready[2];
+    CHECK(pipe(ready) == 0, "");
+    pid_t child = fork();
+    if (child == 0) {
+        zt_dir_lock *c;
+        char ok = zt_dir_lock_acquire(dir, &c) == ZT_OK ? 'y' : 'n';
+        if (write(ready[1], &ok, 1) != 1) _exit(1);
+        pause();
+        _exit(0);
+    }
+    char ok = 'n';
+    CHECK(read(ready[0], &ok, 1) == 1 && ok == 'y', "the child could not lock");
+    snprintf(want, sizeof want, "in use by process %ld", (long)child);
+    CHECK(zt_dir_lock_acquire(dir, &b) == ZT_ERR_INVALID && contains(zt_error_message(), want),
+          "'%s', wanted '%s'", zt_error_message(), want);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    CHECK(zt_dir_lock_acquire(dir, &b) == ZT_OK, "still locked after the holder died: %s",
+          zt_error_message());
+    zt_dir_lock_release(b);
+    close(ready[0]);
+    close(ready[1]);
 }
 
 /* ---- log ---------------------------------------------------------------- */
@@ -1110,10 +1279,13 @@ int main(void)
     test_queue();
     test_barrier();
     test_config_file_and_overrides();
+    test_config_duplicates();
     test_config_types();
     test_config_roundtrip();
     test_config_inherit();
     test_fileio();
+    test_fileio_faults();
+    test_dir_lock();
     test_data_find();
     test_log();
     test_progress_meter();

@@ -1,8 +1,10 @@
 /* Tests of the weight and optimizer-state files: save -> load gives
  * bit-identical outputs and training continues bit-identically; truncated,
- * corrupt, wrong-architecture and wrong-game files are refused with a
+ * corrupt, wrong-architecture and wrong-game files, and hash-less files
+ * holding a NaN or an infinity, are refused with a
  * one-line message naming the problem; python3 (if present) parses the
  * header with only its standard library. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +245,31 @@ static void test_refusals(void)
         off[16] = '4'; /* the first tensor now starts 4 bytes in: a gap */
         write_bytes("gap.safetensors", bad, len);
         expect_refused(other, "connect4", "gap.safetensors", ZT_ERR_CORRUPT, "offsets", d.obs);
+    }
+
+    /* Without its data_hash (another program's file) a changed weight
+     * loads, but a NaN or an infinity does not. */
+    memcpy(bad, bytes, len);
+    char *hash_key = find_bytes(json, hlen, "\"data_hash\"");
+    CHECK(hash_key != NULL, "no data_hash in the header");
+    if (hash_key) {
+        memcpy(hash_key, "\"data_hasx\"", 11);
+        float x = 0.125f;
+        memcpy(bad + len - 8, &x, 4);
+        write_bytes("nohash.safetensors", bad, len);
+        zt_net *probe = make_net(&c, 10);
+        CHECK(zt_net_load(probe, "connect4", path_in("nohash.safetensors")) == ZT_OK,
+              "a hash-less file with finite weights: %s", zt_error_message());
+        zt_net_free(probe);
+        x = NAN;
+        memcpy(bad + len - 8, &x, 4);
+        write_bytes("nan.safetensors", bad, len);
+        expect_refused(other, "connect4", "nan.safetensors", ZT_ERR_CORRUPT, "non-finite", d.obs);
+        x = -INFINITY;
+        memcpy(bad + 8 + hlen, &x, 4);
+        memcpy(bad + len - 8, &(float){0.5f}, 4);
+        write_bytes("inf.safetensors", bad, len);
+        expect_refused(other, "connect4", "inf.safetensors", ZT_ERR_CORRUPT, "infinity", d.obs);
     }
 
     expect_refused(other, "tictactoe", "good.safetensors", ZT_ERR_INVALID, "game 'connect4'",

@@ -11,6 +11,7 @@
  *
  * The training run takes up to two minutes of two cores; under the
  * sanitizers (ten times slower) it is skipped and says so. */
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -406,12 +407,32 @@ static void corrupt_byte(const char *path, long offset)
     fclose(f);
 }
 
+/* Flips a byte of FILE in every checkpoint directory of run (the newest
+ * first); returns how many. */
+static int corrupt_all(const char *run, const char *file)
+{
+    char ckpt[400];
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt", run);
+    DIR *d = opendir(ckpt);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (strlen(e->d_name) != 8 || strspn(e->d_name, "0123456789") != 8) continue;
+        char path[800];
+        snprintf(path, sizeof path, "%s/%s/%s", ckpt, e->d_name, file);
+        corrupt_byte(path, 20);
+        n++;
+    }
+    if (d) closedir(d);
+    return n;
+}
+
 static void test_corrupt_checkpoint(void)
 {
-    char killed[300], path[512], *before, *after;
+    char killed[300], straight[300], path[512], *before, *after;
     size_t lb, la;
     snprintf(killed, sizeof killed, "%s/killed", tmp_root);
-    /* state.bin: a flipped byte fails the checksum */
+    snprintf(straight, sizeof straight, "%s/straight", tmp_root);
     snprintf(path, sizeof path, "%s/ckpt/latest", killed);
     char *name;
     size_t len;
@@ -422,26 +443,51 @@ static void test_corrupt_checkpoint(void)
     name[strcspn(name, "\n")] = '\0';
     char dir[400];
     snprintf(dir, sizeof dir, "%s/ckpt/%s", killed, name);
-    free(name);
-    snprintf(path, sizeof path, "%s/state.bin", dir);
-    corrupt_byte(path, 20);
-    snprintf(path, sizeof path, "%s/config.ini", killed);
-    CHECK(read_all(path, &before, &lb), "no config.ini");
-    zt_status st = train(killed, true, 0, 400, NULL, (const char *const[]){NULL});
-    expect_one_line_error(st, ZT_ERR_CORRUPT, "corrupt state.bin");
-    CHECK(read_all(path, &after, &la) && la == lb && memcmp(before, after, la) == 0,
-          "a refused resume changed config.ini");
-    free(before);
-    free(after);
-    snprintf(path, sizeof path, "%s/state.bin", dir);
-    corrupt_byte(path, 20); /* flipped back: the state is whole again */
+    char config[400];
+    snprintf(config, sizeof config, "%s/config.ini", killed);
+    CHECK(read_all(config, &before, &lb), "no config.ini");
 
     /* weights: a flipped byte in the tensor data fails the file's hash */
     snprintf(path, sizeof path, "%s/weights.safetensors", dir);
     corrupt_byte(path, -9);
-    st = train(killed, true, 0, 400, NULL, (const char *const[]){NULL});
+    zt_status st = train(killed, true, 0, 300, NULL, (const char *const[]){NULL});
     CHECK(st != ZT_OK, "a corrupt weight file was accepted");
     expect_one_line_error(st, st == ZT_OK ? ZT_ERR_CORRUPT : st, "corrupt weights");
+    CHECK(read_all(config, &after, &la) && la == lb && memcmp(before, after, la) == 0,
+          "a refused resume changed config.ini");
+    free(after);
+    corrupt_byte(path, -9); /* whole again */
+
+    /* state.bin of the latest: the run falls back to the newest complete
+     * checkpoint (with a warning), sets the damaged one aside, and reaches
+     * the same weights as the straight run */
+    snprintf(path, sizeof path, "%s/state.bin", dir);
+    corrupt_byte(path, 20);
+    st = train(killed, true, 0, 300, NULL, (const char *const[]){NULL});
+    CHECK(st == ZT_OK, "resume past a damaged latest: %s", zt_error_message());
+    char damaged[420];
+    snprintf(damaged, sizeof damaged, "%s.damaged", dir);
+    struct stat sb;
+    CHECK(stat(damaged, &sb) == 0, "the damaged checkpoint was not set aside as %s", damaged);
+    char a[400], b[400];
+    snprintf(a, sizeof a, "%s/ckpt/00000300/weights.safetensors", straight);
+    snprintf(b, sizeof b, "%s/ckpt/00000300/weights.safetensors", killed);
+    CHECK(same_file(a, b), "after the fallback the weights differ: %s vs %s", a, b);
+
+    /* every state.bin damaged: refused, naming latest's checkpoint */
+    int n = corrupt_all(killed, "state.bin");
+    free(before);
+    CHECK(read_all(config, &before, &lb), "no config.ini");
+    st = train(killed, true, 0, 400, NULL, (const char *const[]){NULL});
+    expect_one_line_error(st, ZT_ERR_CORRUPT, "every checkpoint damaged");
+    printf("(%d checkpoints damaged)\n", n);
+    CHECK(strstr(zt_error_message(), "no complete checkpoint") != NULL,
+          "the message does not say that no checkpoint is left");
+    CHECK(read_all(config, &after, &la) && la == lb && memcmp(before, after, la) == 0,
+          "a refused resume changed config.ini");
+    free(before);
+    free(after);
+    free(name);
 
     /* an unknown key and a second run into the same directory */
     static const char *const unknown[] = {"no_such_key=1", NULL};

@@ -2,7 +2,11 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "train/run.h"
 
 int zt_cli_error(const char *fmt, ...)
 {
@@ -46,16 +50,25 @@ bool zt_cli_flag_value(int argc, char **argv, int *i, const char *flag, const ch
     size_t n = strlen(flag);
     const char *arg = argv[*i];
     if (strncmp(arg, flag, n) != 0) return false;
+    /* on an error *value is "", never left unset */
+    *value = "";
     if (arg[n] == '=') {
         *value = arg + n + 1;
-        return true;
-    }
-    if (arg[n] != '\0') return false;
-    if (*i + 1 >= argc) {
+    } else if (arg[n] != '\0') {
+        return false;
+    } else if (*i + 1 >= argc) {
         *st = zt_fail(ZT_ERR_INVALID, "%s needs a value", flag);
         return true;
+    } else {
+        *value = argv[++*i];
     }
-    *value = argv[++*i];
+    /* "--run --minutes 5" forgot the run's name; taking the next flag as it
+     * would make a directory called "--minutes". No value of any flag
+     * starts with "--" (a negative number has one dash). */
+    if (strncmp(*value, "--", 2) == 0) {
+        *st = zt_fail(ZT_ERR_INVALID, "%s needs a value, not the flag '%s'", flag, *value);
+        *value = "";
+    }
     return true;
 }
 
@@ -103,4 +116,61 @@ zt_status zt_cli_game(const char *name, zt_config *cfg, zt_game **out)
         *out = NULL;
     }
     return st;
+}
+
+zt_status zt_cli_layered_config(int argc, char **argv, const char *base, const char *game,
+                                zt_config *cfg, const char **game_out)
+{
+    *game_out = NULL;
+    /* the files and overrides alone, to learn whether they name a game */
+    zt_config *given = zt_config_new();
+    zt_status st = ZT_OK;
+    for (int i = 1; i < argc && st == ZT_OK; i++) zt_cli_config_arg(argc, argv, &i, given, &st);
+    const char *given_game = NULL;
+    if (st == ZT_OK && zt_config_has(given, "game"))
+        st = zt_config_string(given, "game", "", &given_game);
+    const char *base_game = NULL;
+    if (st == ZT_OK && base) {
+        st = zt_config_load_file(cfg, base);
+        if (st == ZT_OK && zt_config_has(cfg, "game"))
+            st = zt_config_string(cfg, "game", "", &base_game);
+    }
+    char named[128] = "";
+    if (st == ZT_OK) {
+        const char *g = game ? game : base_game;
+        if (g && base_game && strcmp(g, base_game) != 0)
+            st = zt_fail(ZT_ERR_INVALID, "'%s' is the config of a %s run, not %s", base, base_game,
+                         g);
+        else if (g && given_game && strcmp(g, given_game) != 0)
+            st = zt_fail(ZT_ERR_INVALID, "--config/--set say game = %s, but %s %s", given_game,
+                         base ? "the run plays" : "the command line names", g);
+        else
+            snprintf(named, sizeof named, "%s", g ? g : given_game ? given_game : "");
+    }
+    char path[4400];
+    if (st == ZT_OK && !base && named[0] && zt_run_default_config(named, path, sizeof path))
+        st = zt_config_load_file(cfg, path);
+    for (int i = 1; i < argc && st == ZT_OK; i++) zt_cli_config_arg(argc, argv, &i, cfg, &st);
+    zt_config_free(given);
+    if (st != ZT_OK || !named[0]) return st;
+    zt_config_put(cfg, "game", named);
+    return zt_config_string(cfg, "game", named, game_out);
+}
+
+static char **saved_argv;
+
+void zt_cli_save_args(char **argv)
+{
+    saved_argv = argv;
+}
+
+void zt_cli_rerun_with_env(const char *name, const char *value)
+{
+    if (!saved_argv || getenv(name)) return;
+    if (setenv(name, value, 1) != 0) return;
+    fflush(stdout);
+    fflush(stderr);
+    execv("/proc/self/exe", saved_argv);
+    /* not re-run (no /proc): go on as we are, the run warns */
+    unsetenv(name);
 }

@@ -18,7 +18,8 @@ int zt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int zt_cli_fail(zt_status st);
 
 /* True when argv[*i] is `flag`; then *value is the next argument (error if
- * missing). Also accepts "--flag=value". */
+ * missing). Also accepts "--flag=value". A value starting with "--" is
+ * refused (a flag where the value was forgotten); on an error *value is "". */
 bool zt_cli_flag_value(int argc, char **argv, int *i, const char *flag, const char **value,
                        zt_status *st);
 bool zt_cli_is_help(const char *arg);
@@ -37,6 +38,26 @@ bool zt_cli_config_arg(int argc, char **argv, int *i, zt_config *cfg, zt_status 
  * argv, before the files they apply over are known); sets *config_file when
  * the flag was --config. */
 bool zt_cli_skip_config_arg(int argc, char **argv, int *i, bool *config_file, zt_status *st);
+
+/* The settings of a command that runs training's settings (train, bench
+ * selfplay), layered: `base` (a resumed run's config.ini; NULL for
+ * configs/GAME.ini where it exists), then every --config FILE and --set k=v
+ * (and --vertices, --k) in command-line order, each over the ones before.
+ * The game is `game` (the command line's, may be NULL), else base's `game`
+ * key, else a `game =` line of the --config files (or --set game=); a game
+ * there that contradicts the command line or the run is a one-line error.
+ * *game_out is the game (NULL when nothing names one), living as long as
+ * cfg; cfg's "game" key is set to it. */
+zt_status zt_cli_layered_config(int argc, char **argv, const char *base, const char *game,
+                                zt_config *cfg, const char **game_out);
+
+/* main's argv (NULL-terminated), kept for zt_cli_rerun_with_env. */
+void zt_cli_save_args(char **argv);
+/* Runs the program again, from the start and with the same arguments, with
+ * the environment variable `name` set to `value`, for settings a runtime
+ * reads before main. Returns only when it could not (name already set,
+ * no saved arguments, exec failed): the caller goes on. */
+void zt_cli_rerun_with_env(const char *name, const char *value);
 
 /* Instantiates a game by name from cfg and checks that no key is left unread
  * (unknown settings are errors). */

@@ -12,34 +12,67 @@
 
 static void usage(FILE *f)
 {
-    fprintf(
-        f, "usage: zeroth train GAME [--config FILE] [--set k=v ...] [--run DIR] [--minutes M]\n"
-           "                         [--steps N]\n"
-           "       zeroth train --resume DIR [--set k=v ...] [--minutes M] [--steps N]\n\n"
-           "Trains an agent by self-play (AlphaZero / Gumbel AlphaZero). Settings come from\n"
-           "configs/GAME.ini when it exists (else --config FILE), then --set overrides; every key\n"
-           "is documented in configs/*.ini. The run directory (default runs/GAME-DATE-TIME) gets\n"
-           "config.ini, metrics.jsonl, log.txt and ckpt/. Ctrl-C stops after a checkpoint;\n"
-           "--resume continues a run from its latest checkpoint.\n\n"
-           "  --run DIR      run directory\n"
-           "  --minutes M    stop after M minutes (default: until interrupted)\n"
-           "  --steps N      stop at learner step N (counted over resumes)\n"
-           "  --resume DIR   continue the run in DIR (its config.ini, then --set overrides)\n");
+    fprintf(f,
+            "usage: zeroth train GAME [--config FILE] [--set k=v ...] [--run DIR] [--minutes M]\n"
+            "                         [--steps N]\n"
+            "       zeroth train --config FILE [...]      (FILE says game = GAME)\n"
+            "       zeroth train --resume DIR [--config FILE] [--set k=v ...] [--minutes M] "
+            "[--steps N]\n\n"
+            "Trains an agent by self-play (AlphaZero / Gumbel AlphaZero). Settings come from\n"
+            "configs/GAME.ini when it exists, then each --config FILE over it, then --set\n"
+            "overrides, in command-line order; every key is documented in configs/*.ini. The run\n"
+            "directory (default runs/GAME-DATE-TIME) gets config.ini, metrics.jsonl, log.txt and\n"
+            "ckpt/, and is locked while the run uses it. Ctrl-C, SIGTERM and SIGHUP stop after a\n"
+            "checkpoint (exit 0); a second signal stops at once (exit 128 + the signal).\n"
+            "--resume continues a run from its latest complete checkpoint.\n\n"
+            "  --run DIR      run directory\n"
+            "  --minutes M    stop after M minutes (default: until interrupted)\n"
+            "  --steps N      stop at learner step N (counted over resumes)\n"
+            "  --resume DIR   continue the run in DIR (its config.ini, then --config, --set)\n");
 }
 
 static volatile sig_atomic_t interrupted;
 
-/* First Ctrl-C: stop cleanly after a checkpoint. Second: the default action. */
-static void on_sigint(int sig)
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+/* The first SIGINT, SIGTERM or SIGHUP (Ctrl-C, kill, timeout, systemd and
+ * container stops, a closed terminal): stop cleanly after a checkpoint.
+ * The second: the signal's default action, at once (exit 128 + sig). */
+static void on_stop_signal(int sig)
 {
-    (void)sig;
     if (interrupted) {
-        signal(SIGINT, SIG_DFL);
-        raise(SIGINT);
+        signal(sig, SIG_DFL);
+        raise(sig);
         return;
     }
     interrupted = 1;
     zt_train_request_stop();
+}
+
+static void handle_stop_signals(bool on)
+{
+    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on ? on_stop_signal : SIG_DFL;
+        sigemptyset(&sa.sa_mask);
+        sigaction(stop_signals[i], &sa, NULL);
+    }
+}
+
+/* The oversubscription guard's half that the library cannot do (it never
+ * changes the environment): libgomp reads OMP_WAIT_POLICY once, in a
+ * constructor that runs before main (measured: a setenv in main changes
+ * nothing), so when the settings keep more threads busy than there are
+ * cores the program runs itself again with OMP_WAIT_POLICY=passive, before
+ * anything is written. A user's own OMP_WAIT_POLICY stands. */
+static void wait_passively_if_oversubscribed(zt_config *cfg, const char *game)
+{
+    if (getenv("OMP_WAIT_POLICY")) return;
+    zt_train_threads b;
+    /* a bad setting is reported by the run itself */
+    if (zt_train_check_threads(cfg, game, &b) != ZT_OK || !b.oversubscribed) return;
+    zt_cli_rerun_with_env("OMP_WAIT_POLICY", "passive");
 }
 
 int zt_cmd_train(int argc, char **argv)
@@ -81,33 +114,36 @@ int zt_cmd_train(int argc, char **argv)
             st = zt_fail(ZT_ERR_INVALID, "unexpected argument '%s'", argv[i]);
         }
     }
+    /* before anything is read from or written to them */
+    if (st == ZT_OK && run) st = zt_run_dir_check(run);
+    if (st == ZT_OK && resume) st = zt_run_dir_check(resume);
     if (st != ZT_OK) return zt_cli_fail(st);
-    if (!game && !resume) {
+    if (!game && !resume && !has_config) {
         usage(stderr);
         return 2;
     }
     if (resume && run && strcmp(resume, run) != 0)
         return zt_cli_error("--run and --resume name different directories");
     zt_config *cfg = zt_config_new();
-    char path[4400];
-    if (resume) {
-        snprintf(path, sizeof path, "%s/config.ini", resume);
-        st = zt_config_load_file(cfg, path);
-    } else if (!has_config && zt_run_default_config(game, path, sizeof path)) {
-        st = zt_config_load_file(cfg, path);
-    }
-    for (int i = 1; i < argc && st == ZT_OK; i++) zt_cli_config_arg(argc, argv, &i, cfg, &st);
+    char base[4400];
+    if (resume) snprintf(base, sizeof base, "%s/config.ini", resume);
+    const char *g = NULL;
+    st = zt_cli_layered_config(argc, argv, resume ? base : NULL, game, cfg, &g);
+    if (st == ZT_OK && !g)
+        st = zt_fail(ZT_ERR_INVALID, "no game: name one (zeroth train GAME) or put game = GAME in "
+                                     "the --config file");
     if (st != ZT_OK) {
         zt_config_free(cfg);
         return zt_cli_fail(st);
     }
-    opt.game = game;
+    wait_passively_if_oversubscribed(cfg, g);
+    opt.game = g;
     opt.config = cfg;
     opt.run_dir = resume ? resume : run;
     opt.resume = resume != NULL;
-    signal(SIGINT, on_sigint);
+    handle_stop_signals(true);
     st = zt_train_run(&opt);
-    signal(SIGINT, SIG_DFL);
+    handle_stop_signals(false);
     zt_config_free(cfg);
     return st == ZT_OK ? 0 : zt_cli_fail(st);
 }

@@ -43,6 +43,7 @@ int main(int argc, char **argv)
      * library leaves the environment alone (docs/api.md). */
     if (!getenv("ONEDNN_ITT_TASK_LEVEL") && !getenv("DNNL_ITT_TASK_LEVEL"))
         setenv("DNNL_ITT_TASK_LEVEL", "0", 0);
+    zt_cli_save_args(argv);
     if (argc < 2) {
         usage(stderr);
         return 2;

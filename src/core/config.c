@@ -117,10 +117,36 @@ int zt_config_inherit(zt_config *dst, const zt_config *src, const char *prefix,
     return put;
 }
 
+/* One file's parse: where the text is, the line inih is on, and the keys
+ * the file has set so far with their lines (a key set twice in one file is
+ * a mistake, not an override). */
 typedef struct load_ctx {
     zt_config *config;
+    const char *next; /* the text not yet handed to inih */
+    int line;         /* the line inih is parsing */
     char key[512];
+    char **seen;
+    int *seen_line;
+    int nseen, seen_cap;
+    char duplicate[512]; /* the first key set twice, "" if none */
+    int first_line, second_line;
 } load_ctx;
+
+/* inih's line reader over the text: hands out one line per call (at most
+ * num - 1 bytes; first_long_line has refused longer ones) and counts it. */
+static char *read_line(char *str, int num, void *stream)
+{
+    load_ctx *ctx = stream;
+    if (!*ctx->next || num < 2) return NULL;
+    int n = 0;
+    while (n < num - 1 && ctx->next[n] && ctx->next[n] != '\n') n++;
+    if (ctx->next[n] == '\n' && n < num - 1) n++;
+    memcpy(str, ctx->next, (size_t)n);
+    str[n] = '\0';
+    ctx->next += n;
+    ctx->line++;
+    return str;
+}
 
 static int on_ini_pair(void *user, const char *section, const char *name, const char *value)
 {
@@ -129,6 +155,23 @@ static int on_ini_pair(void *user, const char *section, const char *name, const 
         snprintf(ctx->key, sizeof ctx->key, "%s.%s", section, name);
     else
         snprintf(ctx->key, sizeof ctx->key, "%s", name);
+    for (int i = 0; i < ctx->nseen; i++) {
+        if (strcmp(ctx->seen[i], ctx->key) != 0) continue;
+        if (!ctx->duplicate[0]) {
+            snprintf(ctx->duplicate, sizeof ctx->duplicate, "%s", ctx->key);
+            ctx->first_line = ctx->seen_line[i];
+            ctx->second_line = ctx->line;
+        }
+        return 1;
+    }
+    if (ctx->nseen == ctx->seen_cap) {
+        ctx->seen_cap = ctx->seen_cap ? 2 * ctx->seen_cap : 32;
+        ctx->seen = zt_xrealloc(ctx->seen, (size_t)ctx->seen_cap * sizeof *ctx->seen);
+        ctx->seen_line =
+            zt_xrealloc(ctx->seen_line, (size_t)ctx->seen_cap * sizeof *ctx->seen_line);
+    }
+    ctx->seen[ctx->nseen] = zt_xstrdup(ctx->key);
+    ctx->seen_line[ctx->nseen++] = ctx->line;
     zt_config_put(ctx->config, ctx->key, value);
     return 1;
 }
@@ -177,13 +220,27 @@ static zt_status parse_ini(zt_config *c, char *text, const char *name)
     if (long_line)
         return zt_fail(ZT_ERR_INVALID, "config '%s' line %d: longer than %d characters", name,
                        long_line, INI_MAX_LINE - 2);
-    load_ctx ctx = {.config = c};
-    int rc = ini_parse_string(text, on_ini_pair, &ctx);
+    /* Parsed into a scratch config first, so that a refused file changes
+     * nothing in c. */
+    load_ctx ctx = {.config = zt_config_new(), .next = text};
+    int rc = ini_parse_stream(read_line, &ctx, on_ini_pair, &ctx);
+    zt_status st = ZT_OK;
     if (rc > 0)
-        return zt_fail(ZT_ERR_INVALID, "config '%s' line %d: expected '[section]' or 'key = value'",
-                       name, rc);
-    if (rc != 0) return zt_fail(ZT_ERR_NOMEM, "config '%s': out of memory while parsing", name);
-    return ZT_OK;
+        st = zt_fail(ZT_ERR_INVALID, "config '%s' line %d: expected '[section]' or 'key = value'",
+                     name, rc);
+    else if (rc != 0)
+        st = zt_fail(ZT_ERR_NOMEM, "config '%s': out of memory while parsing", name);
+    else if (ctx.duplicate[0])
+        st = zt_fail(ZT_ERR_INVALID, "config '%s': key '%s' is set twice (lines %d and %d)", name,
+                     ctx.duplicate, ctx.first_line, ctx.second_line);
+    if (st == ZT_OK)
+        for (int i = 0; i < ctx.config->n; i++)
+            zt_config_put(c, ctx.config->entries[i].key, ctx.config->entries[i].value);
+    for (int i = 0; i < ctx.nseen; i++) free(ctx.seen[i]);
+    free(ctx.seen);
+    free(ctx.seen_line);
+    zt_config_free(ctx.config);
+    return st;
 }
 
 zt_status zt_config_load_file(zt_config *c, const char *path)

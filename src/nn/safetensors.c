@@ -2,6 +2,7 @@
  * A weight file's metadata: format "zeroth-weights", version, architecture
  * (zt_net_config_format), game, and data_hash (zt_hash_bytes of the data
  * section, hex) so that a flipped bit is refused, not loaded. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -455,6 +456,17 @@ zt_status zt_st_read_tensor(const zt_st_file *f, const char *name, int ndim, con
     bool same = e->ndim == ndim;
     for (int i = 0; same && i < ndim; i++) same = e->shape[i] == shape[i];
     if (!same) return zt_fail(ZT_ERR_INVALID, "'%s': tensor '%s' has another shape", f->path, name);
+    /* A NaN or an infinity is never a weight or an optimizer moment worth
+     * loading: a file without a data_hash (written by another program)
+     * could carry one, and it would poison every output silently. */
+    size_t count = (e->end - e->begin) / sizeof(float);
+    for (size_t i = 0; i < count; i++) {
+        float v;
+        memcpy(&v, f->data + e->begin + i * sizeof v, sizeof v);
+        if (!isfinite(v))
+            return zt_fail(ZT_ERR_CORRUPT, "'%s': tensor '%s' holds a non-finite value (%s at %zu)",
+                           f->path, name, isnan(v) ? "NaN" : "infinity", i);
+    }
     if (out) memcpy(out, f->data + e->begin, e->end - e->begin);
     return ZT_OK;
 }

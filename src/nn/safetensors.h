@@ -54,7 +54,8 @@ const char *zt_st_meta_get(const zt_st_file *f, const char *key);
 /* The entry called `name`, or NULL. */
 const zt_st_entry *zt_st_find(const zt_st_file *f, const char *name);
 /* Checks that `name` exists with exactly this shape (else a one-line
- * ZT_ERR_INVALID naming the tensor); copies its values into out when not NULL. */
+ * ZT_ERR_INVALID naming the tensor) and holds only finite values (else
+ * ZT_ERR_CORRUPT naming it); copies its values into out when not NULL. */
 zt_status zt_st_read_tensor(const zt_st_file *f, const char *name, int ndim, const int *shape,
                             float *out);
 

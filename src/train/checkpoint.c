@@ -1,6 +1,29 @@
 /* Checkpoints: RUN/ckpt/NNNNNNNN/ with the weights, the optimizer, the
  * replay buffer and state.bin, and RUN/ckpt/latest naming the newest.
  *
+ * Complete. A checkpoint directory is complete when it has an eight-digit
+ * name NNNNNNNN, holds weights.safetensors, optimizer.safetensors,
+ * replay.bin and state.bin, and state.bin loads (magic, version, checksum)
+ * with its step equal to NNNNNNNN. Only complete checkpoints are loaded,
+ * followed from latest and counted in checkpoint.keep. A checkpoint is
+ * built in RUN/ckpt/NNNNNNNN.tmp/ (state.bin last) and renamed to its name
+ * in one step, so a kill leaves either no checkpoint of that step or a
+ * complete one, never a part. Rewriting a step that exists (a run that
+ * stops at the step of its last checkpoint) moves the old directory to
+ * NNNNNNNN.old, renames the new one in and only then removes the old one.
+ * Then ckpt/latest is rewritten: that is the commit. A write that fails
+ * undoes its renames, so the previous checkpoint stays the one a resume
+ * continues from.
+ *
+ * Recovery (zt_checkpoint_recover, under the run's lock before a run uses
+ * its directory) removes what a kill can leave: *.tmp staging directories,
+ * temp files of the atomic writer, eight-digit directories missing one of
+ * the four files (cut short by a build that wrote in place), and complete
+ * checkpoints newer than the one latest names (renamed in, never
+ * committed); it puts an NNNNNNNN.old back whose NNNNNNNN is missing, and
+ * renames a directory with the four files whose state.bin does not load
+ * to NNNNNNNN.damaged (kept for inspection, never loaded or counted).
+ *
  * state.bin: the loop's counters and random streams.
  *
  * Layout, all integers little-endian:
@@ -14,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/alloc.h"
@@ -101,8 +125,8 @@ zt_status zt_train_state_load(const char *path, zt_train_state *s)
     if (len < 16 || memcmp(p, STATE_MAGIC, 8) != 0) {
         st = zt_fail(ZT_ERR_CORRUPT, "%s: not a training state file", path);
     } else if (get_u32(p + 8) != STATE_VERSION) {
-        st = zt_fail(ZT_ERR_CORRUPT, "%s: state version %u, this build reads %u", path, get_u32(p + 8),
-                     STATE_VERSION);
+        st = zt_fail(ZT_ERR_CORRUPT, "%s: state version %u, this build reads %u", path,
+                     get_u32(p + 8), STATE_VERSION);
     } else {
         size_t payload = get_u32(p + 12);
         const size_t fixed = 6 * 8 + 4 * 8 + 2;
@@ -135,6 +159,75 @@ zt_status zt_train_state_load(const char *path, zt_train_state *s)
 
 /* ---- checkpoint directories ---- */
 
+static const char *const ckpt_files[] = {"weights.safetensors", "optimizer.safetensors",
+                                         "replay.bin", "state.bin"};
+
+static bool is_step_name(const char *name)
+{
+    return strlen(name) == 8 && strspn(name, "0123456789") == 8;
+}
+
+static bool exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+static bool has_all_files(const char *dir)
+{
+    char path[PATH_MAX + 64];
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[i]);
+        struct stat sb;
+        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return false;
+    }
+    return true;
+}
+
+typedef enum completeness {
+    CKPT_COMPLETE,
+    CKPT_PARTIAL, /* a file is missing: the write was cut short */
+    CKPT_DAMAGED, /* every file, but state.bin does not load or names another step */
+    CKPT_IO,      /* state.bin could not be read: the message says why */
+} completeness;
+
+/* How complete the checkpoint directory `dir` of step `step` is. */
+static completeness check_dir(const char *dir, int64_t step, char *why, size_t cap)
+{
+    if (cap) why[0] = '\0';
+    if (!has_all_files(dir)) {
+        snprintf(why, cap, "a file is missing");
+        return CKPT_PARTIAL;
+    }
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/state.bin", dir);
+    zt_train_state st;
+    zt_status s = zt_train_state_load(path, &st);
+    if (s == ZT_ERR_IO) {
+        snprintf(why, cap, "%s", zt_error_message());
+        return CKPT_IO;
+    }
+    if (s != ZT_OK) {
+        snprintf(why, cap, "%s", zt_error_message());
+        return CKPT_DAMAGED;
+    }
+    if (st.step != step) {
+        snprintf(why, cap, "its state.bin is of step %lld", (long long)st.step);
+        return CKPT_DAMAGED;
+    }
+    return CKPT_COMPLETE;
+}
+
+bool zt_checkpoint_complete(const char *run, const char *name)
+{
+    if (!is_step_name(name)) return false;
+    char dir[PATH_MAX + 32], why[256];
+    snprintf(dir, sizeof dir, "%s/ckpt/%s", run, name);
+    return check_dir(dir, atoll(name), why, sizeof why) == CKPT_COMPLETE;
+}
+
+/* What ckpt/latest names: ZT_OK with the name, ZT_ERR_NOT_FOUND when there
+ * is no latest, ZT_ERR_CORRUPT when it names no checkpoint, ZT_ERR_IO. */
 static zt_status read_latest(const char *run, char *name, size_t cap)
 {
     char path[PATH_MAX + 32];
@@ -143,7 +236,7 @@ static zt_status read_latest(const char *run, char *name, size_t cap)
     size_t len;
     ZT_TRY(zt_read_file(path, &text, &len));
     size_t n = strcspn(text, "\r\n");
-    bool ok = n > 0 && n < cap && strspn(text, "0123456789") == n;
+    bool ok = n == 8 && n < cap && strspn(text, "0123456789") == n;
     if (ok) {
         memcpy(name, text, n);
         name[n] = '\0';
@@ -158,45 +251,248 @@ static int compare_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void remove_tree(const char *dir)
+/* The entries of RUN/ckpt/ (NULL-terminated, sorted, malloc'ed; NULL when
+ * the directory cannot be read). */
+static char **list_ckpt(const char *run)
+{
+    char dir[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/ckpt", run);
+    DIR *d = opendir(dir);
+    if (!d) return NULL;
+    int n = 0, cap = 16;
+    char **names = zt_xmalloc((size_t)cap * sizeof *names);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        if (n + 1 >= cap) {
+            cap *= 2;
+            names = zt_xrealloc(names, (size_t)cap * sizeof *names);
+        }
+        names[n++] = zt_xstrdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, compare_names);
+    names[n] = NULL;
+    return names;
+}
+
+static void free_list(char **names)
+{
+    for (int i = 0; names && names[i]; i++) free(names[i]);
+    free(names);
+}
+
+/* The newest complete checkpoint of `names` (sorted), below `below` when
+ * not NULL: ZT_OK with its name, ZT_ERR_NOT_FOUND, or ZT_ERR_IO. */
+static zt_status newest_complete(const char *run, char **names, const char *below, char *out,
+                                 size_t cap)
+{
+    int n = 0;
+    while (names && names[n]) n++;
+    for (int i = n - 1; i >= 0; i--) {
+        if (!is_step_name(names[i]) || (below && strcmp(names[i], below) >= 0)) continue;
+        char dir[PATH_MAX + 32], why[512];
+        snprintf(dir, sizeof dir, "%s/ckpt/%s", run, names[i]);
+        completeness c = check_dir(dir, atoll(names[i]), why, sizeof why);
+        if (c == CKPT_IO) return zt_fail(ZT_ERR_IO, "%s", why);
+        if (c == CKPT_COMPLETE) {
+            snprintf(out, cap, "%s", names[i]);
+            return ZT_OK;
+        }
+    }
+    return ZT_ERR_NOT_FOUND;
+}
+
+zt_status zt_checkpoint_find(const char *run, char *name, size_t cap)
+{
+    char named[64] = "", why[512] = "";
+    zt_status st = read_latest(run, named, sizeof named);
+    if (st == ZT_ERR_IO) return st;
+    if (st == ZT_OK) {
+        char dir[PATH_MAX + 32];
+        snprintf(dir, sizeof dir, "%s/ckpt/%s", run, named);
+        completeness c = check_dir(dir, atoll(named), why, sizeof why);
+        if (c == CKPT_IO) return zt_fail(ZT_ERR_IO, "%s", why);
+        if (c == CKPT_COMPLETE) {
+            snprintf(name, cap, "%s", named);
+            return ZT_OK;
+        }
+        if (!exists(dir)) {
+            char aside[PATH_MAX + 48];
+            snprintf(aside, sizeof aside, "%s.damaged", dir);
+            snprintf(why, sizeof why, "%s",
+                     exists(aside) ? "it is damaged, set aside as .damaged" : "it is missing");
+        }
+    } else if (st == ZT_ERR_CORRUPT) {
+        snprintf(why, sizeof why, "%s", zt_error_message());
+    }
+    char **names = list_ckpt(run);
+    char found[64];
+    zt_status f = newest_complete(run, names, NULL, found, sizeof found);
+    free_list(names);
+    if (f == ZT_ERR_IO) return f;
+    if (f == ZT_OK) {
+        if (st == ZT_ERR_NOT_FOUND)
+            zt_warn("%s: ckpt/latest is missing; using the newest complete checkpoint, %s", run,
+                    found);
+        else if (named[0])
+            zt_warn("%s: ckpt/latest names %s, which is not a complete checkpoint (%s); using the "
+                    "newest complete one, %s",
+                    run, named, why, found);
+        else
+            zt_warn("%s: ckpt/latest is damaged (%s); using the newest complete checkpoint, %s",
+                    run, why, found);
+        snprintf(name, cap, "%s", found);
+        return ZT_OK;
+    }
+    if (st == ZT_ERR_NOT_FOUND) return zt_fail(ZT_ERR_NOT_FOUND, "no checkpoint in '%s'", run);
+    if (named[0])
+        return zt_fail(ZT_ERR_CORRUPT,
+                       "%s: ckpt/latest names %s, which is not a complete checkpoint (%s), and no "
+                       "complete checkpoint remains",
+                       run, named, why);
+    return zt_fail(ZT_ERR_CORRUPT,
+                   "%s: ckpt/latest is damaged (%s) and no complete checkpoint "
+                   "remains",
+                   run, why);
+}
+
+/* Whether `name` ends with `suffix`; *stem_len gets the length before it. */
+static bool ends_with(const char *name, const char *suffix, size_t *stem_len)
+{
+    size_t n = strlen(name), k = strlen(suffix);
+    if (n < k || strcmp(name + n - k, suffix) != 0) return false;
+    *stem_len = n - k;
+    return true;
+}
+
+/* Removes the atomic writer's temp files ("NAME.tmp.PID.N") in dir whose
+ * NAME is one this module or the run writes. */
+static void remove_temp_files(const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
     char path[PATH_MAX + 300];
+    static const char *const written[] = {
+        "latest",     "config.ini", "metrics.jsonl", "weights.safetensors", "optimizer.safetensors",
+        "replay.bin", "state.bin"};
     while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
+        for (size_t i = 0; i < sizeof written / sizeof written[0]; i++) {
+            size_t k = strlen(written[i]);
+            if (strncmp(e->d_name, written[i], k) == 0 && strncmp(e->d_name + k, ".tmp.", 5) == 0) {
+                snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+                zt_remove_tree(path);
+            }
+        }
     }
     closedir(d);
-    rmdir(dir);
 }
 
-/* Keeps the newest `keep` checkpoint directories (and always `latest`). */
+zt_status zt_checkpoint_recover(const char *run, bool *found, char *name, size_t cap)
+{
+    *found = false;
+    char ckpt[PATH_MAX + 16], path[PATH_MAX + 64], other[PATH_MAX + 80], why[512];
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt", run);
+    remove_temp_files(run);
+    remove_temp_files(ckpt);
+    char **names = list_ckpt(run);
+    for (int i = 0; names && names[i]; i++) {
+        const char *e = names[i];
+        size_t stem;
+        snprintf(path, sizeof path, "%s/%s", ckpt, e);
+        if (ends_with(e, ".tmp", &stem) && stem == 8) {
+            zt_remove_tree(path); /* a staging directory: never renamed in */
+        } else if (ends_with(e, ".old", &stem) && stem == 8) {
+            snprintf(other, sizeof other, "%s/%.8s", ckpt, e);
+            if (!exists(other)) {
+                zt_warn("%s: putting back %s (cut short while it was being replaced)", run, e);
+                ZT_TRY(zt_rename(path, other));
+                ZT_TRY(zt_sync_dir(ckpt));
+            } else {
+                zt_remove_tree(path);
+            }
+        } else if (is_step_name(e)) {
+            remove_temp_files(path);
+        }
+    }
+    free_list(names);
+    /* now the eight-digit directories */
+    names = list_ckpt(run);
+    for (int i = 0; names && names[i]; i++) {
+        if (!is_step_name(names[i])) continue;
+        snprintf(path, sizeof path, "%s/%s", ckpt, names[i]);
+        completeness c = check_dir(path, atoll(names[i]), why, sizeof why);
+        if (c == CKPT_IO) {
+            free_list(names);
+            return zt_fail(ZT_ERR_IO, "%s", why);
+        }
+        if (c == CKPT_PARTIAL) {
+            zt_warn("%s: removing the incomplete checkpoint %s (%s: its write was cut short)", run,
+                    names[i], why);
+            zt_remove_tree(path);
+        } else if (c == CKPT_DAMAGED) {
+            snprintf(other, sizeof other, "%s.damaged", path);
+            zt_warn("%s: checkpoint %s is damaged (%s); moved to %s.damaged, never loaded", run,
+                    names[i], why, names[i]);
+            zt_remove_tree(other);
+            zt_status s = zt_rename(path, other);
+            if (s != ZT_OK) {
+                free_list(names);
+                return s;
+            }
+        }
+    }
+    free_list(names);
+    char latest[64];
+    zt_status st = zt_checkpoint_find(run, latest, sizeof latest);
+    if (st == ZT_ERR_NOT_FOUND) return ZT_OK;
+    ZT_TRY(st);
+    /* complete checkpoints above the one latest names were renamed in but
+     * never committed */
+    names = list_ckpt(run);
+    for (int i = 0; names && names[i]; i++) {
+        if (!is_step_name(names[i]) || strcmp(names[i], latest) <= 0) continue;
+        zt_warn("%s: removing checkpoint %s, newer than ckpt/latest (%s): written but never "
+                "committed",
+                run, names[i], latest);
+        snprintf(path, sizeof path, "%s/%s", ckpt, names[i]);
+        zt_remove_tree(path);
+    }
+    free_list(names);
+    /* latest names it from now on (readers follow it) */
+    char named[64];
+    st = read_latest(run, named, sizeof named);
+    if (st == ZT_ERR_IO) return st;
+    if (st != ZT_OK || strcmp(named, latest) != 0) {
+        char line[32];
+        int len = snprintf(line, sizeof line, "%s\n", latest);
+        snprintf(path, sizeof path, "%s/latest", ckpt);
+        ZT_TRY(zt_write_file_atomic(path, line, (size_t)len));
+    }
+    snprintf(name, cap, "%s", latest);
+    *found = true;
+    return ZT_OK;
+}
+
+/* Keeps the newest `keep` complete checkpoints (and always `latest`).
+ * Checkpoints are complete when they appear (see the top), and recovery
+ * cleared what was not, so a directory with the four files counts. */
 static void prune_checkpoints(const char *run, int keep, const char *latest)
 {
     if (keep <= 0) return;
-    char dir[PATH_MAX + 16];
-    snprintf(dir, sizeof dir, "%s/ckpt", run);
-    DIR *d = opendir(dir);
-    if (!d) return;
-    char *names[4096];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < 4096)
-        if (strlen(e->d_name) == 8 && strspn(e->d_name, "0123456789") == 8)
-            names[n++] = zt_xstrdup(e->d_name);
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, compare_names);
-    for (int i = 0; i < n; i++) {
-        if (i < n - keep && strcmp(names[i], latest) != 0) {
-            char path[PATH_MAX + 32];
-            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-            remove_tree(path);
-        }
-        free(names[i]);
+    char **names = list_ckpt(run);
+    if (!names) return;
+    int n = 0, complete = 0;
+    while (names[n]) n++;
+    char path[PATH_MAX + 32];
+    for (int i = n - 1; i >= 0; i--) {
+        if (!is_step_name(names[i])) continue;
+        snprintf(path, sizeof path, "%s/ckpt/%s", run, names[i]);
+        if (!has_all_files(path)) continue;
+        if (++complete > keep && strcmp(names[i], latest) != 0) zt_remove_tree(path);
     }
+    free_list(names);
 }
 
 zt_status zt_checkpoint_write(const char *run, const char *spec, const zt_net *net,
@@ -204,22 +500,70 @@ zt_status zt_checkpoint_write(const char *run, const char *spec, const zt_net *n
                               int keep)
 {
     double t0 = zt_now_s();
-    char name[24], dir[PATH_MAX + 32], path[PATH_MAX + 64];
+    char name[24], ckpt[PATH_MAX + 16], stage[PATH_MAX + 64], dir[PATH_MAX + 48],
+        old[PATH_MAX + 64], path[PATH_MAX + 96];
     snprintf(name, sizeof name, "%08lld", (long long)state->step);
-    snprintf(dir, sizeof dir, "%s/ckpt/%s", run, name);
-    ZT_TRY(zt_mkdirs(dir));
-    snprintf(path, sizeof path, "%s/weights.safetensors", dir);
-    ZT_TRY(zt_net_save(net, spec, path));
-    snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
-    ZT_TRY(zt_trainer_save(trainer, path));
-    snprintf(path, sizeof path, "%s/replay.bin", dir);
-    ZT_TRY(zt_replay_save(rb, path));
-    snprintf(path, sizeof path, "%s/state.bin", dir);
-    ZT_TRY(zt_train_state_save(state, path));
-    char line[32];
-    int len = snprintf(line, sizeof line, "%s\n", name);
-    snprintf(path, sizeof path, "%s/ckpt/latest", run);
-    ZT_TRY(zt_write_file_atomic(path, line, (size_t)len));
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt", run);
+    snprintf(dir, sizeof dir, "%s/%s", ckpt, name);
+    snprintf(stage, sizeof stage, "%s.tmp", dir);
+    snprintf(old, sizeof old, "%s.old", dir);
+    zt_remove_tree(stage); /* a failed attempt's */
+    zt_status st = zt_mkdirs(stage);
+    if (st == ZT_OK) {
+        snprintf(path, sizeof path, "%s/weights.safetensors", stage);
+        st = zt_net_save(net, spec, path);
+    }
+    if (st == ZT_OK) {
+        snprintf(path, sizeof path, "%s/optimizer.safetensors", stage);
+        st = zt_trainer_save(trainer, path);
+    }
+    if (st == ZT_OK) {
+        snprintf(path, sizeof path, "%s/replay.bin", stage);
+        st = zt_replay_save(rb, path);
+    }
+    if (st == ZT_OK) {
+        snprintf(path, sizeof path, "%s/state.bin", stage);
+        st = zt_train_state_save(state, path);
+    }
+    if (st != ZT_OK) {
+        zt_remove_tree(stage);
+        return st;
+    }
+    /* in place: the old one of this step aside, the new one in */
+    bool replacing = exists(dir);
+    if (replacing) {
+        zt_remove_tree(old);
+        st = zt_rename(dir, old);
+    }
+    bool renamed = false;
+    if (st == ZT_OK) {
+        st = zt_rename(stage, dir);
+        renamed = st == ZT_OK;
+    }
+    if (st == ZT_OK) st = zt_sync_dir(ckpt);
+    /* the commit */
+    if (st == ZT_OK) {
+        char named[64];
+        zt_status r = read_latest(run, named, sizeof named);
+        if (r == ZT_ERR_IO) {
+            st = r;
+        } else if (r != ZT_OK || strcmp(named, name) != 0) {
+            char line[32];
+            int len = snprintf(line, sizeof line, "%s\n", name);
+            snprintf(path, sizeof path, "%s/latest", ckpt);
+            st = zt_write_file_atomic(path, line, (size_t)len);
+        }
+    }
+    if (st != ZT_OK) {
+        /* undone, the message kept: the previous checkpoint is the run's */
+        char why[512];
+        snprintf(why, sizeof why, "%s", zt_error_message());
+        if (renamed) zt_rename(dir, stage);
+        if (replacing && !exists(dir)) zt_rename(old, dir);
+        zt_remove_tree(stage);
+        return zt_fail(st, "checkpoint %s not written: %s", name, why);
+    }
+    if (replacing) zt_remove_tree(old);
     prune_checkpoints(run, keep, name);
     zt_info("checkpoint %s (%.2f s)", dir, zt_now_s() - t0);
     return ZT_OK;
@@ -229,7 +573,7 @@ zt_status zt_checkpoint_load(const char *run, const zt_game *g, const char *spec
                              zt_trainer *trainer, zt_replay **rb, zt_train_state *state)
 {
     char name[64], dir[PATH_MAX + 80], path[PATH_MAX + 128];
-    ZT_TRY(read_latest(run, name, sizeof name));
+    ZT_TRY(zt_checkpoint_find(run, name, sizeof name));
     snprintf(dir, sizeof dir, "%s/ckpt/%s", run, name);
     snprintf(path, sizeof path, "%s/state.bin", dir);
     ZT_TRY(zt_train_state_load(path, state));

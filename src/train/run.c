@@ -13,6 +13,7 @@
 #include "core/alloc.h"
 #include "core/fileio.h"
 #include "core/thread.h"
+#include "train/train.h"
 
 #define WEIGHTS_NAME "weights.safetensors"
 
@@ -55,6 +56,21 @@ static zt_status read_latest(const char *run, const char *latest_path, char *nam
     return ZT_OK;
 }
 
+zt_status zt_run_dir_check(const char *dir)
+{
+    if (!dir || !dir[0])
+        return zt_fail(ZT_ERR_INVALID, "the run directory's name is empty (an unset variable?)");
+    char real[PATH_MAX];
+    bool root = strspn(dir, "/") == strlen(dir);
+    if (!root && realpath(dir, real)) root = strcmp(real, "/") == 0;
+    if (root)
+        return zt_fail(ZT_ERR_INVALID, "'%s' is the filesystem root, not a run directory", dir);
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return zt_fail(ZT_ERR_INVALID, "'%s' is a file, not a run directory", dir);
+    return ZT_OK;
+}
+
 zt_status zt_run_resolve_weights(const char *path, char *out, size_t cap)
 {
     struct stat sb;
@@ -74,19 +90,30 @@ zt_status zt_run_resolve_weights(const char *path, char *out, size_t cap)
         strcpy(out, buf);
         return ZT_OK;
     }
-    /* A run directory: the checkpoint ckpt/latest names, written last. */
-    char ckpt[4096], latest[4096], name[256];
+    /* A run directory: the checkpoint ckpt/latest names when it has
+     * weights (a reader needs nothing else); else the newest complete
+     * checkpoint, with a warning (train/checkpoint.c). */
+    char ckpt[4096], latest[4096], name[256], dir[4096];
     ZT_TRY(join(ckpt, sizeof ckpt, path, "ckpt"));
     ZT_TRY(join(latest, sizeof latest, ckpt, "latest"));
-    if (!is_dir(ckpt) || !is_file(latest))
-        return zt_fail(ZT_ERR_NOT_FOUND, "no checkpoint in '%s'", path);
-    ZT_TRY(read_latest(path, latest, name, sizeof name));
-    char dir[4096];
+    if (!is_dir(ckpt)) return zt_fail(ZT_ERR_NOT_FOUND, "no checkpoint in '%s'", path);
+    if (is_file(latest)) {
+        zt_status st = read_latest(path, latest, name, sizeof name);
+        if (st == ZT_ERR_IO) return st;
+        if (st == ZT_OK) {
+            ZT_TRY(join(dir, sizeof dir, ckpt, name));
+            ZT_TRY(join(buf, sizeof buf, dir, WEIGHTS_NAME));
+        }
+        if (st == ZT_OK && is_file(buf)) {
+            if (strlen(buf) >= cap)
+                return zt_fail(ZT_ERR_INVALID, "model path '%s' is too long", buf);
+            strcpy(out, buf);
+            return ZT_OK;
+        }
+    }
+    ZT_TRY(zt_checkpoint_find(path, name, sizeof name));
     ZT_TRY(join(dir, sizeof dir, ckpt, name));
     ZT_TRY(join(buf, sizeof buf, dir, WEIGHTS_NAME));
-    if (!is_file(buf))
-        return zt_fail(ZT_ERR_CORRUPT, "run '%s': its latest checkpoint '%s' has no %s", path, name,
-                       WEIGHTS_NAME);
     if (strlen(buf) >= cap) return zt_fail(ZT_ERR_INVALID, "model path '%s' is too long", buf);
     strcpy(out, buf);
     return ZT_OK;

@@ -18,9 +18,19 @@
 #include "nn/nn.h"
 #include "search/search.h"
 
-/* The weights file `path` stands for, written to out (cap bytes). Errors:
- * "cannot open model 'P': ...", "no checkpoint in 'RUN'", a ckpt/latest that
- * names a missing checkpoint. The file itself is not opened. */
+/* Whether `dir` may be a run directory: refuses an empty name (an unset
+ * shell variable), the filesystem root and an existing non-directory, each
+ * with a one-line ZT_ERR_INVALID naming it. A missing directory is fine
+ * (a new run creates it). Nothing is created. */
+zt_status zt_run_dir_check(const char *dir);
+
+/* The weights file `path` stands for, written to out (cap bytes): the
+ * file, a checkpoint directory's weights.safetensors, or a run directory's
+ * checkpoint that ckpt/latest names (when latest is missing or damaged or
+ * names a directory without weights, the newest complete checkpoint, with
+ * a warning). Errors: "cannot open model 'P': ...", "no checkpoint in
+ * 'RUN'", a ckpt/latest that names no complete checkpoint while none
+ * remains. The file itself is not opened. */
 zt_status zt_run_resolve_weights(const char *path, char *out, size_t cap);
 
 /* Opens the weights at `path` (any of the three forms): reads the

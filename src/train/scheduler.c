@@ -381,6 +381,55 @@ zt_status zt_scheduler_tick(zt_scheduler *L, bool boundary)
 
 /* ---- setup ---- */
 
+/* The number after "\"KEY\":" in a metrics record; false if absent. */
+static bool record_number(const char *line, const char *key, double *out)
+{
+    const char *p = strstr(line, key);
+    if (!p) return false;
+    char *end;
+    *out = strtod(p + strlen(key), &end);
+    return end != p + strlen(key);
+}
+
+/* metrics.jsonl without the records written after the checkpoint the run
+ * resumes from (and without a last line cut short by a kill). */
+static zt_status truncate_metrics(const char *path, int64_t step, double elapsed)
+{
+    char *text;
+    size_t len;
+    zt_status st = zt_read_file(path, &text, &len);
+    if (st == ZT_ERR_NOT_FOUND) return ZT_OK;
+    ZT_TRY(st);
+    size_t kept = 0;
+    int dropped = 0;
+    for (char *line = text; *line;) {
+        char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) + 1 : strlen(line);
+        char saved = line[n - (nl ? 1 : 0)];
+        line[n - (nl ? 1 : 0)] = '\0';
+        double t, s;
+        /* times are printed to the millisecond */
+        bool keep = nl && record_number(line, "\"t\":", &t) &&
+                    record_number(line, "\"step\":", &s) && s <= (double)step &&
+                    t <= elapsed + 0.001;
+        line[n - (nl ? 1 : 0)] = saved;
+        if (keep) {
+            memmove(text + kept, line, n);
+            kept += n;
+        } else {
+            dropped++;
+        }
+        line += n;
+    }
+    if (dropped > 0) {
+        zt_warn("%s: dropped %d record(s) written after the checkpoint of step %lld", path, dropped,
+                (long long)step);
+        st = zt_write_file_atomic(path, text, kept);
+    }
+    free(text);
+    return st;
+}
+
 zt_status zt_scheduler_new(const zt_scheduler_parts *parts, zt_scheduler **out)
 {
     *out = NULL;
@@ -395,14 +444,15 @@ zt_status zt_scheduler_new(const zt_scheduler_parts *parts, zt_scheduler **out)
     char path[PATH_MAX + 32];
     if (st == ZT_OK) {
         snprintf(path, sizeof path, "%s/log.txt", parts->run);
-        L->logf = fopen(path, "a");
-        if (!L->logf) st = zt_fail(ZT_ERR_IO, "%s: %s", path, strerror(errno));
+        st = zt_open_append(path, &L->logf);
     }
     if (st == ZT_OK) {
         zt_log_set_file(L->logf);
         snprintf(path, sizeof path, "%s/metrics.jsonl", parts->run);
-        L->metrics = fopen(path, "a");
-        if (!L->metrics) st = zt_fail(ZT_ERR_IO, "%s: %s", path, strerror(errno));
+        /* a resume continues from its checkpoint; a new run (in a
+         * directory a killed attempt left without a checkpoint) from 0 */
+        st = truncate_metrics(path, learner_step(L), parts->elapsed0);
+        if (st == ZT_OK) st = zt_open_append(path, &L->metrics);
     }
     if (st != ZT_OK) {
         zt_scheduler_free(L);

@@ -38,8 +38,12 @@ typedef struct zt_scheduler_parts {
 
 typedef struct zt_scheduler zt_scheduler;
 
-/* Starts the clocks now. ZT_ERR_IO naming the file if a log cannot be
- * opened. */
+/* Starts the clocks now. First drops the records of metrics.jsonl past
+ * where the run continues from (a step beyond the learner's, or a time
+ * beyond elapsed0: written after its checkpoint by a run that was killed,
+ * or by a killed attempt without one when the run is new), so that steps
+ * and times never go back; log.txt keeps every line. ZT_ERR_IO naming the
+ * file if a log cannot be opened or rewritten. */
 zt_status zt_scheduler_new(const zt_scheduler_parts *parts, zt_scheduler **out);
 /* Closes the logs (and routes the log back to stderr alone). */
 void zt_scheduler_free(zt_scheduler *s);

@@ -266,3 +266,31 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
                        (long long)S->replay.capacity);
     return ZT_OK;
 }
+
+zt_train_threads zt_train_thread_budget(const zt_train_settings *S, int cores)
+{
+    zt_train_threads b = {.actors = S->actors,
+                          .learner = S->learner_threads,
+                          .evaluator = S->evaluator == ZT_EVALUATOR_SHARED ? S->actors : 0,
+                          .cores = cores};
+    /* Self-play: the actors, or with the shared evaluator the service's
+     * team running while at least one actor waits for it. */
+    int selfplay = b.evaluator > 0 ? b.actors - 1 + (b.evaluator > 1 ? b.evaluator : 1) : b.actors;
+    /* The arena runs on the learner's thread with as many threads, in its
+     * place; the sampler thread is light and not counted. */
+    b.busy = S->mode == ZT_TRAIN_CONCURRENT ? selfplay + b.learner
+                                            : (selfplay > b.learner ? selfplay : b.learner);
+    b.oversubscribed = b.busy > cores;
+    return b;
+}
+
+zt_status zt_train_check_threads(zt_config *cfg, const char *game, zt_train_threads *out)
+{
+    zt_game *g;
+    ZT_TRY(zt_game_new(game, cfg, &g));
+    zt_train_settings S;
+    zt_status st = zt_train_settings_read(cfg, g, &S);
+    if (st == ZT_OK) *out = zt_train_thread_budget(&S, zt_cpu_count());
+    zt_game_free(g);
+    return st;
+}

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -16,9 +17,11 @@
 #include "core/fileio.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "core/thread.h"
 #include "core/timer.h"
 #include "selfplay/runner.h"
 #include "train/learner.h"
+#include "train/run.h"
 #include "train/scheduler.h"
 
 static atomic_int stop_requested;
@@ -40,6 +43,7 @@ struct zt_train {
     zt_learner *learner;
     zt_runner *runner;
     zt_scheduler *sched;
+    zt_dir_lock *lock; /* RUN/lock, held from open to free */
 
     /* the alternate schedule's place, saved in checkpoints */
     int64_t phase_steps; /* steps done in the current training phase */
@@ -231,16 +235,17 @@ static zt_status generation_tick(void *ctx)
 
 /* ---- setup ---- */
 
-static bool file_exists(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
+/* The run directory: checked, created (a new run), locked, then tidied
+ * (zt_checkpoint_recover). A resume needs a checkpoint; a new run needs a
+ * directory without one. */
 static zt_status open_run_dir(zt_train *t)
 {
     const zt_train_options *opt = &t->opt;
     if (opt->run_dir) {
+        ZT_TRY(zt_run_dir_check(opt->run_dir));
+        if (strlen(opt->run_dir) >= sizeof t->run - 64)
+            return zt_fail(ZT_ERR_INVALID, "run directory name too long: '%.100s...'",
+                           opt->run_dir);
         snprintf(t->run, sizeof t->run, "%s", opt->run_dir);
     } else {
         time_t now = time(NULL);
@@ -250,18 +255,29 @@ static zt_status open_run_dir(zt_train *t)
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
         snprintf(t->run, sizeof t->run, "runs/%s-%s", t->game->name, stamp);
     }
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/ckpt/latest", t->run);
-    bool has_run = file_exists(path);
-    if (opt->resume && !has_run)
+    struct stat sb;
+    if (opt->resume && (stat(t->run, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        return zt_fail(ZT_ERR_NOT_FOUND, "%s: no such run directory", t->run);
+    if (!opt->resume) ZT_TRY(zt_mkdirs(t->run));
+    /* before anything in it is read or changed: another process may be
+     * writing a checkpoint there */
+    ZT_TRY(zt_dir_lock_acquire(t->run, &t->lock));
+    char name[64];
+    if (!opt->resume) {
+        zt_status st = zt_checkpoint_find(t->run, name, sizeof name);
+        if (st == ZT_OK || st == ZT_ERR_CORRUPT)
+            return zt_fail(ZT_ERR_INVALID, "%s already holds a run (continue it with --resume %s)",
+                           t->run, t->run);
+        if (st != ZT_ERR_NOT_FOUND) return st;
+    }
+    bool found = false;
+    ZT_TRY(zt_checkpoint_recover(t->run, &found, name, sizeof name));
+    if (opt->resume && !found)
         return zt_fail(ZT_ERR_NOT_FOUND, "%s: no checkpoint to resume (ckpt/latest missing)",
                        t->run);
-    if (!opt->resume && has_run)
-        return zt_fail(ZT_ERR_INVALID, "%s already holds a run (continue it with --resume %s)",
-                       t->run, t->run);
+    char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/ckpt", t->run);
-    ZT_TRY(zt_mkdirs(path));
-    return ZT_OK;
+    return zt_mkdirs(path);
 }
 
 /* The buffer and the learner, then (a resume) their checkpoint, then the
@@ -297,9 +313,28 @@ static const char *mode_name(zt_train_mode m)
                                      : "deterministic";
 }
 
+/* The oversubscription guard (zt_train_threads): a warning with the
+ * numbers, and whether the OpenMP threads wait passively. */
+static void warn_oversubscribed(const zt_train *t)
+{
+    zt_train_threads b = zt_train_thread_budget(&t->S, zt_cpu_count());
+    if (!b.oversubscribed) return;
+    const char *policy = getenv("OMP_WAIT_POLICY");
+    bool passive = policy && strcasecmp(policy, "passive") == 0;
+    zt_warn("%d threads busy at once on %d cores (%d actor(s)%s, learner %d, shared evaluator "
+            "%d): %s",
+            b.busy, b.cores, b.actors, t->S.mode == ZT_TRAIN_CONCURRENT ? " beside the learner" : "",
+            b.learner, b.evaluator,
+            passive ? "OpenMP threads wait passively (OMP_WAIT_POLICY=passive)"
+                    : "OpenMP threads spin while they wait, which can slow the run many times; "
+                      "set OMP_WAIT_POLICY=passive before the program starts (zeroth train does), "
+                      "or lower actors or learner.threads");
+}
+
 static void log_start(zt_train *t)
 {
     const zt_train_settings *S = &t->S;
+    warn_oversubscribed(t);
     const zt_net *net = zt_learner_net(t->learner);
     char arch[256];
     zt_net_config_format(&S->net, arch, sizeof arch);
@@ -336,6 +371,7 @@ void zt_train_free(zt_train *t)
     zt_learner_free(t->learner);
     zt_replay_free(t->rb);
     zt_game_free(t->game);
+    zt_dir_lock_release(t->lock);
     free(t);
 }
 

@@ -1,7 +1,8 @@
 /* The training loop (DESIGN.md §1): self-play actors, the replay buffer, the
  * learner with its sampler thread, weight publication, checkpoints with
  * exact resume, and the arena on a schedule, all in one run directory
- * (RUN/config.ini, metrics.jsonl, log.txt, ckpt/NNNNNNNN/).
+ * (RUN/config.ini, metrics.jsonl, log.txt, ckpt/NNNNNNNN/), locked by the
+ * process that trains in it (RUN/lock).
  *
  * A run is composed of three parts, each in its own file: the learner
  * (learner.h: net, optimizer, sampler, train step, the weight store), the
@@ -20,6 +21,7 @@
 #define ZT_TRAIN_TRAIN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/config.h"
@@ -77,6 +79,30 @@ typedef struct zt_train_settings {
 /* Reads every training key of cfg (defaults for the game g). Unknown keys are
  * left for zt_config_check_unused. */
 zt_status zt_train_settings_read(zt_config *cfg, const zt_game *g, zt_train_settings *out);
+
+/* Threads a run keeps busy at once. More than there are cores made runs up
+ * to 30x slower: oneDNN's OpenMP threads spin at barriers (libgomp's
+ * default wait policy) on cores that another busy thread needs. */
+typedef struct zt_train_threads {
+    int actors;    /* actor threads */
+    int learner;   /* the learner's net threads (the arena's net, in its place, as many) */
+    int evaluator; /* the shared evaluator's net threads (0: private nets of one thread) */
+    int busy;      /* busy at once: concurrent mode adds self-play (the actors, or with
+                    * the shared evaluator actors - 1 + its threads) to the learner; the
+                    * other modes alternate, so the larger of the two */
+    int cores;
+    bool oversubscribed; /* busy > cores */
+} zt_train_threads;
+
+/* The budget of settings S on `cores` cores. */
+zt_train_threads zt_train_thread_budget(const zt_train_settings *S, int cores);
+
+/* The budget on this machine (zt_cpu_count) of the settings in cfg for
+ * `game` (reads cfg's training keys, as zt_train_open will). A program may
+ * call it before creating any net to set OMP_WAIT_POLICY=passive for the
+ * OpenMP runtime, which reads it at load time (the library itself never
+ * changes the environment; zeroth train runs itself again with it set). */
+zt_status zt_train_check_threads(zt_config *cfg, const char *game, zt_train_threads *out);
 
 typedef struct zt_train_options {
     const char *game;       /* registry name; NULL to take it from cfg's "game" */
@@ -158,16 +184,40 @@ zt_status zt_train_state_save(const zt_train_state *s, const char *path);
 zt_status zt_train_state_load(const char *path, zt_train_state *s);
 
 /* RUN/ckpt/NNNNNNNN/ (NNNNNNNN: state->step) with weights.safetensors,
- * optimizer.safetensors, replay.bin and state.bin, each written atomically,
- * then RUN/ckpt/latest naming it; older checkpoint directories beyond the
- * newest `keep` are removed (keep 0: none). */
+ * optimizer.safetensors, replay.bin and state.bin, built in
+ * RUN/ckpt/NNNNNNNN.tmp/ and renamed into place whole (replacing one of the
+ * same step), then RUN/ckpt/latest naming it; the newest `keep` complete
+ * checkpoints are kept (keep 0: all), latest always. A write that fails
+ * undoes itself: the previous checkpoint stays the run's, byte for byte.
+ * What "complete" means: checkpoint.c, at the top. */
 zt_status zt_checkpoint_write(const char *run, const char *spec, const zt_net *net,
                               const zt_trainer *trainer, zt_replay *rb, const zt_train_state *state,
                               int keep);
-/* Reads the checkpoint RUN/ckpt/latest names into net, trainer and *state,
- * and replaces *rb (freed) with its buffer. Refuses a checkpoint of another
- * game spec, and one whose optimizer and state disagree. */
+/* Reads the checkpoint zt_checkpoint_find picks into net, trainer and
+ * *state, and replaces *rb (freed) with its buffer. Refuses a checkpoint of
+ * another game spec, and one whose optimizer and state disagree. */
 zt_status zt_checkpoint_load(const char *run, const zt_game *g, const char *spec, zt_net *net,
                              zt_trainer *trainer, zt_replay **rb, zt_train_state *state);
+
+/* Whether RUN/ckpt/NAME is a complete checkpoint (see checkpoint.c). */
+bool zt_checkpoint_complete(const char *run, const char *name);
+
+/* The checkpoint a run continues from, its name ("00000300") into name:
+ * the one ckpt/latest names when it is complete; else (latest missing,
+ * damaged, or naming a missing or incomplete directory) the newest
+ * complete one, with a warning. Errors: ZT_ERR_NOT_FOUND "no checkpoint in
+ * 'RUN'" (no latest, no complete checkpoint); ZT_ERR_CORRUPT naming what
+ * latest names and why it is not complete, when none remains; ZT_ERR_IO.
+ * Reads only. */
+zt_status zt_checkpoint_find(const char *run, char *name, size_t cap);
+
+/* Tidies RUN/ckpt/ before a run uses it, under the run's lock (see
+ * checkpoint.c: staging directories and temp files, cut-short and
+ * uncommitted checkpoints removed, damaged ones set aside, each with a
+ * warning), then points latest at the checkpoint zt_checkpoint_find picks.
+ * *found tells whether one remains (its name in name). Errors: ZT_ERR_IO
+ * (nothing is removed on a read that failed), ZT_ERR_CORRUPT as
+ * zt_checkpoint_find. */
+zt_status zt_checkpoint_recover(const char *run, bool *found, char *name, size_t cap);
 
 #endif
