@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -506,4 +507,23 @@ zt_status zt_config_write(const zt_config *c, const char *path)
     if (s == ZT_OK) s = zt_write_file_atomic(path, b.data, b.len);
     free(b.data);
     return s;
+}
+
+zt_status zt_config_int32(zt_config *c, const char *key, int64_t def, int64_t min, int64_t max,
+                          int *out)
+{
+    ZT_ASSERT(min >= INT_MIN && max <= INT_MAX);
+    int64_t v;
+    ZT_TRY(zt_config_int(c, key, def, min, max, &v));
+    *out = (int)v;
+    return ZT_OK;
+}
+
+zt_status zt_config_float(zt_config *c, const char *key, double def, double min, double max,
+                          float *out)
+{
+    double v;
+    ZT_TRY(zt_config_double(c, key, def, min, max, &v));
+    *out = (float)v;
+    return ZT_OK;
 }

@@ -43,6 +43,12 @@ zt_status zt_config_int(zt_config *c, const char *key, int64_t def, int64_t min,
                         int64_t *out);
 zt_status zt_config_double(zt_config *c, const char *key, double def, double min, double max,
                            double *out);
+/* The same into the narrower types most settings have (the bounds must fit
+ * the type). */
+zt_status zt_config_int32(zt_config *c, const char *key, int64_t def, int64_t min, int64_t max,
+                          int *out);
+zt_status zt_config_float(zt_config *c, const char *key, double def, double min, double max,
+                          float *out);
 zt_status zt_config_bool(zt_config *c, const char *key, bool def, bool *out);
 /* The returned string lives as long as the config. */
 zt_status zt_config_string(zt_config *c, const char *key, const char *def, const char **out);

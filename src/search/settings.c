@@ -3,25 +3,6 @@
 
 #include <limits.h>
 
-/* Shorthands that read one key into a field of another type. */
-static zt_status get_int(zt_config *c, const char *key, int64_t def, int64_t lo, int64_t hi,
-                         int *out)
-{
-    int64_t v;
-    ZT_TRY(zt_config_int(c, key, def, lo, hi, &v));
-    *out = (int)v;
-    return ZT_OK;
-}
-
-static zt_status get_float(zt_config *c, const char *key, double def, double lo, double hi,
-                           float *out)
-{
-    double v;
-    ZT_TRY(zt_config_double(c, key, def, lo, hi, &v));
-    *out = (float)v;
-    return ZT_OK;
-}
-
 #define MAX_SIMS (1 << 20)
 
 zt_status zt_search_config_read(zt_config *c, const zt_search_read_options *opt,
@@ -36,33 +17,33 @@ zt_status zt_search_config_read(zt_config *c, const zt_search_read_options *opt,
     int alg;
     ZT_TRY(zt_config_choice(c, "search.algorithm", "gumbel", algorithms, &alg));
     zt_search_config_default(s, alg == 0 ? ZT_SEARCH_GUMBEL : ZT_SEARCH_PUCT);
-    ZT_TRY(get_int(c, "search.sims", s->num_simulations, selfplay ? 1 : 0, MAX_SIMS,
+    ZT_TRY(zt_config_int32(c, "search.sims", s->num_simulations, selfplay ? 1 : 0, MAX_SIMS,
                    &s->num_simulations));
     int leaves = s->leaves_per_round;
     if (zt_config_has(c, "leaves_per_tree"))
-        ZT_TRY(get_int(c, "leaves_per_tree", leaves, 1, 256, &leaves));
-    ZT_TRY(get_int(c, "search.leaves_per_tree", leaves, 1, 256, &s->leaves_per_round));
-    ZT_TRY(get_int(c, "search.node_capacity", 0, 0, 1 << 26, &s->node_capacity));
-    ZT_TRY(get_int(c, "search.edge_capacity", 0, 0, 1 << 28, &s->edge_capacity));
-    ZT_TRY(get_int(c, "search.gumbel_m", s->gumbel_m, 1, 4096, &s->gumbel_m));
+        ZT_TRY(zt_config_int32(c, "leaves_per_tree", leaves, 1, 256, &leaves));
+    ZT_TRY(zt_config_int32(c, "search.leaves_per_tree", leaves, 1, 256, &s->leaves_per_round));
+    ZT_TRY(zt_config_int32(c, "search.node_capacity", 0, 0, 1 << 26, &s->node_capacity));
+    ZT_TRY(zt_config_int32(c, "search.edge_capacity", 0, 0, 1 << 28, &s->edge_capacity));
+    ZT_TRY(zt_config_int32(c, "search.gumbel_m", s->gumbel_m, 1, 4096, &s->gumbel_m));
     ZT_TRY(zt_config_bool(c, "search.gumbel_noise", selfplay || opt->gumbel_noise,
                           &s->gumbel_noise));
-    ZT_TRY(get_float(c, "search.c_visit", s->c_visit, 0, 1e6, &s->c_visit));
-    ZT_TRY(get_float(c, "search.c_scale", s->c_scale, 0, 1e6, &s->c_scale));
-    ZT_TRY(get_float(c, "search.c_init", s->c_init, 0, 1e6, &s->c_init));
-    ZT_TRY(get_float(c, "search.c_base", s->c_base, 1, 1e9, &s->c_base));
+    ZT_TRY(zt_config_float(c, "search.c_visit", s->c_visit, 0, 1e6, &s->c_visit));
+    ZT_TRY(zt_config_float(c, "search.c_scale", s->c_scale, 0, 1e6, &s->c_scale));
+    ZT_TRY(zt_config_float(c, "search.c_init", s->c_init, 0, 1e6, &s->c_init));
+    ZT_TRY(zt_config_float(c, "search.c_base", s->c_base, 1, 1e9, &s->c_base));
     ZT_TRY(
-        get_float(c, "search.dirichlet_alpha", s->dirichlet_alpha, 1e-6, 100, &s->dirichlet_alpha));
+        zt_config_float(c, "search.dirichlet_alpha", s->dirichlet_alpha, 1e-6, 100, &s->dirichlet_alpha));
     /* AlphaZero's self-play mixes 25 % noise into the root prior. */
-    ZT_TRY(get_float(c, "search.dirichlet_fraction", selfplay ? 0.25 : 0, 0, 1,
+    ZT_TRY(zt_config_float(c, "search.dirichlet_fraction", selfplay ? 0.25 : 0, 0, 1,
                      &s->dirichlet_fraction));
-    ZT_TRY(get_float(c, "search.virtual_loss", s->virtual_loss, 0, 100, &s->virtual_loss));
+    ZT_TRY(zt_config_float(c, "search.virtual_loss", s->virtual_loss, 0, 100, &s->virtual_loss));
     static const char *const fpus[] = {"absolute", "parent", NULL};
     int fpu;
     ZT_TRY(zt_config_choice(c, "search.fpu", "absolute", fpus, &fpu));
     s->fpu = fpu == 0 ? ZT_FPU_ABSOLUTE : ZT_FPU_PARENT;
-    ZT_TRY(get_float(c, "search.fpu_value", s->fpu_value, -1, 1, &s->fpu_value));
-    ZT_TRY(get_float(c, "search.fpu_reduction", s->fpu_reduction, 0, 2, &s->fpu_reduction));
+    ZT_TRY(zt_config_float(c, "search.fpu_value", s->fpu_value, -1, 1, &s->fpu_value));
+    ZT_TRY(zt_config_float(c, "search.fpu_reduction", s->fpu_reduction, 0, 2, &s->fpu_reduction));
     ZT_TRY(zt_config_bool(c, "search.tree_reuse", selfplay || s->tree_reuse, &s->tree_reuse));
     return ZT_OK;
 }

@@ -8,25 +8,6 @@
 #include "search/settings.h"
 #include "train/train.h"
 
-/* Shorthands that read one key into a field of another type. */
-static zt_status get_int(zt_config *c, const char *key, int64_t def, int64_t lo, int64_t hi,
-                         int *out)
-{
-    int64_t v;
-    ZT_TRY(zt_config_int(c, key, def, lo, hi, &v));
-    *out = (int)v;
-    return ZT_OK;
-}
-
-static zt_status get_float(zt_config *c, const char *key, double def, double lo, double hi,
-                           float *out)
-{
-    double v;
-    ZT_TRY(zt_config_double(c, key, def, lo, hi, &v));
-    *out = (float)v;
-    return ZT_OK;
-}
-
 static zt_status read_net(zt_config *c, const zt_game *g, zt_net_config *n)
 {
     zt_net_config_default(n, g->obs_shape[0], g->obs_shape[1], g->obs_shape[2], g->num_actions);
@@ -39,18 +20,18 @@ static zt_status read_net(zt_config *c, const zt_game *g, zt_net_config *n)
     int value;
     ZT_TRY(zt_config_choice(c, "net.value", "scalar", values, &value));
     n->value_kind = value == 0 ? ZT_VALUE_SCALAR : ZT_VALUE_WDL;
-    ZT_TRY(get_int(c, "net.value_hidden", n->value_hidden, 1, 1 << 14, &n->value_hidden));
+    ZT_TRY(zt_config_int32(c, "net.value_hidden", n->value_hidden, 1, 1 << 14, &n->value_hidden));
     if (n->kind == ZT_NET_RESNET) {
-        ZT_TRY(get_int(c, "net.channels", n->channels ? n->channels : 64, 1, 4096, &n->channels));
-        ZT_TRY(get_int(c, "net.blocks", n->channels ? n->blocks : 5, 0, 256, &n->blocks));
-        ZT_TRY(get_int(c, "net.policy_channels", n->policy_channels ? n->policy_channels : 2, 1,
+        ZT_TRY(zt_config_int32(c, "net.channels", n->channels ? n->channels : 64, 1, 4096, &n->channels));
+        ZT_TRY(zt_config_int32(c, "net.blocks", n->channels ? n->blocks : 5, 0, 256, &n->blocks));
+        ZT_TRY(zt_config_int32(c, "net.policy_channels", n->policy_channels ? n->policy_channels : 2, 1,
                        4096, &n->policy_channels));
-        ZT_TRY(get_int(c, "net.value_channels", n->value_channels ? n->value_channels : 1, 1, 4096,
+        ZT_TRY(zt_config_int32(c, "net.value_channels", n->value_channels ? n->value_channels : 1, 1, 4096,
                        &n->value_channels));
     } else {
-        ZT_TRY(get_int(c, "net.mlp_hidden", n->mlp_hidden ? n->mlp_hidden : 256, 1, 1 << 14,
+        ZT_TRY(zt_config_int32(c, "net.mlp_hidden", n->mlp_hidden ? n->mlp_hidden : 256, 1, 1 << 14,
                        &n->mlp_hidden));
-        ZT_TRY(get_int(c, "net.mlp_layers", n->mlp_layers ? n->mlp_layers : 3, 1, 256,
+        ZT_TRY(zt_config_int32(c, "net.mlp_layers", n->mlp_layers ? n->mlp_layers : 3, 1, 256,
                        &n->mlp_layers));
         static const char *const norms[] = {"layer", "batch", NULL};
         int norm;
@@ -74,13 +55,13 @@ static zt_status read_optimizer(zt_config *c, zt_train_config *o)
     int sched;
     ZT_TRY(zt_config_choice(c, "learner.schedule", "constant", schedules, &sched));
     o->schedule = sched == 0 ? ZT_SCHED_CONSTANT : sched == 1 ? ZT_SCHED_STEP : ZT_SCHED_COSINE;
-    ZT_TRY(get_int(c, "learner.warmup_steps", 0, 0, 1 << 30, &o->warmup_steps));
-    ZT_TRY(get_int(c, "learner.total_steps", 100000, 1, 1 << 30, &o->total_steps));
-    ZT_TRY(get_int(c, "learner.step_size", o->step_size, 1, 1 << 30, &o->step_size));
+    ZT_TRY(zt_config_int32(c, "learner.warmup_steps", 0, 0, 1 << 30, &o->warmup_steps));
+    ZT_TRY(zt_config_int32(c, "learner.total_steps", 100000, 1, 1 << 30, &o->total_steps));
+    ZT_TRY(zt_config_int32(c, "learner.step_size", o->step_size, 1, 1 << 30, &o->step_size));
     ZT_TRY(zt_config_double(c, "learner.step_gamma", o->step_gamma, 0, 1, &o->step_gamma));
     ZT_TRY(zt_config_double(c, "learner.lr_min", 0, 0, 10, &o->lr_min));
     ZT_TRY(zt_config_double(c, "learner.value_weight", o->value_weight, 0, 100, &o->value_weight));
-    ZT_TRY(get_int(c, "learner.micro_batch", o->micro_batch, 1, 1 << 16, &o->micro_batch));
+    ZT_TRY(zt_config_int32(c, "learner.micro_batch", o->micro_batch, 1, 1 << 16, &o->micro_batch));
     ZT_TRY(zt_config_double(c, "learner.clip_norm", 0, 0, 1e9, &o->clip_norm));
     return ZT_OK;
 }
@@ -166,9 +147,9 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
      * with one actor on small nets, see configs/tictactoe.ini). */
     int cores = zt_cpu_count();
     int auto_actors = cores > 2 ? cores - 1 : 1;
-    ZT_TRY(get_int(c, "actors", 0, 0, 1024, &S->actors));
+    ZT_TRY(zt_config_int32(c, "actors", 0, 0, 1024, &S->actors));
     if (S->actors == 0) S->actors = auto_actors;
-    ZT_TRY(get_int(c, "learner.threads", 0, 0, 1024, &S->learner_threads));
+    ZT_TRY(zt_config_int32(c, "learner.threads", 0, 0, 1024, &S->learner_threads));
     /* In concurrent mode the learner gets the cores the actors leave free:
      * oneDNN's OpenMP threads spin at barriers, and one more busy thread than
      * cores made a 64x5 Connect Four run 30x slower (measured: 0.3 learner
@@ -189,30 +170,30 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     zt_actor_config_default(A);
     zt_search_read_options search_opt = {.use = ZT_SEARCH_SELFPLAY, .debug = debug};
     ZT_TRY(zt_search_config_read(c, &search_opt, &A->search));
-    ZT_TRY(get_int(c, "games_per_actor", debug ? 1 : 64, 1, 1 << 16, &A->games));
-    ZT_TRY(get_float(c, "selfplay.temperature", A->temperature, 0, 100, &A->temperature));
-    ZT_TRY(get_int(c, "selfplay.temperature_moves", A->temperature_moves, 0, 1 << 20,
+    ZT_TRY(zt_config_int32(c, "games_per_actor", debug ? 1 : 64, 1, 1 << 16, &A->games));
+    ZT_TRY(zt_config_float(c, "selfplay.temperature", A->temperature, 0, 100, &A->temperature));
+    ZT_TRY(zt_config_int32(c, "selfplay.temperature_moves", A->temperature_moves, 0, 1 << 20,
                    &A->temperature_moves));
     ZT_TRY(zt_config_double(c, "selfplay.full_search_fraction", 1.0, 1e-3, 1.0,
                             &A->full_search_fraction));
-    ZT_TRY(get_int(c, "selfplay.fast_sims", A->fast_simulations, 1, 1 << 20, &A->fast_simulations));
+    ZT_TRY(zt_config_int32(c, "selfplay.fast_sims", A->fast_simulations, 1, 1 << 20, &A->fast_simulations));
     ZT_TRY(zt_config_bool(c, "selfplay.resign", false, &A->resign));
-    ZT_TRY(get_float(c, "selfplay.resign_threshold", A->resign_threshold, -1, 1,
+    ZT_TRY(zt_config_float(c, "selfplay.resign_threshold", A->resign_threshold, -1, 1,
                      &A->resign_threshold));
     ZT_TRY(zt_config_double(c, "selfplay.resign_playout_fraction", A->resign_playout_fraction, 0, 1,
                             &A->resign_playout_fraction));
     ZT_TRY(zt_config_double(c, "selfplay.random_opening_fraction", 0.0, 0, 1,
                             &A->random_opening_fraction));
-    ZT_TRY(get_int(c, "selfplay.random_opening_plies", 0, 0, 1 << 16, &A->random_opening_plies));
+    ZT_TRY(zt_config_int32(c, "selfplay.random_opening_plies", 0, 0, 1 << 16, &A->random_opening_plies));
     static const char *const evaluators[] = {"private", "shared", NULL};
     int evaluator;
     ZT_TRY(zt_config_choice(c, "selfplay.evaluator", "private", evaluators, &evaluator));
     S->evaluator = evaluator == 0 ? ZT_EVALUATOR_PRIVATE : ZT_EVALUATOR_SHARED;
     ZT_TRY(zt_config_bool(c, "selfplay.nncache", !debug, &A->nncache));
-    ZT_TRY(get_int(c, "selfplay.nncache_entries", A->nncache_entries, 1, 1 << 28,
+    ZT_TRY(zt_config_int32(c, "selfplay.nncache_entries", A->nncache_entries, 1, 1 << 28,
                    &A->nncache_entries));
     ZT_TRY(zt_config_bool(c, "selfplay.root_cache", !debug, &A->root_cache));
-    ZT_TRY(get_int(c, "selfplay.root_cache_sims", A->root_cache_simulations, 1, 1 << 20,
+    ZT_TRY(zt_config_int32(c, "selfplay.root_cache_sims", A->root_cache_simulations, 1, 1 << 20,
                    &A->root_cache_simulations));
 
     zt_replay_config_default(&S->replay);
@@ -227,28 +208,28 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_bool(c, "replay.augment", true, &S->replay.augment));
 
     ZT_TRY(read_optimizer(c, &S->optimizer));
-    ZT_TRY(get_int(c, "learner.batch", 256, 1, 1 << 16, &S->batch));
+    ZT_TRY(zt_config_int32(c, "learner.batch", 256, 1, 1 << 16, &S->batch));
     ZT_TRY(zt_config_double(c, "replay_ratio", 4.0, 1e-3, 1e6, &S->replay_ratio));
-    ZT_TRY(get_int(c, "publish_every", 20, 1, 1 << 30, &S->publish_every));
+    ZT_TRY(zt_config_int32(c, "publish_every", 20, 1, 1 << 30, &S->publish_every));
     ZT_TRY(zt_config_int(c, "learner.min_positions", 2000, 1, INT64_C(1) << 36, &S->min_positions));
     ZT_TRY(zt_config_double(c, "learner.root_value_weight", 0.0, 0, 1, &S->root_value_weight));
     ZT_TRY(zt_config_bool(c, "learner.prefetch", !debug, &S->prefetch));
-    ZT_TRY(get_int(c, "alternate.steps", 0, 0, 1 << 30, &S->alternate_steps));
+    ZT_TRY(zt_config_int32(c, "alternate.steps", 0, 0, 1 << 30, &S->alternate_steps));
 
     ZT_TRY(zt_config_double(c, "checkpoint.minutes", 10, 0, 1e6, &S->checkpoint_minutes));
-    ZT_TRY(get_int(c, "checkpoint.keep", 3, 0, 1 << 20, &S->keep_checkpoints));
+    ZT_TRY(zt_config_int32(c, "checkpoint.keep", 3, 0, 1 << 20, &S->keep_checkpoints));
     ZT_TRY(zt_config_double(c, "log.seconds", 10, 0.01, 1e6, &S->log_seconds));
 
     /* The game's defaults come from its registry entry (game.h). */
     const char *opponents = g->def && g->def->arena_opponents ? g->def->arena_opponents : "random";
     int positions_limit = g->def ? g->def->arena_positions_limit : 0;
     ZT_TRY(zt_config_double(c, "arena.minutes", 5, 0, 1e6, &S->arena_minutes));
-    ZT_TRY(get_int(c, "arena.games", 100, 0, 1 << 20, &S->arena_games));
+    ZT_TRY(zt_config_int32(c, "arena.games", 100, 0, 1 << 20, &S->arena_games));
     ZT_TRY(read_opponents(c, g, opponents, S));
     ZT_TRY(zt_config_bool(c, "arena.positions", true, &S->arena_positions));
-    ZT_TRY(get_int(c, "arena.positions_limit", positions_limit, 0, 1 << 30,
+    ZT_TRY(zt_config_int32(c, "arena.positions_limit", positions_limit, 0, 1 << 30,
                    &S->arena_positions_limit));
-    ZT_TRY(get_int(c, "arena.sims", A->search.num_simulations, 1, 1 << 20, &S->arena_sims));
+    ZT_TRY(zt_config_int32(c, "arena.sims", A->search.num_simulations, 1, 1 << 20, &S->arena_sims));
     ZT_TRY(zt_config_bool(c, "arena.stop_on_perfect", false, &S->arena_stop_on_perfect));
     ZT_TRY(zt_config_string(c, "arena.data_dir", "", &S->data_dir));
 
