@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/cli_dist.h"
 #include "train/run.h"
 #include "core/config.h"
 #include "train/train.h"
@@ -88,6 +89,8 @@ int zt_cmd_train(int argc, char **argv)
     }
     if (resume && run && strcmp(resume, run) != 0)
         return zt_cli_error("--run and --resume name different directories");
+    int dist_exit;
+    if (zt_cli_dist_actor(&dist_exit)) return dist_exit; /* mpirun: ranks > 0 act */
     zt_config *cfg = zt_config_new();
     char path[4400];
     if (resume) {
@@ -105,8 +108,10 @@ int zt_cmd_train(int argc, char **argv)
     opt.config = cfg;
     opt.run_dir = resume ? resume : run;
     opt.resume = resume != NULL;
+    opt.remote = zt_cli_dist_remote();
     signal(SIGINT, on_sigint);
     st = zt_train_run(&opt);
+    zt_cli_dist_end();
     signal(SIGINT, SIG_DFL);
     zt_config_free(cfg);
     return st == ZT_OK ? 0 : zt_cli_fail(st);
