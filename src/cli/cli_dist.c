@@ -84,7 +84,7 @@ bool zt_cli_dist_begin(const char *command, int *exit_code)
     if (!launched()) return false;
     /* once for the job, not once per rank */
     *exit_code = launched_rank() <= 0
-                     ? zt_cli_error("zeroth was built without MPI: `zeroth %s` under mpirun needs "
+                     ? zt_cli_error("built without MPI: `zeroth %s` under mpirun needs "
                                     "a build with -DZT_MPI=ON (Debian: libopenmpi-dev)",
                                     command)
                      : 1;
