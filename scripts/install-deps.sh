@@ -4,7 +4,7 @@
 # Usage: scripts/install-deps.sh [--bench] [--gnubg]
 set -euo pipefail
 
-pkgs=(build-essential cmake pkg-config libinih-dev libdnnl-dev)
+pkgs=(build-essential cmake pkg-config libinih-dev libdnnl-dev openmpi-bin libopenmpi-dev)
 for arg in "$@"; do
     case "$arg" in
     # --bench: also what bench/torch_compare.py needs to make its virtual environment.

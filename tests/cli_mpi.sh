@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # zeroth train under mpirun (docs/distributed.md), on one machine: three
 # ranks train tic-tac-toe to perfect play on the 4,520 positions; a run
-# resumes at another number of ranks and in one process; a mode that needs
+# resumes at another number of ranks and in one process, and with two
+# data-parallel learners whose agreement check catches a nudged one; a mode that needs
 # one process is refused in one line without leaving ranks behind; an actor
 # rank killed with SIGKILL leaves a run that goes on (mpirun
 # --enable-recovery) or a checkpoint that resumes (plain mpirun); bench dist
@@ -57,6 +58,24 @@ timeout 120 "$BIN" train --resume "$run" --steps $((step + 300)) >/dev/null 2>"$
     fail "resume in one process: $(tail -n 2 "$tmp/resume1.err")"
 [ "$((10#$(cat "$run/ckpt/latest")))" -eq $((step + 300)) ] ||
     fail "resume in one process ended at $(cat "$run/ckpt/latest")"
+
+# ---- two data-parallel learners: resumed from the same run, they check
+# every 20 steps that they hold the same weights; a nudged gradient on one
+# of them (ZT_FAULT=learners:N, core/fault.h) must be caught ----
+step=$((10#$(cat "$run/ckpt/latest")))
+timeout 120 "${MPIRUN[@]}" -np 4 "$BIN" train --resume "$run" --steps $((step + 200)) \
+    --set dist.learners=2 --set dist.check_every=20 >/dev/null 2>"$tmp/dp.err" ||
+    fail "two learners: $(grep -v '^\[' "$tmp/dp.err" | head -n 3)"
+grep -q "mpi: 4 ranks: ranks 0..1 learn (data-parallel, global batch 256), ranks 2..3 act" \
+    "$run/log.txt" || fail "rank 0's log does not name the two learners"
+[ "$((10#$(cat "$run/ckpt/latest")))" -eq $((step + 200)) ] ||
+    fail "two learners ended at $(cat "$run/ckpt/latest"), want step $((step + 200))"
+err=$(ZT_FAULT=learners:5 timeout 120 "${MPIRUN[@]}" -np 3 "$BIN" train tictactoe \
+    --run "$tmp/dpfault" --steps 100 --set dist.learners=2 --set dist.check_every=10 2>&1)
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "learners that disagree -> rc=$rc"
+[ "$(printf '%s\n' "$err" | grep -c '^zeroth: data-parallel learners disagree after 10 steps')" -eq 1 ] ||
+    fail "learners that disagree: wanted one line from rank 0, got: $err"
 
 # ---- a one-process mode is refused once, and every rank leaves ----
 err=$(timeout 60 "${MPIRUN[@]}" -np 3 "$BIN" train tictactoe --run "$tmp/alt" --set mode=alternate 2>&1)

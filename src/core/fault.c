@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const names[ZT_FAULT_COUNT_] = {"eval"};
+static const char *const names[ZT_FAULT_COUNT_] = {"eval", "learners"};
 
 typedef struct schedule {
     uint64_t at;  /* the call that fails; 0: never */

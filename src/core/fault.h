@@ -5,7 +5,10 @@
  * every call after it with "POINT:N+" . Without ZT_FAULT nothing fails and a
  * check costs one relaxed atomic load.
  *
- * Points: "eval" (every evaluator call: private net, shared service). */
+ * Points: "eval" (every evaluator call: private net, shared service);
+ * "learners" (every gradient allreduce of the last data-parallel learner
+ * rank, src/dist/: a hit nudges its mean gradient, so its weights part from
+ * the others' and the next agreement check must catch it). */
 #ifndef ZT_CORE_FAULT_H
 #define ZT_CORE_FAULT_H
 
@@ -13,6 +16,7 @@
 
 typedef enum zt_fault_point {
     ZT_FAULT_EVAL,
+    ZT_FAULT_LEARNERS,
     ZT_FAULT_COUNT_, /* the number of points */
 } zt_fault_point;
 

@@ -17,6 +17,7 @@
 #include "core/timer.h"
 #include "dist/comm.h"
 #include "dist/dist.h"
+#include "dist/learners.h"
 #include "selfplay/runner.h"
 #include "selfplay/weights.h"
 #include "train/train.h"
@@ -157,6 +158,7 @@ static bool poll_down(actor_rank *A, char **config)
                 *config = zt_xmalloc(m->len + 1);
                 memcpy(*config, m->payload, m->len);
                 (*config)[m->len] = '\0';
+                return true; /* a learner rank reads what follows itself */
             }
             break;
         case ZT_MSG_WEIGHTS: take_weights(A, m->payload, m->len); break;
@@ -181,18 +183,9 @@ static bool poll_down(actor_rank *A, char **config)
 
 /* ---- setup ---- */
 
-static zt_status make_runner(actor_rank *A, const char *config_text)
+/* The runner over the settings read (actors: the config's `actors` key). */
+static zt_status make_runner(actor_rank *A, int64_t actors)
 {
-    zt_config *cfg = zt_config_new();
-    zt_status st = zt_config_load_string(cfg, config_text, "the run's config from rank 0");
-    const char *game_name = "";
-    if (st == ZT_OK) st = zt_config_string(cfg, "game", "", &game_name);
-    if (st == ZT_OK) st = zt_game_new(game_name, cfg, &A->game);
-    if (st == ZT_OK) st = zt_train_settings_read(cfg, A->game, &A->S);
-    int64_t actors = 0;
-    if (st == ZT_OK) st = zt_config_int(cfg, "actors", 0, 0, 1024, &actors);
-    zt_config_free(cfg);
-    ZT_TRY(st);
     zt_train_settings *S = &A->S;
     /* actors = 0: one per core of this rank's share (the learner is
      * elsewhere) */
@@ -255,7 +248,18 @@ void zt_dist_actor_main(void)
     }
     zt_status st = ZT_OK;
     char why[512] = "";
-    if (config) st = make_runner(A, config);
+    zt_config *cfg = NULL;
+    int64_t actors = 0;
+    if (config) st = zt_dist_read_config(config, &cfg, &A->game, &A->S, &actors);
+    if (config && st == ZT_OK && A->rank < A->S.dist_learners) {
+        /* not an actor: one of the data-parallel learners */
+        zt_game_free(A->game);
+        A->game = NULL;
+        zt_dist_learner_rank_main(config, A->S.dist_learners);
+        A->stop = A->aborted = true; /* it said BYE itself */
+    } else if (config && st == ZT_OK) {
+        st = make_runner(A, actors);
+    }
     free(config);
     /* the first version, then the actors start */
     while (st == ZT_OK && !A->stop && !A->store)
@@ -305,6 +309,7 @@ void zt_dist_actor_main(void)
     zt_runner_free(A->runner);
     zt_weight_store_free(A->store);
     zt_game_free(A->game);
+    zt_config_free(cfg); /* the settings' strings until here */
     zt_dist_sendq_free(&A->sendq);
     zt_dist_msg_free(&A->msg);
     free(A->out);

@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "core/thread.h"
 #include "dist/dist.h"
+#include "train/train.h"
 
 static MPI_Comm comm = MPI_COMM_NULL;
 static int world_rank, world_size;
@@ -275,4 +277,19 @@ void zt_dist_ingest(const zt_game *g, zt_replay *rb, zt_replay_traj *scratch,
         }
         at += n;
     }
+}
+
+/* ---- the run's config ---- */
+
+zt_status zt_dist_read_config(const char *text, zt_config **cfg, zt_game **game,
+                              zt_train_settings *S, int64_t *actors)
+{
+    *game = NULL;
+    *cfg = zt_config_new();
+    ZT_TRY(zt_config_load_string(*cfg, text, "the run's config from rank 0"));
+    const char *name = "";
+    ZT_TRY(zt_config_string(*cfg, "game", "", &name));
+    ZT_TRY(zt_game_new(name, *cfg, game));
+    ZT_TRY(zt_train_settings_read(*cfg, *game, S));
+    return zt_config_int(*cfg, "actors", 0, 0, 1024, actors);
 }

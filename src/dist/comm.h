@@ -128,6 +128,15 @@ void zt_dist_ingest(const zt_game *g, zt_replay *rb, zt_replay_traj *scratch,
                     const uint8_t *payload, size_t len, int64_t *games, int64_t *positions,
                     int64_t *bad);
 
+/* The run's config.ini text from rank 0 read as a run would: *cfg (the
+ * settings' strings point into it), the game and the settings, and the
+ * value of the `actors` key (0: per core). The caller frees *cfg and *game,
+ * also after an error. */
+struct zt_config;
+struct zt_train_settings;
+zt_status zt_dist_read_config(const char *text, struct zt_config **cfg, zt_game **game,
+                              struct zt_train_settings *S, int64_t *actors);
+
 /* Sleeps a little (the polling loops' idle wait). */
 void zt_dist_nap(double seconds);
 

@@ -24,6 +24,7 @@
 #include "core/timer.h"
 #include "dist/comm.h"
 #include "dist/dist.h"
+#include "dist/learners.h"
 
 #define IDLE_NAP 0.0005
 /* Seconds between allowances sent to a rank (when they changed). */
@@ -40,6 +41,7 @@ typedef struct weights_msg {
 } weights_msg;
 
 typedef struct peer {
+    bool learner; /* a data-parallel learner (ranks 1..L-1), not an actor rank */
     bool hello, failed, lost, bye;
     int actors, games;
     int64_t positions, games_received; /* received from this rank */
@@ -66,6 +68,8 @@ typedef struct learner_rank {
     zt_replay_traj *scratch;
     int64_t bad_frames;
     bool all_hello_logged;
+    int learners;  /* dist.learners */
+    zt_dist_dp *dp; /* with several learners */
 
     size_t weights_n;      /* floats of the learner's net */
     weights_msg *latest;   /* the newest version (a reference) */
@@ -129,7 +133,7 @@ static bool send_weights(learner_rank *L)
     bool any = false;
     for (int r = 1; r < L->size; r++) {
         peer *p = &L->peers[r];
-        if (p->lost) continue;
+        if (p->lost || p->learner) continue;
         if (p->weights_req != MPI_REQUEST_NULL) {
             int done = 0;
             if (MPI_Test(&p->weights_req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
@@ -164,7 +168,7 @@ static int64_t allowance(learner_rank *L)
     const zt_train_settings *S = L->run.S;
     int64_t actor_games = 0;
     for (int r = 1; r < L->size; r++)
-        if (L->peers[r].hello && !L->peers[r].lost)
+        if (L->peers[r].hello && !L->peers[r].lost && !L->peers[r].learner)
             actor_games += (int64_t)L->peers[r].actors * L->peers[r].games;
     int64_t lead = (int64_t)(4.0 * S->batch / S->replay_ratio);
     if (lead < 2 * actor_games) lead = 2 * actor_games;
@@ -178,7 +182,7 @@ static void send_throttles(learner_rank *L)
     int64_t allowed = allowance(L), received = zt_runner_positions(L->run.runner);
     for (int r = 1; r < L->size; r++) {
         peer *p = &L->peers[r];
-        if (p->lost || now - p->throttle_at < THROTTLE_SECONDS) continue;
+        if (p->lost || p->learner || now - p->throttle_at < THROTTLE_SECONDS) continue;
         zt_dist_throttle t = {
             .allowed = allowed, .received = received, .received_from_you = p->positions};
         if (memcmp(&t, &p->throttle_sent, sizeof t) == 0) continue;
@@ -197,7 +201,8 @@ static void send_throttles(learner_rank *L)
 static int working_ranks(const learner_rank *L)
 {
     int n = 0;
-    for (int r = 1; r < L->size; r++) n += !L->peers[r].lost && !L->peers[r].failed;
+    for (int r = 1; r < L->size; r++)
+        n += !L->peers[r].lost && !L->peers[r].failed && !L->peers[r].learner;
     return n;
 }
 
@@ -248,8 +253,14 @@ static void log_hellos(learner_rank *L)
         actors += L->peers[r].actors;
     }
     L->all_hello_logged = true;
-    zt_info("mpi: %d ranks: rank 0 learns, ranks 1..%d act (%d actor(s) in all, %d games each)",
-            L->size, L->size - 1, actors, L->run.S->actor.games);
+    if (L->learners > 1)
+        zt_info("mpi: %d ranks: ranks 0..%d learn (data-parallel, global batch %d), ranks %d..%d "
+                "act (%d actor(s) in all, %d games each)",
+                L->size, L->learners - 1, L->learners * L->run.S->batch, L->learners, L->size - 1,
+                actors, L->run.S->actor.games);
+    else
+        zt_info("mpi: %d ranks: rank 0 learns, ranks 1..%d act (%d actor(s) in all, %d games each)",
+                L->size, L->size - 1, actors, L->run.S->actor.games);
 }
 
 /* Handles up to a few dozen messages; true if there were any. */
@@ -279,6 +290,12 @@ static bool poll_up(learner_rank *L)
             int64_t games = 0, positions = 0;
             zt_dist_ingest(L->run.game, L->run.rb, L->scratch, m->payload, m->len, &games,
                            &positions, &L->bad_frames);
+            /* every learner's buffer gets every trajectory */
+            for (int r = 1; r < L->learners; r++)
+                if (!L->peers[r].lost &&
+                    zt_dist_post(&L->sendq, r, ZT_DIST_TAG_DOWN, ZT_MSG_TRAJ, m->payload, m->len) !=
+                        ZT_OK)
+                    lose(L, r, "forwarding trajectories failed");
             p->games_received += games;
             p->positions += positions;
             zt_runner_add_remote(L->run.runner, games, positions, NULL);
@@ -311,7 +328,8 @@ static void check_sends(learner_rank *L)
     double now = zt_now_s();
     for (int r = 1; r < L->size; r++) {
         peer *p = &L->peers[r];
-        if (!p->lost && !p->bye && now - p->last_heard > L->run.S->dist_timeout) {
+        /* a learner speaks through the allreduce, which fails if it dies */
+        if (!p->lost && !p->bye && !p->learner && now - p->last_heard > L->run.S->dist_timeout) {
             char why[64];
             snprintf(why, sizeof why, "silent for %.0f s", now - p->last_heard);
             lose(L, r, why);
@@ -391,10 +409,12 @@ static zt_status remote_start(void *ctx, const zt_train_remote_run *run)
         return zt_fail(ZT_ERR_INVALID,
                        "mode=%s runs in one process; under mpirun use mode=concurrent",
                        mode_name(S->mode));
-    if (S->dist_learners > 1)
-        return zt_fail(ZT_ERR_UNSUPPORTED,
-                       "dist.learners = %d: several learners are not built yet (use 1)",
-                       S->dist_learners);
+    L->learners = S->dist_learners;
+    if (L->learners >= zt_dist_size())
+        return zt_fail(ZT_ERR_INVALID,
+                       "dist.learners = %d leaves no actor rank among %d ranks (mpirun -np %d or "
+                       "more)",
+                       L->learners, zt_dist_size(), L->learners + 1);
     char path[4200];
     snprintf(path, sizeof path, "%s/config.ini", run->run);
     char *text;
@@ -405,6 +425,7 @@ static zt_status remote_start(void *ctx, const zt_train_remote_run *run)
     double now = zt_now_s();
     zt_status st = ZT_OK;
     for (int r = 1; r < L->size && st == ZT_OK; r++) {
+        L->peers[r].learner = r < L->learners;
         L->peers[r].weights_req = MPI_REQUEST_NULL;
         L->peers[r].last_heard = now;
         st = zt_dist_post(&L->sendq, r, ZT_DIST_TAG_DOWN, ZT_MSG_CONFIG, text, len);
@@ -414,6 +435,15 @@ static zt_status remote_start(void *ctx, const zt_train_remote_run *run)
     ZT_TRY(st);
     ZT_TRY(zt_replay_traj_new(run->game, &L->scratch));
     L->weights_n = weight_floats(zt_learner_net(run->learner));
+    if (L->learners > 1) {
+        /* collective with the other learners, which have the config */
+        int64_t step = zt_learner_get_counters(run->learner).step;
+        st = zt_dist_dp_new(L->learners, run->learner, S, &step, &L->dp);
+        if (st != ZT_OK) {
+            zt_error("mpi: %s", zt_error_message());
+            MPI_Abort(zt_dist_comm(), 1); /* the other learners wait in a collective */
+        }
+    }
     atomic_store(&L->stopping, false);
     if (pthread_create(&L->thread, NULL, receiver_main, L) != 0)
         return zt_fail(ZT_ERR_UNSUPPORTED, "cannot start the MPI receiver thread");
@@ -424,6 +454,13 @@ static zt_status remote_start(void *ctx, const zt_train_remote_run *run)
 static void remote_stop(void *ctx)
 {
     learner_rank *L = ctx;
+    if (L->dp) {
+        /* the other learners leave their step loop */
+        if (zt_dist_dp_stop(L->dp) != ZT_OK) zt_error("mpi: %s", zt_error_message());
+        zt_learner_set_reducer(L->run.learner, NULL);
+        zt_dist_dp_free(L->dp);
+        L->dp = NULL;
+    }
     atomic_store(&L->stopping, true);
     if (L->thread_started) pthread_join(L->thread, NULL);
     L->thread_started = false;
