@@ -25,6 +25,7 @@
 #include "core/fileio.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "core/timer.h"
 #include "dist/comm.h"
 #include "dist/dist.h"
 
@@ -40,6 +41,8 @@ struct zt_dist_dp {
     size_t bucket_n;
     int check_every;
     int64_t steps;
+    double timeout; /* dist.timeout: seconds a collective may wait */
+    bool broken;    /* a collective failed or timed out: no more of them */
 };
 
 static size_t stats_floats(zt_net *net)
@@ -66,15 +69,31 @@ static void copy_stats(zt_net *net, float *buf, bool to_net)
     }
 }
 
-/* Waits for a non-blocking collective, napping between tests. */
-static zt_status wait_for(MPI_Request *req, const char *what)
+/* Waits for a non-blocking collective, napping between tests. A learner
+ * rank that died never answers: rank 0, whose call the others are always
+ * waiting for, gives up after dist.timeout seconds and the run ends with
+ * an error (the other learners wait as long as rank 0 has no data to train
+ * on; mpirun ends them with rank 0). */
+static zt_status wait_for(zt_dist_dp *dp, MPI_Request *req, const char *what)
 {
+    double until = zt_now_s() + dp->timeout;
     for (;;) {
         int done = 0;
         int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS)
+        if (rc != MPI_SUCCESS) {
+            dp->broken = true;
+            zt_dist_note_lost();
             return zt_fail(ZT_ERR_IO, "mpi: %s among the learners failed (error %d)", what, rc);
+        }
         if (done) return ZT_OK;
+        if (dp->index == 0 && zt_now_s() > until) {
+            dp->broken = true;
+            zt_dist_note_lost();
+            return zt_fail(ZT_ERR_IO,
+                           "mpi: %s: a learner rank did not answer for %.0f s (dist.timeout); the "
+                           "run stops",
+                           what, dp->timeout);
+        }
         zt_dist_nap(0.0001);
     }
 }
@@ -82,11 +101,12 @@ static zt_status wait_for(MPI_Request *req, const char *what)
 static zt_status allreduce(zt_dist_dp *dp, void *buf, int count, MPI_Datatype type, MPI_Op op,
                            const char *what)
 {
+    if (dp->broken) return zt_fail(ZT_ERR_IO, "mpi: the learners' collectives failed before");
     MPI_Request req;
     int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, count, type, op, dp->comm, &req);
     if (rc != MPI_SUCCESS)
         return zt_fail(ZT_ERR_IO, "mpi: %s among the learners failed (error %d)", what, rc);
-    return wait_for(&req, what);
+    return wait_for(dp, &req, what);
 }
 
 /* Every learner's weights (and running statistics) hash the same. */
@@ -209,6 +229,7 @@ zt_status zt_dist_dp_new(int learners, zt_learner *l, const zt_train_settings *S
     dp->index = zt_dist_rank();
     dp->net = zt_learner_net(l);
     dp->check_every = S->dist_check_every;
+    dp->timeout = S->dist_timeout;
     MPI_Group world, group;
     MPI_Comm_group(zt_dist_comm(), &world);
     int range[1][3] = {{0, learners - 1, 1}};
@@ -249,6 +270,7 @@ zt_status zt_dist_dp_new(int learners, zt_learner *l, const zt_train_settings *S
 
 zt_status zt_dist_dp_stop(zt_dist_dp *dp)
 {
+    if (dp->broken) return ZT_OK; /* nobody to tell */
     memset(dp->bucket, 0, dp->bucket_n * sizeof(float));
     dp->bucket[dp->bucket_n - 1] = 1;
     return allreduce(dp, dp->bucket, (int)dp->bucket_n, MPI_FLOAT, MPI_SUM, "the last allreduce");
@@ -257,7 +279,8 @@ zt_status zt_dist_dp_stop(zt_dist_dp *dp)
 void zt_dist_dp_free(zt_dist_dp *dp)
 {
     if (!dp) return;
-    if (dp->comm != MPI_COMM_NULL) MPI_Comm_free(&dp->comm);
+    /* after a failure the free could wait for the lost rank */
+    if (dp->comm != MPI_COMM_NULL && !dp->broken) MPI_Comm_free(&dp->comm);
     free(dp->bucket);
     free(dp);
 }
