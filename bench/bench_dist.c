@@ -46,17 +46,17 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: mpirun -np N zeroth bench dist [GAME] [--seconds S] [--config FILE] [--set "
-            "k=v ...]\n\n"
-            "The learner rank's capacity (N >= 2 ranks; GAME default connect4, its training\n"
-            "settings: configs/GAME.ini, --config, --set):\n"
-            "  ingest   ranks 1..N-1 send GAME's trajectories at full rate, batched as actor\n"
-            "           ranks do; rank 0 adds them to a replay buffer: trajectories/s,\n"
-            "           positions/s, MB/s, and CPU microseconds per trajectory on rank 0\n"
-            "  weights  a version of the game's net and of 2^16..2^22 floats to every rank:\n"
-            "           point-to-point as training sends it, and MPI_Bcast, ms until all have it\n\n"
-            "  --seconds S   ingest seconds (default 5)\n");
+    fprintf(
+        f, "usage: mpirun -np N zeroth bench dist [GAME] [--seconds S] [--config FILE] [--set "
+           "k=v ...]\n\n"
+           "The learner rank's capacity (N >= 2 ranks; GAME default connect4, its training\n"
+           "settings: configs/GAME.ini, --config, --set):\n"
+           "  ingest   ranks 1..N-1 send GAME's trajectories at full rate, batched as actor\n"
+           "           ranks do; rank 0 adds them to a replay buffer: trajectories/s,\n"
+           "           positions/s, MB/s, and CPU microseconds per trajectory on rank 0\n"
+           "  weights  a version of the game's net and of 2^16..2^22 floats to every rank:\n"
+           "           point-to-point as training sends it, and MPI_Bcast, ms until all have it\n\n"
+           "  --seconds S   ingest seconds (default 5)\n");
 }
 
 static double thread_cpu_s(void)
@@ -153,8 +153,7 @@ static zt_status send_trajectories(const zt_game *g)
 
 /* Rank 0: takes everything for `seconds`, then STOP and what is still in
  * flight until every sender's BYE (not counted). */
-static zt_status receive_trajectories(const zt_game *g, const zt_train_settings *S,
-                                      double seconds)
+static zt_status receive_trajectories(const zt_game *g, const zt_train_settings *S, double seconds)
 {
     zt_replay *rb;
     ZT_TRY(zt_replay_new(g, &S->replay, &rb));

@@ -101,8 +101,6 @@ const zt_train_remote *zt_cli_dist_remote(void)
     return NULL;
 }
 
-void zt_cli_dist_end(void)
-{
-}
+void zt_cli_dist_end(void) {}
 
 #endif

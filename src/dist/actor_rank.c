@@ -34,7 +34,7 @@ typedef struct actor_rank {
     zt_game *game;
     zt_train_settings S;
     zt_runner *runner;
-    zt_weight_store *store; /* made by the first version from rank 0 */
+    zt_weight_store *store;   /* made by the first version from rank 0 */
     zt_weight_source source;  /* the store's */
     zt_weight_source wrapper; /* the runner's: nothing before the store exists */
     zt_traj_sink sink;
@@ -161,7 +161,9 @@ static bool poll_down(actor_rank *A, char **config)
                 return true; /* a learner rank reads what follows itself */
             }
             break;
-        case ZT_MSG_WEIGHTS: take_weights(A, m->payload, m->len); break;
+        case ZT_MSG_WEIGHTS:
+            take_weights(A, m->payload, m->len);
+            break;
         case ZT_MSG_THROTTLE:
             if (m->len == sizeof(zt_dist_throttle)) {
                 zt_dist_throttle t;
@@ -172,9 +174,14 @@ static bool poll_down(actor_rank *A, char **config)
                 if (A->runner) zt_runner_wake(A->runner);
             }
             break;
-        case ZT_MSG_STOP: A->stop = true; break;
-        case ZT_MSG_ABORT: A->stop = A->aborted = true; break;
-        default: zt_warn("mpi rank %d: unexpected message kind %d", A->rank, (int)m->kind);
+        case ZT_MSG_STOP:
+            A->stop = true;
+            break;
+        case ZT_MSG_ABORT:
+            A->stop = A->aborted = true;
+            break;
+        default:
+            zt_warn("mpi rank %d: unexpected message kind %d", A->rank, (int)m->kind);
         }
         if (A->stop) break; /* nothing follows STOP */
     }

@@ -68,7 +68,7 @@ typedef struct learner_rank {
     zt_replay_traj *scratch;
     int64_t bad_frames;
     bool all_hello_logged;
-    int learners;  /* dist.learners */
+    int learners;   /* dist.learners */
     zt_dist_dp *dp; /* with several learners */
 
     size_t weights_n;      /* floats of the learner's net */
@@ -292,9 +292,8 @@ static bool poll_up(learner_rank *L)
                            &positions, &L->bad_frames);
             /* every learner's buffer gets every trajectory */
             for (int r = 1; r < L->learners; r++)
-                if (!L->peers[r].lost &&
-                    zt_dist_post(&L->sendq, r, ZT_DIST_TAG_DOWN, ZT_MSG_TRAJ, m->payload, m->len) !=
-                        ZT_OK)
+                if (!L->peers[r].lost && zt_dist_post(&L->sendq, r, ZT_DIST_TAG_DOWN, ZT_MSG_TRAJ,
+                                                      m->payload, m->len) != ZT_OK)
                     lose(L, r, "forwarding trajectories failed");
             p->games_received += games;
             p->positions += positions;
@@ -313,8 +312,11 @@ static bool poll_up(learner_rank *L)
             p->failed = true;
             check_any_left(L);
             break;
-        case ZT_MSG_BYE: p->bye = true; break;
-        default: zt_warn("mpi: unexpected message kind %d from rank %d", (int)m->kind, m->source);
+        case ZT_MSG_BYE:
+            p->bye = true;
+            break;
+        default:
+            zt_warn("mpi: unexpected message kind %d from rank %d", (int)m->kind, m->source);
         }
     }
     return handled > 0;

@@ -36,8 +36,8 @@ struct zt_dist_dp {
     MPI_Comm comm; /* the learners, rank 0 first */
     int learners, index;
     zt_net *net;
-    size_t nstats;  /* non-trainable floats (batch norm running statistics) */
-    float *bucket;  /* grads | stats | tail */
+    size_t nstats; /* non-trainable floats (batch norm running statistics) */
+    float *bucket; /* grads | stats | tail */
     size_t bucket_n;
     int check_every;
     int64_t steps;
@@ -129,8 +129,8 @@ static zt_status check_same(zt_dist_dp *dp)
     return ZT_OK;
 }
 
-static zt_status reduce(void *ctx, float *grads, size_t n, zt_train_losses *losses,
-                        bool has_batch, bool *skip)
+static zt_status reduce(void *ctx, float *grads, size_t n, zt_train_losses *losses, bool has_batch,
+                        bool *skip)
 {
     zt_dist_dp *dp = ctx;
     ZT_ASSERT(n + dp->nstats + TAIL == dp->bucket_n);
@@ -375,7 +375,8 @@ void zt_dist_learner_rank_main(const char *config_text, int learners)
     }
     zt_learner_pause(l);
     pthread_join(P.thread, NULL);
-    if (P.bad > 0) zt_warn("mpi learner rank %d: %lld damaged trajectories", P.rank, (long long)P.bad);
+    if (P.bad > 0)
+        zt_warn("mpi learner rank %d: %lld damaged trajectories", P.rank, (long long)P.bad);
     zt_dist_dp_free(dp);
     zt_learner_free(l);
     zt_replay_traj_free(P.scratch);

@@ -21,12 +21,12 @@
  * run and valid until stop returns. */
 typedef struct zt_train_remote_run {
     const zt_game *game;
-    const char *spec;           /* zt_game_spec of game */
-    const char *run;            /* the run directory (config.ini is written) */
+    const char *spec; /* zt_game_spec of game */
+    const char *run;  /* the run directory (config.ini is written) */
     const zt_train_settings *S;
-    zt_replay *rb;              /* trajectories go here (zt_replay_add_game) */
-    zt_runner *runner;          /* zero local actors: zt_runner_add_remote */
-    zt_learner *learner;        /* its weight source, its samples trained */
+    zt_replay *rb;       /* trajectories go here (zt_replay_add_game) */
+    zt_runner *runner;   /* zero local actors: zt_runner_add_remote */
+    zt_learner *learner; /* its weight source, its samples trained */
 } zt_train_remote_run;
 
 typedef struct zt_train_remote {
