@@ -63,6 +63,7 @@ typedef struct learner_rank {
     pthread_t thread;
     bool thread_started;
     atomic_bool stopping;
+    atomic_bool learners_lost; /* the learners' collectives failed: none says BYE */
     zt_dist_sendq sendq;
     zt_dist_msg msg;
     zt_replay_traj *scratch;
@@ -228,8 +229,11 @@ static void lose(learner_rank *L, int r, const char *why)
         zt_dist_keep(p->weights_inflight);
         p->weights_inflight = NULL;
     }
-    zt_warn("mpi: rank %d lost (%s); the run goes on with %d actor rank(s)", r, why,
-            working_ranks(L));
+    if (p->learner)
+        zt_warn("mpi: learner rank %d lost (%s)", r, why);
+    else
+        zt_warn("mpi: rank %d lost (%s); the run goes on with %d actor rank(s)", r, why,
+                working_ranks(L));
     check_any_left(L);
 }
 
@@ -349,6 +353,9 @@ static void *receiver_main(void *arg)
         check_sends(L);
         if (!busy) zt_dist_nap(IDLE_NAP);
     }
+    /* after a failed allreduce the learners are not waited for */
+    if (atomic_load(&L->learners_lost))
+        for (int r = 1; r < L->learners; r++) lose(L, r, "the learners' allreduce failed");
     /* STOP follows every version already sent (one tag: MPI keeps the
      * order); then the ranks' last games, totals and BYE */
     for (int r = 1; r < L->size; r++)
@@ -459,6 +466,7 @@ static void remote_stop(void *ctx)
     if (L->dp) {
         /* the other learners leave their step loop */
         if (zt_dist_dp_stop(L->dp) != ZT_OK) zt_error("mpi: %s", zt_error_message());
+        atomic_store(&L->learners_lost, zt_dist_dp_broken(L->dp));
         zt_learner_set_reducer(L->run.learner, NULL);
         zt_dist_dp_free(L->dp);
         L->dp = NULL;

@@ -276,6 +276,11 @@ zt_status zt_dist_dp_stop(zt_dist_dp *dp)
     return allreduce(dp, dp->bucket, (int)dp->bucket_n, MPI_FLOAT, MPI_SUM, "the last allreduce");
 }
 
+bool zt_dist_dp_broken(const zt_dist_dp *dp)
+{
+    return dp->broken;
+}
+
 void zt_dist_dp_free(zt_dist_dp *dp)
 {
     if (!dp) return;

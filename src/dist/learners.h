@@ -4,6 +4,7 @@
 #ifndef ZT_DIST_LEARNERS_H
 #define ZT_DIST_LEARNERS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/status.h"
@@ -21,6 +22,8 @@ zt_status zt_dist_dp_new(int learners, zt_learner *l, const zt_train_settings *S
 /* Rank 0 at the end: the allreduce that tells the other learners to stop
  * (their step is skipped). */
 zt_status zt_dist_dp_stop(zt_dist_dp *dp);
+/* True once a collective failed or timed out (a learner rank is lost). */
+bool zt_dist_dp_broken(const zt_dist_dp *dp);
 void zt_dist_dp_free(zt_dist_dp *dp);
 
 /* A learner rank other than 0, given the run's config: trains in step with
