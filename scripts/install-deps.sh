@@ -5,8 +5,9 @@
 set -euo pipefail
 
 # libmicrohttpd-dev: the HTTP server of `zeroth serve` (the build leaves the
-# command out without it); curl: the test of its API (tests/cli_serve.sh).
-pkgs=(build-essential cmake pkg-config libinih-dev libdnnl-dev libmicrohttpd-dev curl)
+# command out without it); curl: the test of its API (tests/cli_serve.sh);
+# openmpi-bin, libopenmpi-dev: `mpirun -np N zeroth train` (src/dist/).
+pkgs=(build-essential cmake pkg-config libinih-dev libdnnl-dev libmicrohttpd-dev curl openmpi-bin libopenmpi-dev)
 for arg in "$@"; do
     case "$arg" in
     # --browser: headless Chromium and Python 3 for the test that plays

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_dist.h"
 
 static void usage(FILE *f)
 {
@@ -11,7 +12,9 @@ static void usage(FILE *f)
                "  search   tree cost per simulation with a free evaluator\n"
                "  nn       network inference and training throughput\n"
                "  selfplay self-play positions/s against the network alone; --ablate: each\n"
-               "           optimisation turned off in turn\n");
+               "           optimisation turned off in turn\n"
+               "  dist     under mpirun: the learner rank's trajectory ingest and weight\n"
+               "           broadcast (docs/distributed.md)\n");
 }
 
 int zt_cmd_bench(int argc, char **argv)
@@ -28,5 +31,7 @@ int zt_cmd_bench(int argc, char **argv)
     if (strcmp(argv[1], "search") == 0) return zt_bench_search(argc - 1, argv + 1);
     if (strcmp(argv[1], "nn") == 0) return zt_bench_nn(argc - 1, argv + 1);
     if (strcmp(argv[1], "selfplay") == 0) return zt_bench_selfplay(argc - 1, argv + 1);
-    return zt_cli_error("bench: unknown benchmark '%s' (games, search, nn, selfplay)", argv[1]);
+    if (strcmp(argv[1], "dist") == 0) return zt_bench_dist(argc - 1, argv + 1);
+    return zt_cli_error("bench: unknown benchmark '%s' (games, search, nn, selfplay, dist)",
+                        argv[1]);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/cli_dist.h"
 #include "train/run.h"
 #include "core/config.h"
 #include "train/train.h"
@@ -69,6 +70,10 @@ static void handle_stop_signals(bool on)
 static void wait_passively_if_oversubscribed(zt_config *cfg, const char *game)
 {
     if (getenv("OMP_WAIT_POLICY")) return;
+    /* Under mpirun MPI is initialised by now, and a process that runs
+     * itself again would leave its launcher: the run's warning stands
+     * (mpirun -x OMP_WAIT_POLICY=passive passes the setting to every rank). */
+    if (zt_cli_dist_remote()) return;
     zt_train_threads b;
     /* a bad setting is reported by the run itself */
     if (zt_train_check_threads(cfg, game, &b) != ZT_OK || !b.oversubscribed) return;
@@ -124,6 +129,8 @@ int zt_cmd_train(int argc, char **argv)
     }
     if (resume && run && strcmp(resume, run) != 0)
         return zt_cli_error("--run and --resume name different directories");
+    int dist_exit;
+    if (zt_cli_dist_actor(&dist_exit)) return dist_exit; /* mpirun: ranks > 0 act */
     zt_config *cfg = zt_config_new();
     char base[4400];
     if (resume) snprintf(base, sizeof base, "%s/config.ini", resume);
@@ -141,8 +148,10 @@ int zt_cmd_train(int argc, char **argv)
     opt.config = cfg;
     opt.run_dir = resume ? resume : run;
     opt.resume = resume != NULL;
+    opt.remote = zt_cli_dist_remote();
     handle_stop_signals(true);
     st = zt_train_run(&opt);
+    zt_cli_dist_end();
     handle_stop_signals(false);
     zt_config_free(cfg);
     return st == ZT_OK ? 0 : zt_cli_fail(st);

@@ -9,8 +9,8 @@
 
 #include "core/status.h"
 
-static const char *const names[ZT_FAULT_COUNT_] = {"eval",  "open",   "read",  "write", "fsync",
-                                                   "close", "rename", "mkdir", "io"};
+static const char *const names[ZT_FAULT_COUNT_] = {"eval",  "open",   "read", "write", "fsync",   "close",
+                                                   "rename", "mkdir", "io",   "learners"};
 
 /* A point's schedule. Atomics, so that a point passed on several threads
  * reads a whole value; a schedule is changed only while no other thread

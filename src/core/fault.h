@@ -11,7 +11,10 @@
  * I/O calls of core/fileio.c, which every file the project writes goes
  * through: "open", "read", "write", "fsync", "close", "rename", "mkdir";
  * and "io", which counts every one of those calls together, so that a test
- * can walk N over all the I/O of an operation. */
+ * can walk N over all the I/O of an operation.
+ * And "learners" (every gradient allreduce of the last data-parallel learner
+ * rank, src/dist/: a hit nudges its mean gradient, so its weights part from
+ * the others' and the next agreement check must catch it). */
 #ifndef ZT_CORE_FAULT_H
 #define ZT_CORE_FAULT_H
 
@@ -28,6 +31,7 @@ typedef enum zt_fault_point {
     ZT_FAULT_RENAME,
     ZT_FAULT_MKDIR,
     ZT_FAULT_IO,     /* any of the I/O points above */
+    ZT_FAULT_LEARNERS,
     ZT_FAULT_COUNT_, /* the number of points */
 } zt_fault_point;
 

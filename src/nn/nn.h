@@ -236,6 +236,19 @@ void zt_trainer_free(zt_trainer *t);
  * nothing once a batch of this size has been seen. */
 zt_status zt_trainer_step(zt_trainer *t, const zt_train_batch *batch, zt_train_losses *out);
 
+/* Data-parallel training (src/dist/): a step whose gradient, between the
+ * backward pass and the update, is replaced by what `reduce` makes of it
+ * (the mean over several learners), with the losses; the update then sees
+ * the norm of the new gradient (the same clipping on every learner). batch
+ * NULL: this learner has no batch of its own (reduce gets zeros and
+ * has_batch false). reduce may set *skip to abandon the step: nothing is
+ * updated and *skipped (may be NULL) says so. */
+typedef zt_status (*zt_trainer_reduce_fn)(void *ctx, float *grads, size_t n,
+                                          zt_train_losses *losses, bool has_batch, bool *skip);
+zt_status zt_trainer_step_reduced(zt_trainer *t, const zt_train_batch *batch,
+                                  zt_trainer_reduce_fn reduce, void *ctx, zt_train_losses *out,
+                                  bool *skipped);
+
 /* Loss terms and gradient without updating anything but the returned values:
  * grads[zt_net_param_count] in the order of zt_net_tensor_at's trainable
  * tensors (for tests and diagnostics). Batch norm runs in training mode but

@@ -268,8 +268,40 @@ zt_status zt_trainer_loss_grad(zt_trainer *t, const zt_train_batch *batch, zt_tr
 
 zt_status zt_trainer_step(zt_trainer *t, const zt_train_batch *batch, zt_train_losses *out)
 {
+    return zt_trainer_step_reduced(t, batch, NULL, NULL, out, NULL);
+}
+
+zt_status zt_trainer_step_reduced(zt_trainer *t, const zt_train_batch *batch,
+                                  zt_trainer_reduce_fn reduce, void *ctx, zt_train_losses *out,
+                                  bool *skipped)
+{
     zt_train_losses losses;
-    ZT_TRY(run_batch(t, batch, true, t->grads, &losses));
+    if (skipped) *skipped = false;
+    if (batch) {
+        ZT_TRY(run_batch(t, batch, true, t->grads, &losses));
+    } else {
+        ZT_ASSERT(reduce != NULL);
+        memset(t->grads, 0, t->n * sizeof(float));
+        memset(&losses, 0, sizeof losses);
+    }
+    if (reduce) {
+        bool skip = false;
+        ZT_TRY(reduce(ctx, t->grads, t->n, &losses, batch != NULL, &skip));
+        if (skip) {
+            if (skipped) *skipped = true;
+            return ZT_OK;
+        }
+        /* the norm of the mean gradient, for the same clipping everywhere */
+        double sq = 0, l2 = 0;
+        const float *w = zt_net_params(t->net);
+        for (size_t i = 0; i < t->n; i++) {
+            sq += (double)t->grads[i] * t->grads[i];
+            if (t->decay[i]) l2 += (double)w[i] * w[i];
+        }
+        losses.grad_norm = sqrt(sq);
+        losses.l2 = 0.5 * t->cfg.weight_decay * l2;
+        losses.total = losses.policy + t->cfg.value_weight * losses.value + losses.l2;
+    }
     const zt_train_config *c = &t->cfg;
     float *g = t->grads, *w = zt_net_params(t->net), *m = t->m, *v = t->v;
     if (c->clip_norm > 0 && losses.grad_norm > c->clip_norm) {

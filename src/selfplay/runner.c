@@ -40,6 +40,7 @@ struct zt_runner {
     pthread_cond_t cv;
     atomic_bool stop_actors;
     atomic_llong positions, games; /* pushed, counting the totals set */
+    zt_actor_stats remote_stats;   /* remote actors' statistics, under mu */
     zt_status error;               /* the first actor thread's failure */
     char message[256];
 
@@ -65,7 +66,7 @@ zt_status zt_runner_new(const zt_game *g, const zt_runner_config *cfg, const zt_
                         zt_runner **out)
 {
     *out = NULL;
-    ZT_ASSERT(cfg->actors >= 1);
+    ZT_ASSERT(cfg->actors >= 0);
     zt_runner *R = zt_xcalloc(1, sizeof *R);
     R->game = g;
     R->sink = sink;
@@ -77,6 +78,12 @@ zt_status zt_runner_new(const zt_game *g, const zt_runner_config *cfg, const zt_
     R->nactors = cfg->actors;
     R->actors = zt_xcalloc((size_t)R->nactors, sizeof *R->actors);
     R->model = cfg->model.create ? cfg->model : zt_az_model_factory();
+    if (R->nactors == 0) {
+        /* remote actors only: no nets, no weights to pull */
+        R->weights = zt_xmalloc(sizeof *R->weights);
+        *out = R;
+        return ZT_OK;
+    }
     zt_status st = zt_evaluator_pool_new(&cfg->net, cfg->backend, cfg->precision, cfg->evaluator,
                                          R->nactors, zt_actor_eval_batch(g, &cfg->actor),
                                          cfg->shared_threads, &R->evaluators);
@@ -133,29 +140,49 @@ int64_t zt_runner_positions(const zt_runner *R)
     return atomic_load(&((zt_runner *)R)->positions);
 }
 
+static void add_stats(zt_actor_stats *sum, const zt_actor_stats *s)
+{
+    sum->moves += s->moves;
+    sum->full_searches += s->full_searches;
+    sum->games += s->games;
+    sum->games_abandoned += s->games_abandoned;
+    sum->games_added += s->games_added;
+    sum->positions_added += s->positions_added;
+    sum->inferences += s->inferences;
+    sum->net_calls += s->net_calls;
+    sum->positions_valued += s->positions_valued;
+    sum->nncache_hits += s->nncache_hits;
+    sum->resignations += s->resignations;
+    sum->playouts_would_resign += s->playouts_would_resign;
+    sum->false_resignations += s->false_resignations;
+    sum->weight_updates += s->weight_updates;
+}
+
 zt_actor_stats zt_runner_stats(zt_runner *R)
 {
-    zt_actor_stats sum = {0};
     pthread_mutex_lock(&R->mu);
-    for (int i = 0; i < R->nactors; i++) {
-        const zt_actor_stats *s = &R->actors[i].stats;
-        sum.moves += s->moves;
-        sum.full_searches += s->full_searches;
-        sum.games += s->games;
-        sum.games_abandoned += s->games_abandoned;
-        sum.games_added += s->games_added;
-        sum.positions_added += s->positions_added;
-        sum.inferences += s->inferences;
-        sum.net_calls += s->net_calls;
-        sum.positions_valued += s->positions_valued;
-        sum.nncache_hits += s->nncache_hits;
-        sum.resignations += s->resignations;
-        sum.playouts_would_resign += s->playouts_would_resign;
-        sum.false_resignations += s->false_resignations;
-        sum.weight_updates += s->weight_updates;
-    }
+    zt_actor_stats sum = R->remote_stats;
+    for (int i = 0; i < R->nactors; i++) add_stats(&sum, &R->actors[i].stats);
     pthread_mutex_unlock(&R->mu);
     return sum;
+}
+
+void zt_runner_add_remote(zt_runner *R, int64_t games, int64_t positions,
+                          const zt_actor_stats *remote_stats)
+{
+    pthread_mutex_lock(&R->mu);
+    atomic_fetch_add(&R->positions, (long long)positions);
+    atomic_fetch_add(&R->games, (long long)games);
+    if (remote_stats) R->remote_stats = *remote_stats;
+    pthread_cond_broadcast(&R->cv);
+    pthread_mutex_unlock(&R->mu);
+}
+
+void zt_runner_wake(zt_runner *R)
+{
+    pthread_mutex_lock(&R->mu);
+    pthread_cond_broadcast(&R->cv);
+    pthread_mutex_unlock(&R->mu);
 }
 
 /* ---- weights ---- */

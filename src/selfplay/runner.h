@@ -11,6 +11,11 @@
  * actors on a pool, one on the calling thread; the flush pushes the games in
  * actor order, so thread timing changes nothing (exact resume).
  *
+ * Remote actors (DESIGN.md §5): a runner of zero actors stands for actors
+ * in other processes (the learner's MPI rank). Its games, positions and
+ * statistics are what zt_runner_add_remote reports, so whoever reads the
+ * counters (the replay ratio, the status line, metrics) counts every rank.
+ *
  * The runner owns its actors and threads (zt_runner_free); it borrows the
  * game, the sink, the source and the hooks' context, which must outlive it.
  * Its functions are called from one thread, the run's; the counters and
@@ -44,7 +49,7 @@ typedef struct zt_runner_hooks {
 } zt_runner_hooks;
 
 typedef struct zt_runner_config {
-    int actors;
+    int actors; /* 0: no local actors, only remote ones (zt_runner_add_remote) */
     zt_actor_config actor; /* each actor's id is its index */
     /* the model the actors search with (zero: AlphaZero's) */
     zt_model_factory model;
@@ -73,6 +78,16 @@ int64_t zt_runner_games(const zt_runner *r);
 int64_t zt_runner_positions(const zt_runner *r);
 /* The actors' statistics summed, as of each one's last step. */
 zt_actor_stats zt_runner_stats(zt_runner *r);
+
+/* Remote actors (any thread): adds games and positions that reached the
+ * sink from elsewhere to the counts, sets what the remote actors' statistics
+ * sum to now (NULL: unchanged), and wakes whoever waits for games. */
+void zt_runner_add_remote(zt_runner *r, int64_t games, int64_t positions,
+                          const zt_actor_stats *remote_stats);
+
+/* Wakes the actors waiting on the hold hook (and whoever waits for games),
+ * so that they ask it again now: its inputs changed (an MPI allowance). */
+void zt_runner_wake(zt_runner *r);
 
 /* Every actor takes the newest version of the source now (if it holds an
  * older one). Not while the threads run. */

@@ -23,6 +23,8 @@ struct zt_learner {
     zt_weight_source source;
     zt_train_losses loss_sum, last_loss;
     int loss_count;
+    zt_learner_reducer reducer; /* reduce NULL: alone */
+    bool stopped;               /* the reducer skipped a step */
 };
 
 static size_t weight_floats(const zt_net *net)
@@ -119,6 +121,8 @@ void zt_learner_pause(zt_learner *l)
     l->sampler = NULL;
 }
 
+static zt_status train_on(zt_learner *l, const zt_train_batch *tb);
+
 zt_status zt_learner_step(zt_learner *l)
 {
     const zt_train_settings *S = l->S;
@@ -147,10 +151,25 @@ zt_status zt_learner_step(zt_learner *l)
                          .policy_target = b->policy,
                          .legal = b->legal,
                          .value_target = vt};
+    return train_on(l, &tb);
+}
+
+/* A step on tb (NULL: none of this learner's own, with a reducer) and its
+ * bookkeeping. */
+static zt_status train_on(zt_learner *l, const zt_train_batch *tb)
+{
     zt_train_losses loss;
-    ZT_TRY(zt_trainer_step(l->trainer, &tb, &loss));
+    bool skipped = false;
+    ZT_TRY(zt_trainer_step_reduced(l->trainer, tb, l->reducer.reduce, l->reducer.ctx, &loss,
+                                   &skipped));
+    if (skipped) {
+        l->stopped = true;
+        return ZT_OK;
+    }
+    int replicas = l->reducer.reduce ? l->reducer.replicas : 1;
     l->counters.step++;
-    l->counters.samples_trained += b->size;
+    int64_t rows = tb ? tb->B : l->S->batch;
+    l->counters.samples_trained += rows * replicas;
     atomic_store(&l->samples_trained, l->counters.samples_trained);
     l->last_loss = loss;
     l->loss_sum.policy += loss.policy;
@@ -163,6 +182,22 @@ zt_status zt_learner_step(zt_learner *l)
         return zt_fail(ZT_ERR_INVALID, "training diverged at step %lld (loss %g)",
                        (long long)l->counters.step, loss.total);
     return ZT_OK;
+}
+
+void zt_learner_set_reducer(zt_learner *l, const zt_learner_reducer *r)
+{
+    l->reducer = r ? *r : (zt_learner_reducer){0};
+}
+
+zt_status zt_learner_step_without_batch(zt_learner *l)
+{
+    ZT_ASSERT(l->reducer.reduce != NULL);
+    return train_on(l, NULL);
+}
+
+bool zt_learner_stopped(const zt_learner *l)
+{
+    return l->stopped;
 }
 
 void zt_learner_publish(zt_learner *l)

@@ -10,6 +10,7 @@
 #ifndef ZT_TRAIN_LEARNER_H
 #define ZT_TRAIN_LEARNER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/rng.h"
@@ -51,6 +52,25 @@ int64_t zt_learner_samples_trained(const zt_learner *l);
  * calling thread. ZT_ERR_INVALID when the loss is no longer finite
  * ("training diverged at step N"). */
 zt_status zt_learner_step(zt_learner *l);
+/* Data-parallel learners (dist.learners, src/dist/): every step's gradient
+ * goes through `reduce` (zt_trainer_step_reduced: the mean over the
+ * learners), and a step counts `replicas` batches as trained, the global
+ * batch. A reduce that skips the step ends the learner's part in the run:
+ * zt_learner_step then returns ZT_OK with *stopped (zt_learner_stopped). */
+typedef struct zt_learner_reducer {
+    void *ctx;
+    int replicas;
+    zt_trainer_reduce_fn reduce;
+} zt_learner_reducer;
+/* NULL: train alone again. The reducer is copied. */
+void zt_learner_set_reducer(zt_learner *l, const zt_learner_reducer *r);
+/* With a reducer: a step without a batch of this learner's own (its buffer
+ * is still filling): the others' mean gradient is applied all the same, so
+ * that every learner holds the same weights. */
+zt_status zt_learner_step_without_batch(zt_learner *l);
+/* True once the reducer skipped a step: the run's learners stop. */
+bool zt_learner_stopped(const zt_learner *l);
+
 /* Stops the sampler thread; the next step starts a new one from the rng
  * of the last batch trained on, so pausing changes no batch. */
 void zt_learner_pause(zt_learner *l);

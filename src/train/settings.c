@@ -154,6 +154,7 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
      * oneDNN's OpenMP threads spin at barriers, and one more busy thread than
      * cores made a 64x5 Connect Four run 30x slower (measured: 0.3 learner
      * steps/s instead of ~10). The other modes train while actors wait. */
+    S->learner_threads_auto = S->learner_threads == 0;
     if (S->learner_threads == 0)
         S->learner_threads = mode == ZT_TRAIN_CONCURRENT && cores > S->actors ? cores - S->actors
                              : mode == ZT_TRAIN_CONCURRENT                    ? 1
@@ -232,6 +233,9 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_int32(c, "arena.sims", A->search.num_simulations, 1, 1 << 20, &S->arena_sims));
     ZT_TRY(zt_config_bool(c, "arena.stop_on_perfect", false, &S->arena_stop_on_perfect));
     ZT_TRY(zt_config_string(c, "arena.data_dir", "", &S->data_dir));
+    ZT_TRY(zt_config_int32(c, "dist.learners", 1, 1, 4096, &S->dist_learners));
+    ZT_TRY(zt_config_double(c, "dist.timeout", 30, 0.1, 1e6, &S->dist_timeout));
+    ZT_TRY(zt_config_int32(c, "dist.check_every", 100, 0, 1 << 30, &S->dist_check_every));
 
     if (S->mode == ZT_TRAIN_DETERMINISTIC) {
         /* One thread: the actor runs inline, batches are drawn synchronously,

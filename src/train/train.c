@@ -22,6 +22,7 @@
 #include "selfplay/runner.h"
 #include "train/learner.h"
 #include "train/run.h"
+#include "train/remote.h"
 #include "train/scheduler.h"
 
 static atomic_int stop_requested;
@@ -51,6 +52,7 @@ struct zt_train {
     double elapsed0;     /* wall seconds of earlier invocations */
 
     bool started; /* set up and logged: free reports where it stopped */
+    bool remote_started; /* opt.remote->start succeeded */
     bool first_advance_done;
     /* the bounds of the current zt_train_advance (-1, 0: none) */
     int64_t until_step;
@@ -286,11 +288,14 @@ static zt_status setup(zt_train *t)
 {
     const zt_train_settings *S = &t->S;
     zt_game_spec(t->game, t->spec, sizeof t->spec);
+    /* remote actors: the learner takes this process's share of the cores */
+    if (t->opt.remote && S->learner_threads_auto && t->opt.remote->learner_threads > 0)
+        t->S.learner_threads = t->opt.remote->learner_threads;
     ZT_TRY(zt_replay_new(t->game, &S->replay, &t->rb));
     ZT_TRY(zt_learner_new(t->game, S, t->rb, &t->learner));
     if (t->opt.resume) ZT_TRY(load_checkpoint(t));
     t->sink = zt_traj_sink_replay(t->rb);
-    zt_runner_config rc = {.actors = S->actors,
+    zt_runner_config rc = {.actors = t->opt.remote ? 0 : S->actors,
                            .actor = S->actor,
                            .net = S->net,
                            .backend = S->backend,
@@ -365,7 +370,8 @@ void zt_train_free(zt_train *t)
                 (long long)step_of(t), zt_now_s() - zt_scheduler_started(t->sched),
                 (long long)zt_runner_games(t->runner), (long long)zt_runner_positions(t->runner));
     }
-    /* threads first: the runner's actors push into rb */
+    /* threads first: the runner's actors push into rb, so do remote ones */
+    if (t->remote_started) t->opt.remote->stop(t->opt.remote->ctx);
     zt_runner_free(t->runner);
     zt_scheduler_free(t->sched);
     zt_learner_free(t->learner);
@@ -423,8 +429,16 @@ zt_status zt_train_open(const zt_train_options *opt, zt_train **out)
     }
     t->started = true;
     log_start(t);
-    zt_learner_publish(t->learner);
-    st = zt_runner_pull_weights(t->runner);
+    if (opt->remote) {
+        zt_train_remote_run rr = {.game = t->game, .spec = t->spec, .run = t->run, .S = &t->S,
+                                  .rb = t->rb, .runner = t->runner, .learner = t->learner};
+        st = opt->remote->start(opt->remote->ctx, &rr);
+        t->remote_started = st == ZT_OK;
+    }
+    if (st == ZT_OK) {
+        zt_learner_publish(t->learner);
+        st = zt_runner_pull_weights(t->runner);
+    }
     if (st != ZT_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", zt_error_message());

@@ -48,6 +48,7 @@ typedef struct zt_train_settings {
     zt_train_mode mode;
     int actors;           /* actor threads */
     int learner_threads;  /* threads of the learner's net */
+    bool learner_threads_auto; /* learner.threads = 0: chosen from the cores */
     zt_evaluator_kind evaluator; /* selfplay.evaluator: private nets or one shared service */
     char backend[32];
     zt_precision precision;
@@ -74,6 +75,10 @@ typedef struct zt_train_settings {
     int arena_sims;
     bool arena_stop_on_perfect; /* end the run once every position set is played perfectly */
     const char *data_dir;
+    /* under mpirun (docs/distributed.md) */
+    int dist_learners;    /* ranks 0..L-1 learn data-parallel */
+    double dist_timeout;  /* seconds without word from a rank before it counts as lost */
+    int dist_check_every; /* learner steps between checks that the learners agree */
 } zt_train_settings;
 
 /* Reads every training key of cfg (defaults for the game g). Unknown keys are
@@ -112,6 +117,9 @@ typedef struct zt_train_options {
     double minutes;         /* stop after this much wall time in this invocation (0: none) */
     int64_t steps;          /* stop at this learner step, counted over resumes (0: none) */
     bool quiet;             /* no status line */
+    /* actors in other processes (train/remote.h; MPI ranks); NULL: local
+     * actor threads. Borrowed. */
+    const struct zt_train_remote *remote;
 } zt_train_options;
 
 /* Runs training until a limit, a stop request or perfect play (if asked);
