@@ -303,6 +303,84 @@ static double metric(const zeroth_run_t *r, const char *name)
     return v;
 }
 
+/* Tensor `name` of `net`, read whole into a new array (the caller frees it);
+ * NULL (and a failed check) when the net lacks it. */
+static float *read_tensor(const zeroth_net_t *net, const char *name, int *ndim, int shape[4])
+{
+    for (int i = 0; i < zeroth_net_tensor_count(net); i++) {
+        const char *n = NULL;
+        size_t count = 0;
+        EXPECT_OK(zeroth_net_tensor_info(net, i, &n, ndim, shape, &count));
+        if (!n || strcmp(n, name) != 0) continue;
+        float *data = malloc(count * sizeof *data);
+        EXPECT_OK(zeroth_net_tensor_read(net, i, data, count));
+        return data;
+    }
+    CHECK(false, "the net has no tensor '%s'", name);
+    return NULL;
+}
+
+/* y[out] = W x (+ b) for a dense tensor pair of `net`; returns out. */
+static int dense(const zeroth_net_t *net, const char *prefix, const double *x, int in, double *y)
+{
+    char name[64];
+    int ndim = 0, shape[4] = {0}, bshape[4];
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    float *w = read_tensor(net, name, &ndim, shape);
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    int has_bias = 0;
+    for (int i = 0; i < zeroth_net_tensor_count(net); i++) {
+        const char *n = NULL;
+        zeroth_net_tensor_info(net, i, &n, NULL, NULL, NULL);
+        has_bias |= n && strcmp(n, name) == 0;
+    }
+    float *b = has_bias ? read_tensor(net, name, &ndim, bshape) : NULL;
+    if (!w || shape[1] != in) {
+        CHECK(!w, "%s: shape [%d][%d], input %d", prefix, shape[0], shape[1], in);
+        free(w);
+        free(b);
+        return 0;
+    }
+    for (int o = 0; o < shape[0]; o++) {
+        double acc = b ? b[o] : 0.0;
+        for (int i = 0; i < in; i++) acc += (double)w[(size_t)o * in + i] * x[i];
+        y[o] = acc;
+    }
+    free(w);
+    free(b);
+    return shape[0];
+}
+
+/* The tiny MLP of tiny_run (one dense-layer norm-ReLU block, policy and
+ * scalar value heads) computed from the net's tensors in double, for one
+ * observation: what zeroth_net_tensor_read gives must be the weights the
+ * net runs with. */
+static void mlp_by_hand(const zeroth_net_t *net, const float *obs, int F, double *logits,
+                        double *value)
+{
+    double x[64], h[64], v[64];
+    for (int i = 0; i < F; i++) x[i] = obs[i];
+    int H = dense(net, "mlp.0.fc", x, F, h);
+    int ndim, shape[4];
+    float *gain = read_tensor(net, "mlp.0.norm.weight", &ndim, shape);
+    float *beta = read_tensor(net, "mlp.0.norm.bias", &ndim, shape);
+    double mean = 0, var = 0;
+    for (int i = 0; i < H; i++) mean += h[i] / H;
+    for (int i = 0; i < H; i++) var += (h[i] - mean) * (h[i] - mean) / H;
+    for (int i = 0; i < H && gain && beta; i++) {
+        h[i] = (h[i] - mean) / sqrt(var + 1e-5) * gain[i] + beta[i];
+        if (h[i] < 0) h[i] = 0;
+    }
+    free(gain);
+    free(beta);
+    dense(net, "policy.fc", h, H, logits);
+    int V = dense(net, "value.fc1", h, H, v);
+    for (int i = 0; i < V; i++)
+        if (v[i] < 0) v[i] = 0;
+    dense(net, "value.fc2", v, V, value);
+    *value = tanh(*value);
+}
+
 /* Writes the run directory to `run` for the net tests. */
 static void test_runs(char *run, size_t cap)
 {
@@ -431,6 +509,35 @@ static void test_nets(const char *run)
         EXPECT_OK(zeroth_net_forward(net, 1, obs + i * F, one_logits, &one_value));
         CHECK(fabsf(one_value - value[i]) < 1e-5, "position %d: %g alone, %g in a batch", i,
               one_value, value[i]);
+    }
+    /* the tensors are the weights the net runs with */
+    CHECK(zeroth_net_tensor_count(net) == 9, "%d tensors in the tiny MLP",
+          zeroth_net_tensor_count(net));
+    for (int i = 0; i < N; i++) {
+        double hand_logits[16], hand_value = 0;
+        mlp_by_hand(net, obs + i * F, F, hand_logits, &hand_value);
+        for (int a = 0; a < A; a++)
+            CHECK(fabs(hand_logits[a] - logits[i * A + a]) < 1e-4,
+                  "position %d action %d: logit %g from the tensors, %g from the net", i, a,
+                  hand_logits[a], logits[i * A + a]);
+        CHECK(fabs(hand_value - value[i]) < 1e-4, "position %d: value %g from the tensors, %g",
+              i, hand_value, value[i]);
+    }
+    {
+        const char *tname = NULL;
+        int tdim = 0, tshape[4];
+        size_t tcount = 0;
+        EXPECT_OK(zeroth_net_tensor_info(net, 0, &tname, &tdim, tshape, &tcount));
+        size_t product = 1;
+        for (int d = 0; d < tdim; d++) product *= (size_t)tshape[d];
+        CHECK(tname && tdim >= 1 && tdim <= 4 && product == tcount, "tensor 0: %s, %d dims, %zu",
+              tname ? tname : "(null)", tdim, tcount);
+        float one;
+        EXPECT_FAIL(zeroth_net_tensor_read(net, 0, &one, 1), ZEROTH_ERR_INVALID, "floats");
+        EXPECT_FAIL(zeroth_net_tensor_info(net, 9, &tname, NULL, NULL, NULL), ZEROTH_ERR_INVALID,
+                    "tensor 9");
+        EXPECT_FAIL(zeroth_net_tensor_read(net, -1, &one, 1), ZEROTH_ERR_INVALID, "tensor -1");
+        EXPECT_FAIL(zeroth_net_tensor_read(net, 0, NULL, tcount), ZEROTH_ERR_INVALID, "data");
     }
     /* the same weights by each path form */
     char ckpt[400], weights[450], *latest_text = NULL;

@@ -213,6 +213,20 @@ ZEROTH_API int zeroth_net_obs_size(const zeroth_net_t *net);
 ZEROTH_API zeroth_status zeroth_net_forward(zeroth_net_t *net, int n, const float *obs,
                                             float *policy_logits, float *value);
 
+/* The net's tensors as its weight file holds them (docs/networks.md "Weight
+ * files": PyTorch's names, conv weights OHWI, dense weights [out][in] with
+ * `in` in HWC order): the trainable parameters and the batch-norm running
+ * statistics, fp32, tensors 0 .. count-1 in the file's order. */
+ZEROTH_API int zeroth_net_tensor_count(const zeroth_net_t *net);
+/* Tensor i's name ("blocks.0.conv1.weight"; the string lives as long as the
+ * net), its number of dimensions (1..4) and shape[0 .. ndim-1]; returns its
+ * number of floats in *count. Any output pointer may be NULL. */
+ZEROTH_API zeroth_status zeroth_net_tensor_info(const zeroth_net_t *net, int i, const char **name,
+                                                int *ndim, int shape[4], size_t *count);
+/* Copies tensor i into data[count]; count must be the tensor's. */
+ZEROTH_API zeroth_status zeroth_net_tensor_read(const zeroth_net_t *net, int i, float *data,
+                                                size_t count);
+
 /* ---- search ----
  *
  * G trees searched in lockstep (one batched evaluation per round for all of
