@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test sanitize clean format torch-compare
+.PHONY: all deps build run test pytest python-venv sanitize clean format torch-compare
 
 all: build
 
@@ -30,6 +30,16 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) pytest
+
+# The Python package (python/): a virtual environment from PyPI (numpy,
+# pytest) with `pip install ./python` in it, then its test suite.
+PY_VENV ?= python/.venv
+python-venv: deps
+	bash scripts/python-venv.sh
+
+pytest: python-venv
+	$(PY_VENV)/bin/python -m pytest -q python/tests
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 sanitize: deps

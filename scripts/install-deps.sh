@@ -4,7 +4,9 @@
 # Usage: scripts/install-deps.sh [--bench] [--gnubg]
 set -euo pipefail
 
-pkgs=(build-essential cmake pkg-config libinih-dev libdnnl-dev)
+# python3-venv: the virtual environment of the Python package's tests
+# (scripts/python-venv.sh fills it from PyPI).
+pkgs=(build-essential cmake pkg-config libinih-dev libdnnl-dev python3 python3-venv)
 for arg in "$@"; do
     case "$arg" in
     # --bench: also what bench/torch_compare.py needs to make its virtual environment.

@@ -29,7 +29,7 @@ def floats(x, shape, what):
         else:
             raise TypeError(f"{what} must be a float array, not {a.dtype}")
     check_shape(a, shape, what)
-    return np.ascontiguousarray(a, dtype=np.float32)
+    return np.asarray(a, dtype=np.float32, order="C")
 
 
 def ints(x, shape, what):
@@ -43,7 +43,7 @@ def ints(x, shape, what):
         if a.size and (a.min() < INT32_MIN or a.max() > INT32_MAX):
             raise InvalidError(f"{what} holds values outside the int32 range")
         a = a.astype(np.int32)
-    return np.ascontiguousarray(a)
+    return np.asarray(a, order="C")
 
 
 def states(x, state_size, what="states", writable=False):

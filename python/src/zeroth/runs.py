@@ -50,7 +50,13 @@ def config_text(config):
 
 
 def _default_configs_dir():
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
+    """configs/ in the installed package, else the repository's (when the
+    package is used from the source tree)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for d in (os.path.join(here, "configs"), os.path.join(here, "..", "..", "..", "configs")):
+        if os.path.isdir(d):
+            return d
+    return os.path.join(here, "configs")
 
 
 def default_config(game):
