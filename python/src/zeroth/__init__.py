@@ -28,12 +28,35 @@ def backends():
     return lib.zeroth_backends().decode().split()
 
 
+def _kth_bit_table():
+    """For each byte b and k < popcount(b): the position of b's k-th set bit."""
+    table = np.zeros((256, 8), np.int32)
+    for b in range(256):
+        bits = [i for i in range(8) if b >> i & 1]
+        table[b, : len(bits)] = bits
+    counts = np.array([bin(b).count("1") for b in range(256)], np.int32)
+    return table, counts
+
+
+_KTH_BIT, _POPCOUNT = _kth_bit_table()
+
+
 def random_actions(mask, rng=None):
     """One uniformly random legal action per row of a bool (n, A) mask
     (int32 (n,)); rows without a legal action get 0."""
     rng = np.random.default_rng() if rng is None else rng
     m = np.asarray(mask)
-    return np.argmax(rng.random(m.shape, dtype=np.float32) * m, axis=1).astype(np.int32)
+    if m.ndim != 2:
+        raise InvalidError(f"mask has shape {m.shape}, expected (n, num_actions)")
+    if m.shape[1] <= 8:
+        # One byte of legal bits per row: the k-th set bit by table lookup,
+        # all 1-D (numpy's per-row argmax over a short axis costs more).
+        bits = np.packbits(m.astype(np.bool_, copy=False), axis=1, bitorder="little")[:, 0]
+        k = (rng.random(m.shape[0], dtype=np.float32) * _POPCOUNT[bits]).astype(np.int32)
+        return _KTH_BIT[bits, np.minimum(k, 7)]
+    u = rng.random(m.shape, dtype=np.float32)
+    u *= m
+    return np.argmax(u, axis=1).astype(np.int32)
 
 
 _LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR}
