@@ -790,6 +790,144 @@ static void test_caller_search(void)
     zeroth_game_free(g);
 }
 
+/* ---- searches over the caller's recurrent model ---- */
+
+/* A recurrent model that simulates the real game: its embedding is the game
+ * state itself, its evaluations uniform (logits 0, value 0), like
+ * uniform_obs; `bad` makes recurrent call number fail_at answer nonsense. */
+typedef struct sim_model {
+    const zeroth_game_t *game;
+    int calls, fail_at, bad; /* bad: 1 discount 0.5, 2 no finite logit, 3 status, 4 reward 3 */
+} sim_model;
+
+static zeroth_status sim_root(void *user, int n, const void *states, const float *obs,
+                              void *embeddings, float *logits, float *value)
+{
+    sim_model *m = user;
+    size_t S = zeroth_game_state_size(m->game);
+    int A = zeroth_game_num_actions(m->game);
+    (void)obs;
+    memcpy(embeddings, states, (size_t)n * S);
+    memset(logits, 0, (size_t)n * A * sizeof *logits);
+    for (int i = 0; i < n; i++) value[i] = 0;
+    return ZEROTH_OK;
+}
+
+static zeroth_status sim_recurrent(void *user, int n, const void *embeddings, const int *actions,
+                                   void *next, float *logits, float *value, float *reward,
+                                   float *discount)
+{
+    sim_model *m = user;
+    size_t S = zeroth_game_state_size(m->game);
+    int A = zeroth_game_num_actions(m->game);
+    m->calls++;
+    memcpy(next, embeddings, (size_t)n * S);
+    for (int i = 0; i < n; i++) {
+        uint8_t *s = (uint8_t *)next + (size_t)i * S;
+        int mover, p;
+        float ret[2];
+        uint8_t mask[512];
+        zeroth_game_players(m->game, 1, s, &mover);
+        if (zeroth_game_step(m->game, 1, s, &actions[i]) != ZEROTH_OK)
+            return zeroth_fail(ZEROTH_ERR_INVALID, "the search played an illegal action");
+        zeroth_game_players(m->game, 1, s, &p);
+        zeroth_game_returns(m->game, 1, s, ret);
+        zeroth_game_legal(m->game, 1, s, mask, NULL);
+        for (int a = 0; a < A; a++) logits[i * A + a] = mask[a] ? 0.0f : -INFINITY;
+        value[i] = 0;
+        reward[i] = p == ZEROTH_TERMINAL ? ret[mover] : 0;
+        discount[i] = p == ZEROTH_TERMINAL ? 0 : (p == mover ? 1 : -1);
+    }
+    if (m->fail_at && m->calls == m->fail_at) {
+        if (m->bad == 1) discount[0] = 0.5f;
+        if (m->bad == 2)
+            for (int a = 0; a < A; a++) logits[a] = -INFINITY, discount[0] = -1;
+        if (m->bad == 3) return zeroth_fail(ZEROTH_ERR_IO, "the dynamics server went away");
+        if (m->bad == 4) reward[0] = 3;
+    }
+    return ZEROTH_OK;
+}
+
+static void test_recurrent_search(void)
+{
+    zeroth_game_t *g;
+    EXPECT_OK(zeroth_game_new("tictactoe", &g));
+    if (!g) return;
+    size_t S = zeroth_game_state_size(g);
+    enum { T = 3 };
+    uint8_t roots[T * 64];
+    const char *positions[T] = {"XX.OO.... X", "......... X", "X...O.... X"};
+    for (int i = 0; i < T; i++) EXPECT_OK(zeroth_game_from_text(g, positions[i], roots + i * S));
+    const char *settings = "search.algorithm=puct search.sims=120";
+    /* the same game and the same evaluations as the AlphaZero-shaped model:
+     * the same trees, visit for visit */
+    sim_model m = {.game = g};
+    caller_model cm = {.game = g};
+    zeroth_search_t *rec = NULL, *az = NULL;
+    EXPECT_OK(zeroth_search_new_recurrent(g, S, sim_root, sim_recurrent, &m, T, settings, &rec));
+    EXPECT_OK(zeroth_search_new_callbacks(g, uniform_obs, NULL, &cm, T, settings, &az));
+    if (!rec || !az) {
+        zeroth_search_free(rec);
+        zeroth_search_free(az);
+        zeroth_game_free(g);
+        return;
+    }
+    int32_t v_rec[T * 9], v_az[T * 9];
+    int actions[T];
+    EXPECT_OK(zeroth_search_begin(rec, T, NULL, roots));
+    EXPECT_OK(zeroth_search_run(rec));
+    EXPECT_OK(zeroth_search_begin(az, T, NULL, roots));
+    EXPECT_OK(zeroth_search_run(az));
+    EXPECT_OK(zeroth_search_visits(rec, T, NULL, v_rec));
+    EXPECT_OK(zeroth_search_visits(az, T, NULL, v_az));
+    CHECK(memcmp(v_rec, v_az, sizeof v_rec) == 0,
+          "the recurrent simulator's visits differ from the AlphaZero model's (tree 0 action 2: "
+          "%d vs %d)",
+          v_rec[2], v_az[2]);
+    EXPECT_OK(zeroth_search_choose(rec, T, NULL, 0, actions));
+    CHECK(actions[0] == 2, "the recurrent search chose %d, not the win at 2", actions[0]);
+    CHECK(m.calls > 0, "recurrent_fn was never called");
+
+    /* nonsense answers and failures: a status and a message, and the
+     * handle searches normally afterwards */
+    static const struct {
+        int bad;
+        zeroth_status want;
+        const char *named;
+    } failures[] = {
+        {1, ZEROTH_ERR_INVALID, "discount 0.5"},
+        {2, ZEROTH_ERR_INVALID, "no action with a finite logit"},
+        {3, ZEROTH_ERR_IO, "the dynamics server went away"},
+        {4, ZEROTH_ERR_INVALID, "reward 3"},
+    };
+    for (size_t k = 0; k < sizeof failures / sizeof failures[0]; k++) {
+        m.calls = 0;
+        m.fail_at = 2;
+        m.bad = failures[k].bad;
+        EXPECT_OK(zeroth_search_begin(rec, T, NULL, roots));
+        EXPECT_FAIL(zeroth_search_run(rec), failures[k].want, failures[k].named);
+        EXPECT_FAIL(zeroth_search_choose(rec, 1, NULL, 0, actions), ZEROTH_ERR_INVALID,
+                    "not been searched");
+    }
+    m.fail_at = 0;
+    EXPECT_OK(zeroth_search_begin(rec, 1, NULL, roots));
+    EXPECT_OK(zeroth_search_run(rec));
+    EXPECT_OK(zeroth_search_choose(rec, 1, NULL, 0, actions));
+    CHECK(actions[0] == 2, "after failures the recurrent search chose %d", actions[0]);
+    zeroth_search_free(rec);
+    zeroth_search_free(az);
+
+    zeroth_search_t *s = NULL;
+    EXPECT_FAIL(zeroth_search_new_recurrent(g, 0, sim_root, sim_recurrent, &m, 1, NULL, &s),
+                ZEROTH_ERR_INVALID, "embedding_size = 0");
+    EXPECT_FAIL(zeroth_search_new_recurrent(g, S, NULL, sim_recurrent, &m, 1, NULL, &s),
+                ZEROTH_ERR_INVALID, "root_fn");
+    EXPECT_FAIL(zeroth_search_new_recurrent(g, S, sim_root, sim_recurrent, &m, 1, "sims=3", &s),
+                ZEROTH_ERR_INVALID, "sims");
+    CHECK(s == NULL, "a refused search left a handle");
+    zeroth_game_free(g);
+}
+
 int main(void)
 {
     snprintf(tmp_root, sizeof tmp_root, "%s/zt_api_XXXXXX",
@@ -806,6 +944,7 @@ int main(void)
     test_runs(run, sizeof run);
     test_nets(run);
     test_caller_search();
+    test_recurrent_search();
     remove_tree(tmp_root);
     return zt_test_finish("test_api");
 }

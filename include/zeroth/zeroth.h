@@ -265,6 +265,38 @@ ZEROTH_API zeroth_status zeroth_search_new_callbacks(const zeroth_game_t *game,
                                                      zeroth_eval_states_fn eval_states, void *user,
                                                      int trees, const char *settings,
                                                      zeroth_search_t **out);
+/* The caller's recurrent model, mctx's shape (MuZero's, or any simulator the
+ * caller steps itself): the tree holds the caller's embeddings,
+ * embedding_size bytes each, n of them contiguous in every array.
+ * root_fn: n root positions, as game states (n * state_size bytes) and as
+ *   observations (n * obs_size floats) -> embeddings[n * embedding_size], policy_logits[n * num_actions] (finite
+ *   for the legal actions; the library masks the illegal ones from the
+ *   game) and value[n] in [-1, 1] for the player to move.
+ * recurrent_fn: n (embedding, action) pairs -> next_embeddings, the next
+ *   positions' policy_logits (-INFINITY marks an action that cannot be
+ *   taken there; at least one finite unless the game ended), value[n] in
+ *   [-1, 1] for the player to move next, reward[n] in [-1, 1] that the
+ *   action paid to the player who took it, and discount[n]: -1 when the
+ *   opponent moves next, +1 when the same player does, 0 when the game
+ *   ended (mctx's two-player convention; value and logits are then
+ *   ignored).
+ * Both return ZEROTH_OK or a failure (zeroth_fail for a message), which ends
+ * the search run with that status, as an evaluator's does; n is at most
+ * trees * leaves_per_tree; both are called on the thread running the search. */
+typedef zeroth_status (*zeroth_root_fn)(void *user, int n, const void *states, const float *obs,
+                                        void *embeddings, float *policy_logits, float *value);
+typedef zeroth_status (*zeroth_recurrent_fn)(void *user, int n, const void *embeddings,
+                                             const int *actions, void *next_embeddings,
+                                             float *policy_logits, float *value, float *reward,
+                                             float *discount);
+/* A search of `trees` trees over the caller's recurrent model, rooted at
+ * decision states of `game` (which gives the root's legal actions and
+ * observations). embedding_size: 1 .. 65536 bytes. */
+ZEROTH_API zeroth_status zeroth_search_new_recurrent(const zeroth_game_t *game,
+                                                     size_t embedding_size, zeroth_root_fn root_fn,
+                                                     zeroth_recurrent_fn recurrent_fn, void *user,
+                                                     int trees, const char *settings,
+                                                     zeroth_search_t **out);
 ZEROTH_API void zeroth_search_free(zeroth_search_t *search);
 ZEROTH_API int zeroth_search_num_trees(const zeroth_search_t *search);
 
