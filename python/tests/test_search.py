@@ -120,3 +120,66 @@ def test_search_refusals(trained_run):
     s = zeroth.Search(g, uniform(7), trees=1, sims=8)
     with pytest.raises(TypeError, match="uint8"):
         s.begin(np.zeros((1, g.state_size), np.float32))
+
+
+def simulator(game):
+    """A RecurrentModel whose embedding is the game state itself (uint8
+    bytes), stepped with zeroth.Game, with uniform evaluations: the
+    AlphaZero model with a uniform evaluator in mctx's shape."""
+    A = game.num_actions
+
+    def masked(states):
+        return np.where(game.legal_mask(states), 0.0, -np.inf).astype(np.float32)
+
+    def root_fn(obs, states):
+        return zeroth.RootOutput(np.zeros((len(states), A), np.float32),
+                                 np.zeros(len(states), np.float32), states)
+
+    def recurrent_fn(embedding, action):
+        states = embedding.copy()
+        mover = game.players(states)
+        game.step(states, action)
+        player = game.players(states)
+        over = player == zeroth.TERMINAL
+        reward = game.returns(states)[np.arange(len(states)), mover]
+        discount = np.where(over, 0.0, np.where(player == mover, 1.0, -1.0))
+        logits = masked(states)
+        logits[over] = 0  # ignored at the end of a game
+        return zeroth.RecurrentOutput(reward, discount, logits,
+                                      np.zeros(len(states), np.float32)), states
+
+    return zeroth.RecurrentModel(root_fn, recurrent_fn, (game.state_size,), np.uint8)
+
+
+def test_recurrent_model_equals_the_alphazero_shape():
+    g = zeroth.Game("tictactoe")
+    roots = np.stack([g.from_text(t) for t in ("XX.OO.... X", "......... X", "X...O.... X")])
+    settings = dict(algorithm="puct", sims=120)
+    rec = zeroth.Search(g, simulator(g), trees=3, **settings)(roots)
+    az = zeroth.Search(g, uniform(9), trees=3, **settings)(roots)
+    assert np.array_equal(rec.visits, az.visits) and rec.visits.sum() >= 3 * 119
+    assert rec.action[0] == 2
+
+
+def test_recurrent_model_errors_reach_the_caller():
+    g = zeroth.Game("tictactoe")
+    roots = g.new_states(2)
+    good = simulator(g)
+
+    def bad_discount(embedding, action):
+        out, nxt = good.recurrent_fn(embedding, action)
+        return out._replace(discount=np.full(len(action), 0.5)), nxt
+
+    def raising(embedding, action):
+        raise Boom("dynamics broke")
+
+    def short_embedding(embedding, action):
+        out, nxt = good.recurrent_fn(embedding, action)
+        return out, nxt[:, :-1]
+
+    for fn, error, match in ((bad_discount, zeroth.InvalidError, "discount 0.5"),
+                             (raising, Boom, "dynamics broke"),
+                             (short_embedding, zeroth.InvalidError, "next_embedding of shape")):
+        model = zeroth.RecurrentModel(good.root_fn, fn, (g.state_size,), np.uint8)
+        with pytest.raises(error, match=match):
+            zeroth.Search(g, model, trees=2, sims=8)(roots)

@@ -160,6 +160,10 @@ EVAL_OBS_FN = ctypes.CFUNCTYPE(st, vp, ctypes.c_int, vp, vp, vp)
 _proto("zeroth_search_new", st, vp, vp, ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(vp))
 _proto("zeroth_search_new_callbacks", st, vp, EVAL_OBS_FN, vp, vp, ctypes.c_int,
        ctypes.c_char_p, ctypes.POINTER(vp))
+ROOT_FN = ctypes.CFUNCTYPE(st, vp, ctypes.c_int, vp, vp, vp, vp, vp)
+RECURRENT_FN = ctypes.CFUNCTYPE(st, vp, ctypes.c_int, vp, vp, vp, vp, vp, vp, vp)
+_proto("zeroth_search_new_recurrent", st, vp, ctypes.c_size_t, ROOT_FN, RECURRENT_FN, vp,
+       ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(vp))
 _proto("zeroth_search_free", None, vp)
 _proto("zeroth_search_num_trees", ctypes.c_int, vp)
 _proto("zeroth_search_begin", st, vp, ctypes.c_int, vp, vp)

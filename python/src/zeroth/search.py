@@ -7,12 +7,66 @@ import ctypes
 import numpy as np
 
 from . import _arrays
-from ._lib import (ERR_INVALID, EVAL_OBS_FN, InvalidError, OK, check, lib, text)
+from ._lib import (ERR_INVALID, EVAL_OBS_FN, RECURRENT_FN, ROOT_FN, InvalidError, OK, check,
+                   lib, text)
 from .games import Game
 from .nets import Net
 
 #: What Search.__call__ returns, in the spirit of mctx's PolicyOutput.
 SearchOutput = collections.namedtuple("SearchOutput", "action action_weights visits value")
+#: What a RecurrentModel's functions return: mctx's RootFnOutput and
+#: RecurrentFnOutput have the same fields, and serve as well.
+RootOutput = collections.namedtuple("RootOutput", "prior_logits value embedding")
+RecurrentOutput = collections.namedtuple("RecurrentOutput", "reward discount prior_logits value")
+
+
+class RecurrentModel:
+    """A model in mctx's shape, which Search steps instead of the game below
+    the root (MuZero's learned dynamics, or any simulator):
+
+        root_fn(obs, states) -> RootOutput(prior_logits, value, embedding)
+        recurrent_fn(embedding, action) -> (RecurrentOutput(reward, discount,
+                                            prior_logits, value), next_embedding)
+
+    obs: float32 (n, H, W, C) and states: uint8 (n, state_size), the root
+    positions; embedding: (n,) + embedding_shape arrays of embedding_dtype,
+    which the tree stores; action: int32 (n,). prior_logits (n, A): finite
+    for legal actions (the game masks the root's illegal ones; below the
+    root -inf marks an action that cannot be taken); value (n,) in [-1, 1]
+    for the player to move; reward (n,) in [-1, 1], paid to the player who
+    acted; discount (n,): -1 when the opponent moves next, +1 when the same
+    player does, 0 when the game ended (mctx's two-player convention). The
+    arrays handed in are read-only views, valid during the call."""
+
+    def __init__(self, root_fn, recurrent_fn, embedding_shape, embedding_dtype=np.float32):
+        if not callable(root_fn) or not callable(recurrent_fn):
+            raise TypeError("root_fn and recurrent_fn must be callables")
+        self.root_fn, self.recurrent_fn = root_fn, recurrent_fn
+        self.embedding_shape = tuple(np.atleast_1d(embedding_shape).astype(int).tolist())
+        self.embedding_dtype = np.dtype(embedding_dtype)
+        self.embedding_bytes = int(np.prod(self.embedding_shape)) * self.embedding_dtype.itemsize
+
+
+def _view(p, shape, dtype=np.float32, writable=True):
+    """A numpy view of n elements at a C pointer (no copy)."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    raw = np.ctypeslib.as_array(ctypes.cast(p, ctypes.POINTER(ctypes.c_uint8)),
+                                (count * dtype.itemsize,))
+    a = raw.view(dtype).reshape(shape)
+    if not writable:
+        a.flags.writeable = False
+    return a
+
+
+def _fill(out, x, what, fn):
+    """Copies a model's answer into the library's buffer, checking it."""
+    a = np.asarray(x)
+    if a.dtype.kind not in "fiu" or (out.dtype.kind == "f" and a.dtype.kind != "f"):
+        raise TypeError(f"{fn} returned {what} of dtype {a.dtype}, not {out.dtype.kind}-kind")
+    if a.shape != out.shape and not (out.ndim == 1 and a.shape == out.shape + (1,)):
+        raise InvalidError(f"{fn} returned {what} of shape {a.shape}, expected {out.shape}")
+    np.copyto(out, a.reshape(out.shape), casting="same_kind")
 
 
 def settings_text(settings):
@@ -41,7 +95,9 @@ class Search:
     view, valid during the call); logits (n, num_actions) finite for every
     action (the search masks illegal ones); value (n,) in [-1, 1] for the
     player to move. numpy, jax or torch arrays all do (anything np.asarray
-    takes). An exception raised by the model ends the run and is raised
+    takes). Or a RecurrentModel, mctx's root_fn and recurrent_fn (with
+    reward and discount), which the search steps below the root instead of
+    the game. An exception raised by the model ends the run and is raised
     again by run().
 
     settings: the search.* keys of docs/search.md without their prefix,
@@ -62,7 +118,13 @@ class Search:
         self._error = None
         h = ctypes.c_void_p()
         cfg = text(settings_text(settings), "search settings")
-        if isinstance(model, Net):
+        if isinstance(model, RecurrentModel):
+            self.model = model
+            self._callbacks = (ROOT_FN(self._root), RECURRENT_FN(self._recurrent))
+            check(lib.zeroth_search_new_recurrent(self.game._h, model.embedding_bytes,
+                                                  self._callbacks[0], self._callbacks[1], None,
+                                                  self.trees, cfg, ctypes.byref(h)))
+        elif isinstance(model, Net):
             self.model = model
             check(lib.zeroth_search_new(self.game._h, model._handle(), self.trees, cfg,
                                         ctypes.byref(h)))
@@ -73,7 +135,7 @@ class Search:
             check(lib.zeroth_search_new_callbacks(self.game._h, self._callback, None, None,
                                                   self.trees, cfg, ctypes.byref(h)))
         else:
-            raise TypeError(f"model must be a zeroth.Net or a callable, not "
+            raise TypeError(f"model must be a zeroth.Net, a RecurrentModel or a callable, not "
                             f"{type(model).__name__}")
         self._h = h
 
@@ -128,10 +190,49 @@ class Search:
             np.copyto(value_out, value.reshape(n), casting="same_kind")
             return OK
         except BaseException as e:  # noqa: B902 -- KeyboardInterrupt too, raised by run()
-            if self._error is None:
-                self._error = e
-            msg = f"the Python model raised {type(e).__name__}: {e}".replace("\n", " ")
-            return lib.zeroth_fail(ERR_INVALID, msg.encode("utf-8", "replace"))
+            return self._failed(e)
+
+    def _failed(self, e):
+        if self._error is None:
+            self._error = e
+        msg = f"the Python model raised {type(e).__name__}: {e}".replace("\n", " ")
+        return lib.zeroth_fail(ERR_INVALID, msg.encode("utf-8", "replace"))
+
+    def _root(self, user, n, states_p, obs_p, emb_p, logits_p, value_p):
+        try:
+            m, g = self.model, self.game
+            obs = _view(obs_p, (n,) + g.obs_shape, writable=False)
+            states = _view(states_p, (n, g.state_size), np.uint8, writable=False)
+            out = m.root_fn(obs, states)
+            _fill(_view(logits_p, (n, self.num_actions)), out.prior_logits, "prior_logits",
+                  "root_fn")
+            _fill(_view(value_p, (n,)), out.value, "value", "root_fn")
+            _fill(_view(emb_p, (n,) + m.embedding_shape, m.embedding_dtype), out.embedding,
+                  "embedding", "root_fn")
+            return OK
+        except BaseException as e:  # noqa: B902 -- raised again by run()
+            return self._failed(e)
+
+    def _recurrent(self, user, n, emb_p, actions_p, next_p, logits_p, value_p, reward_p,
+                   discount_p):
+        try:
+            m = self.model
+            emb = _view(emb_p, (n,) + m.embedding_shape, m.embedding_dtype, writable=False)
+            actions = _view(actions_p, (n,), np.int32, writable=False)
+            result = m.recurrent_fn(emb, actions)
+            if not isinstance(result, tuple) or len(result) != 2:
+                raise InvalidError("recurrent_fn must return (RecurrentOutput, next_embedding)")
+            out, nxt = result
+            _fill(_view(logits_p, (n, self.num_actions)), out.prior_logits, "prior_logits",
+                  "recurrent_fn")
+            _fill(_view(value_p, (n,)), out.value, "value", "recurrent_fn")
+            _fill(_view(reward_p, (n,)), out.reward, "reward", "recurrent_fn")
+            _fill(_view(discount_p, (n,)), out.discount, "discount", "recurrent_fn")
+            _fill(_view(next_p, (n,) + m.embedding_shape, m.embedding_dtype), nxt,
+                  "next_embedding", "recurrent_fn")
+            return OK
+        except BaseException as e:  # noqa: B902 -- raised again by run()
+            return self._failed(e)
 
     # ---- searching ----
 
@@ -216,4 +317,4 @@ class Search:
                             self.visits(trees), self.root_value(trees))
 
 
-__all__ = ["Search", "SearchOutput"]
+__all__ = ["Search", "SearchOutput", "RecurrentModel", "RootOutput", "RecurrentOutput"]
