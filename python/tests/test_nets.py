@@ -117,3 +117,28 @@ def test_refusals(trained_run, net, tmp_path):
     closed.close()
     with pytest.raises(zeroth.InvalidError, match="closed"):
         closed.forward(obs)
+
+
+def test_to_torch_resnet_with_wdl(tmp_path):
+    # The resnet tower (convs, batch norms, HWC-flattened heads) and a
+    # win/draw/loss value, after a few steps of training moved the norms.
+    torch = pytest.importorskip("torch")
+    config = {"game": "connect4", "mode": "deterministic", "games_per_actor": 4,
+              "net": {"kind": "resnet", "channels": 8, "blocks": 1, "value": "wdl",
+                      "value_hidden": 8},
+              "search": {"sims": 4, "gumbel_m": 4},
+              "learner": {"batch": 16, "min_positions": 32},
+              "arena": {"games": 0, "positions": False}}
+    with zeroth.Run.new(config, tmp_path / "resnet") as run:
+        run.step(steps=3)
+    net = zeroth.Net.load(tmp_path / "resnet", backend="ref", threads=1, precision="fp32")
+    games = zeroth.Games("connect4", batch=16, seed=2)
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        games.step(zeroth.random_actions(games.legal_mask(), rng))
+    obs = games.observation()
+    logits, value = net.forward(obs)
+    with torch.no_grad():
+        p, v = net.to_torch()(torch.from_numpy(obs))
+    np.testing.assert_allclose(p.numpy(), logits, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(v.numpy(), value, rtol=1e-4, atol=1e-4)
