@@ -23,7 +23,7 @@ fi
 # ccache, where the machine has it, makes a rebuild from a clean tree cheap.
 cmake_args=()
 if command -v ccache >/dev/null; then
-    cmake_args+=(-Ccmake.define.CMAKE_C_COMPILER_LAUNCHER=ccache)
+    cmake_args+=(--config-settings=cmake.define.CMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 # --no-build-isolation: the build backend is already in the venv, so the
 # install needs no download; the package's one dependency (numpy) too.
