@@ -178,3 +178,17 @@ def test_games_random_play_is_consistent():
         assert finished > 0, spec
         obs = g.observation()
         assert obs.shape == (batch,) + g.obs_shape and obs.dtype == np.float32
+
+
+def test_random_actions_are_legal_and_uniform():
+    rng = np.random.default_rng(5)
+    for A in (3, 7, 8, 9, 15):  # the byte-table path (A <= 8) and the general one
+        mask = rng.random((4000, A)) < 0.5
+        mask[np.arange(4000), rng.integers(0, A, 4000)] = True
+        mask[0] = False
+        mask[1] = True
+        a = zeroth.random_actions(mask, rng)
+        assert a.dtype == np.int32 and a[0] == 0
+        assert mask[np.arange(1, 4000), a[1:]].all()
+        counts = np.bincount(zeroth.random_actions(np.ones((7000, A), bool), rng), minlength=A)
+        assert counts.min() > 7000 / A * 0.8, counts

@@ -39,6 +39,7 @@ def _kth_bit_table():
 
 
 _KTH_BIT, _POPCOUNT = _kth_bit_table()
+_BIT_WEIGHTS = (1 << np.arange(8)).astype(np.uint8)  # the sum of a row's bits fits a byte
 
 
 def random_actions(mask, rng=None):
@@ -51,7 +52,7 @@ def random_actions(mask, rng=None):
     if m.shape[1] <= 8:
         # One byte of legal bits per row: the k-th set bit by table lookup,
         # all 1-D (numpy's per-row argmax over a short axis costs more).
-        bits = np.packbits(m.astype(np.bool_, copy=False), axis=1, bitorder="little")[:, 0]
+        bits = m.astype(np.bool_, copy=False).view(np.uint8) @ _BIT_WEIGHTS[: m.shape[1]]
         k = (rng.random(m.shape[0], dtype=np.float32) * _POPCOUNT[bits]).astype(np.int32)
         return _KTH_BIT[bits, np.minimum(k, 7)]
     u = rng.random(m.shape, dtype=np.float32)

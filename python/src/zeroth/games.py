@@ -237,6 +237,7 @@ class Games:
         # The start position: reset copies it instead of asking the library
         # for each game (without chance it is the same for every game).
         self._start = self.game.new_states(1)[0]
+        self._start_player = self.game.players(self._start[None])[0]
         self.reset()
 
     @property
@@ -312,8 +313,12 @@ class Games:
         if ended is not None:
             rewards[ended] = 0
         if self.auto_reset and done.any():
-            self._restart(np.flatnonzero(done))
-            players = self._players()
+            idx = np.flatnonzero(done)
+            self._restart(idx)
+            if self.game.has_chance:  # the opening roll decides who moves
+                players = self._players()
+            else:
+                players[idx] = self._start_player
         self.rewards, self.done, self.current_player = rewards, done, players
 
     def observation(self, out=None):
