@@ -183,3 +183,15 @@ def test_recurrent_model_errors_reach_the_caller():
         model = zeroth.RecurrentModel(good.root_fn, fn, (g.state_size,), np.uint8)
         with pytest.raises(error, match=match):
             zeroth.Search(g, model, trees=2, sims=8)(roots)
+
+
+def test_a_net_outlives_its_searches(trained_run):
+    net = zeroth.Net.load(trained_run, backend="ref", threads=1)
+    g = zeroth.Game(net.game_spec)
+    s = zeroth.Search(g, net, trees=2, sims=8)
+    with pytest.raises(zeroth.InvalidError, match="open search"):
+        net.close()
+    s.close()
+    net.close()
+    with pytest.raises(zeroth.InvalidError, match="closed"):
+        s(g.new_states(2))

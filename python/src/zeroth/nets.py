@@ -3,6 +3,7 @@ directory or a weights file; its forward pass on Zeroth's backends; its
 tensors as numpy arrays; and the equivalent torch.nn.Module."""
 import ctypes
 import os
+import weakref
 
 import numpy as np
 
@@ -52,6 +53,7 @@ class Net:
         check(lib.zeroth_net_open(text(path, "path"), text(settings, "net settings"),
                                   ctypes.byref(h)))
         self._h = h
+        self._searches = weakref.WeakSet()  # open searches over this net (Search adds itself)
         self.path = path
         #: the spec of the game the net plays (zeroth.Game takes it)
         self.game_spec = string(lib.zeroth_net_game_spec(h))
@@ -67,13 +69,22 @@ class Net:
     load.__doc__ = "Net.load(path, backend=, precision=, threads=): the same as Net(path, ...)."
 
     def close(self):
-        """Frees the net now (a Search over it must be closed first)."""
+        """Frees the net now; refused while a Search over it is open."""
+        open_searches = [s for s in getattr(self, "_searches", ()) if getattr(s, "_h", None)]
+        if open_searches:
+            raise InvalidError(f"the net is used by {len(open_searches)} open search(es); "
+                               "close them first")
+        self._free()
+
+    def _free(self):
         h = getattr(self, "_h", None)
         if h:
             lib.zeroth_net_free(h)
             self._h = None
 
-    __del__ = close
+    def __del__(self):
+        # Searches hold a reference to their net, so none is left by now.
+        self._free()
 
     def __enter__(self):
         return self

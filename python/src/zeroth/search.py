@@ -128,6 +128,7 @@ class Search:
             self.model = model
             check(lib.zeroth_search_new(self.game._h, model._handle(), self.trees, cfg,
                                         ctypes.byref(h)))
+            model._searches.add(self)
         elif callable(model):
             self.model = model
             # Kept on the object: the library holds the function pointer.
