@@ -269,9 +269,10 @@ ZEROTH_API zeroth_status zeroth_search_new_callbacks(const zeroth_game_t *game,
  * caller steps itself): the tree holds the caller's embeddings,
  * embedding_size bytes each, n of them contiguous in every array.
  * root_fn: n root positions, as game states (n * state_size bytes) and as
- *   observations (n * obs_size floats) -> embeddings[n * embedding_size], policy_logits[n * num_actions] (finite
- *   for the legal actions; the library masks the illegal ones from the
- *   game) and value[n] in [-1, 1] for the player to move.
+ *   observations (n * obs_size floats) -> embeddings[n * embedding_size],
+ *   policy_logits[n * num_actions] (finite for the legal actions; the
+ *   library masks the illegal ones from the game) and value[n] in [-1, 1]
+ *   for the player to move.
  * recurrent_fn: n (embedding, action) pairs -> next_embeddings, the next
  *   positions' policy_logits (-INFINITY marks an action that cannot be
  *   taken there; at least one finite unless the game ended), value[n] in

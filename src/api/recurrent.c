@@ -21,11 +21,11 @@ typedef struct recurrent_model {
     zeroth_recurrent_fn recurrent_fn;
     void *user;
     int obs_size;
-    float *obs;         /* max_batch x obs_size */
-    uint8_t *roots;     /* max_batch x game state_size */
-    uint8_t *in;        /* max_batch x emb: the embeddings handed to recurrent_fn */
-    uint8_t *out;       /* max_batch x emb: what the caller writes */
-    float *discount;    /* max_batch */
+    float *obs;      /* max_batch x obs_size */
+    uint8_t *roots;  /* max_batch x game state_size */
+    uint8_t *in;     /* max_batch x emb: the embeddings handed to recurrent_fn */
+    uint8_t *out;    /* max_batch x emb: what the caller writes */
+    float *discount; /* max_batch */
 } recurrent_model;
 
 /* The caller's status as a zt_status with the message naming `fn`. */
@@ -41,8 +41,9 @@ static zt_status caller_failed(zeroth_status r, const char *fn)
 static zt_status check_value(const char *fn, const char *what, float v, int i, int n)
 {
     if (v >= -1.0f && v <= 1.0f) return ZT_OK;
-    return zt_fail(ZT_ERR_INVALID, "the caller's %s gave %s %g to position %d of %d (it must lie in [-1, 1])",
-                   fn, what, (double)v, i, n);
+    return zt_fail(ZT_ERR_INVALID,
+                   "the caller's %s gave %s %g to position %d of %d (it must lie in [-1, 1])", fn,
+                   what, (double)v, i, n);
 }
 
 static zt_status initial(zt_model *base, int B, const void *const *roots, void *const *states,

@@ -223,8 +223,8 @@ zeroth_status zeroth_search_new_recurrent(const zeroth_game_t *game, size_t embe
     ZT_API_TRY(zt_api_need(fn, (const void *)(uintptr_t)root_fn, "root_fn"));
     ZT_API_TRY(zt_api_need(fn, (const void *)(uintptr_t)recurrent_fn, "recurrent_fn"));
     if (embedding_size < 1 || embedding_size > 65536)
-        return zt_api_status(zt_fail(ZT_ERR_INVALID, "%s: embedding_size = %zu, must be in [1, 65536]",
-                                     fn, embedding_size));
+        return zt_api_status(zt_fail(
+            ZT_ERR_INVALID, "%s: embedding_size = %zu, must be in [1, 65536]", fn, embedding_size));
     recurrent_spec rs = {embedding_size, root_fn, recurrent_fn, user};
     zeroth_search_t *s = zt_xcalloc(1, sizeof *s);
     zt_status st = make(game, NULL, &rs, s, trees, settings);
