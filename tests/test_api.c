@@ -207,6 +207,98 @@ static void test_connect4_batched(void)
 /* Backgammon through the chance calls: the opening is a chance node with
  * outcomes summing to 1, sample_chance resolves it the same way for the
  * same seed, and random games end with 1, 2 or 3 points. */
+/* zeroth_game_step_env is the composition of the single calls: step, the
+ * chance draws of sample_chance, returns, a reset (and its draws) for the
+ * games that ended, players and legal; checked over random play of a game
+ * without chance and one with it. */
+static void check_step_env(const char *spec, int N, int plies)
+{
+    zeroth_game_t *g;
+    EXPECT_OK(zeroth_game_new(spec, &g));
+    if (!g) return;
+    size_t S = zeroth_game_state_size(g);
+    int A = zeroth_game_num_actions(g);
+    uint8_t *env = malloc(N * S), *ref = malloc(N * S);
+    uint8_t *mask = malloc((size_t)N * A), *ref_mask = malloc((size_t)N * A), *done = malloc(N);
+    int *actions = malloc(N * sizeof *actions), *players = malloc(N * sizeof *players);
+    int *ref_players = malloc(N * sizeof *ref_players);
+    float *rewards = malloc(2 * N * sizeof *rewards), *ref_rewards = malloc(2 * N * sizeof *rewards);
+    EXPECT_OK(zeroth_game_reset(g, N, env));
+    EXPECT_OK(zeroth_game_sample_chance(g, N, env, 99));
+    memcpy(ref, env, N * S);
+    EXPECT_OK(zeroth_game_legal(g, N, env, mask, NULL));
+    int ended = 0, mismatches = 0;
+    for (int t = 0; t < plies && mismatches == 0; t++) {
+        for (int i = 0; i < N; i++) {
+            int k = 0, pick;
+            for (int a = 0; a < A; a++) k += mask[i * A + a];
+            pick = (int)rnd((uint32_t)k);
+            for (int a = 0; a < A; a++)
+                if (mask[i * A + a] && pick-- == 0) actions[i] = a;
+        }
+        uint64_t seed = 1000 + (uint64_t)t;
+        EXPECT_OK(zeroth_game_step_env(g, N, env, actions, seed, 1, rewards, done, players, mask));
+        /* the same by the single calls */
+        EXPECT_OK(zeroth_game_step(g, N, ref, actions));
+        EXPECT_OK(zeroth_game_sample_chance(g, N, ref, seed));
+        EXPECT_OK(zeroth_game_returns(g, N, ref, ref_rewards));
+        EXPECT_OK(zeroth_game_players(g, N, ref, ref_players));
+        for (int i = 0; i < N; i++) {
+            if (ref_players[i] != ZEROTH_TERMINAL) continue;
+            ended++;
+            CHECK(done[i] == 1, "%s: game %d ended but done is %d", spec, i, done[i]);
+        }
+        for (int i = 0; i < N; i++) {
+            mismatches += ref_players[i] == ZEROTH_TERMINAL
+                              ? 0
+                              : memcmp(env + i * S, ref + i * S, S) != 0 || done[i] != 0 ||
+                                    players[i] != ref_players[i];
+            mismatches += rewards[2 * i] != ref_rewards[2 * i] ||
+                          rewards[2 * i + 1] != ref_rewards[2 * i + 1];
+        }
+        /* ended games: the single calls cannot replay the opening draws
+         * step_env makes after the step's own, so its new game (a decision
+         * with the player it reports) becomes the reference's */
+        for (int i = 0; i < N; i++) {
+            if (ref_players[i] != ZEROTH_TERMINAL) continue;
+            int p;
+            zeroth_game_players(g, 1, env + i * S, &p);
+            mismatches += p < 0 || p != players[i];
+            memcpy(ref + i * S, env + i * S, S);
+        }
+        EXPECT_OK(zeroth_game_legal(g, N, env, ref_mask, NULL));
+        mismatches += memcmp(mask, ref_mask, (size_t)N * A) != 0;
+    }
+    CHECK(mismatches == 0, "%s: step_env differs from the single calls (%d mismatches)", spec,
+          mismatches);
+    CHECK(ended > 0, "%s: no game ended in %d plies", spec, plies);
+    /* an illegal action fails, names the state, and changes nothing */
+    memcpy(ref, env, N * S);
+    for (int i = 0; i < N; i++)
+        for (int a = A - 1; a >= 0; a--)
+            if (mask[i * A + a]) actions[i] = a;
+    actions[N - 1] = A; /* no game has an action A */
+    if (zeroth_game_max_chance_outcomes(g) == 0) {
+        char named[32];
+        snprintf(named, sizeof named, "state %d", N - 1);
+        EXPECT_FAIL(zeroth_game_step_env(g, N, env, actions, 1, 1, rewards, done, players, mask),
+                    ZEROTH_ERR_INVALID, named);
+        CHECK(memcmp(ref, env, N * S) == 0, "%s: a refused step_env changed a state", spec);
+    }
+    EXPECT_FAIL(zeroth_game_step_env(g, N, env, actions, 1, 1, NULL, done, players, mask),
+                ZEROTH_ERR_INVALID, "rewards");
+    free(env), free(ref), free(mask), free(ref_mask), free(done);
+    free(actions), free(players), free(ref_players), free(rewards), free(ref_rewards);
+    zeroth_game_free(g);
+}
+
+static void test_step_env(void)
+{
+    check_step_env("connect4", 64, 60);
+    check_step_env("tictactoe", 16, 30);
+    check_step_env("backgammon", 8, 300);
+}
+
 static void test_backgammon_chance(void)
 {
     enum { N = 4 };
@@ -940,6 +1032,7 @@ int main(void)
     test_game_errors();
     test_connect4_batched();
     test_backgammon_chance();
+    test_step_env();
     char run[300];
     test_runs(run, sizeof run);
     test_nets(run);

@@ -168,6 +168,21 @@ ZEROTH_API zeroth_status zeroth_game_chance_outcomes(const zeroth_game_t *game, 
 ZEROTH_API zeroth_status zeroth_game_sample_chance(const zeroth_game_t *game, int n, void *states,
                                                    uint64_t seed);
 
+/* One step of n games played as a vectorised environment (pgx's shape), in
+ * one pass: applies actions[i] to state i as zeroth_game_step does, then
+ * draws chance outcomes until the game waits for a player or is over (the
+ * draws of state i depend only on (seed, i, the state), as in
+ * zeroth_game_sample_chance). rewards[2 * i + p]: player p's points if game
+ * i ended in this step, else 0; done[i]: 1 if it ended. With auto_reset
+ * non-zero a game that ended starts again at once (its opening chance drawn
+ * the same way), so that players[i] and mask[i * num_actions] (legal
+ * actions; either may be NULL) describe the new game. Fails as
+ * zeroth_game_step does, changing no state. */
+ZEROTH_API zeroth_status zeroth_game_step_env(const zeroth_game_t *game, int n, void *states,
+                                              const int *actions, uint64_t seed, int auto_reset,
+                                              float *rewards, uint8_t *done, int *players,
+                                              uint8_t *mask);
+
 /* Text, one state at a time. ZEROTH_ERR_INVALID when cap is too small; 1024
  * bytes always suffice for to_text and action_to_text, 4096 for render. */
 /* The game's one-line position notation (README.md "Position notation"). */

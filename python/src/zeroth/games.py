@@ -237,7 +237,6 @@ class Games:
         # The start position: reset copies it instead of asking the library
         # for each game (without chance it is the same for every game).
         self._start = self.game.new_states(1)[0]
-        self._start_player = self.game.players(self._start[None])[0]
         self.reset()
 
     @property
@@ -248,17 +247,20 @@ class Games:
     def __repr__(self):
         return f"zeroth.Games({self.game.spec!r}, batch={self.batch})"
 
+    def _next_seed(self):
+        self._steps += 1
+        return _mix(self.seed, self._steps)
+
     def _draw(self, states):
         if self.game.has_chance:
-            self._steps += 1
-            check(lib.zeroth_game_sample_chance(self._h, states.shape[0], states.ctypes.data,
-                                                _mix(self.seed, self._steps)))
+            check(lib.zeroth_game_sample_chance(self._h, states.shape[0], _arrays.ptr(states),
+                                                self._next_seed()))
 
     def reset(self, where=None):
         """Starts every game again (where=None) or those where where[i] is True."""
         if where is None:
-            self.states[:] = self._start
-            self._draw(self.states)
+            self._s[:] = self._start
+            self._draw(self._s)
             self.rewards = np.zeros((self.batch, 2), np.float32)
             self.done = np.zeros(self.batch, np.bool_)
         else:
@@ -267,76 +269,76 @@ class Games:
                 raise TypeError(f"where must be a bool array, not {w.dtype}")
             _arrays.check_shape(w, (self.batch,), "where")
             idx = np.flatnonzero(w)
-            self._restart(idx)
+            if idx.size:
+                fresh = np.repeat(self._start[None], idx.size, axis=0)
+                self._draw(fresh)
+                self._s[idx] = fresh
             self.rewards = self.rewards.copy()
             self.rewards[idx] = 0
             self.done = self.done & ~w
-        self.current_player = self._players()
-
-    def _players(self):
-        p = np.empty(self.batch, np.int32)
-        check(lib.zeroth_game_players(self._h, self.batch, self._sp, p.ctypes.data))
-        return p
-
-    def _restart(self, idx):
-        if not idx.size:
-            return
-        if self.game.has_chance:
-            fresh = np.repeat(self._start[None], idx.size, axis=0)
-            self._draw(fresh)
-            self.states[idx] = fresh
-        else:
-            self.states[idx] = self._start
+        players = np.empty(self.batch, np.int32)
+        check(lib.zeroth_game_players(self._h, self.batch, self._sp, players.ctypes.data))
+        self.current_player = players
+        self._mask = None
 
     def step(self, actions):
         """Plays actions[i] in game i (an int array of shape (batch,)). An
         illegal action raises InvalidError naming the game and changes no
         game."""
         a = _arrays.ints(actions, (self.batch,), "actions")
-        if self.auto_reset or not self.done.any():
-            check(lib.zeroth_game_step(self._h, self.batch, self._sp, a.ctypes.data))
-            self._draw(self.states)
-            ended = None
-        else:
-            # Finished games ignore their actions (pgx's step on a terminal state).
-            ended = self.done
-            live = np.flatnonzero(~ended)
-            sub = self.states[live]
-            check(lib.zeroth_game_step(self._h, sub.shape[0], _arrays.ptr(sub),
-                                       _arrays.ptr(np.ascontiguousarray(a[live]))))
-            self._draw(sub)
-            self.states[live] = sub
         rewards = np.empty((self.batch, 2), np.float32)
-        check(lib.zeroth_game_returns(self._h, self.batch, self._sp, rewards.ctypes.data))
-        players = self._players()
-        done = players == TERMINAL
-        if ended is not None:
-            rewards[ended] = 0
-        if self.auto_reset and done.any():
-            idx = np.flatnonzero(done)
-            self._restart(idx)
-            if self.game.has_chance:  # the opening roll decides who moves
-                players = self._players()
-            else:
-                players[idx] = self._start_player
+        done = np.empty(self.batch, np.bool_)
+        players = np.empty(self.batch, np.int32)
+        mask = np.empty((self.batch, self.num_actions), np.bool_)
+        if self.auto_reset or not self.done.any():
+            # One pass in C: moves, chance draws, rewards, resets, players, masks.
+            check(lib.zeroth_game_step_env(self._h, self.batch, self._sp, a.ctypes.data,
+                                           self._next_seed(), int(self.auto_reset),
+                                           rewards.ctypes.data, done.ctypes.data,
+                                           players.ctypes.data, mask.ctypes.data))
+        else:
+            # Finished games ignore their actions (pgx's step on a terminal
+            # state): done stays, no reward, an empty mask.
+            live = np.flatnonzero(~self.done)
+            sub = self._s[live]
+            n = sub.shape[0]
+            r, d = np.empty((n, 2), np.float32), np.empty(n, np.bool_)
+            p, m = np.empty(n, np.int32), np.empty((n, self.num_actions), np.bool_)
+            check(lib.zeroth_game_step_env(self._h, n, _arrays.ptr(sub),
+                                           _arrays.ptr(np.ascontiguousarray(a[live])),
+                                           self._next_seed(), 0, _arrays.ptr(r), _arrays.ptr(d),
+                                           _arrays.ptr(p), _arrays.ptr(m)))
+            self._s[live] = sub
+            rewards[:] = 0
+            rewards[live] = r
+            done[:] = True
+            done[live] = d
+            players[:] = TERMINAL
+            players[live] = p
+            mask[:] = False
+            mask[live] = m
         self.rewards, self.done, self.current_player = rewards, done, players
+        self._mask = mask
 
     def observation(self, out=None):
         """float32 (batch, H, W, C): each game from the view of its player to
         move (a new array, or `out`)."""
-        return self.game.observe(self.states, out)
+        return self.game.observe(self._s, out)
 
     def legal_mask(self):
-        """bool (batch, num_actions); all False for finished games."""
-        mask = np.empty((self.batch, self.num_actions), np.uint8)
-        check(lib.zeroth_game_legal(self._h, self.batch, self._sp, mask.ctypes.data, None))
-        return mask.view(np.bool_)
+        """bool (batch, num_actions), all False for finished games: made by
+        the last step (or reset), the same array until the next one."""
+        if self._mask is None:
+            mask = np.empty((self.batch, self.num_actions), np.uint8)
+            check(lib.zeroth_game_legal(self._h, self.batch, self._sp, mask.ctypes.data, None))
+            self._mask = mask.view(np.bool_)
+        return self._mask
 
     def to_text(self, i):
-        return self.game.to_text(self.states[i])
+        return self.game.to_text(self._s[i])
 
     def render(self, i):
-        return self.game.render(self.states[i])
+        return self.game.render(self._s[i])
 
 
 __all__ = ["Game", "Games", "list_games", "CHANCE", "TERMINAL"]
