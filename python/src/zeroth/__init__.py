@@ -29,12 +29,13 @@ def backends():
 
 
 def _kth_bit_table():
-    """For each byte b and k < popcount(b): the position of b's k-th set bit."""
-    table = np.zeros((256, 8), np.int32)
+    """For each byte b and k < popcount(b), at 8 * b + k: the position of b's
+    k-th set bit; and each byte's popcount."""
+    table = np.zeros(256 * 8, np.int32)
     for b in range(256):
         bits = [i for i in range(8) if b >> i & 1]
-        table[b, : len(bits)] = bits
-    counts = np.array([bin(b).count("1") for b in range(256)], np.int32)
+        table[8 * b: 8 * b + len(bits)] = bits
+    counts = np.array([bin(b).count("1") for b in range(256)], np.float64)
     return table, counts
 
 
@@ -50,11 +51,12 @@ def random_actions(mask, rng=None):
     if m.ndim != 2:
         raise InvalidError(f"mask has shape {m.shape}, expected (n, num_actions)")
     if m.shape[1] <= 8:
-        # One byte of legal bits per row: the k-th set bit by table lookup,
-        # all 1-D (numpy's per-row argmax over a short axis costs more).
+        # One byte of legal bits per row, then the k-th set bit by table
+        # lookup, all 1-D (numpy's per-row argmax over a short axis costs
+        # more); k = floor(u * count) < count in float64.
         bits = m.astype(np.bool_, copy=False).view(np.uint8) @ _BIT_WEIGHTS[: m.shape[1]]
-        k = (rng.random(m.shape[0], dtype=np.float32) * _POPCOUNT[bits]).astype(np.int32)
-        return _KTH_BIT[bits, np.minimum(k, 7)]
+        k = rng.random(m.shape[0]) * _POPCOUNT[bits]
+        return _KTH_BIT[bits.astype(np.intp) * 8 + k.astype(np.intp)]
     u = rng.random(m.shape, dtype=np.float32)
     u *= m
     return np.argmax(u, axis=1).astype(np.int32)
