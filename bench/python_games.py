@@ -147,6 +147,14 @@ def main():
     print(f"  pgx lax.scan of {args.scan:<3} steps   {ps:>14,.0f} steps/s")
     print(f"  ratio zeroth / pgx (per-step calls): {z / p:.1f}x (with obs {zo / p:.1f}x)")
     print(f"  ratio zeroth / pgx (pgx in lax.scan): {z / ps:.1f}x (with obs {zo / ps:.1f}x)")
+    # On a shared machine the load drifts; a ratio within each interleaved
+    # pair of runs is steadier than the ratio of medians.
+    pairs = [zr["step"] / max(pr["step"], pr["scan"]) for zr, pr in zip(runs["zeroth"],
+                                                                        runs["pgx"])]
+    pairs_obs = [zr["step+obs"] / max(pr["step"], pr["scan"])
+                 for zr, pr in zip(runs["zeroth"], runs["pgx"])]
+    print(f"  median of paired ratios, zeroth / pgx's faster form: "
+          f"{statistics.median(pairs):.1f}x (with obs {statistics.median(pairs_obs):.1f}x)")
     return 0
 
 
