@@ -56,6 +56,8 @@ def states(x, state_size, what="states", writable=False):
     if x.dtype != np.uint8:
         raise TypeError(f"{what} must be a uint8 array of state bytes, not {x.dtype}")
     check_shape(x, (None, state_size), what)
+    if x.shape[0] > INT32_MAX:
+        raise InvalidError(f"{what} holds {x.shape[0]} states, more than one call takes")
     if writable:
         if not x.flags.c_contiguous:
             raise InvalidError(f"{what} must be C-contiguous to be changed in place")

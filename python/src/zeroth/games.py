@@ -71,8 +71,8 @@ class Game:
 
     def new_states(self, n):
         """n start positions (at a chance node where the game opens with one)."""
-        if not isinstance(n, (int, np.integer)) or n < 0:
-            raise InvalidError(f"n = {n!r}, must be an int >= 0")
+        if not isinstance(n, (int, np.integer)) or not 0 <= n <= 2**31 - 1:
+            raise InvalidError(f"n = {n!r}, must be an int in [0, 2^31)")
         s = np.empty((int(n), self.state_size), np.uint8)
         check(lib.zeroth_game_reset(self._h, s.shape[0], _arrays.ptr(s)))
         return s
@@ -216,15 +216,15 @@ class Games:
     (done stays True, its rewards are 0 after the step that ended it, its
     legal mask is empty), step ignores its action, and reset() starts it again.
 
-    rewards, done and current_player are new arrays after each step (keep
-    them freely); `states` is the live (batch, state_size) array of state
+    rewards, done, current_player and the legal mask are new arrays after
+    each step (keep them freely; the step computes the mask in the same pass); `states` is the live (batch, state_size) array of state
     bytes, which Search.begin and Game's methods take.
     """
 
     def __init__(self, game, batch, seed=0, auto_reset=True):
         self.game = game if isinstance(game, Game) else Game(game)
-        if not isinstance(batch, (int, np.integer)) or batch < 1:
-            raise InvalidError(f"batch = {batch!r}, must be an int >= 1")
+        if not isinstance(batch, (int, np.integer)) or not 1 <= batch <= 2**31 - 1:
+            raise InvalidError(f"batch = {batch!r}, must be an int in [1, 2^31)")
         self.batch = int(batch)
         self.auto_reset = bool(auto_reset)
         self.seed = int(seed)
