@@ -36,7 +36,7 @@ test: build
 # pytest) with `pip install ./python` in it, then its test suite.
 PY_VENV ?= python/.venv
 python-venv: deps
-	bash scripts/python-venv.sh
+	ZT_PYTHON_VENV=$(PY_VENV) bash scripts/python-venv.sh
 
 pytest: python-venv
 	$(PY_VENV)/bin/python -m pytest -q python/tests
