@@ -195,3 +195,16 @@ def test_a_net_outlives_its_searches(trained_run):
     net.close()
     with pytest.raises(zeroth.InvalidError, match="closed"):
         s(g.new_states(2))
+
+
+def test_recurrent_model_refusals():
+    good = simulator(zeroth.Game("tictactoe"))
+    with pytest.raises(TypeError, match="numeric"):
+        zeroth.RecurrentModel(good.root_fn, good.recurrent_fn, (4,), object)
+    with pytest.raises(zeroth.InvalidError, match="no elements"):
+        zeroth.RecurrentModel(good.root_fn, good.recurrent_fn, (0,))
+    with pytest.raises(TypeError, match="callables"):
+        zeroth.RecurrentModel(good.root_fn, None, (4,))
+    big = zeroth.RecurrentModel(good.root_fn, good.recurrent_fn, (70000,), np.uint8)
+    with pytest.raises(zeroth.InvalidError, match="embedding_size = 70000"):
+        zeroth.Search("tictactoe", big, trees=1)

@@ -44,6 +44,10 @@ class RecurrentModel:
         self.root_fn, self.recurrent_fn = root_fn, recurrent_fn
         self.embedding_shape = tuple(np.atleast_1d(embedding_shape).astype(int).tolist())
         self.embedding_dtype = np.dtype(embedding_dtype)
+        if self.embedding_dtype.kind not in "biuf" or self.embedding_dtype.hasobject:
+            raise TypeError(f"embedding_dtype must be numeric, not {self.embedding_dtype}")
+        if not self.embedding_shape or min(self.embedding_shape) < 1:
+            raise InvalidError(f"embedding_shape {self.embedding_shape} has no elements")
         self.embedding_bytes = int(np.prod(self.embedding_shape)) * self.embedding_dtype.itemsize
 
 
