@@ -82,3 +82,19 @@ def test_progress_bar(tmp_path):
         list(run.train(steps=5, progress=True))
         assert run.metric("step") == 5
     assert tqdm is not None
+
+
+def test_log_to_python(tmp_path, caplog):
+    import logging
+    zeroth.set_log_level("info")
+    zeroth.log_to_python()
+    try:
+        with caplog.at_level(logging.INFO, logger="zeroth"):
+            with zeroth.Run.new(TINY_RUN, tmp_path / "logged") as run:
+                run.step(steps=2)
+        assert any("checkpoint" in r.getMessage() for r in caplog.records), caplog.records
+    finally:
+        zeroth.log_to_python(False)
+        zeroth.set_log_level("warn")
+    with pytest.raises(zeroth.InvalidError, match="loud"):
+        zeroth.set_log_level("loud")

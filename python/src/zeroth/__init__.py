@@ -7,6 +7,7 @@ training runs over libzeroth, Zeroth's C library (docs/python.md).
     net = zeroth.Net.load("runs/c4")
     out = zeroth.Search(g.game, net, trees=4096, sims=32)(g.states)
 """
+import atexit
 import ctypes
 import logging
 
@@ -95,6 +96,10 @@ def log_to_python(enable=True):
 
     cb = LOG_FN(on_log)
     lib.zeroth_set_log_callback(cb, None)
+    if _log_callback is None:
+        # Runs still open at exit log while they close: to stderr by then,
+        # not into an interpreter that is shutting down.
+        atexit.register(lib.zeroth_set_log_callback, LOG_FN(), None)
     _log_callback = cb  # the library keeps the pointer: keep the function alive
 
 
