@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test pytest python-venv sanitize clean format torch-compare
+.PHONY: all deps build run test pytest python-venv python-bench sanitize clean format torch-compare
 
 all: build
 
@@ -40,6 +40,16 @@ python-venv: deps
 
 pytest: python-venv
 	$(PY_VENV)/bin/python -m pytest -q python/tests
+
+# zeroth.Games against pgx and zeroth.Search against mctx (bench/python_*.py,
+# by hand, not CI): jax, pgx and mctx from PyPI into bench/.venv-jax.
+JAX_VENV ?= bench/.venv-jax
+python-bench: python-venv
+	test -x $(JAX_VENV)/bin/python || python3 -m venv $(JAX_VENV)
+	$(JAX_VENV)/bin/python -c "import jax, pgx, mctx" 2>/dev/null || \
+		$(JAX_VENV)/bin/pip install -q "jax[cpu]" pgx mctx
+	python3 bench/python_games.py
+	python3 bench/python_search.py
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 sanitize: deps
