@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test sanitize clean format torch-compare
+.PHONY: all deps build run test pytest python-venv python-bench sanitize clean format torch-compare
 
 all: build
 
@@ -35,6 +35,26 @@ BROWSER_DEPS = bash scripts/install-deps.sh --browser || \
 test: build
 	$(BROWSER_DEPS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) pytest
+
+# The Python package (python/): a virtual environment from PyPI (numpy,
+# pytest) with `pip install ./python` in it, then its test suite.
+PY_VENV ?= python/.venv
+python-venv: deps
+	ZT_PYTHON_VENV=$(PY_VENV) bash scripts/python-venv.sh
+
+pytest: python-venv
+	$(PY_VENV)/bin/python -m pytest -q python/tests
+
+# zeroth.Games against pgx and zeroth.Search against mctx (bench/python_*.py,
+# by hand, not CI): jax, pgx and mctx from PyPI into bench/.venv-jax.
+JAX_VENV ?= bench/.venv-jax
+python-bench: python-venv
+	test -x $(JAX_VENV)/bin/python || python3 -m venv $(JAX_VENV)
+	$(JAX_VENV)/bin/python -c "import jax, pgx, mctx" 2>/dev/null || \
+		$(JAX_VENV)/bin/pip install -q "jax[cpu]" pgx mctx
+	python3 bench/python_games.py
+	python3 bench/python_search.py
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 sanitize: deps

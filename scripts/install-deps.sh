@@ -6,8 +6,11 @@ set -euo pipefail
 
 # libmicrohttpd-dev: the HTTP server of `zeroth serve` (the build leaves the
 # command out without it); curl: the test of its API (tests/cli_serve.sh);
-# openmpi-bin, libopenmpi-dev: `mpirun -np N zeroth train` (src/dist/).
-pkgs=(build-essential cmake pkg-config libinih-dev libdnnl-dev libmicrohttpd-dev curl openmpi-bin libopenmpi-dev)
+# openmpi-bin, libopenmpi-dev: `mpirun -np N zeroth train` (src/dist/);
+# python3-venv: the virtual environment of the Python package's tests
+# (scripts/python-venv.sh fills it from PyPI).
+pkgs=(build-essential cmake pkg-config libinih-dev libdnnl-dev libmicrohttpd-dev curl openmpi-bin
+      libopenmpi-dev python3 python3-venv)
 for arg in "$@"; do
     case "$arg" in
     # --browser: headless Chromium and Python 3 for the test that plays

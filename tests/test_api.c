@@ -207,6 +207,98 @@ static void test_connect4_batched(void)
 /* Backgammon through the chance calls: the opening is a chance node with
  * outcomes summing to 1, sample_chance resolves it the same way for the
  * same seed, and random games end with 1, 2 or 3 points. */
+/* zeroth_game_step_env is the composition of the single calls: step, the
+ * chance draws of sample_chance, returns, a reset (and its draws) for the
+ * games that ended, players and legal; checked over random play of a game
+ * without chance and one with it. */
+static void check_step_env(const char *spec, int N, int plies)
+{
+    zeroth_game_t *g;
+    EXPECT_OK(zeroth_game_new(spec, &g));
+    if (!g) return;
+    size_t S = zeroth_game_state_size(g);
+    int A = zeroth_game_num_actions(g);
+    uint8_t *env = malloc(N * S), *ref = malloc(N * S);
+    uint8_t *mask = malloc((size_t)N * A), *ref_mask = malloc((size_t)N * A), *done = malloc(N);
+    int *actions = malloc(N * sizeof *actions), *players = malloc(N * sizeof *players);
+    int *ref_players = malloc(N * sizeof *ref_players);
+    float *rewards = malloc(2 * N * sizeof *rewards), *ref_rewards = malloc(2 * N * sizeof *rewards);
+    EXPECT_OK(zeroth_game_reset(g, N, env));
+    EXPECT_OK(zeroth_game_sample_chance(g, N, env, 99));
+    memcpy(ref, env, N * S);
+    EXPECT_OK(zeroth_game_legal(g, N, env, mask, NULL));
+    int ended = 0, mismatches = 0;
+    for (int t = 0; t < plies && mismatches == 0; t++) {
+        for (int i = 0; i < N; i++) {
+            int k = 0, pick;
+            for (int a = 0; a < A; a++) k += mask[i * A + a];
+            pick = (int)rnd((uint32_t)k);
+            for (int a = 0; a < A; a++)
+                if (mask[i * A + a] && pick-- == 0) actions[i] = a;
+        }
+        uint64_t seed = 1000 + (uint64_t)t;
+        EXPECT_OK(zeroth_game_step_env(g, N, env, actions, seed, 1, rewards, done, players, mask));
+        /* the same by the single calls */
+        EXPECT_OK(zeroth_game_step(g, N, ref, actions));
+        EXPECT_OK(zeroth_game_sample_chance(g, N, ref, seed));
+        EXPECT_OK(zeroth_game_returns(g, N, ref, ref_rewards));
+        EXPECT_OK(zeroth_game_players(g, N, ref, ref_players));
+        for (int i = 0; i < N; i++) {
+            if (ref_players[i] != ZEROTH_TERMINAL) continue;
+            ended++;
+            CHECK(done[i] == 1, "%s: game %d ended but done is %d", spec, i, done[i]);
+        }
+        for (int i = 0; i < N; i++) {
+            mismatches += ref_players[i] == ZEROTH_TERMINAL
+                              ? 0
+                              : memcmp(env + i * S, ref + i * S, S) != 0 || done[i] != 0 ||
+                                    players[i] != ref_players[i];
+            mismatches += rewards[2 * i] != ref_rewards[2 * i] ||
+                          rewards[2 * i + 1] != ref_rewards[2 * i + 1];
+        }
+        /* ended games: the single calls cannot replay the opening draws
+         * step_env makes after the step's own, so its new game (a decision
+         * with the player it reports) becomes the reference's */
+        for (int i = 0; i < N; i++) {
+            if (ref_players[i] != ZEROTH_TERMINAL) continue;
+            int p;
+            zeroth_game_players(g, 1, env + i * S, &p);
+            mismatches += p < 0 || p != players[i];
+            memcpy(ref + i * S, env + i * S, S);
+        }
+        EXPECT_OK(zeroth_game_legal(g, N, env, ref_mask, NULL));
+        mismatches += memcmp(mask, ref_mask, (size_t)N * A) != 0;
+    }
+    CHECK(mismatches == 0, "%s: step_env differs from the single calls (%d mismatches)", spec,
+          mismatches);
+    CHECK(ended > 0, "%s: no game ended in %d plies", spec, plies);
+    /* an illegal action fails, names the state, and changes nothing */
+    memcpy(ref, env, N * S);
+    for (int i = 0; i < N; i++)
+        for (int a = A - 1; a >= 0; a--)
+            if (mask[i * A + a]) actions[i] = a;
+    actions[N - 1] = A; /* no game has an action A */
+    if (zeroth_game_max_chance_outcomes(g) == 0) {
+        char named[32];
+        snprintf(named, sizeof named, "state %d", N - 1);
+        EXPECT_FAIL(zeroth_game_step_env(g, N, env, actions, 1, 1, rewards, done, players, mask),
+                    ZEROTH_ERR_INVALID, named);
+        CHECK(memcmp(ref, env, N * S) == 0, "%s: a refused step_env changed a state", spec);
+    }
+    EXPECT_FAIL(zeroth_game_step_env(g, N, env, actions, 1, 1, NULL, done, players, mask),
+                ZEROTH_ERR_INVALID, "rewards");
+    free(env), free(ref), free(mask), free(ref_mask), free(done);
+    free(actions), free(players), free(ref_players), free(rewards), free(ref_rewards);
+    zeroth_game_free(g);
+}
+
+static void test_step_env(void)
+{
+    check_step_env("connect4", 64, 60);
+    check_step_env("tictactoe", 16, 30);
+    check_step_env("backgammon", 8, 300);
+}
+
 static void test_backgammon_chance(void)
 {
     enum { N = 4 };
@@ -301,6 +393,84 @@ static double metric(const zeroth_run_t *r, const char *name)
     double v = -1;
     EXPECT_OK(zeroth_run_metric(r, name, &v));
     return v;
+}
+
+/* Tensor `name` of `net`, read whole into a new array (the caller frees it);
+ * NULL (and a failed check) when the net lacks it. */
+static float *read_tensor(const zeroth_net_t *net, const char *name, int *ndim, int shape[4])
+{
+    for (int i = 0; i < zeroth_net_tensor_count(net); i++) {
+        const char *n = NULL;
+        size_t count = 0;
+        EXPECT_OK(zeroth_net_tensor_info(net, i, &n, ndim, shape, &count));
+        if (!n || strcmp(n, name) != 0) continue;
+        float *data = malloc(count * sizeof *data);
+        EXPECT_OK(zeroth_net_tensor_read(net, i, data, count));
+        return data;
+    }
+    CHECK(false, "the net has no tensor '%s'", name);
+    return NULL;
+}
+
+/* y[out] = W x (+ b) for a dense tensor pair of `net`; returns out. */
+static int dense(const zeroth_net_t *net, const char *prefix, const double *x, int in, double *y)
+{
+    char name[64];
+    int ndim = 0, shape[4] = {0}, bshape[4];
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    float *w = read_tensor(net, name, &ndim, shape);
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    int has_bias = 0;
+    for (int i = 0; i < zeroth_net_tensor_count(net); i++) {
+        const char *n = NULL;
+        zeroth_net_tensor_info(net, i, &n, NULL, NULL, NULL);
+        has_bias |= n && strcmp(n, name) == 0;
+    }
+    float *b = has_bias ? read_tensor(net, name, &ndim, bshape) : NULL;
+    if (!w || shape[1] != in) {
+        CHECK(!w, "%s: shape [%d][%d], input %d", prefix, shape[0], shape[1], in);
+        free(w);
+        free(b);
+        return 0;
+    }
+    for (int o = 0; o < shape[0]; o++) {
+        double acc = b ? b[o] : 0.0;
+        for (int i = 0; i < in; i++) acc += (double)w[(size_t)o * in + i] * x[i];
+        y[o] = acc;
+    }
+    free(w);
+    free(b);
+    return shape[0];
+}
+
+/* The tiny MLP of tiny_run (one dense-layer norm-ReLU block, policy and
+ * scalar value heads) computed from the net's tensors in double, for one
+ * observation: what zeroth_net_tensor_read gives must be the weights the
+ * net runs with. */
+static void mlp_by_hand(const zeroth_net_t *net, const float *obs, int F, double *logits,
+                        double *value)
+{
+    double x[64], h[64], v[64];
+    for (int i = 0; i < F; i++) x[i] = obs[i];
+    int H = dense(net, "mlp.0.fc", x, F, h);
+    int ndim, shape[4];
+    float *gain = read_tensor(net, "mlp.0.norm.weight", &ndim, shape);
+    float *beta = read_tensor(net, "mlp.0.norm.bias", &ndim, shape);
+    double mean = 0, var = 0;
+    for (int i = 0; i < H; i++) mean += h[i] / H;
+    for (int i = 0; i < H; i++) var += (h[i] - mean) * (h[i] - mean) / H;
+    for (int i = 0; i < H && gain && beta; i++) {
+        h[i] = (h[i] - mean) / sqrt(var + 1e-5) * gain[i] + beta[i];
+        if (h[i] < 0) h[i] = 0;
+    }
+    free(gain);
+    free(beta);
+    dense(net, "policy.fc", h, H, logits);
+    int V = dense(net, "value.fc1", h, H, v);
+    for (int i = 0; i < V; i++)
+        if (v[i] < 0) v[i] = 0;
+    dense(net, "value.fc2", v, V, value);
+    *value = tanh(*value);
 }
 
 /* Writes the run directory to `run` for the net tests. */
@@ -431,6 +601,35 @@ static void test_nets(const char *run)
         EXPECT_OK(zeroth_net_forward(net, 1, obs + i * F, one_logits, &one_value));
         CHECK(fabsf(one_value - value[i]) < 1e-5, "position %d: %g alone, %g in a batch", i,
               one_value, value[i]);
+    }
+    /* the tensors are the weights the net runs with */
+    CHECK(zeroth_net_tensor_count(net) == 9, "%d tensors in the tiny MLP",
+          zeroth_net_tensor_count(net));
+    for (int i = 0; i < N; i++) {
+        double hand_logits[16], hand_value = 0;
+        mlp_by_hand(net, obs + i * F, F, hand_logits, &hand_value);
+        for (int a = 0; a < A; a++)
+            CHECK(fabs(hand_logits[a] - logits[i * A + a]) < 1e-4,
+                  "position %d action %d: logit %g from the tensors, %g from the net", i, a,
+                  hand_logits[a], logits[i * A + a]);
+        CHECK(fabs(hand_value - value[i]) < 1e-4, "position %d: value %g from the tensors, %g",
+              i, hand_value, value[i]);
+    }
+    {
+        const char *tname = NULL;
+        int tdim = 0, tshape[4];
+        size_t tcount = 0;
+        EXPECT_OK(zeroth_net_tensor_info(net, 0, &tname, &tdim, tshape, &tcount));
+        size_t product = 1;
+        for (int d = 0; d < tdim; d++) product *= (size_t)tshape[d];
+        CHECK(tname && tdim >= 1 && tdim <= 4 && product == tcount, "tensor 0: %s, %d dims, %zu",
+              tname ? tname : "(null)", tdim, tcount);
+        float one;
+        EXPECT_FAIL(zeroth_net_tensor_read(net, 0, &one, 1), ZEROTH_ERR_INVALID, "floats");
+        EXPECT_FAIL(zeroth_net_tensor_info(net, 9, &tname, NULL, NULL, NULL), ZEROTH_ERR_INVALID,
+                    "tensor 9");
+        EXPECT_FAIL(zeroth_net_tensor_read(net, -1, &one, 1), ZEROTH_ERR_INVALID, "tensor -1");
+        EXPECT_FAIL(zeroth_net_tensor_read(net, 0, NULL, tcount), ZEROTH_ERR_INVALID, "data");
     }
     /* the same weights by each path form */
     char ckpt[400], weights[450], *latest_text = NULL;
@@ -683,6 +882,144 @@ static void test_caller_search(void)
     zeroth_game_free(g);
 }
 
+/* ---- searches over the caller's recurrent model ---- */
+
+/* A recurrent model that simulates the real game: its embedding is the game
+ * state itself, its evaluations uniform (logits 0, value 0), like
+ * uniform_obs; `bad` makes recurrent call number fail_at answer nonsense. */
+typedef struct sim_model {
+    const zeroth_game_t *game;
+    int calls, fail_at, bad; /* bad: 1 discount 0.5, 2 no finite logit, 3 status, 4 reward 3 */
+} sim_model;
+
+static zeroth_status sim_root(void *user, int n, const void *states, const float *obs,
+                              void *embeddings, float *logits, float *value)
+{
+    sim_model *m = user;
+    size_t S = zeroth_game_state_size(m->game);
+    int A = zeroth_game_num_actions(m->game);
+    (void)obs;
+    memcpy(embeddings, states, (size_t)n * S);
+    memset(logits, 0, (size_t)n * A * sizeof *logits);
+    for (int i = 0; i < n; i++) value[i] = 0;
+    return ZEROTH_OK;
+}
+
+static zeroth_status sim_recurrent(void *user, int n, const void *embeddings, const int *actions,
+                                   void *next, float *logits, float *value, float *reward,
+                                   float *discount)
+{
+    sim_model *m = user;
+    size_t S = zeroth_game_state_size(m->game);
+    int A = zeroth_game_num_actions(m->game);
+    m->calls++;
+    memcpy(next, embeddings, (size_t)n * S);
+    for (int i = 0; i < n; i++) {
+        uint8_t *s = (uint8_t *)next + (size_t)i * S;
+        int mover, p;
+        float ret[2];
+        uint8_t mask[512];
+        zeroth_game_players(m->game, 1, s, &mover);
+        if (zeroth_game_step(m->game, 1, s, &actions[i]) != ZEROTH_OK)
+            return zeroth_fail(ZEROTH_ERR_INVALID, "the search played an illegal action");
+        zeroth_game_players(m->game, 1, s, &p);
+        zeroth_game_returns(m->game, 1, s, ret);
+        zeroth_game_legal(m->game, 1, s, mask, NULL);
+        for (int a = 0; a < A; a++) logits[i * A + a] = mask[a] ? 0.0f : -INFINITY;
+        value[i] = 0;
+        reward[i] = p == ZEROTH_TERMINAL ? ret[mover] : 0;
+        discount[i] = p == ZEROTH_TERMINAL ? 0 : (p == mover ? 1 : -1);
+    }
+    if (m->fail_at && m->calls == m->fail_at) {
+        if (m->bad == 1) discount[0] = 0.5f;
+        if (m->bad == 2)
+            for (int a = 0; a < A; a++) logits[a] = -INFINITY, discount[0] = -1;
+        if (m->bad == 3) return zeroth_fail(ZEROTH_ERR_IO, "the dynamics server went away");
+        if (m->bad == 4) reward[0] = 3;
+    }
+    return ZEROTH_OK;
+}
+
+static void test_recurrent_search(void)
+{
+    zeroth_game_t *g;
+    EXPECT_OK(zeroth_game_new("tictactoe", &g));
+    if (!g) return;
+    size_t S = zeroth_game_state_size(g);
+    enum { T = 3 };
+    uint8_t roots[T * 64];
+    const char *positions[T] = {"XX.OO.... X", "......... X", "X...O.... X"};
+    for (int i = 0; i < T; i++) EXPECT_OK(zeroth_game_from_text(g, positions[i], roots + i * S));
+    const char *settings = "search.algorithm=puct search.sims=120";
+    /* the same game and the same evaluations as the AlphaZero-shaped model:
+     * the same trees, visit for visit */
+    sim_model m = {.game = g};
+    caller_model cm = {.game = g};
+    zeroth_search_t *rec = NULL, *az = NULL;
+    EXPECT_OK(zeroth_search_new_recurrent(g, S, sim_root, sim_recurrent, &m, T, settings, &rec));
+    EXPECT_OK(zeroth_search_new_callbacks(g, uniform_obs, NULL, &cm, T, settings, &az));
+    if (!rec || !az) {
+        zeroth_search_free(rec);
+        zeroth_search_free(az);
+        zeroth_game_free(g);
+        return;
+    }
+    int32_t v_rec[T * 9], v_az[T * 9];
+    int actions[T];
+    EXPECT_OK(zeroth_search_begin(rec, T, NULL, roots));
+    EXPECT_OK(zeroth_search_run(rec));
+    EXPECT_OK(zeroth_search_begin(az, T, NULL, roots));
+    EXPECT_OK(zeroth_search_run(az));
+    EXPECT_OK(zeroth_search_visits(rec, T, NULL, v_rec));
+    EXPECT_OK(zeroth_search_visits(az, T, NULL, v_az));
+    CHECK(memcmp(v_rec, v_az, sizeof v_rec) == 0,
+          "the recurrent simulator's visits differ from the AlphaZero model's (tree 0 action 2: "
+          "%d vs %d)",
+          v_rec[2], v_az[2]);
+    EXPECT_OK(zeroth_search_choose(rec, T, NULL, 0, actions));
+    CHECK(actions[0] == 2, "the recurrent search chose %d, not the win at 2", actions[0]);
+    CHECK(m.calls > 0, "recurrent_fn was never called");
+
+    /* nonsense answers and failures: a status and a message, and the
+     * handle searches normally afterwards */
+    static const struct {
+        int bad;
+        zeroth_status want;
+        const char *named;
+    } failures[] = {
+        {1, ZEROTH_ERR_INVALID, "discount 0.5"},
+        {2, ZEROTH_ERR_INVALID, "no action with a finite logit"},
+        {3, ZEROTH_ERR_IO, "the dynamics server went away"},
+        {4, ZEROTH_ERR_INVALID, "reward 3"},
+    };
+    for (size_t k = 0; k < sizeof failures / sizeof failures[0]; k++) {
+        m.calls = 0;
+        m.fail_at = 2;
+        m.bad = failures[k].bad;
+        EXPECT_OK(zeroth_search_begin(rec, T, NULL, roots));
+        EXPECT_FAIL(zeroth_search_run(rec), failures[k].want, failures[k].named);
+        EXPECT_FAIL(zeroth_search_choose(rec, 1, NULL, 0, actions), ZEROTH_ERR_INVALID,
+                    "not been searched");
+    }
+    m.fail_at = 0;
+    EXPECT_OK(zeroth_search_begin(rec, 1, NULL, roots));
+    EXPECT_OK(zeroth_search_run(rec));
+    EXPECT_OK(zeroth_search_choose(rec, 1, NULL, 0, actions));
+    CHECK(actions[0] == 2, "after failures the recurrent search chose %d", actions[0]);
+    zeroth_search_free(rec);
+    zeroth_search_free(az);
+
+    zeroth_search_t *s = NULL;
+    EXPECT_FAIL(zeroth_search_new_recurrent(g, 0, sim_root, sim_recurrent, &m, 1, NULL, &s),
+                ZEROTH_ERR_INVALID, "embedding_size = 0");
+    EXPECT_FAIL(zeroth_search_new_recurrent(g, S, NULL, sim_recurrent, &m, 1, NULL, &s),
+                ZEROTH_ERR_INVALID, "root_fn");
+    EXPECT_FAIL(zeroth_search_new_recurrent(g, S, sim_root, sim_recurrent, &m, 1, "sims=3", &s),
+                ZEROTH_ERR_INVALID, "sims");
+    CHECK(s == NULL, "a refused search left a handle");
+    zeroth_game_free(g);
+}
+
 int main(void)
 {
     snprintf(tmp_root, sizeof tmp_root, "%s/zt_api_XXXXXX",
@@ -695,10 +1032,12 @@ int main(void)
     test_game_errors();
     test_connect4_batched();
     test_backgammon_chance();
+    test_step_env();
     char run[300];
     test_runs(run, sizeof run);
     test_nets(run);
     test_caller_search();
+    test_recurrent_search();
     remove_tree(tmp_root);
     return zt_test_finish("test_api");
 }

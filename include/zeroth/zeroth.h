@@ -168,6 +168,21 @@ ZEROTH_API zeroth_status zeroth_game_chance_outcomes(const zeroth_game_t *game, 
 ZEROTH_API zeroth_status zeroth_game_sample_chance(const zeroth_game_t *game, int n, void *states,
                                                    uint64_t seed);
 
+/* One step of n games played as a vectorised environment (pgx's shape), in
+ * one pass: applies actions[i] to state i as zeroth_game_step does, then
+ * draws chance outcomes until the game waits for a player or is over (the
+ * draws of state i depend only on (seed, i, the state), as in
+ * zeroth_game_sample_chance). rewards[2 * i + p]: player p's points if game
+ * i ended in this step, else 0; done[i]: 1 if it ended. With auto_reset
+ * non-zero a game that ended starts again at once (its opening chance drawn
+ * the same way), so that players[i] and mask[i * num_actions] (legal
+ * actions; either may be NULL) describe the new game. Fails as
+ * zeroth_game_step does, changing no state. */
+ZEROTH_API zeroth_status zeroth_game_step_env(const zeroth_game_t *game, int n, void *states,
+                                              const int *actions, uint64_t seed, int auto_reset,
+                                              float *rewards, uint8_t *done, int *players,
+                                              uint8_t *mask);
+
 /* Text, one state at a time. ZEROTH_ERR_INVALID when cap is too small; 1024
  * bytes always suffice for to_text and action_to_text, 4096 for render. */
 /* The game's one-line position notation (README.md "Position notation"). */
@@ -213,6 +228,20 @@ ZEROTH_API int zeroth_net_obs_size(const zeroth_net_t *net);
 ZEROTH_API zeroth_status zeroth_net_forward(zeroth_net_t *net, int n, const float *obs,
                                             float *policy_logits, float *value);
 
+/* The net's tensors as its weight file holds them (docs/networks.md "Weight
+ * files": PyTorch's names, conv weights OHWI, dense weights [out][in] with
+ * `in` in HWC order): the trainable parameters and the batch-norm running
+ * statistics, fp32, tensors 0 .. count-1 in the file's order. */
+ZEROTH_API int zeroth_net_tensor_count(const zeroth_net_t *net);
+/* Tensor i's name ("blocks.0.conv1.weight"; the string lives as long as the
+ * net), its number of dimensions (1..4) and shape[0 .. ndim-1]; returns its
+ * number of floats in *count. Any output pointer may be NULL. */
+ZEROTH_API zeroth_status zeroth_net_tensor_info(const zeroth_net_t *net, int i, const char **name,
+                                                int *ndim, int shape[4], size_t *count);
+/* Copies tensor i into data[count]; count must be the tensor's. */
+ZEROTH_API zeroth_status zeroth_net_tensor_read(const zeroth_net_t *net, int i, float *data,
+                                                size_t count);
+
 /* ---- search ----
  *
  * G trees searched in lockstep (one batched evaluation per round for all of
@@ -249,6 +278,39 @@ ZEROTH_API zeroth_status zeroth_search_new(const zeroth_game_t *game, zeroth_net
 ZEROTH_API zeroth_status zeroth_search_new_callbacks(const zeroth_game_t *game,
                                                      zeroth_eval_obs_fn eval_obs,
                                                      zeroth_eval_states_fn eval_states, void *user,
+                                                     int trees, const char *settings,
+                                                     zeroth_search_t **out);
+/* The caller's recurrent model, mctx's shape (MuZero's, or any simulator the
+ * caller steps itself): the tree holds the caller's embeddings,
+ * embedding_size bytes each, n of them contiguous in every array.
+ * root_fn: n root positions, as game states (n * state_size bytes) and as
+ *   observations (n * obs_size floats) -> embeddings[n * embedding_size],
+ *   policy_logits[n * num_actions] (finite for the legal actions; the
+ *   library masks the illegal ones from the game) and value[n] in [-1, 1]
+ *   for the player to move.
+ * recurrent_fn: n (embedding, action) pairs -> next_embeddings, the next
+ *   positions' policy_logits (-INFINITY marks an action that cannot be
+ *   taken there; at least one finite unless the game ended), value[n] in
+ *   [-1, 1] for the player to move next, reward[n] in [-1, 1] that the
+ *   action paid to the player who took it, and discount[n]: -1 when the
+ *   opponent moves next, +1 when the same player does, 0 when the game
+ *   ended (mctx's two-player convention; value and logits are then
+ *   ignored).
+ * Both return ZEROTH_OK or a failure (zeroth_fail for a message), which ends
+ * the search run with that status, as an evaluator's does; n is at most
+ * trees * leaves_per_tree; both are called on the thread running the search. */
+typedef zeroth_status (*zeroth_root_fn)(void *user, int n, const void *states, const float *obs,
+                                        void *embeddings, float *policy_logits, float *value);
+typedef zeroth_status (*zeroth_recurrent_fn)(void *user, int n, const void *embeddings,
+                                             const int *actions, void *next_embeddings,
+                                             float *policy_logits, float *value, float *reward,
+                                             float *discount);
+/* A search of `trees` trees over the caller's recurrent model, rooted at
+ * decision states of `game` (which gives the root's legal actions and
+ * observations). embedding_size: 1 .. 65536 bytes. */
+ZEROTH_API zeroth_status zeroth_search_new_recurrent(const zeroth_game_t *game,
+                                                     size_t embedding_size, zeroth_root_fn root_fn,
+                                                     zeroth_recurrent_fn recurrent_fn, void *user,
                                                      int trees, const char *settings,
                                                      zeroth_search_t **out);
 ZEROTH_API void zeroth_search_free(zeroth_search_t *search);

@@ -62,4 +62,10 @@ zt_status zt_api_decision_state(const zt_game *g, const void *state, int i, cons
 zt_status zt_api_check_action(const zt_game *g, const void *s, int action, const char *fn,
                               const char *where, int index);
 
+/* The caller's recurrent model of zeroth_search_new_recurrent over game g
+ * (recurrent.c), for batches up to max_batch; g must outlive it. */
+zt_status zt_api_recurrent_model_new(const zt_game *g, size_t embedding_size,
+                                     zeroth_root_fn root_fn, zeroth_recurrent_fn recurrent_fn,
+                                     void *user, int max_batch, zt_model **out);
+
 #endif

@@ -249,20 +249,72 @@ zeroth_status zeroth_game_chance_outcomes(const zeroth_game_t *game, int n, cons
     return ZEROTH_OK;
 }
 
+/* Draws chance outcomes of state s until it is not at a chance node. */
+static void draw_chance(const zt_game *g, void *s, zt_rng *rng)
+{
+    int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+    float probs[ZT_MAX_CHANCE_OUTCOMES];
+    while (g->current_player(g, s) == ZT_CHANCE) {
+        int k = g->chance_outcomes(g, s, outcomes, probs);
+        g->apply(g, s, outcomes[zt_rng_categorical(rng, probs, k)]);
+    }
+}
+
 zeroth_status zeroth_game_sample_chance(const zeroth_game_t *game, int n, void *states,
                                         uint64_t seed)
 {
     ZT_API_TRY(batch("zeroth_game_sample_chance", game, n, states));
     const zt_game *g = game->game;
-    int outcomes[ZT_MAX_CHANCE_OUTCOMES];
-    float probs[ZT_MAX_CHANCE_OUTCOMES];
+    for (int i = 0; i < n; i++) {
+        zt_rng rng;
+        zt_rng_seed(&rng, seed, (uint64_t)i);
+        draw_chance(g, state_at_mut(g, states, i), &rng);
+    }
+    return ZEROTH_OK;
+}
+
+zeroth_status zeroth_game_step_env(const zeroth_game_t *game, int n, void *states,
+                                   const int *actions, uint64_t seed, int auto_reset,
+                                   float *rewards, uint8_t *done, int *players, uint8_t *mask)
+{
+    const char *fn = "zeroth_game_step_env";
+    ZT_API_TRY(batch(fn, game, n, states));
+    if (n > 0) {
+        ZT_API_TRY(zt_api_need(fn, actions, "actions"));
+        ZT_API_TRY(zt_api_need(fn, rewards, "rewards"));
+        ZT_API_TRY(zt_api_need(fn, done, "done"));
+    }
+    const zt_game *g = game->game;
+    for (int i = 0; i < n; i++)
+        ZT_API_TRY(zt_api_check_action(g, state_at(g, states, i), actions[i], fn, "state %d", i));
+    bool chance = g->max_chance_outcomes > 0;
     for (int i = 0; i < n; i++) {
         void *s = state_at_mut(g, states, i);
         zt_rng rng;
-        zt_rng_seed(&rng, seed, (uint64_t)i);
-        while (g->current_player(g, s) == ZT_CHANCE) {
-            int k = g->chance_outcomes(g, s, outcomes, probs);
-            g->apply(g, s, outcomes[zt_rng_categorical(&rng, probs, k)]);
+        if (chance) zt_rng_seed(&rng, seed, (uint64_t)i);
+        g->apply(g, s, actions[i]);
+        if (chance) draw_chance(g, s, &rng);
+        int p = g->current_player(g, s);
+        float *r = rewards + 2 * (size_t)i;
+        done[i] = p == ZT_TERMINAL;
+        if (done[i]) {
+            g->returns(g, s, r);
+            if (auto_reset) {
+                memset(s, 0, g->state_size);
+                g->reset(g, s);
+                if (chance) draw_chance(g, s, &rng);
+                p = g->current_player(g, s);
+            }
+        } else {
+            r[0] = r[1] = 0.0f;
+        }
+        if (players) players[i] = p;
+        if (mask) {
+            uint8_t *row = mask + (size_t)i * (size_t)g->num_actions;
+            if (p >= 0)
+                zt_game_legal_mask(g, s, row);
+            else
+                memset(row, 0, (size_t)g->num_actions);
         }
     }
     return ZEROTH_OK;

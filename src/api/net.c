@@ -110,3 +110,47 @@ const zt_evaluator *zt_api_net_evaluator(const zeroth_net_t *net)
 {
     return &net->ev;
 }
+
+/* ---- tensors ---- */
+
+int zeroth_net_tensor_count(const zeroth_net_t *net)
+{
+    return net ? zt_net_tensor_count(net->net) : 0;
+}
+
+/* Checks the handle and the index, naming `fn`. */
+static zt_status tensor_index(const char *fn, const zeroth_net_t *net, int i)
+{
+    ZT_TRY(zt_api_need(fn, net, "net"));
+    int n = zt_net_tensor_count(net->net);
+    if (i < 0 || i >= n)
+        return zt_fail(ZT_ERR_INVALID, "%s: tensor %d does not exist (%d tensors)", fn, i, n);
+    return ZT_OK;
+}
+
+zeroth_status zeroth_net_tensor_info(const zeroth_net_t *net, int i, const char **name, int *ndim,
+                                     int shape[4], size_t *count)
+{
+    ZT_API_TRY(tensor_index("zeroth_net_tensor_info", net, i));
+    zt_net_tensor t = zt_net_tensor_at(net->net, i);
+    if (name) *name = t.name;
+    if (ndim) *ndim = t.ndim;
+    if (shape) {
+        for (int d = 0; d < 4; d++) shape[d] = d < t.ndim ? t.shape[d] : 0;
+    }
+    if (count) *count = t.count;
+    return ZEROTH_OK;
+}
+
+zeroth_status zeroth_net_tensor_read(const zeroth_net_t *net, int i, float *data, size_t count)
+{
+    const char *fn = "zeroth_net_tensor_read";
+    ZT_API_TRY(tensor_index(fn, net, i));
+    ZT_API_TRY(zt_api_need(fn, data, "data"));
+    zt_net_tensor t = zt_net_tensor_at(net->net, i);
+    if (count != t.count)
+        return zt_api_status(zt_fail(ZT_ERR_INVALID, "%s: tensor %d (%s) has %zu floats, not %zu",
+                                     fn, i, t.name, t.count, count));
+    memcpy(data, t.data, t.count * sizeof *data);
+    return ZEROTH_OK;
+}

@@ -1,7 +1,9 @@
 /* libzeroth searches: a zeroth_search_t is a zt_search over the AlphaZero
  * model (agent/az_model.h) of its own copy of the game, whose evaluator is
  * either a net's (zeroth_search_new) or an adapter that calls the caller's
- * functions and checks what they return (zeroth_search_new_callbacks).
+ * functions and checks what they return (zeroth_search_new_callbacks), or
+ * over the caller's recurrent model (recurrent.c,
+ * zeroth_search_new_recurrent).
  *
  * Per tree the handle remembers the position its statistics belong to, so
  * that a tree begun at another position than the one it was searched at (or
@@ -113,8 +115,18 @@ static ADAPTER_RESULT caller_states(void *ctx, int B, const void *const *states,
 
 /* ---- handles ---- */
 
-static zt_status make(const zeroth_game_t *game, const zt_evaluator *ev, zeroth_search_t *s,
-                      int trees, const char *settings)
+/* The caller's recurrent model, for make(). */
+typedef struct recurrent_spec {
+    size_t embedding_size;
+    zeroth_root_fn root_fn;
+    zeroth_recurrent_fn recurrent_fn;
+    void *user;
+} recurrent_spec;
+
+/* The search of `trees` trees over the AlphaZero model with evaluator ev,
+ * or over the caller's recurrent model rs (ev NULL). */
+static zt_status make(const zeroth_game_t *game, const zt_evaluator *ev, const recurrent_spec *rs,
+                      zeroth_search_t *s, int trees, const char *settings)
 {
     const char *fn = "zeroth_search_new";
     if (trees < 1 || trees > 1 << 20)
@@ -133,8 +145,14 @@ static zt_status make(const zeroth_game_t *game, const zt_evaluator *ev, zeroth_
     zt_config_free(cfg);
     ZT_TRY(st);
     s->trees = trees;
-    s->ev = *ev;
-    ZT_TRY(zt_az_model_new(s->game, &s->ev, trees * sc.leaves_per_round, NULL, &s->model));
+    if (ev) {
+        s->ev = *ev;
+        ZT_TRY(zt_az_model_new(s->game, &s->ev, trees * sc.leaves_per_round, NULL, &s->model));
+    } else {
+        ZT_TRY(zt_api_recurrent_model_new(s->game, rs->embedding_size, rs->root_fn,
+                                          rs->recurrent_fn, rs->user, trees * sc.leaves_per_round,
+                                          &s->model));
+    }
     ZT_TRY(zt_search_new(&sc, s->model, trees, &s->search));
     s->phase = zt_xcalloc((size_t)trees, sizeof *s->phase);
     s->has_tree = zt_xcalloc((size_t)trees, sizeof *s->has_tree);
@@ -155,7 +173,7 @@ zeroth_status zeroth_search_new(const zeroth_game_t *game, zeroth_net_t *net, in
         return zt_api_status(zt_fail(ZT_ERR_INVALID, "%s: the net plays '%s', not '%s'", fn,
                                      zeroth_net_game_spec(net), zeroth_game_spec(game)));
     zeroth_search_t *s = zt_xcalloc(1, sizeof *s);
-    zt_status st = make(game, zt_api_net_evaluator(net), s, trees, settings);
+    zt_status st = make(game, zt_api_net_evaluator(net), NULL, s, trees, settings);
     if (st != ZT_OK) {
         zeroth_search_free(s);
         return zt_api_status(st);
@@ -184,7 +202,32 @@ zeroth_status zeroth_search_new_callbacks(const zeroth_game_t *game, zeroth_eval
         ev.eval = caller_obs;
     else
         ev.eval_states = caller_states;
-    zt_status st = make(game, &ev, s, trees, settings);
+    zt_status st = make(game, &ev, NULL, s, trees, settings);
+    if (st != ZT_OK) {
+        zeroth_search_free(s);
+        return zt_api_status(st);
+    }
+    *out = s;
+    return ZEROTH_OK;
+}
+
+zeroth_status zeroth_search_new_recurrent(const zeroth_game_t *game, size_t embedding_size,
+                                          zeroth_root_fn root_fn, zeroth_recurrent_fn recurrent_fn,
+                                          void *user, int trees, const char *settings,
+                                          zeroth_search_t **out)
+{
+    const char *fn = "zeroth_search_new_recurrent";
+    ZT_API_TRY(zt_api_need(fn, out, "out"));
+    *out = NULL;
+    ZT_API_TRY(zt_api_need(fn, game, "game"));
+    ZT_API_TRY(zt_api_need(fn, (const void *)(uintptr_t)root_fn, "root_fn"));
+    ZT_API_TRY(zt_api_need(fn, (const void *)(uintptr_t)recurrent_fn, "recurrent_fn"));
+    if (embedding_size < 1 || embedding_size > 65536)
+        return zt_api_status(zt_fail(
+            ZT_ERR_INVALID, "%s: embedding_size = %zu, must be in [1, 65536]", fn, embedding_size));
+    recurrent_spec rs = {embedding_size, root_fn, recurrent_fn, user};
+    zeroth_search_t *s = zt_xcalloc(1, sizeof *s);
+    zt_status st = make(game, NULL, &rs, s, trees, settings);
     if (st != ZT_OK) {
         zeroth_search_free(s);
         return zt_api_status(st);
