@@ -810,11 +810,7 @@ zt_status zt_replay_load(const zt_game *g, const char *path, zt_replay **out)
     *out = NULL;
     ZT_TRY(zt_read_file(path, &data, &len));
     zt_status st = zt_replay_deserialize(g, (const uint8_t *)data, len, out);
-    if (st != ZT_OK) {
-        char why[256];
-        snprintf(why, sizeof why, "%s", zt_error_message());
-        st = zt_fail(st, "%s: %s", path, why);
-    }
+    if (st != ZT_OK) st = zt_fail(st, "%s: %s", path, zt_error_message());
     free(data);
     return st;
 }
