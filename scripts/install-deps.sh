@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Zeroth builds and links against, from Debian packages only.
 # Idempotent: installs only packages that are missing. Needs root (or sudo).
-# Usage: scripts/install-deps.sh [--bench] [--gnubg]
+# Usage: scripts/install-deps.sh [--bench] [--gnubg] [--fuzz]
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libinih-dev libdnnl-dev)
@@ -12,7 +12,9 @@ for arg in "$@"; do
     # --gnubg: GNU Backgammon, the outside opponent of `zeroth eval backgammon
     # --opponent gnubg` (installed as /usr/games/gnubg).
     --gnubg) pkgs+=(gnubg) ;;
-    *) echo "install-deps: unknown flag '$arg' (known: --bench, --gnubg)" >&2; exit 2 ;;
+    # --fuzz: clang and its libFuzzer runtime, for `make fuzz` (tests/fuzz).
+    --fuzz) pkgs+=(clang libclang-rt-dev) ;;
+    *) echo "install-deps: unknown flag '$arg' (known: --bench, --gnubg, --fuzz)" >&2; exit 2 ;;
     esac
 done
 
