@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test pytest python-venv python-bench sanitize clean format torch-compare
+.PHONY: all deps build run test pytest python-venv python-bench sanitize fuzz clean format torch-compare
 
 all: build
 
@@ -63,6 +63,19 @@ sanitize: deps
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
+# Fuzzing (tests/fuzz): the libFuzzer harness of every parser, built with
+# clang in $(FUZZ_BUILD), each run for SECONDS (new inputs kept in
+# $(FUZZ_BUILD)/corpus, findings in $(FUZZ_BUILD)/crashes). FUZZERS picks
+# some: make fuzz SECONDS=600 FUZZERS="replay traj".
+FUZZ_BUILD ?= build-fuzz
+SECONDS ?= 60
+FUZZERS ?= $(sort $(patsubst tests/fuzz/fuzz_%.c,%,$(filter-out tests/fuzz/fuzz_corpus.c,$(wildcard tests/fuzz/fuzz_*.c))))
+fuzz:
+	bash scripts/install-deps.sh --fuzz
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZT_FUZZ=ON $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
+	bash scripts/fuzz.sh $(FUZZ_BUILD) $(SECONDS) $(FUZZERS)
+
 # Zeroth's networks against PyTorch on the same weights (bench/torch_compare.py).
 # PyTorch comes from PyPI into a virtual environment (a few GB with its
 # CUDA wheels); nothing else depends on it.
@@ -78,4 +91,4 @@ format:
 	clang-format -i src/*/*.c src/*/*.h tests/*.c bench/*.c
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan $(FUZZ_BUILD)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Zeroth builds and links against, from Debian packages only.
 # Idempotent: installs only packages that are missing. Needs root (or sudo).
-# Usage: scripts/install-deps.sh [--bench] [--gnubg] [--browser]
+# Usage: scripts/install-deps.sh [--bench] [--gnubg] [--browser] [--fuzz]
 set -euo pipefail
 
 # libmicrohttpd-dev: the HTTP server of `zeroth serve` (the build leaves the
@@ -22,7 +22,9 @@ for arg in "$@"; do
     # --gnubg: GNU Backgammon, the outside opponent of `zeroth eval backgammon
     # --opponent gnubg` (installed as /usr/games/gnubg).
     --gnubg) pkgs+=(gnubg) ;;
-    *) echo "install-deps: unknown flag '$arg' (known: --bench, --gnubg, --browser)" >&2; exit 2 ;;
+    # --fuzz: clang and its libFuzzer runtime, for `make fuzz` (tests/fuzz).
+    --fuzz) pkgs+=(clang libclang-rt-dev) ;;
+    *) echo "install-deps: unknown flag '$arg' (known: --bench, --gnubg, --browser, --fuzz)" >&2; exit 2 ;;
     esac
 done
 

@@ -1,13 +1,16 @@
 /* Tests of src/core: rng streams and distributions, hashing, arenas, the
  * thread pool, queue and barrier, configuration, atomic file I/O and its
- * injected faults, directory locks, logging,
- * the progress meter's line on a fake clock, chart ticks and their labels. */
+ * injected faults, directory locks, logging, the progress meter's line on a
+ * fake clock, chart ticks and their labels, error messages (their own
+ * buffer as an argument, long paths, the cut). */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1241,6 +1244,100 @@ static void test_ticks(void)
 }
 
 /* Removes everything under `path` (only what this test created). */
+/* ---- status messages ----------------------------------------------------- */
+
+static bool ends_with(const char *s, const char *end)
+{
+    size_t n = strlen(s), m = strlen(end);
+    return n >= m && strcmp(s + n - m, end) == 0;
+}
+
+/* Calls zt_vformat_tail through a va_list. */
+static int format_tail(char *dst, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = zt_vformat_tail(dst, cap, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+static void test_status_messages(void)
+{
+    /* The message buffer as an argument of the next zt_fail: each level adds
+     * its context in front of the one below. The inner message is long
+     * enough that formatting it in place would overwrite it while reading. */
+    char inner[2000];
+    memset(inner, 'r', sizeof inner - 1);
+    inner[sizeof inner - 1] = '\0';
+    zt_fail(ZT_ERR_IO, "%s: the reason", inner);
+    CHECK(zt_fail(ZT_ERR_CORRUPT, "loading '%s': %s", "x.bin", zt_error_message()) ==
+              ZT_ERR_CORRUPT,
+          "");
+    zt_fail(ZT_ERR_CORRUPT, "run '%s': %s", "r", zt_error_message());
+    const char *msg = zt_error_message();
+    CHECK(strncmp(msg, "run 'r': loading 'x.bin': rrr", 29) == 0, "%.60s", msg);
+    CHECK(strlen(msg) == strlen("run 'r': loading 'x.bin': ") + strlen(inner) +
+                             strlen(": the reason"),
+          "%zu", strlen(msg));
+    CHECK(ends_with(msg, "r: the reason"), "%s", msg + strlen(msg) - 20);
+    /* Twice the same buffer, and the buffer as the format's only argument. */
+    zt_fail(ZT_ERR_IO, "short");
+    zt_fail(ZT_ERR_IO, "%s+%s", zt_error_message(), zt_error_message());
+    CHECK(strcmp(zt_error_message(), "short+short") == 0, "%s", zt_error_message());
+    zt_fail(ZT_ERR_IO, "%s", zt_error_message());
+    CHECK(strcmp(zt_error_message(), "short+short") == 0, "%s", zt_error_message());
+
+    /* A path as long as Linux takes (PATH_MAX 4096, NUL included), its
+     * first name under tmpdir too long (over NAME_MAX 255): the reason
+     * survives being wrapped in a message that names the path again. */
+    char path[4096];
+    size_t used = (size_t)snprintf(path, sizeof path, "%s/", tmpdir);
+    memset(path + used, 'n', 300);
+    used += 300;
+    while (used < sizeof path - 1) {
+        path[used] = '/';
+        size_t name = sizeof path - 2 - used < 200 ? sizeof path - 2 - used : 200;
+        memset(path + used + 1, 'd', name);
+        used += 1 + name;
+    }
+    path[sizeof path - 1] = '\0';
+    CHECK(strlen(path) == 4095 && path[4094] == 'd', "%zu", strlen(path));
+    char *data;
+    size_t len;
+    CHECK(zt_read_file(path, &data, &len) != ZT_OK, "");
+    zt_fail(ZT_ERR_IO, "loading '%s': %s", path, zt_error_message());
+    msg = zt_error_message();
+    CHECK(ends_with(msg, strerror(ENAMETOOLONG)), "...%s", msg + strlen(msg) - 40);
+    CHECK(strncmp(msg, "loading '", 9) == 0, "%.20s", msg);
+
+    /* Too long for the buffer: the end (the reason) is kept behind "...". */
+    size_t huge = 3 * ZT_MESSAGE_MAX;
+    char *big = malloc(huge + 1);
+    memset(big, 'p', huge);
+    big[huge] = '\0';
+    zt_fail(ZT_ERR_IO, "cannot open '%s': %s", big, strerror(ENAMETOOLONG));
+    msg = zt_error_message();
+    CHECK(strlen(msg) == ZT_MESSAGE_MAX - 1, "%zu", strlen(msg));
+    CHECK(strncmp(msg, "...ppp", 6) == 0, "%.20s", msg);
+    CHECK(ends_with(msg, strerror(ENAMETOOLONG)), "%s", msg + strlen(msg) - 40);
+    /* ... also when the text cut is partly the buffer itself. */
+    zt_fail(ZT_ERR_IO, "%s%s", big, zt_error_message());
+    msg = zt_error_message();
+    CHECK(strlen(msg) == ZT_MESSAGE_MAX - 1 && strncmp(msg, "...ppp", 6) == 0, "%.20s", msg);
+    CHECK(ends_with(msg, strerror(ENAMETOOLONG)), "%s", msg + strlen(msg) - 40);
+    free(big);
+
+    /* zt_vformat_tail into a small buffer: fits exactly, then one over. */
+    char small[10];
+    CHECK(format_tail(small, sizeof small, "%s", "123456789") == 9 &&
+              strcmp(small, "123456789") == 0,
+          "%s", small);
+    CHECK(format_tail(small, sizeof small, "%s%d", "abcdefghi", 7) == 10 &&
+              strcmp(small, "...efghi7") == 0,
+          "%s", small);
+}
+
 static void remove_tree(const char *path)
 {
     DIR *d = opendir(path);
@@ -1290,6 +1387,7 @@ int main(void)
     test_log();
     test_progress_meter();
     test_ticks();
+    test_status_messages();
 
     remove_tree(tmpdir);
     return zt_test_finish("test_core");

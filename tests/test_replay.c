@@ -268,6 +268,21 @@ static void test_window(void)
     cfg.window_alpha = 1;
     cfg.window_beta = 1;
     CHECK(zt_replay_window(&cfg, 123456) == 123456, "alpha = beta = 1: everything");
+    /* A window so steep that it overflows to inf is every position (found
+     * by fuzz_replay: the cast of inf was undefined behaviour), and a
+     * non-finite setting is refused. */
+    cfg.window_alpha = 1e300;
+    CHECK(zt_replay_window(&cfg, 123456) == 123456, "alpha 1e300");
+    cfg.window_alpha = 0.75;
+    cfg.window_beta = 1e308;
+    CHECK(zt_replay_window(&cfg, 5000) == 5000, "beta 1e308");
+    cfg.window_beta = INFINITY;
+    zt_game *ttt = make_game("tictactoe");
+    zt_replay *inf_rb = NULL;
+    CHECK(zt_replay_new(ttt, &cfg, &inf_rb) == ZT_ERR_INVALID && !inf_rb,
+          "an infinite beta is refused");
+    zt_game_free(ttt);
+    cfg.window_beta = 1;
 
     /* Samples come from the newest window positions only. */
     zt_game *g = make_game("tictactoe");

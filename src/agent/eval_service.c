@@ -25,7 +25,7 @@ typedef struct client {
     float *logits, *value;
     int offset; /* first row in the merged batch */
     zt_status status;
-    char message[512];
+    char message[ZT_MESSAGE_MAX];
     pthread_cond_t done;
 } client;
 
@@ -47,7 +47,7 @@ struct zt_eval_service {
     void *excl_ctx;
     bool excl_done;
     zt_status excl_status;
-    char excl_message[512];
+    char excl_message[ZT_MESSAGE_MAX];
     pthread_cond_t excl_cv;
     zt_evaluator_stats stats;
     uint64_t *batch_counts;
@@ -102,7 +102,8 @@ static void *service_main(void *arg)
         }
         uint64_t ns = 0;
         zt_status st = run_batch(svc, rows, &ns);
-        char message[512] = "";
+        char message[ZT_MESSAGE_MAX];
+        message[0] = '\0';
         if (st != ZT_OK) snprintf(message, sizeof message, "%s", zt_error_message());
         for (int k = 0; k < n && st == ZT_OK; k++) {
             client *c = &svc->clients[svc->taken[k]];
@@ -262,7 +263,7 @@ zt_status zt_eval_service_exclusive(zt_eval_service *svc, zt_status (*fn)(void *
     pthread_cond_signal(&svc->work);
     while (!svc->excl_done) pthread_cond_wait(&svc->excl_cv, &svc->mu);
     zt_status st = svc->excl_status;
-    char message[512];
+    char message[ZT_MESSAGE_MAX];
     memcpy(message, svc->excl_message, sizeof message);
     pthread_mutex_unlock(&svc->mu);
     pthread_mutex_unlock(&svc->excl_mu);

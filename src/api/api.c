@@ -37,7 +37,7 @@ static void list_backends(void)
 {
     /* zt_nn_backend_find records a message for the names it lacks, which
      * must not replace the caller's last error. */
-    char saved[512];
+    char saved[ZT_MESSAGE_MAX];
     snprintf(saved, sizeof saved, "%s", zt_error_message());
     static const char *const names[] = {"cuda", "cpu", "ref"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -96,11 +96,7 @@ zt_status zt_api_settings_apply(zt_config *cfg, const char *text, const char *wh
          tok = strtok_r(NULL, " \t", &save))
         st = zt_config_set(cfg, tok);
     free(copy);
-    if (st != ZT_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", zt_error_message());
-        st = zt_fail(st, "%s: %s", what, why);
-    }
+    if (st != ZT_OK) st = zt_fail(st, "%s: %s", what, zt_error_message());
     return st;
 }
 

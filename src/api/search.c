@@ -44,7 +44,7 @@ struct zeroth_search {
     uint8_t *named;    /* trees: marks of one call's tree list (duplicates) */
     bool in_run;       /* inside zt_search_run (the caller's model is running) */
     zt_status failure; /* the caller's model failed during this run */
-    char failure_message[512];
+    char failure_message[ZT_MESSAGE_MAX];
 };
 
 static uint8_t *root_of(zeroth_search_t *s, int t)
@@ -68,8 +68,7 @@ static zt_status call_caller(zeroth_search_t *s, int B, const float *obs, const 
         zeroth_status r = obs ? s->eval_obs(s->user, B, obs, logits, value)
                               : s->eval_states(s->user, B, states, logits, value);
         if (r != ZEROTH_OK) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", zt_error_message());
+            const char *why = zt_error_message();
             zt_status code =
                 r > ZEROTH_OK && r <= ZEROTH_ERR_UNSUPPORTED ? (zt_status)r : ZT_ERR_INVALID;
             st = zt_fail(code, "the caller's evaluator failed (status %d, %s)%s%s", (int)r,

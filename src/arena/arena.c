@@ -252,22 +252,6 @@ static zt_status judge_batch(zt_agent *agent, int n, uint8_t *states, size_t str
     return ZT_OK;
 }
 
-/* Positions in the file (lines other than blank ones and comments), cut to
- * limit > 0; what the progress callback is told the total is. */
-static int count_positions(const char *text, int limit)
-{
-    int n = 0;
-    for (const char *p = text; *p && (limit <= 0 || n < limit);) {
-        const char *end = strchr(p, '\n');
-        size_t l = end ? (size_t)(end - p) : strlen(p);
-        if (l > 0 && p[l - 1] == '\r') l--;
-        n += l > 0 && p[0] != '#';
-        p = end ? end + 1 : p + l;
-        if (!end) break;
-    }
-    return n;
-}
-
 zt_status zt_arena_positions(const zt_game *g, zt_agent *agent, const char *path, int limit,
                              uint64_t seed, zt_positions_result *out)
 {
@@ -285,14 +269,13 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
     out->report_mistakes = zt_game_positions_judge(g, path) == ZT_JUDGE_MISTAKES;
     zt_solver *sv;
     ZT_TRY(zt_solver_new(g, &sv));
-    char *text;
-    size_t len;
-    zt_status st = zt_read_file(path, &text, &len);
+    zt_position_file pf;
+    zt_status st = zt_position_file_open(path, &pf);
     if (st != ZT_OK) {
         zt_solver_free(sv);
         return st;
     }
-    int total = cfg->progress ? count_positions(text, limit) : 0;
+    int total = cfg->progress ? (int)zt_position_file_count(&pf, limit) : 0;
     if (cfg->progress) cfg->progress(cfg->progress_ctx, 0, total, out);
     int batch = agent->max_games < POSITIONS_BATCH ? agent->max_games : POSITIONS_BATCH;
     size_t stride = g->state_size;
@@ -301,26 +284,11 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
     judged *jd = zt_xmalloc((size_t)batch * sizeof *jd);
     zt_position *pos = zt_xmalloc(sizeof *pos);
     zt_solution *sol = zt_xmalloc(sizeof *sol);
-    int n = 0, line_no = 0, taken = 0;
-    char *line = text;
-    while (line && *line && st == ZT_OK && (limit <= 0 || taken < limit)) {
-        char *next = strchr(line, '\n');
-        if (next) *next++ = '\0';
-        line_no++;
-        size_t l = strlen(line);
-        if (l > 0 && line[l - 1] == '\r') line[--l] = '\0';
-        if (l == 0 || line[0] == '#') {
-            line = next;
-            continue;
-        }
-        memset(pos, 0, sizeof *pos); /* parsers set only what the line gives */
-        st = sv->parse_line(sv, line, pos);
-        if (st != ZT_OK) {
-            char why[256];
-            snprintf(why, sizeof why, "%s", zt_error_message());
-            st = zt_fail(st, "%s:%d: %s", path, line_no, why);
-            break;
-        }
+    int n = 0, taken = 0;
+    while (st == ZT_OK && (limit <= 0 || taken < limit)) {
+        bool got;
+        st = zt_position_file_next(&pf, sv, pos, &got);
+        if (st != ZT_OK || !got) break;
         judged *j = &jd[n];
         if (pos->has_moves) {
             j->num_moves = pos->expected.num_moves;
@@ -343,7 +311,6 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
             n = 0;
             if (cfg->progress) cfg->progress(cfg->progress_ctx, taken, total, out);
         }
-        line = next;
     }
     if (st == ZT_OK && n > 0) {
         st = judge_batch(agent, n, states, stride, rngs, jd, out);
@@ -356,7 +323,7 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
     free(jd);
     free(rngs);
     free(states);
-    free(text);
+    zt_position_file_close(&pf);
     zt_solver_free(sv);
     return st;
 }

@@ -10,10 +10,10 @@
 
 int zt_cli_error(const char *fmt, ...)
 {
-    char line[2048];
+    static _Thread_local char line[ZT_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    zt_vformat_tail(line, sizeof line, fmt, ap); /* a cut keeps the reason */
     va_end(ap);
     /* Never appended to a progress line still on the terminal. */
     zt_progress_clear();

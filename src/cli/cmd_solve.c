@@ -26,20 +26,6 @@ static void usage(FILE *f)
             "  --set key=value    game setting (sim: vertices, k, variant)\n");
 }
 
-/* Positions in the file (lines other than blank ones and comments), cut to
- * limit >= 0; the file is left at its start. */
-static long count_positions(FILE *f, long limit)
-{
-    char line[4096];
-    long n = 0;
-    while ((limit < 0 || n < limit) && fgets(line, sizeof line, f)) {
-        size_t len = strcspn(line, "\r\n");
-        n += len > 0 && line[0] != '#';
-    }
-    rewind(f);
-    return n;
-}
-
 static void moves_text(const zt_game *g, const void *s, const uint16_t *moves, int n, char *buf,
                        size_t cap)
 {
@@ -64,7 +50,7 @@ int zt_cmd_solve(int argc, char **argv)
     zt_solver *sv = NULL;
     zt_progress_meter meter;
     bool meter_on = false;
-    FILE *f = NULL;
+    zt_position_file pf = {0};
     zt_position *pos = zt_xcalloc(1, sizeof *pos);
     zt_solution *sol = zt_xcalloc(1, sizeof *sol);
 
@@ -100,35 +86,21 @@ int zt_cmd_solve(int argc, char **argv)
     }
     if ((st = zt_cli_game(game_name, cfg, &g)) != ZT_OK) goto fail;
     if ((st = zt_solver_new(g, &sv)) != ZT_OK) goto fail;
-    f = fopen(path, "r");
-    if (!f) {
-        rc = zt_cli_error("solve: cannot open '%s': %s", path, strerror(errno));
-        goto done;
-    }
+    if ((st = zt_position_file_open(path, &pf)) != ZT_OK) goto fail;
 
-    char line[4096], text[ZT_MAX_TEXT], mv[2048];
-    long lineno = 0, total = 0, checked = 0, agreed = 0;
+    char text[ZT_MAX_TEXT], mv[2048];
+    long total = 0, checked = 0, agreed = 0;
     double time_sum = 0, time_max = 0;
     /* A progress line on a terminal, unless the per-position lines go to
      * that terminal too (they are the progress then). */
     if (zt_progress_enabled() && (quiet || !isatty(STDOUT_FILENO))) {
-        zt_progress_meter_init(&meter, "solve", "positions", count_positions(f, limit), NULL, NULL);
+        zt_progress_meter_init(&meter, "solve", "positions", zt_position_file_count(&pf, limit), NULL, NULL);
         meter_on = true;
     }
-    while (fgets(line, sizeof line, f) && (limit < 0 || total < limit)) {
-        lineno++;
-        size_t len = strlen(line);
-        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
-        if (len == 0 || line[0] == '#') continue;
-        memset(pos, 0, sizeof *pos);
-        if ((st = sv->parse_line(sv, line, pos)) != ZT_OK) {
-            rc = zt_cli_error("%s:%ld: %s", path, lineno, zt_error_message());
-            goto done;
-        }
-        if (zt_game_is_terminal(g, pos->state)) {
-            rc = zt_cli_error("%s:%ld: position is already over", path, lineno);
-            goto done;
-        }
+    while (limit < 0 || total < limit) {
+        bool got;
+        if ((st = zt_position_file_next(&pf, sv, pos, &got)) != ZT_OK) goto fail;
+        if (!got) break;
         double t0 = zt_now_s();
         if ((st = sv->solve(sv, pos->state, true, sol)) != ZT_OK) goto fail;
         double dt = zt_now_s() - t0;
@@ -159,8 +131,8 @@ int zt_cmd_solve(int argc, char **argv)
         zt_progress_meter_end(&meter);
         meter_on = false;
     }
-    if (ferror(f)) {
-        rc = zt_cli_error("solve: error reading '%s'", path);
+    if (total == 0) {
+        rc = zt_cli_error("%s: no positions", path);
         goto done;
     }
     if (sv->stats) {
@@ -177,7 +149,7 @@ fail:
     rc = zt_cli_fail(st);
 done:
     if (meter_on) zt_progress_meter_end(&meter);
-    if (f) fclose(f);
+    zt_position_file_close(&pf);
     free(pos);
     free(sol);
     zt_solver_free(sv);

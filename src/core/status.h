@@ -6,6 +6,7 @@
 #define ZT_CORE_STATUS_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 typedef enum zt_status {
     ZT_OK = 0,
@@ -17,12 +18,26 @@ typedef enum zt_status {
     ZT_ERR_UNSUPPORTED, /* valid request this build or machine cannot do */
 } zt_status;
 
+/* Bytes a message may take, its NUL included: room for two PATH_MAX (4096)
+ * paths, as a rename names, and the reason after them. */
+#define ZT_MESSAGE_MAX (2 * 4096 + 1024)
+
 /* Records a printf-style message for the calling thread and returns `code`,
- * so that `return zt_fail(ZT_ERR_INVALID, "bad k %d", k);` reads naturally. */
+ * so that `return zt_fail(ZT_ERR_INVALID, "bad k %d", k);` reads naturally.
+ * The arguments may include zt_error_message() itself, so a caller adds
+ * context to the message below it with
+ * `zt_fail(st, "reading '%s': %s", path, zt_error_message())`. A message
+ * longer than ZT_MESSAGE_MAX - 1 keeps its end (the reason) behind "...". */
 zt_status zt_fail(zt_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The calling thread's last message ("" if none). Valid until the next zt_fail. */
 const char *zt_error_message(void);
+
+/* vsnprintf into dst[cap] (cap >= 4) that, when the text does not fit, keeps
+ * its end behind "..." rather than its start: the end of an error message is
+ * its reason. The arguments may point into dst. Returns the length of the
+ * whole text, as vsnprintf does. */
+int zt_vformat_tail(char *dst, size_t cap, const char *fmt, va_list ap);
 
 /* Short name of a status code ("invalid", "io", ...). */
 const char *zt_status_name(zt_status s);

@@ -215,8 +215,9 @@ static zt_status parse_line(zt_solver *solver, const char *line, zt_position *po
     long score = strtol(rest, &end, 10);
     while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n') end++;
     if (end == rest || *end != '\0' || score < -C4_CELLS / 2 || score > C4_CELLS / 2)
-        return zt_fail(ZT_ERR_INVALID, "connect4: bad score '%s' (expected an integer in [-21, 21])",
-                       rest);
+        return zt_fail(ZT_ERR_INVALID,
+                       "connect4: bad score '%.30s%s' (expected an integer in [-21, 21])", rest,
+                       strlen(rest) > 30 ? "..." : "");
     pos->has_score = pos->has_value = true;
     pos->expected.score = (int)score;
     pos->expected.value = sign((int)score);

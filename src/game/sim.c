@@ -196,11 +196,7 @@ static zt_status sim_decode(const zt_game *g, const uint8_t *in, void *vs)
         }
     }
     zt_sim_state s;
-    if (set_board(g, colour, &s) != ZT_OK) {
-        char why[512]; /* zt_fail writes the buffer zt_error_message reads */
-        snprintf(why, sizeof why, "%s", zt_error_message());
-        return zt_fail(ZT_ERR_CORRUPT, "%s", why);
-    }
+    if (set_board(g, colour, &s) != ZT_OK) return zt_fail(ZT_ERR_CORRUPT, "%s", zt_error_message());
     memcpy(vs, &s, sizeof s);
     return ZT_OK;
 }

@@ -147,14 +147,24 @@ static zt_status sim_parse_line(zt_solver *sv, const char *line, zt_position *po
 {
     const zt_game *g = sv->game;
     const zt_sim_impl *im = ((sim_solver *)sv->impl)->im;
-    char edges[ZT_SIM_MAX_EDGES + 2], side[8], value[8], plies[8], vm[1024], bm[1024], extra[2];
-    int got = sscanf(line, "%154s %7s %7s %7s %1023s %1023s %1s", edges, side, value, plies, vm, bm,
-                     extra);
+    zt_field f[6];
+    int got = zt_fields_split(line, f, 6);
     if (got < 2 || got > 6)
         return zt_fail(
             ZT_ERR_INVALID,
-            "%s: expected '<edges> <side> [<value> <plies> <value_moves> <best_moves>]', got '%s'",
-            g->title, line);
+            "%s: expected '<edges> <side> [<value> <plies> <value_moves> <best_moves>]', got "
+            "'%.60s%s'",
+            g->title, line, strlen(line) > 60 ? "..." : "");
+    char edges[ZT_SIM_MAX_EDGES + 2], side[8], value[8], plies[8], vm[1024], bm[1024];
+    char *const dst[6] = {edges, side, value, plies, vm, bm};
+    const size_t cap[6] = {sizeof edges, sizeof side, sizeof value, sizeof plies, sizeof vm, sizeof bm};
+    static const char *const what[6] = {"the edges", "the side", "the value", "the plies",
+                                        "the value moves", "the best moves"};
+    for (int i = 0; i < got; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "%s: %s", g->title, what[i]);
+        ZT_TRY(zt_field_copy(f[i], name, dst[i], cap[i]));
+    }
     char text[ZT_SIM_MAX_EDGES + 16];
     snprintf(text, sizeof text, "%s %s", edges, side);
     memset(pos, 0, sizeof *pos);

@@ -1,10 +1,12 @@
 /* Exact solvers (tic-tac-toe, Connect Four, small Sim) behind one interface,
  * and the parsers of the shared position files (../shared/data) that carry
- * their expected values. The caller owns what zt_solver_new returns. */
+ * their expected values. The caller owns what zt_solver_new returns and the
+ * text a zt_position_file holds (zt_position_file_close frees it). */
 #ifndef ZT_GAME_SOLVER_H
 #define ZT_GAME_SOLVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "game/game.h"
@@ -42,6 +44,48 @@ struct zt_solver {
     void (*stats)(zt_solver *sv, char *buf, size_t cap);
     void (*free)(zt_solver *sv);
 };
+
+/* ---- position files ----
+ * One position a line, in the game's format (parse_line); blank lines and
+ * lines starting with '#' are skipped. Lines may be of any length: the file
+ * is read whole, so every reader (solve, eval, the arena) sees the same
+ * positions, and a bad line is refused naming it as "PATH:LINE: ...". */
+typedef struct zt_position_file {
+    char *name;   /* the path, for messages */
+    char *text;   /* the whole file, NUL-terminated; lines are cut in place */
+    size_t len;
+    size_t next;  /* offset of the first unread line */
+    long line_no; /* 1-based number of the line last read */
+} zt_position_file;
+
+/* Reads the file at path. A file with a NUL byte is refused (not text). */
+zt_status zt_position_file_open(const char *path, zt_position_file *pf);
+/* The same over len bytes of text already in memory (copied); `name`
+ * stands for the path in messages. */
+zt_status zt_position_file_open_text(const char *name, const char *text, size_t len,
+                                     zt_position_file *pf);
+/* Position lines from the next unread one to the end, at most limit when
+ * limit > 0; reads nothing. */
+long zt_position_file_count(const zt_position_file *pf, long limit);
+/* Parses the next position line with sv into pos (zeroed first); a
+ * position already over is refused (a position asks for a move). *got is
+ * false at the end of the file (pos untouched). */
+zt_status zt_position_file_next(zt_position_file *pf, zt_solver *sv, zt_position *pos, bool *got);
+void zt_position_file_close(zt_position_file *pf);
+
+/* A blank-separated field of a position line, for the games' parse_line. */
+typedef struct zt_field {
+    const char *text; /* not NUL-terminated */
+    size_t len;
+} zt_field;
+
+/* Splits line at spaces and tabs into at most max fields; returns how many
+ * the line has, max + 1 meaning "more than max". */
+int zt_fields_split(const char *line, zt_field *fields, int max);
+
+/* Copies field f into buf[cap] NUL-terminated; refuses one too long for
+ * it, naming `what` ("tictactoe board"). */
+zt_status zt_field_copy(zt_field f, const char *what, char *buf, size_t cap);
 
 /* The solver the game's registry entry names (game.h, zt_game_def.solver).
  * ZT_ERR_UNSUPPORTED for games without one (backgammon) and instances too

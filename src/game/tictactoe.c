@@ -162,11 +162,7 @@ static zt_status ttt_decode(const zt_game *g, const uint8_t *in, void *vs)
         if (code % 3 == 1) x |= (uint16_t)(1u << i);
         if (code % 3 == 2) o |= (uint16_t)(1u << i);
     }
-    if (set_board(x, o, vs) != ZT_OK) {
-        char why[512]; /* zt_fail writes the buffer zt_error_message reads */
-        snprintf(why, sizeof why, "%s", zt_error_message());
-        return zt_fail(ZT_ERR_CORRUPT, "%s", why);
-    }
+    if (set_board(x, o, vs) != ZT_OK) return zt_fail(ZT_ERR_CORRUPT, "%s", zt_error_message());
     return ZT_OK;
 }
 

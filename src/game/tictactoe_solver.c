@@ -107,7 +107,7 @@ static bool parse_moves(const char *tok, uint16_t *moves, int *n)
     while (*p) {
         if (!isdigit((unsigned char)*p)) return false;
         int a = 0;
-        while (isdigit((unsigned char)*p)) a = a * 10 + (*p++ - '0');
+        while (isdigit((unsigned char)*p) && a < 9) a = a * 10 + (*p++ - '0');
         if (a >= 9 || (*n > 0 && a <= moves[*n - 1])) return false;
         moves[(*n)++] = (uint16_t)a;
         if (*p == ',')
@@ -121,12 +121,18 @@ static bool parse_moves(const char *tok, uint16_t *moves, int *n)
 /* "<board9> <side> <value> <moves>" (tests/data/tictactoe/ttt_positions.txt). */
 static zt_status ttt_parse_line(zt_solver *sv, const char *line, zt_position *pos)
 {
-    char board[32], side[8], value[8], moves[64], extra[2];
-    int got = sscanf(line, "%31s %7s %7s %63s %1s", board, side, value, moves, extra);
+    zt_field f[4];
+    int got = zt_fields_split(line, f, 4);
     if (got < 2 || got > 4)
         return zt_fail(ZT_ERR_INVALID,
-                       "tictactoe: expected '<board9> <side> [<value> [<moves>]]', got '%s'", line);
-    char text[48];
+                       "tictactoe: expected '<board9> <side> [<value> [<moves>]]', got '%.60s%s'",
+                       line, strlen(line) > 60 ? "..." : "");
+    char board[16], side[8], value[8], moves[64];
+    ZT_TRY(zt_field_copy(f[0], "tictactoe: the board", board, sizeof board));
+    ZT_TRY(zt_field_copy(f[1], "tictactoe: the side", side, sizeof side));
+    if (got >= 3) ZT_TRY(zt_field_copy(f[2], "tictactoe: the value", value, sizeof value));
+    if (got >= 4) ZT_TRY(zt_field_copy(f[3], "tictactoe: the moves", moves, sizeof moves));
+    char text[32];
     snprintf(text, sizeof text, "%s %s", board, side);
     memset(pos, 0, sizeof *pos);
     ZT_TRY(sv->game->from_text(sv->game, text, pos->state));

@@ -114,8 +114,9 @@ int64_t zt_replay_window(const zt_replay_config *cfg, int64_t n)
             cfg->window_alpha > 0 ? (pow(x, cfg->window_alpha) - 1) / cfg->window_alpha : log(x);
         w = c * (1 + cfg->window_beta * grow);
     }
-    int64_t win = (int64_t)floor(w);
-    if (win > n) win = n;
+    /* Compared as doubles before the conversion: a steep window (huge
+     * alpha or beta) overflows to inf, which no integer holds. */
+    int64_t win = w < (double)n ? (int64_t)floor(w) : n;
     if (win > cfg->capacity) win = cfg->capacity;
     return win < 1 ? 1 : win;
 }
@@ -139,8 +140,10 @@ static zt_status check_config(const zt_replay_config *c)
     if (c->max_games < 0 || c->max_games > c->capacity)
         return zt_fail(ZT_ERR_INVALID, "replay max_games %lld not in 0..capacity %lld",
                        (long long)c->max_games, (long long)c->capacity);
-    if (!(c->window_c >= 0) || !(c->window_alpha >= 0) || !(c->window_beta >= 0))
-        return zt_fail(ZT_ERR_INVALID, "replay window c %g, alpha %g, beta %g: must be >= 0",
+    if (!(c->window_c >= 0) || !(c->window_alpha >= 0) || !(c->window_beta >= 0) ||
+        !isfinite(c->window_c) || !isfinite(c->window_alpha) || !isfinite(c->window_beta))
+        return zt_fail(ZT_ERR_INVALID,
+                       "replay window c %g, alpha %g, beta %g: must be finite and >= 0",
                        c->window_c, c->window_alpha, c->window_beta);
     return ZT_OK;
 }
@@ -810,11 +813,7 @@ zt_status zt_replay_load(const zt_game *g, const char *path, zt_replay **out)
     *out = NULL;
     ZT_TRY(zt_read_file(path, &data, &len));
     zt_status st = zt_replay_deserialize(g, (const uint8_t *)data, len, out);
-    if (st != ZT_OK) {
-        char why[256];
-        snprintf(why, sizeof why, "%s", zt_error_message());
-        st = zt_fail(st, "%s: %s", path, why);
-    }
+    if (st != ZT_OK) st = zt_fail(st, "%s: %s", path, zt_error_message());
     free(data);
     return st;
 }

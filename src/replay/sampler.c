@@ -17,7 +17,7 @@
 struct zt_replay_sampler {
     zt_replay *rb;
     zt_replay_batch batches[SAMPLER_BATCHES];
-    char errors[SAMPLER_BATCHES][256]; /* messages are per thread: carried over */
+    char errors[SAMPLER_BATCHES][ZT_MESSAGE_MAX]; /* messages are per thread: carried over */
     zt_queue *empty, *ready;
     zt_rng rng; /* owned by the thread once started */
     zt_replay_batch *held;

@@ -113,11 +113,8 @@ zt_status zt_replay_traj_deserialize(const zt_game *g, const uint8_t *data, size
         if (n == 0) return zt_fail(ZT_ERR_CORRUPT, "trajectory record %d is malformed", count);
         uint8_t state[ZT_MAX_STATE_BYTES];
         zt_record_view view;
-        if (zt_record_decode(&t->layout, g, p, n, state, &view) != ZT_OK) {
-            char why[200];
-            snprintf(why, sizeof why, "%s", zt_error_message());
-            return zt_fail(ZT_ERR_CORRUPT, "trajectory record %d: %s", count, why);
-        }
+        if (zt_record_decode(&t->layout, g, p, n, state, &view) != ZT_OK)
+            return zt_fail(ZT_ERR_CORRUPT, "trajectory record %d: %s", count, zt_error_message());
         full += view.flags & ZT_REPLAY_FULL_SEARCH;
         count++;
         p += n;

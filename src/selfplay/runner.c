@@ -20,7 +20,7 @@ typedef struct actor_thread {
     uint64_t version;     /* weights it holds (0: none yet) */
     zt_actor_stats stats; /* snapshot after its last step, under R->mu */
     zt_status status;     /* generations: how its last one went */
-    char message[256];
+    char message[ZT_MESSAGE_MAX];
 } actor_thread;
 
 struct zt_runner {
@@ -42,7 +42,7 @@ struct zt_runner {
     atomic_llong positions, games; /* pushed, counting the totals set */
     zt_actor_stats remote_stats;   /* remote actors' statistics, under mu */
     zt_status error;               /* the first actor thread's failure */
-    char message[256];
+    char message[ZT_MESSAGE_MAX];
 
     /* The newest weights on their way from the source into an actor's net:
      * one buffer for all actors, which pull rarely (a publication every few

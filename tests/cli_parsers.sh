@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Error messages and position files at the command line: a message that
+# wraps the one below it is not garbled; a long path keeps its reason;
+# solve and eval read a position file the same way, whatever its line
+# lengths, and refuse an empty one.
+set -u
+BIN=${ZT_BIN:-build/zeroth}
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+
+# expect_error "text it must contain" CMD...: non-zero exit, one line on
+# stderr, holding the text (fixed string).
+expect_error() {
+    local want=$1; shift
+    local err rc lines
+    err=$("$BIN" "$@" 2>&1 >/dev/null); rc=$?
+    lines=$(printf '%s' "$err" | grep -c '')
+    if [ "$rc" -eq 0 ] || [ "$lines" -ne 1 ] || ! printf '%s' "$err" | grep -qF -- "$want"; then
+        fail "zeroth ${*:0:4} ... -> rc=$rc, stderr ($lines lines): ${err:0:300} (wanted '${want:0:100}')"
+    fi
+}
+
+# The error of a missing run wraps the file reader's own message.
+expect_error "zeroth: no metrics in run '/no/such/dir': cannot open '/no/such/dir/metrics.jsonl': No such file or directory" \
+    report /no/such/dir
+
+# A path near PATH_MAX whose first name is too long: the reason is kept.
+long="$tmp/$(printf 'n%.0s' $(seq 300))"
+while [ ${#long} -lt 3900 ]; do long="$long/$(printf 'd%.0s' $(seq 200))"; done
+expect_error "File name too long" report "$long"
+expect_error "File name too long" solve tictactoe --positions "$long"
+
+# A run to evaluate (a few seconds of tic-tac-toe).
+run="$tmp/run"
+"$BIN" train tictactoe --run "$run" --steps 1 --set learner.min_positions=64 >/dev/null 2>&1 ||
+    { echo "FAIL: the training run"; exit 1; }
+
+# Two positions on one line of 4100+ bytes: one bad line for both readers
+# (solve used to read it as two positions).
+pad=$(printf ' %.0s' $(seq 4100))
+printf '......... X 0 0,1,2,3,4,5,6,7,8%s........X O 0 4\n' "$pad" >"$tmp/two.txt"
+expect_error "two.txt:1: tictactoe: expected" solve tictactoe --positions "$tmp/two.txt"
+expect_error "two.txt:1: tictactoe: expected" eval tictactoe --model "$run" --positions "$tmp/two.txt"
+
+# A long but good line (trailing blanks, a long comment before it): one
+# position for both.
+{
+    printf '# %s\n' "$(printf 'c%.0s' $(seq 5000))"
+    printf '........X O 0 4%s\n' "$pad"
+} >"$tmp/one.txt"
+out=$("$BIN" solve tictactoe --positions "$tmp/one.txt" 2>&1) || fail "solve one.txt: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "agree 1/1" ] || fail "solve one.txt ends '$(printf '%s\n' "$out" | tail -n 1)'"
+out=$("$BIN" eval tictactoe --model "$run" --positions "$tmp/one.txt" 2>/dev/null) ||
+    fail "eval one.txt failed"
+printf '%s\n' "$out" | grep -q "1 judged" || fail "eval one.txt: $out"
+
+# No positions: an empty file, or only comments and blank lines.
+: >"$tmp/empty.txt"
+printf '# nothing\n\n   \n' >"$tmp/comments.txt"
+for f in empty comments; do
+    expect_error "$f.txt: no positions" solve tictactoe --positions "$tmp/$f.txt"
+    expect_error "$f.txt: no positions" eval tictactoe --model "$run" --positions "$tmp/$f.txt"
+done
+
+# A position already over, a NUL byte: refused, naming the line.
+printf '......... X\nXXXOO.... O\n' >"$tmp/over.txt"
+expect_error "over.txt:2: position is already over" solve tictactoe --positions "$tmp/over.txt"
+expect_error "over.txt:2: position is already over" eval tictactoe --model "$run" --positions "$tmp/over.txt"
+printf '......... X\n...\0.. X\n' >"$tmp/nul.txt"
+expect_error "nul.txt:2: a NUL byte" solve tictactoe --positions "$tmp/nul.txt"
+
+# A board field too long to be one is refused as such, not split.
+printf '%s X\n' "$(printf '.%.0s' $(seq 40))" >"$tmp/wide.txt"
+expect_error "wide.txt:1: tictactoe: the board of 40 bytes is too long" solve tictactoe --positions "$tmp/wide.txt"
+
+if [ "$fails" -ne 0 ]; then
+    echo "cli_parsers: $fails failures"
+    exit 1
+fi
+echo "cli_parsers: all checks passed"
