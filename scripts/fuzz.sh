@@ -5,6 +5,9 @@
 # sanitizer report, hang (over 10 s) or memory blow-up (over 2 GB) stops
 # that harness, leaves the input in BUILD/crashes/NAME-*, and makes the
 # script fail after the others ran. One summary line per harness.
+# ZT_FUZZ_SEED fixes libFuzzer's random seed (CI sets it, so that a run
+# there explores the same inputs every time and a finding is reproducible);
+# without it each run draws its own.
 # Usage: scripts/fuzz.sh BUILD SECONDS NAME...
 set -u
 if [ $# -lt 3 ]; then
@@ -23,7 +26,9 @@ for name in "$@"; do
     fi
     mkdir -p "$build/corpus/$name" "$build/crashes"
     log="$build/fuzz_$name.log"
-    "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    seed_arg=()
+    if [ -n "${ZT_FUZZ_SEED:-}" ]; then seed_arg=(-seed="$ZT_FUZZ_SEED"); fi
+    "$bin" "${seed_arg[@]}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$build/crashes/$name-" "$build/corpus/$name" "tests/fuzz/corpus/$name" \
         >"$log" 2>&1
     rc=$?

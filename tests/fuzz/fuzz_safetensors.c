@@ -54,7 +54,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int d = 0; d < e->ndim; d++) count *= (size_t)e->shape[d];
         FUZZ_CHECK(count * sizeof(float) == e->end - e->begin);
         float *values = malloc(count ? count * sizeof(float) : 1);
-        FUZZ_CHECK(zt_st_read_tensor(&f, e->name, e->ndim, e->shape, values) == ZT_OK);
+        /* every tensor a parsed header lists can be read, unless it holds
+         * a NaN or an infinity, which is refused as damage */
+        zt_status rs = zt_st_read_tensor(&f, e->name, e->ndim, e->shape, values);
+        FUZZ_CHECK(rs == ZT_OK || (rs == ZT_ERR_CORRUPT && (strstr(zt_error_message(), "NaN") ||
+                                                           strstr(zt_error_message(), "infinity"))));
         free(values);
     }
     for (int i = 0; i < f.nmeta; i++) FUZZ_CHECK(zt_st_meta_get(&f, f.meta_keys[i]) != NULL);
