@@ -1277,8 +1277,8 @@ static void test_status_messages(void)
     zt_fail(ZT_ERR_CORRUPT, "run '%s': %s", "r", zt_error_message());
     const char *msg = zt_error_message();
     CHECK(strncmp(msg, "run 'r': loading 'x.bin': rrr", 29) == 0, "%.60s", msg);
-    CHECK(strlen(msg) == strlen("run 'r': loading 'x.bin': ") + strlen(inner) +
-                             strlen(": the reason"),
+    CHECK(strlen(msg) ==
+              strlen("run 'r': loading 'x.bin': ") + strlen(inner) + strlen(": the reason"),
           "%zu", strlen(msg));
     CHECK(ends_with(msg, "r: the reason"), "%s", msg + strlen(msg) - 20);
     /* Twice the same buffer, and the buffer as the format's only argument. */

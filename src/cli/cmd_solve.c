@@ -94,7 +94,8 @@ int zt_cmd_solve(int argc, char **argv)
     /* A progress line on a terminal, unless the per-position lines go to
      * that terminal too (they are the progress then). */
     if (zt_progress_enabled() && (quiet || !isatty(STDOUT_FILENO))) {
-        zt_progress_meter_init(&meter, "solve", "positions", zt_position_file_count(&pf, limit), NULL, NULL);
+        zt_progress_meter_init(&meter, "solve", "positions", zt_position_file_count(&pf, limit),
+                               NULL, NULL);
         meter_on = true;
     }
     while (limit < 0 || total < limit) {

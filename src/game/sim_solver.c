@@ -157,9 +157,10 @@ static zt_status sim_parse_line(zt_solver *sv, const char *line, zt_position *po
             g->title, line, strlen(line) > 60 ? "..." : "");
     char edges[ZT_SIM_MAX_EDGES + 2], side[8], value[8], plies[8], vm[1024], bm[1024];
     char *const dst[6] = {edges, side, value, plies, vm, bm};
-    const size_t cap[6] = {sizeof edges, sizeof side, sizeof value, sizeof plies, sizeof vm, sizeof bm};
-    static const char *const what[6] = {"the edges", "the side", "the value", "the plies",
-                                        "the value moves", "the best moves"};
+    const size_t cap[6] = {sizeof edges, sizeof side, sizeof value,
+                           sizeof plies, sizeof vm,   sizeof bm};
+    static const char *const what[6] = {"the edges", "the side",        "the value",
+                                        "the plies", "the value moves", "the best moves"};
     for (int i = 0; i < got; i++) {
         char name[96];
         snprintf(name, sizeof name, "%s: %s", g->title, what[i]);

@@ -103,7 +103,8 @@ zt_status zt_position_file_next(zt_position_file *pf, zt_solver *sv, zt_position
         if (end > at && pf->text[end - 1] == '\r') pf->text[end - 1] = '\0';
         memset(pos, 0, sizeof *pos); /* parsers set only what the line gives */
         zt_status st = sv->parse_line(sv, pf->text + at, pos);
-        if (st != ZT_OK) return zt_fail(st, "%s:%ld: %s", pf->name, pf->line_no, zt_error_message());
+        if (st != ZT_OK)
+            return zt_fail(st, "%s:%ld: %s", pf->name, pf->line_no, zt_error_message());
         if (zt_game_is_terminal(sv->game, pos->state))
             return zt_fail(ZT_ERR_INVALID, "%s:%ld: position is already over", pf->name,
                            pf->line_no);

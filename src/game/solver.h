@@ -51,8 +51,8 @@ struct zt_solver {
  * is read whole, so every reader (solve, eval, the arena) sees the same
  * positions, and a bad line is refused naming it as "PATH:LINE: ...". */
 typedef struct zt_position_file {
-    char *name;   /* the path, for messages */
-    char *text;   /* the whole file, NUL-terminated; lines are cut in place */
+    char *name; /* the path, for messages */
+    char *text; /* the whole file, NUL-terminated; lines are cut in place */
     size_t len;
     size_t next;  /* offset of the first unread line */
     long line_no; /* 1-based number of the line last read */

@@ -147,7 +147,8 @@ static void positions(void)
     put_text("positions", "ok-tictactoe", 0,
              "# board side value moves\n......... X 0 0,1,2,3,4,5,6,7,8\n........X O 0 4\r\n"
              "\n.......X. O 0 1,4,6,8\nXO....... X\n");
-    put_text("positions", "ok-connect4", 1, "5554224333234511764415115 4\n4455\n1233722555341451114725221333 -1\n");
+    put_text("positions", "ok-connect4", 1,
+             "5554224333234511764415115 4\n4455\n1233722555341451114725221333 -1\n");
     put_text("positions", "ok-sim", 2,
              ".R............. B +1 14 0,2,3,4,5,6,7,8,9,10,11,12,13,14 0,2,3,4\n"
              "BR..RB...R....B R -1 9 2,3,6,7,8,10,11,12,13 3,6,8,13\n..BB..RR.R..... B\n");
@@ -168,7 +169,7 @@ static void configs(const char *source_dir)
         if (text[i] == '\n') head = i + 1;
     put("config", "ok-tictactoe.ini", -1, text, head);
     free(text);
-    put_text("config", "ok-sections",  -1,
+    put_text("config", "ok-sections", -1,
              "steps = 12\n[search]\nsims = 64\nalgorithm = gumbel\n  c_scale = 0.1\n"
              "[learner]\nlr = 2e-3\n[arena]\nstop_on_perfect = yes\n[run]\nnote = a ; comment\n");
     put_text("config", "ok-set", -1, "search.sims=32\nlearner.lr = 0.25\nflag=on\nvariant=make");

@@ -72,7 +72,8 @@ static void exercise(const zt_game *g, float *ob, const void *s)
     uint16_t legal[ZT_MAX_ACTIONS];
     int n = g->legal(g, s, legal);
     FUZZ_CHECK(n >= 0 && n <= g->num_actions);
-    for (int i = 0; i < n; i++) FUZZ_CHECK(legal[i] < g->num_actions && (!i || legal[i - 1] < legal[i]));
+    for (int i = 0; i < n; i++)
+        FUZZ_CHECK(legal[i] < g->num_actions && (!i || legal[i - 1] < legal[i]));
     g->observe(g, s, ob);
     /* a few symmetries spread over them all (Sim has n! of them) */
     int step = g->num_symmetries / 8 > 1 ? g->num_symmetries / 8 : 1;
