@@ -31,7 +31,7 @@ typedef struct recurrent_model {
 /* The caller's status as a zt_status with the message naming `fn`. */
 static zt_status caller_failed(zeroth_status r, const char *fn)
 {
-    char why[512];
+    char why[ZT_MESSAGE_MAX];
     snprintf(why, sizeof why, "%s", zt_error_message());
     zt_status code = r > ZEROTH_OK && r <= ZEROTH_ERR_UNSUPPORTED ? (zt_status)r : ZT_ERR_INVALID;
     return zt_fail(code, "the caller's %s failed (status %d, %s)%s%s", fn, (int)r,

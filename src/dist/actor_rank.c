@@ -254,7 +254,7 @@ void zt_dist_actor_main(void)
         if (!poll_down(A, &config)) zt_dist_nap(IDLE_NAP);
     }
     zt_status st = ZT_OK;
-    char why[512] = "";
+    char why[ZT_MESSAGE_MAX] = "";
     zt_config *cfg = NULL;
     int64_t actors = 0;
     if (config) st = zt_dist_read_config(config, &cfg, &A->game, &A->S, &actors);

@@ -147,6 +147,8 @@ zt_status zt_train_state_load(const char *path, zt_train_state *s)
             size_t gl = (size_t)q[80] | (size_t)q[81] << 8;
             if (gl != payload - fixed || gl >= sizeof s->game) {
                 st = zt_fail(ZT_ERR_CORRUPT, "%s: bad game spec length", path);
+            } else if (memchr(q + 82, '\0', gl)) {
+                st = zt_fail(ZT_ERR_CORRUPT, "%s: game spec holds a NUL byte", path);
             } else {
                 memcpy(s->game, q + 82, gl);
                 s->game[gl] = '\0';
@@ -556,7 +558,7 @@ zt_status zt_checkpoint_write(const char *run, const char *spec, const zt_net *n
     }
     if (st != ZT_OK) {
         /* undone, the message kept: the previous checkpoint is the run's */
-        char why[512];
+        char why[ZT_MESSAGE_MAX];
         snprintf(why, sizeof why, "%s", zt_error_message());
         if (renamed) zt_rename(dir, stage);
         if (replacing && !exists(dir)) zt_rename(old, dir);

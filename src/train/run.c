@@ -130,14 +130,14 @@ zt_status zt_run_open_model(const char *path, const char *backend, zt_precision 
     zt_status st = zt_net_file_info(file, &arch, spec, sizeof spec);
     if (st != ZT_OK) {
         /* The reader's message names the file and what is wrong with it. */
-        char why[512];
+        char why[ZT_MESSAGE_MAX];
         snprintf(why, sizeof why, "%s", zt_error_message());
         return zt_fail(st, "'%s' is not a weights file (%s)", file, why);
     }
     zt_game *g;
     st = zt_game_from_spec(spec, &g);
     if (st != ZT_OK) {
-        char why[512];
+        char why[ZT_MESSAGE_MAX];
         snprintf(why, sizeof why, "%s", zt_error_message());
         return zt_fail(st, "'%s' names game '%s': %s", file, spec, why);
     }

@@ -102,7 +102,7 @@ static zt_status read_opponents(zt_config *c, const zt_game *g, const char *def,
         zt_player *player;
         zt_status st = zt_player_new(g, spec, &player);
         if (st != ZT_OK) {
-            char why[256];
+            char why[ZT_MESSAGE_MAX];
             snprintf(why, sizeof why, "%s", zt_error_message());
             return zt_fail(st, "arena.opponents: '%s': %s", spec, why);
         }

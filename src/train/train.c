@@ -168,7 +168,7 @@ static zt_status run_concurrent(zt_train *t)
     }
     /* the actors stop before a checkpoint reads the buffer; an error of
      * the loop's own comes first (its message is kept) */
-    char why[512] = "";
+    char why[ZT_MESSAGE_MAX] = "";
     if (st != ZT_OK) snprintf(why, sizeof why, "%s", zt_error_message());
     zt_status stopped = zt_runner_stop(t->runner);
     zt_learner_pause(t->learner);
@@ -440,7 +440,7 @@ zt_status zt_train_open(const zt_train_options *opt, zt_train **out)
         st = zt_runner_pull_weights(t->runner);
     }
     if (st != ZT_OK) {
-        char why[512];
+        char why[ZT_MESSAGE_MAX];
         snprintf(why, sizeof why, "%s", zt_error_message());
         zt_train_free(t);
         return zt_fail(st, "%s", why);
@@ -488,7 +488,7 @@ zt_status zt_train_close(zt_train *t)
     /* a last look at the final weights, unless interrupted */
     if (!atomic_load(&stop_requested)) st = zt_scheduler_arena_at_end(t->sched);
     if (st == ZT_OK) st = write_checkpoint(t);
-    char why[512] = "";
+    char why[ZT_MESSAGE_MAX] = "";
     if (st != ZT_OK) snprintf(why, sizeof why, "%s", zt_error_message());
     zt_train_free(t);
     if (st != ZT_OK) return zt_fail(st, "%s", why);
@@ -503,7 +503,7 @@ zt_status zt_train_run(const zt_train_options *opt)
     zt_status st = ZT_OK;
     while (st == ZT_OK && !done) st = zt_train_advance(t, 0, 0, &done);
     if (st != ZT_OK) {
-        char why[512];
+        char why[ZT_MESSAGE_MAX];
         snprintf(why, sizeof why, "%s", zt_error_message());
         zt_train_free(t);
         return zt_fail(st, "%s", why);
