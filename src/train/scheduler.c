@@ -269,7 +269,7 @@ static zt_status run_arena(zt_scheduler *L)
         zt_agent_free(opponent);
         if (st != ZT_OK) break;
         metric(L, "arena",
-               "\"opponent\":\"%s\",\"games\":%d,\"wins\":%d,\"draws\":%d,\"losses\":%d,"
+               "\"opponent\":\"%s\",\"arena_games\":%d,\"wins\":%d,\"draws\":%d,\"losses\":%d,"
                "\"score\":%.4f,\"elo\":%.1f,\"elo_lo\":%.1f,\"elo_hi\":%.1f",
                spec, r.games, r.wins, r.draws, r.losses, r.elo.score, r.elo.elo, r.elo.lo,
                r.elo.hi);
