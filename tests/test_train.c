@@ -138,7 +138,7 @@ static void test_perfect_play(void)
     static const char *const opponents[] = {"random", "perfect"};
     for (int i = 0; i < 2; i++) {
         char want[128];
-        snprintf(want, sizeof want, "\"kind\":\"arena\",\"opponent\":\"%s\",\"games\":100,",
+        snprintf(want, sizeof want, "\"kind\":\"arena\",\"opponent\":\"%s\",\"arena_games\":100,",
                  opponents[i]);
         CHECK(strstr(metrics, want) != NULL, "no arena record of 100 games against %s",
               opponents[i]);
