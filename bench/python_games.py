@@ -9,7 +9,9 @@ interleaved `--repeats` times; the medians are printed with their ratio.
 Each run is the best of ten windows of its time (the machine is shared).
 
 Measured per side (steps/s = games advanced per second, batch x steps):
-  zeroth  step:     legal_mask() + numpy random legal action + step()
+  zeroth  step:     step_random() (a uniformly random legal move drawn in C,
+                    as pgx draws its categorical inside its jitted step)
+          numpy choice: legal_mask() + zeroth.random_actions in numpy + step()
           step+obs: the same + observation() every step (what a loop feeding
                     a network pays; pgx computes its observation in every step)
   pgx     step:     the jitted vmapped auto-reset step + a categorical over
@@ -63,6 +65,9 @@ def side_zeroth(args):
     rng = np.random.default_rng(1)
 
     def step():
+        g.step_random()
+
+    def step_numpy():
         g.step(zeroth.random_actions(g.legal_mask(), rng))
 
     def step_obs():
@@ -70,7 +75,8 @@ def side_zeroth(args):
         step()
 
     return {"step": timed(step, args.seconds) * args.batch,
-            "step+obs": timed(step_obs, args.seconds) * args.batch}
+            "step+obs": timed(step_obs, args.seconds) * args.batch,
+            "numpy choice": timed(step_numpy, args.seconds) * args.batch}
 
 
 def side_pgx(args):
@@ -145,12 +151,13 @@ def main():
     def med(side, key):
         return statistics.median(row[key] for row in runs[side])
 
-    z, zo = med("zeroth", "step"), med("zeroth", "step+obs")
+    z, zo, zn = med("zeroth", "step"), med("zeroth", "step+obs"), med("zeroth", "numpy choice")
     p, ps = med("pgx", "step"), med("pgx", "scan")
     print(f"\nConnect Four, batch {args.batch}, random legal moves with auto-reset, "
           f"medians of {args.repeats} interleaved runs ({os.cpu_count()} CPUs):")
     print(f"  zeroth.Games step          {z:>14,.0f} steps/s")
     print(f"  zeroth.Games step + obs    {zo:>14,.0f} steps/s")
+    print(f"  zeroth, moves drawn in numpy {zn:>12,.0f} steps/s")
     print(f"  pgx jit step from Python   {p:>14,.0f} steps/s")
     print(f"  pgx lax.scan of {args.scan:<3} steps   {ps:>14,.0f} steps/s")
     print(f"  ratio zeroth / pgx (per-step calls): {z / p:.1f}x (with obs {zo / p:.1f}x)")

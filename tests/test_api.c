@@ -299,6 +299,71 @@ static void test_step_env(void)
     check_step_env("backgammon", 8, 300);
 }
 
+/* zeroth_game_step_env_random plays legal moves: replaying the actions it
+ * reports through zeroth_game_step_env gives the same states and outputs
+ * (deterministic games, where the seed feeds no chance draw); the same
+ * seed gives the same games; a state waiting for no player is refused with
+ * nothing changed. */
+static void check_step_env_random(const char *spec, int N, int plies)
+{
+    zeroth_game_t *g;
+    EXPECT_OK(zeroth_game_new(spec, &g));
+    if (!g) return;
+    size_t S = zeroth_game_state_size(g);
+    int A = zeroth_game_num_actions(g);
+    bool chance = zeroth_game_max_chance_outcomes(g) > 0;
+    uint8_t *rnd = malloc(N * S), *ref = malloc(N * S), *again = malloc(N * S);
+    uint8_t *mask = malloc((size_t)N * A), *mask2 = malloc((size_t)N * A);
+    int *actions = malloc(N * sizeof *actions), *actions2 = malloc(N * sizeof *actions2);
+    int *players = malloc(N * sizeof *players), *players2 = malloc(N * sizeof *players2);
+    float *rewards = malloc(2 * N * sizeof *rewards), *rewards2 = malloc(2 * N * sizeof *rewards2);
+    uint8_t *done = malloc(N), *done2 = malloc(N);
+    EXPECT_OK(zeroth_game_reset(g, N, rnd));
+    EXPECT_OK(zeroth_game_sample_chance(g, N, rnd, 5));
+    memcpy(ref, rnd, N * S);
+    memcpy(again, rnd, N * S);
+    int mismatches = 0, ended = 0;
+    for (int ply = 0; ply < plies; ply++) {
+        uint64_t seed = 1000 + (uint64_t)ply;
+        EXPECT_OK(zeroth_game_step_env_random(g, N, rnd, seed, 1, actions, rewards, done, players, mask));
+        EXPECT_OK(zeroth_game_step_env_random(g, N, again, seed, 1, actions2, rewards2, done2, players2,
+                                              NULL));
+        mismatches += memcmp(rnd, again, N * S) != 0 || memcmp(actions, actions2, N * sizeof *actions) != 0;
+        if (!chance) {
+            EXPECT_OK(zeroth_game_step_env(g, N, ref, actions, seed, 1, rewards2, done2, players2, mask2));
+            mismatches += memcmp(rnd, ref, N * S) != 0 || memcmp(mask, mask2, (size_t)N * A) != 0 ||
+                          memcmp(done, done2, N) != 0 || memcmp(rewards, rewards2, 2 * N * sizeof *rewards) != 0;
+        }
+        for (int i = 0; i < N; i++) ended += done[i];
+    }
+    CHECK(mismatches == 0, "%s: step_env_random disagrees with itself or with step_env (%d)", spec,
+          mismatches);
+    CHECK(ended > 0, "%s: no game ended in %d plies", spec, plies);
+    /* a finished game (no auto-reset) is refused, nothing changed */
+    EXPECT_OK(zeroth_game_reset(g, N, rnd));
+    EXPECT_OK(zeroth_game_sample_chance(g, N, rnd, 5));
+    bool over = false;
+    for (int ply = 0; ply < 20000 && !over; ply++) {
+        EXPECT_OK(zeroth_game_step_env_random(g, 1, rnd, (uint64_t)ply, 0, actions, rewards, done, players,
+                                              NULL));
+        over = done[0];
+    }
+    memcpy(again, rnd, N * S);
+    EXPECT_FAIL(zeroth_game_step_env_random(g, N, rnd, 1, 0, actions, rewards, done, players, NULL),
+                ZEROTH_ERR_INVALID, "state 0");
+    CHECK(memcmp(rnd, again, N * S) == 0, "%s: a refused step_env_random changed a state", spec);
+    free(rnd), free(ref), free(again), free(mask), free(mask2), free(actions), free(actions2);
+    free(players), free(players2), free(rewards), free(rewards2), free(done), free(done2);
+    zeroth_game_free(g);
+}
+
+static void test_step_env_random(void)
+{
+    check_step_env_random("connect4", 64, 80);
+    check_step_env_random("tictactoe", 16, 30);
+    check_step_env_random("backgammon", 8, 400);
+}
+
 static void test_backgammon_chance(void)
 {
     enum { N = 4 };
@@ -1033,6 +1098,7 @@ int main(void)
     test_connect4_batched();
     test_backgammon_chance();
     test_step_env();
+    test_step_env_random();
     char run[300];
     test_runs(run, sizeof run);
     test_nets(run);

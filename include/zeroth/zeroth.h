@@ -182,6 +182,15 @@ ZEROTH_API zeroth_status zeroth_game_step_env(const zeroth_game_t *game, int n, 
                                               const int *actions, uint64_t seed, int auto_reset,
                                               float *rewards, uint8_t *done, int *players,
                                               uint8_t *mask);
+/* zeroth_game_step_env with a uniformly random legal action in every game,
+ * drawn in C and written to actions[i] (random rollouts, and what a
+ * vectorised environment's random player needs). Every state must wait for
+ * a player's move; state i's move and chance draws depend only on (seed, i,
+ * the state). */
+ZEROTH_API zeroth_status zeroth_game_step_env_random(const zeroth_game_t *game, int n, void *states,
+                                                     uint64_t seed, int auto_reset, int *actions,
+                                                     float *rewards, uint8_t *done, int *players,
+                                                     uint8_t *mask);
 
 /* Text, one state at a time. ZEROTH_ERR_INVALID when cap is too small; 1024
  * bytes always suffice for to_text and action_to_text, 4096 for render. */

@@ -180,6 +180,36 @@ def test_games_random_play_is_consistent():
         assert obs.shape == (batch,) + g.obs_shape and obs.dtype == np.float32
 
 
+def test_step_random_plays_legal_moves_drawn_uniformly():
+    # The moves drawn in C were legal where they were played, the games
+    # behave as with step(), and the draw is uniform over the legal moves.
+    for spec, batch in (("connect4", 256), ("backgammon", 16), ("tictactoe", 64)):
+        g = zeroth.Games(spec, batch=batch, seed=4)
+        finished = 0
+        for _ in range(200):
+            mask = g.legal_mask().copy()
+            a = g.step_random()
+            assert a.dtype == np.int32 and a.shape == (batch,)
+            assert mask[np.arange(batch), a].all(), spec
+            finished += int(g.done.sum())
+            assert np.all(g.rewards.sum(axis=1) == 0)
+            assert set(g.current_player) <= {0, 1}
+        assert finished > 0, spec
+    g = zeroth.Games("connect4", batch=7000, seed=2)
+    counts = np.bincount(g.step_random(), minlength=7)
+    assert counts.min() > 1000 * 0.8, counts
+    # the same seed, the same games
+    a, b = zeroth.Games("connect4", batch=64, seed=9), zeroth.Games("connect4", batch=64, seed=9)
+    for _ in range(30):
+        assert np.array_equal(a.step_random(), b.step_random())
+    assert np.array_equal(a.states, b.states)
+    # without auto-reset a finished game stays finished
+    g = zeroth.Games("tictactoe", batch=8, auto_reset=False, seed=1)
+    for _ in range(12):
+        g.step_random()
+    assert g.done.all()
+
+
 def test_random_actions_are_legal_and_uniform():
     rng = np.random.default_rng(5)
     for A in (3, 7, 8, 9, 15):  # the byte-table path (A <= 8) and the general one

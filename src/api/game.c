@@ -7,6 +7,7 @@
 
 #include "api/api.h"
 #include "core/alloc.h"
+#include "core/hash.h"
 #include "core/rng.h"
 
 struct zeroth_game {
@@ -250,6 +251,40 @@ zeroth_status zeroth_game_chance_outcomes(const zeroth_game_t *game, int n, cons
 }
 
 /* Draws chance outcomes of state s until it is not at a chance node. */
+static void draw_chance(const zt_game *g, void *s, zt_rng *rng);
+
+/* Plays `action` in game i's state s, then its chance draws (rng, NULL for
+ * deterministic games), and writes row i of the outputs of
+ * zeroth_game_step_env, starting a game that ended again with auto_reset. */
+static void env_advance(const zt_game *g, void *s, int i, int action, zt_rng *rng, int auto_reset,
+                        float *rewards, uint8_t *done, int *players, uint8_t *mask)
+{
+    g->apply(g, s, action);
+    if (rng) draw_chance(g, s, rng);
+    int p = g->current_player(g, s);
+    float *r = rewards + 2 * (size_t)i;
+    done[i] = p == ZT_TERMINAL;
+    if (done[i]) {
+        g->returns(g, s, r);
+        if (auto_reset) {
+            memset(s, 0, g->state_size);
+            g->reset(g, s);
+            if (rng) draw_chance(g, s, rng);
+            p = g->current_player(g, s);
+        }
+    } else {
+        r[0] = r[1] = 0.0f;
+    }
+    if (players) players[i] = p;
+    if (mask) {
+        uint8_t *row = mask + (size_t)i * (size_t)g->num_actions;
+        if (p >= 0)
+            zt_game_legal_mask(g, s, row);
+        else
+            memset(row, 0, (size_t)g->num_actions);
+    }
+}
+
 static void draw_chance(const zt_game *g, void *s, zt_rng *rng)
 {
     int outcomes[ZT_MAX_CHANCE_OUTCOMES];
@@ -289,33 +324,44 @@ zeroth_status zeroth_game_step_env(const zeroth_game_t *game, int n, void *state
         ZT_API_TRY(zt_api_check_action(g, state_at(g, states, i), actions[i], fn, "state %d", i));
     bool chance = g->max_chance_outcomes > 0;
     for (int i = 0; i < n; i++) {
-        void *s = state_at_mut(g, states, i);
         zt_rng rng;
         if (chance) zt_rng_seed(&rng, seed, (uint64_t)i);
-        g->apply(g, s, actions[i]);
-        if (chance) draw_chance(g, s, &rng);
-        int p = g->current_player(g, s);
-        float *r = rewards + 2 * (size_t)i;
-        done[i] = p == ZT_TERMINAL;
-        if (done[i]) {
-            g->returns(g, s, r);
-            if (auto_reset) {
-                memset(s, 0, g->state_size);
-                g->reset(g, s);
-                if (chance) draw_chance(g, s, &rng);
-                p = g->current_player(g, s);
-            }
-        } else {
-            r[0] = r[1] = 0.0f;
-        }
-        if (players) players[i] = p;
-        if (mask) {
-            uint8_t *row = mask + (size_t)i * (size_t)g->num_actions;
-            if (p >= 0)
-                zt_game_legal_mask(g, s, row);
-            else
-                memset(row, 0, (size_t)g->num_actions);
-        }
+        env_advance(g, state_at_mut(g, states, i), i, actions[i], chance ? &rng : NULL, auto_reset,
+                    rewards, done, players, mask);
+    }
+    return ZEROTH_OK;
+}
+
+zeroth_status zeroth_game_step_env_random(const zeroth_game_t *game, int n, void *states,
+                                          uint64_t seed, int auto_reset, int *actions,
+                                          float *rewards, uint8_t *done, int *players,
+                                          uint8_t *mask)
+{
+    const char *fn = "zeroth_game_step_env_random";
+    ZT_API_TRY(batch(fn, game, n, states));
+    if (n > 0) {
+        ZT_API_TRY(zt_api_need(fn, actions, "actions"));
+        ZT_API_TRY(zt_api_need(fn, rewards, "rewards"));
+        ZT_API_TRY(zt_api_need(fn, done, "done"));
+    }
+    const zt_game *g = game->game;
+    for (int i = 0; i < n; i++)
+        if (g->current_player(g, state_at(g, states, i)) < 0)
+            return zt_api_status(zt_fail(ZT_ERR_INVALID, "%s: state %d waits for no player (the game is over "
+                                                         "or at a chance node)", fn, i));
+    bool chance = g->max_chance_outcomes > 0;
+    for (int i = 0; i < n; i++) {
+        void *s = state_at_mut(g, states, i);
+        /* the move from one hash of (seed, i): a full stream is seeded
+         * only where chance draws follow */
+        uint64_t h = zt_hash_mix(seed ^ ((uint64_t)i * 0x9e3779b97f4a7c15ULL));
+        uint16_t legal[ZT_MAX_ACTIONS];
+        int k = g->legal(g, s, legal);
+        actions[i] = legal[(uint32_t)(((h >> 32) * (uint64_t)k) >> 32)];
+        zt_rng rng;
+        if (chance) zt_rng_seed(&rng, h, (uint64_t)i);
+        env_advance(g, s, i, actions[i], chance ? &rng : NULL, auto_reset, rewards, done, players,
+                    mask);
     }
     return ZEROTH_OK;
 }

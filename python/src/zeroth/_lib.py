@@ -137,6 +137,8 @@ _proto("zeroth_game_chance_outcomes", st, vp, ctypes.c_int, vp, vp, vp, vp)
 _proto("zeroth_game_sample_chance", st, vp, ctypes.c_int, vp, ctypes.c_uint64)
 _proto("zeroth_game_step_env", st, vp, ctypes.c_int, vp, vp, ctypes.c_uint64, ctypes.c_int, vp, vp,
        vp, vp)
+_proto("zeroth_game_step_env_random", st, vp, ctypes.c_int, vp, ctypes.c_uint64, ctypes.c_int, vp,
+       vp, vp, vp, vp)
 _proto("zeroth_game_to_text", st, vp, vp, ctypes.c_char_p, ctypes.c_size_t)
 _proto("zeroth_game_from_text", st, vp, ctypes.c_char_p, vp)
 _proto("zeroth_game_render", st, vp, vp, ctypes.c_char_p, ctypes.c_size_t)

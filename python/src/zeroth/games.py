@@ -320,6 +320,33 @@ class Games:
         self.rewards, self.done, self.current_player = rewards, done, players
         self._mask = mask
 
+    def step_random(self):
+        """Plays a uniformly random legal move in every game, drawn in C
+        (random rollouts; the random player of a benchmark), and returns the
+        int32 (batch,) actions played. Otherwise as step(). Without
+        auto-reset, once a game is over the moves are drawn in numpy and
+        played by step()."""
+        if not self.auto_reset and self.done.any():
+            # finished games ignore their action (step); the others draw one
+            rng = np.random.default_rng(self._next_seed())
+            u = rng.random((self.batch, self.num_actions))
+            u *= self.legal_mask()
+            actions = np.argmax(u, axis=1).astype(np.int32)
+            self.step(actions)
+            return actions
+        actions = np.empty(self.batch, np.int32)
+        rewards = np.empty((self.batch, 2), np.float32)
+        done = np.empty(self.batch, np.bool_)
+        players = np.empty(self.batch, np.int32)
+        mask = np.empty((self.batch, self.num_actions), np.bool_)
+        check(lib.zeroth_game_step_env_random(self._h, self.batch, self._sp, self._next_seed(),
+                                              int(self.auto_reset), actions.ctypes.data,
+                                              rewards.ctypes.data, done.ctypes.data,
+                                              players.ctypes.data, mask.ctypes.data))
+        self.rewards, self.done, self.current_player = rewards, done, players
+        self._mask = mask
+        return actions
+
     def observation(self, out=None):
         """float32 (batch, H, W, C): each game from the view of its player to
         move (a new array, or `out`)."""
