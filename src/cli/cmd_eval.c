@@ -91,12 +91,17 @@ static void model_agent_free(model_agent *m)
     memset(m, 0, sizeof *m);
 }
 
-/* Opens the model at `path`; its agent is built by model_agent_start once
- * the search settings are known (they depend on the model's game). */
-static zt_status model_open(const char *path, const char *backend, zt_precision prec, int threads,
-                            model_agent *out)
+
+/* Opens the opponent's model at `path` with the network settings of cfg
+ * (read, and checked, with the user's model); its agent is built by
+ * model_agent_start. */
+static zt_status model_open(const char *path, zt_config *cfg, model_agent *out)
 {
     memset(out, 0, sizeof *out);
+    const char *backend;
+    zt_precision prec;
+    int threads;
+    ZT_TRY(zt_run_nn_settings(cfg, &backend, &prec, &threads));
     ZT_TRY(zt_run_open_model(path, backend, prec, threads, &out->game, &out->net));
     zt_status st = zt_run_evaluator_new(out->net, &out->ev);
     if (st != ZT_OK) model_agent_free(out);
@@ -216,21 +221,15 @@ int zt_cmd_eval(int argc, char **argv)
     }
 
     /* Settings: the network's, the model (and its game), the search's. */
-    const char *backend;
-    zt_precision prec;
-    int threads;
     int64_t concurrency;
     zt_search_config search;
-    if ((st = zt_run_nn_settings(cfg, &backend, &prec, &threads)) != ZT_OK) goto fail;
-    if ((st = model_open(model_path, backend, prec, threads, &me)) != ZT_OK) goto fail;
-    if ((st = zt_run_check_game(model_path, me.game, game_name, cfg)) != ZT_OK) goto fail;
     char run_config[4200];
-    if ((st = zt_run_search_defaults(model_path, cfg, run_config, sizeof run_config)) != ZT_OK)
-        goto fail;
     /* Gumbel noise varies the games of a match; positions are judged on
      * the search's best move. */
-    zt_search_read_options search_opt = {.use = ZT_SEARCH_PLAY, .gumbel_noise = positions == NULL};
-    if ((st = zt_search_config_read(cfg, &search_opt, &search)) != ZT_OK) goto fail;
+    if ((st = zt_run_open_player(model_path, game_name, cfg, positions == NULL, &me.game, &me.net,
+                                 &search, run_config, sizeof run_config)) != ZT_OK)
+        goto fail;
+    if ((st = zt_run_evaluator_new(me.net, &me.ev)) != ZT_OK) goto fail;
     zt_search_config_size(&search, me.game, 0);
     if ((st = zt_config_int(cfg, "concurrency", 64, 1, 4096, &concurrency)) != ZT_OK) goto fail;
     if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
@@ -273,7 +272,7 @@ int zt_cmd_eval(int argc, char **argv)
         if ((st = zt_player_new_gnubg(g, opponent, &opp_player)) != ZT_OK) goto fail;
         opp_agent = zt_agent_from_player(opp_player, true);
     } else if (names_model(opponent)) {
-        if ((st = model_open(opponent, backend, prec, threads, &them)) != ZT_OK) goto fail;
+        if ((st = model_open(opponent, cfg, &them)) != ZT_OK) goto fail;
         char theirs[256];
         zt_game_spec(them.game, theirs, sizeof theirs);
         if (strcmp(spec, theirs) != 0) {

@@ -324,19 +324,12 @@ int zt_cmd_play(int argc, char **argv)
         zt_config_put(cfg, "search.sims", sims_arg);
     }
 
-    const char *backend;
-    zt_precision prec;
-    int threads;
     zt_search_config sc;
-    if ((st = zt_run_nn_settings(cfg, &backend, &prec, &threads)) != ZT_OK) goto fail;
-    if ((st = zt_run_open_model(model_path, backend, prec, threads, &g, &net)) != ZT_OK) goto fail;
-    if ((st = zt_run_check_game(model_path, g, game_name, cfg)) != ZT_OK) goto fail;
     char run_config[4200];
-    if ((st = zt_run_search_defaults(model_path, cfg, run_config, sizeof run_config)) != ZT_OK)
-        goto fail;
     /* Deterministic by default: the agent's best, not an exploring move. */
-    zt_search_read_options search_opt = {.use = ZT_SEARCH_PLAY, .gumbel_noise = false};
-    if ((st = zt_search_config_read(cfg, &search_opt, &sc)) != ZT_OK) goto fail;
+    if ((st = zt_run_open_player(model_path, game_name, cfg, false, &g, &net, &sc, run_config,
+                                 sizeof run_config)) != ZT_OK)
+        goto fail;
     zt_search_config_size(&sc, g, 0);
     if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
     sc.seed = seed;

@@ -118,19 +118,12 @@ int zt_cmd_serve(int argc, char **argv)
         zt_config_put(cfg, "search.sims", sims_arg);
     }
 
-    const char *backend;
-    zt_precision prec;
-    int threads;
     zt_search_config sc;
-    if ((st = zt_run_nn_settings(cfg, &backend, &prec, &threads)) != ZT_OK) goto fail;
-    if ((st = zt_run_open_model(model_path, backend, prec, threads, &g, &net)) != ZT_OK) goto fail;
-    if ((st = zt_run_check_game(model_path, g, game_name, cfg)) != ZT_OK) goto fail;
     char run_config[4200];
-    if ((st = zt_run_search_defaults(model_path, cfg, run_config, sizeof run_config)) != ZT_OK)
-        goto fail;
     /* As in play: the agent's best move, not an exploring one. */
-    zt_search_read_options search_opt = {.use = ZT_SEARCH_PLAY, .gumbel_noise = false};
-    if ((st = zt_search_config_read(cfg, &search_opt, &sc)) != ZT_OK) goto fail;
+    if ((st = zt_run_open_player(model_path, game_name, cfg, false, &g, &net, &sc, run_config,
+                                 sizeof run_config)) != ZT_OK)
+        goto fail;
     if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
     sc.seed = seed;
     if (max_sims < 0) max_sims = sc.num_simulations > 4096 ? sc.num_simulations : 4096;

@@ -13,6 +13,7 @@
 #include "core/alloc.h"
 #include "core/fileio.h"
 #include "core/thread.h"
+#include "search/settings.h"
 #include "train/train.h"
 
 #define WEIGHTS_NAME "weights.safetensors"
@@ -288,4 +289,31 @@ bool zt_run_default_config(const char *game, char *out, size_t cap)
         }
     }
     return false;
+}
+
+zt_status zt_run_open_player(const char *path, const char *game_name, zt_config *cfg,
+                             bool gumbel_noise, zt_game **game, zt_net **net,
+                             zt_search_config *sc, char *from, size_t cap)
+{
+    *game = NULL;
+    *net = NULL;
+    const char *backend;
+    zt_precision prec;
+    int threads;
+    ZT_TRY(zt_run_nn_settings(cfg, &backend, &prec, &threads));
+    zt_game *g;
+    zt_net *n;
+    ZT_TRY(zt_run_open_model(path, backend, prec, threads, &g, &n));
+    zt_search_read_options opt = {.use = ZT_SEARCH_PLAY, .gumbel_noise = gumbel_noise};
+    zt_status st = zt_run_check_game(path, g, game_name, cfg);
+    if (st == ZT_OK) st = zt_run_search_defaults(path, cfg, from, cap);
+    if (st == ZT_OK) st = zt_search_config_read(cfg, &opt, sc);
+    if (st != ZT_OK) {
+        zt_net_free(n);
+        zt_game_free(g);
+        return st;
+    }
+    *game = g;
+    *net = n;
+    return ZT_OK;
 }

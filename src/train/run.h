@@ -67,6 +67,18 @@ void zt_run_evaluator_free(zt_evaluator *ev);
  * none). Errors: a config.ini that cannot be read or parsed. */
 zt_status zt_run_search_defaults(const char *path, zt_config *cfg, char *from, size_t cap);
 
+/* What eval, play and serve do to play with the model at `path`: the
+ * network settings of cfg, the model opened (zt_run_open_model), checked to
+ * play `game_name` (zt_run_check_game), the run's search settings taken as
+ * defaults under cfg's (zt_run_search_defaults: `from` names the file read)
+ * and the search read for play, gumbel_noise its default of
+ * search.gumbel_noise. Capacities stay 0 (zt_search_config_size), the seed
+ * is the caller's. The caller frees *net and then *game; nothing is left to
+ * free on an error. */
+zt_status zt_run_open_player(const char *path, const char *game_name, zt_config *cfg,
+                             bool gumbel_noise, zt_game **game, zt_net **net,
+                             zt_search_config *sc, char *from, size_t cap);
+
 /* Network settings from cfg: backend [auto], precision [auto], threads
  * [all cores]. *backend lives as long as cfg. */
 zt_status zt_run_nn_settings(zt_config *cfg, const char **backend, zt_precision *prec,
