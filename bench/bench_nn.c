@@ -278,7 +278,8 @@ static zt_status bench_train(const bench_net *bn, const char *backend, zt_precis
             vt[i] = vs == 1 ? (float)(2 * zt_rng_uniform(&rng) - 1) : 1.0f / 3;
         zt_progress_meter_update(&meter, rows_done, "measuring %s %s train steps", bn->name,
                                  zt_precision_name(prec));
-        zt_train_batch batch = {B, obs, pt, legal, vt};
+        zt_train_batch batch = {
+            .B = B, .obs = obs, .policy_target = pt, .legal = legal, .value_target = vt};
         zt_train_losses losses;
         st = zt_trainer_step(tr, &batch, &losses); /* sizes everything */
         int steps = 0;

@@ -6,11 +6,13 @@
 
 #include "core/alloc.h"
 #include "nn/backend.h"
+#include "nn/muzero.h"
 #include "nn/nn.h"
 
 struct zt_net {
     zt_net_config cfg;
-    zt_nn_graph graph;
+    zt_nn_graph graph; /* muzero: the table of h's, g's and f's tensors (no ops) */
+    zt_mz *mz;         /* muzero: the three graphs and their plans; plan is NULL */
     float *params;
     float *state;
     const zt_nn_backend *backend;
@@ -55,8 +57,8 @@ static zt_status check_range(const char *name, int v, int lo, int hi)
 
 zt_status zt_net_config_check(const zt_net_config *cfg)
 {
-    if (cfg->kind != ZT_NET_RESNET && cfg->kind != ZT_NET_MLP)
-        return zt_fail(ZT_ERR_INVALID, "net kind %d is neither resnet nor mlp", (int)cfg->kind);
+    if (cfg->kind != ZT_NET_RESNET && cfg->kind != ZT_NET_MLP && cfg->kind != ZT_NET_MUZERO)
+        return zt_fail(ZT_ERR_INVALID, "net kind %d is not resnet, mlp or muzero", (int)cfg->kind);
     if (cfg->value_kind != ZT_VALUE_SCALAR && cfg->value_kind != ZT_VALUE_WDL)
         return zt_fail(ZT_ERR_INVALID, "net value kind %d is neither scalar nor wdl",
                        (int)cfg->value_kind);
@@ -65,7 +67,17 @@ zt_status zt_net_config_check(const zt_net_config *cfg)
     ZT_TRY(check_range("input channels", cfg->in_c, 1, 4096));
     ZT_TRY(check_range("num_actions", cfg->num_actions, 1, 1 << 16));
     ZT_TRY(check_range("value_hidden", cfg->value_hidden, 1, 1 << 14));
-    if (cfg->kind == ZT_NET_RESNET) {
+    if (cfg->kind == ZT_NET_MUZERO) {
+        ZT_TRY(check_range("dyn_blocks", cfg->dyn_blocks, 0, 256));
+        ZT_TRY(check_range("pred_blocks", cfg->pred_blocks, 0, 256));
+        if (cfg->value_kind != ZT_VALUE_SCALAR)
+            return zt_fail(ZT_ERR_INVALID, "a muzero net's value head is scalar, not wdl");
+        if (cfg->num_actions != cfg->in_h * cfg->in_w && cfg->num_actions > 4096)
+            return zt_fail(ZT_ERR_INVALID,
+                           "a muzero net needs an action plane each for its %d actions (at most "
+                           "4096)", cfg->num_actions);
+    }
+    if (cfg->kind == ZT_NET_RESNET || cfg->kind == ZT_NET_MUZERO) {
         ZT_TRY(check_range("channels", cfg->channels, 1, 4096));
         ZT_TRY(check_range("blocks", cfg->blocks, 0, 256));
         ZT_TRY(check_range("policy_channels", cfg->policy_channels, 1, 4096));
@@ -87,6 +99,13 @@ void zt_net_config_format(const zt_net_config *cfg, char *buf, size_t cap)
         snprintf(buf, cap, "resnet in=%dx%dx%d actions=%d value=%s:%d ch=%d blocks=%d pol=%d valc=%d",
                  cfg->in_h, cfg->in_w, cfg->in_c, cfg->num_actions, value, cfg->value_hidden,
                  cfg->channels, cfg->blocks, cfg->policy_channels, cfg->value_channels);
+    else if (cfg->kind == ZT_NET_MUZERO)
+        snprintf(buf, cap,
+                 "muzero in=%dx%dx%d actions=%d value=%s:%d ch=%d blocks=%d dyn=%d pred=%d pol=%d "
+                 "valc=%d",
+                 cfg->in_h, cfg->in_w, cfg->in_c, cfg->num_actions, value, cfg->value_hidden,
+                 cfg->channels, cfg->blocks, cfg->dyn_blocks, cfg->pred_blocks,
+                 cfg->policy_channels, cfg->value_channels);
     else
         snprintf(buf, cap, "mlp in=%dx%dx%d actions=%d value=%s:%d width=%d layers=%d norm=%s",
                  cfg->in_h, cfg->in_w, cfg->in_c, cfg->num_actions, value, cfg->value_hidden,
@@ -106,6 +125,14 @@ zt_status zt_net_config_parse(const char *text, zt_net_config *cfg)
                          "valc=%d%n",
                    &c.in_h, &c.in_w, &c.in_c, &c.num_actions, value, &c.value_hidden, &c.channels,
                    &c.blocks, &c.policy_channels, &c.value_channels, &n) != 10)
+            n = 0;
+    } else if (strncmp(text, "muzero ", 7) == 0) {
+        c.kind = ZT_NET_MUZERO;
+        if (sscanf(text, "muzero in=%dx%dx%d actions=%d value=%15[a-z]:%d ch=%d blocks=%d dyn=%d "
+                         "pred=%d pol=%d valc=%d%n",
+                   &c.in_h, &c.in_w, &c.in_c, &c.num_actions, value, &c.value_hidden, &c.channels,
+                   &c.blocks, &c.dyn_blocks, &c.pred_blocks, &c.policy_channels,
+                   &c.value_channels, &n) != 12)
             n = 0;
     } else if (strncmp(text, "mlp ", 4) == 0) {
         c.kind = ZT_NET_MLP;
@@ -560,7 +587,8 @@ zt_status zt_net_new(const zt_net_config *cfg, const char *backend, zt_precision
     net->backend = be;
     net->precision = precision;
     net->threads = threads;
-    zt_nn_graph_build(&net->graph, cfg);
+    if (cfg->kind == ZT_NET_MUZERO) net->mz = zt_mz_new(cfg, &net->graph);
+    else zt_nn_graph_build(&net->graph, cfg);
     net->params = zt_aligned_alloc(ZT_CACHE_LINE, (net->graph.param_floats + 1) * sizeof(float));
     net->state = zt_aligned_alloc(ZT_CACHE_LINE, (net->graph.state_floats + 1) * sizeof(float));
     if (!net->params || !net->state) {
@@ -568,7 +596,9 @@ zt_status zt_net_new(const zt_net_config *cfg, const char *backend, zt_precision
         zt_net_free(net);
         return zt_fail(ZT_ERR_NOMEM, "no memory for a net of %zu parameters", count);
     }
-    zt_status s = be->plan_new(&net->graph, net->params, net->state, precision, threads, &net->plan);
+    zt_status s = net->mz ? zt_mz_plans_new(net->mz, be, net->params, net->state, precision, threads)
+                          : be->plan_new(&net->graph, net->params, net->state, precision, threads,
+                                         &net->plan);
     if (s != ZT_OK) {
         zt_net_free(net);
         return s;
@@ -581,6 +611,7 @@ void zt_net_free(zt_net *net)
 {
     if (!net) return;
     if (net->plan) net->backend->plan_free(net->plan);
+    zt_mz_free(net->mz);
     zt_aligned_free(net->params);
     zt_aligned_free(net->state);
     zt_nn_graph_free(&net->graph);
@@ -618,14 +649,30 @@ void zt_net_init(zt_net *net, zt_rng *rng)
 zt_status zt_net_reserve(zt_net *net, int max_batch)
 {
     ZT_ASSERT(max_batch > 0);
+    if (net->mz) return zt_mz_reserve(net->mz, max_batch);
     return net->backend->reserve(net->plan, max_batch, false);
 }
 
 zt_status zt_net_forward(zt_net *net, int B, const float *obs, float *policy_logits, float *value)
 {
     ZT_ASSERT(B > 0);
+    if (net->mz) return zt_mz_initial(net->mz, B, obs, NULL, policy_logits, value);
     float *outs[2] = {policy_logits, value};
     return net->backend->forward(net->plan, B, obs, outs, false, false);
+}
+
+zt_status zt_net_initial(zt_net *net, int B, const float *obs, float *hidden, float *policy_logits,
+                         float *value)
+{
+    ZT_ASSERT(B > 0 && net->mz && hidden);
+    return zt_mz_initial(net->mz, B, obs, hidden, policy_logits, value);
+}
+
+zt_status zt_net_recurrent(zt_net *net, int B, const float *hidden, const int *actions,
+                           float *next_hidden, float *reward, float *policy_logits, float *value)
+{
+    ZT_ASSERT(B > 0 && net->mz);
+    return zt_mz_recurrent(net->mz, B, hidden, actions, next_hidden, reward, policy_logits, value);
 }
 
 int zt_net_tensor_count(const zt_net *net)
@@ -655,7 +702,8 @@ size_t zt_net_param_count(const zt_net *net)
 
 void zt_net_params_changed(zt_net *net)
 {
-    if (net->backend->params_changed) net->backend->params_changed(net->plan);
+    if (net->mz) zt_mz_params_changed(net->mz);
+    else if (net->backend->params_changed) net->backend->params_changed(net->plan);
 }
 
 const zt_nn_graph *zt_net_graph(const zt_net *net)
@@ -671,6 +719,11 @@ float *zt_net_params(zt_net *net)
 float *zt_net_state(zt_net *net)
 {
     return net->state;
+}
+
+zt_mz *zt_net_mz(zt_net *net)
+{
+    return net->mz;
 }
 
 zt_nn_plan *zt_net_plan(zt_net *net)

@@ -18,6 +18,7 @@
 typedef enum zt_net_kind {
     ZT_NET_RESNET, /* AlphaZero residual tower over board planes */
     ZT_NET_MLP,    /* dense tower over a feature vector (backgammon) */
+    ZT_NET_MUZERO, /* MuZero's representation, dynamics and prediction resnets (muzero.c) */
 } zt_net_kind;
 
 typedef enum zt_value_kind {
@@ -44,6 +45,10 @@ typedef struct zt_net_config {
     int blocks;            /* residual blocks */
     int policy_channels;   /* the policy head's 1x1 conv width (AlphaZero: 2) */
     int value_channels;    /* the value head's 1x1 conv width (AlphaZero: 1) */
+    /* muzero: `blocks` is the representation's tower; channels the hidden
+     * state's planes; the reward head has the value head's shape */
+    int dyn_blocks;        /* residual blocks of the dynamics function */
+    int pred_blocks;       /* residual blocks of the prediction function */
     /* mlp */
     int mlp_hidden;        /* width of each dense block */
     int mlp_layers;        /* number of dense-norm-ReLU blocks */
@@ -64,6 +69,29 @@ zt_status zt_net_config_parse(const char *text, zt_net_config *cfg);
 static inline int zt_net_value_size(const zt_net_config *cfg)
 {
     return cfg->value_kind == ZT_VALUE_WDL ? 3 : 1;
+}
+
+/* ---- MuZero nets (kind ZT_NET_MUZERO; Schrittwieser et al. 2020) ----
+ *
+ * Three functions over one parameter array: representation h(observation)
+ * -> hidden state, dynamics g(hidden state, action) -> (next hidden state,
+ * reward), prediction f(hidden state) -> (policy logits, value). Hidden
+ * states are H x W x channels (the observation's board), min-max scaled to
+ * [0, 1] per sample. The action enters g as extra input planes: one plane
+ * that is 1 at the action's cell when the actions are the board's cells
+ * (num_actions == H * W, row-major), else one constant plane per action (1
+ * on the action's plane). zt_net_forward on such a net is f(h(obs)). */
+
+/* Floats of one hidden state. */
+static inline size_t zt_net_hidden_size(const zt_net_config *cfg)
+{
+    return (size_t)cfg->in_h * cfg->in_w * cfg->channels;
+}
+
+/* Action planes g reads beside the hidden state: 1 or num_actions. */
+static inline int zt_net_action_planes(const zt_net_config *cfg)
+{
+    return cfg->num_actions == cfg->in_h * cfg->in_w ? 1 : cfg->num_actions;
 }
 
 /* ---- precision (bf16: 8 exponent bits, 7 mantissa bits) ---- */
@@ -169,6 +197,16 @@ zt_status zt_net_save(const zt_net *net, const char *game, const char *path);
 /* Loads weights into `net`; refuses (one line naming the problem) a truncated
  * or corrupt file, another architecture, or another game. */
 zt_status zt_net_load(zt_net *net, const char *game, const char *path);
+/* MuZero inference (batch norm on its running statistics). initial: B
+ * observations -> hidden[B * zt_net_hidden_size], policy_logits[B * A],
+ * value[B]. recurrent: B hidden states and actions (0 <= a < A) ->
+ * next_hidden, reward[B], policy_logits, value (f of the next state).
+ * hidden and next_hidden may not overlap. */
+zt_status zt_net_initial(zt_net *net, int B, const float *obs, float *hidden, float *policy_logits,
+                         float *value);
+zt_status zt_net_recurrent(zt_net *net, int B, const float *hidden, const int *actions,
+                           float *next_hidden, float *reward, float *policy_logits, float *value);
+
 /* Reads only the architecture and game of a weight file (game: cap bytes). */
 zt_status zt_net_file_info(const char *path, zt_net_config *cfg, char *game, size_t cap);
 
@@ -200,6 +238,11 @@ typedef struct zt_train_config {
     double value_weight;   /* weight of the value term in the total loss */
     int micro_batch;       /* a batch is split into micro-batches of at most this */
     double clip_norm;      /* global gradient-norm bound; 0 disables */
+    /* MuZero (appendix G): the gradient entering the dynamics function from
+     * the next step is scaled by this (0.5); 1 makes the loss's gradient
+     * exact (the finite-difference tests). */
+    double dynamics_grad_scale;
+    double reward_weight;  /* MuZero: weight of the reward term */
 } zt_train_config;
 
 void zt_train_config_default(zt_train_config *cfg);
@@ -214,6 +257,18 @@ typedef struct zt_train_batch {
     const float *policy_target;
     const uint8_t *legal;
     const float *value_target;
+    /* MuZero nets (kind muzero): `unroll` = K >= 1 steps from each position.
+     * policy_target is then B * (K + 1) * A (step k of sample n at row
+     * n * (K + 1) + k; a distribution over all actions, `legal` unused and
+     * may be NULL), policy_mask B * (K + 1) (0: no policy loss at that step,
+     * past the end of the game), value_target B * (K + 1) scalars (the value
+     * for the player to move at step k), actions B * K (the action taken
+     * into step k + 1; any action past the end), reward_target B * K (the
+     * reward of that transition). */
+    int unroll;
+    const int32_t *actions;
+    const uint8_t *policy_mask;
+    const float *reward_target;
 } zt_train_batch;
 
 /* The loss terms of one step, each averaged over the batch. */
@@ -221,9 +276,12 @@ typedef struct zt_train_losses {
     double policy;   /* cross-entropy of the masked softmax against the target */
     double value;    /* MSE (scalar) or cross-entropy (WDL) */
     double l2;       /* 0.5 * weight_decay * sum of decayed weights squared */
-    double total;    /* policy + value_weight * value + l2 */
+    double total;    /* policy + value_weight * value + reward_weight * reward + l2 */
     double grad_norm; /* global norm of the loss gradient before clipping */
     double lr;       /* learning rate used for this step */
+    /* MuZero: policy, value and reward sum the unroll's steps, steps k >= 1
+     * weighted 1/K (MuZero appendix G); reward is the MSE of g's reward */
+    double reward;
 } zt_train_losses;
 
 typedef struct zt_trainer zt_trainer;

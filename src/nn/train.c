@@ -9,6 +9,7 @@
 
 #include "core/alloc.h"
 #include "nn/backend.h"
+#include "nn/muzero.h"
 #include "nn/safetensors.h"
 
 struct zt_trainer {
@@ -39,6 +40,8 @@ void zt_train_config_default(zt_train_config *cfg)
     cfg->step_gamma = 0.1;
     cfg->value_weight = 1.0;
     cfg->micro_batch = 256;
+    cfg->dynamics_grad_scale = 0.5;
+    cfg->reward_weight = 1.0;
 }
 
 static zt_status check_config(const zt_train_config *c)
@@ -72,6 +75,11 @@ static zt_status check_config(const zt_train_config *c)
         return zt_fail(ZT_ERR_INVALID, "micro_batch = %d must be >= 1", c->micro_batch);
     if (!(c->clip_norm >= 0))
         return zt_fail(ZT_ERR_INVALID, "clip_norm = %g must be >= 0", c->clip_norm);
+    if (!(c->dynamics_grad_scale >= 0 && c->dynamics_grad_scale <= 1))
+        return zt_fail(ZT_ERR_INVALID, "dynamics_grad_scale = %g must be in [0, 1]",
+                       c->dynamics_grad_scale);
+    if (!(c->reward_weight >= 0))
+        return zt_fail(ZT_ERR_INVALID, "reward_weight = %g must be >= 0", c->reward_weight);
     return ZT_OK;
 }
 
@@ -147,6 +155,10 @@ static zt_status reserve(zt_trainer *t, int mb)
 {
     if (mb <= t->cap) return ZT_OK;
     const zt_net_config *cfg = zt_net_config_of(t->net);
+    if (cfg->kind == ZT_NET_MUZERO) { /* the unroll keeps its own buffers */
+        t->cap = mb;
+        return ZT_OK;
+    }
     free_batch_buffers(t);
     size_t np = (size_t)mb * cfg->num_actions, nv = (size_t)mb * zt_net_value_size(cfg);
     t->policy = malloc(np * sizeof(float));
@@ -198,6 +210,7 @@ static zt_status micro_batch(zt_trainer *t, const zt_train_batch *b, int off, in
                              bool update_stats, float *grads, zt_train_losses *acc)
 {
     zt_net *net = t->net;
+    if (zt_net_mz(net)) return zt_mz_micro_batch(zt_net_mz(net), &t->cfg, b, off, B, update_stats, grads, acc);
     const zt_net_config *cfg = zt_net_config_of(net);
     const zt_nn_backend *be = zt_net_backend(net);
     zt_nn_plan *plan = zt_net_plan(net);
@@ -234,6 +247,7 @@ static zt_status run_batch(zt_trainer *t, const zt_train_batch *b, bool update_s
                            float *grads, zt_train_losses *out)
 {
     ZT_ASSERT(b->B > 0);
+    ZT_ASSERT((b->unroll > 0) == (zt_net_config_of(t->net)->kind == ZT_NET_MUZERO));
     int mb = b->B < t->cfg.micro_batch ? b->B : t->cfg.micro_batch;
     ZT_TRY(reserve(t, mb));
     memset(grads, 0, t->n * sizeof(float));
@@ -250,7 +264,8 @@ static zt_status run_batch(zt_trainer *t, const zt_train_batch *b, bool update_s
     }
     out->grad_norm = sqrt(sq);
     out->l2 = 0.5 * t->cfg.weight_decay * l2;
-    out->total = out->policy + t->cfg.value_weight * out->value + out->l2;
+    out->total = out->policy + t->cfg.value_weight * out->value +
+                 t->cfg.reward_weight * out->reward + out->l2;
     return ZT_OK;
 }
 
@@ -300,7 +315,8 @@ zt_status zt_trainer_step_reduced(zt_trainer *t, const zt_train_batch *batch,
         }
         losses.grad_norm = sqrt(sq);
         losses.l2 = 0.5 * t->cfg.weight_decay * l2;
-        losses.total = losses.policy + t->cfg.value_weight * losses.value + losses.l2;
+        losses.total = losses.policy + t->cfg.value_weight * losses.value +
+                       t->cfg.reward_weight * losses.reward + losses.l2;
     }
     const zt_train_config *c = &t->cfg;
     float *g = t->grads, *w = zt_net_params(t->net), *m = t->m, *v = t->v;

@@ -1,0 +1,495 @@
+/* MuZero's networks (Schrittwieser et al. 2020, appendix F for board games)
+ * and the K-step unrolled loss (appendix G); the design is in muzero.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "nn/muzero.h"
+
+enum { FN_REPR, FN_DYN, FN_PRED, FN_COUNT };
+
+struct zt_mz {
+    zt_net_config cfg;
+    zt_nn_graph g[FN_COUNT];
+    size_t poff[FN_COUNT], soff[FN_COUNT]; /* each graph's slice of the net's arrays */
+    const zt_nn_backend *be;
+    float *params, *state;
+    zt_precision prec;
+    int threads;
+    zt_nn_plan *plan[FN_COUNT]; /* inference */
+    /* inference scratch, for batches up to cap */
+    int cap;
+    float *gin, *raw, *hidden;
+    int32_t *imin, *imax;
+    float *range;
+    /* training: plan instances for an unroll of K steps and batches up to
+     * tcap: h once, g K times, f K + 1 times */
+    int K, tcap;
+    zt_nn_plan *t_repr, **t_dyn, **t_pred;
+    float **s; /* K + 1: scaled hidden states, tcap x hidden */
+    int32_t **t_imin, **t_imax;
+    float **t_range;                 /* K + 1 x tcap */
+    float **pol, **val, **rew;       /* outputs per step */
+    float **d_pol, **d_val, **d_rew; /* their loss gradients */
+    float *t_gin, *t_raw, *ds, *dx, *dtmp, *d_gin;
+    int *t_act; /* tcap: the actions of one step */
+};
+
+/* ---- graphs ---- */
+
+static void build_graphs(zt_mz *mz)
+{
+    const zt_net_config *c = &mz->cfg;
+    char name[32];
+    int P = zt_net_action_planes(c);
+
+    zt_nn_graph *g = &mz->g[FN_REPR];
+    zt_nn_graph_init(g);
+    int x = zt_nn_graph_input(g, (zt_nn_shape){c->in_h, c->in_w, c->in_c});
+    x = zt_nn_block_conv_bn_relu(g, "repr.stem", x, c->channels, 3);
+    for (int b = 0; b < c->blocks; b++) {
+        snprintf(name, sizeof name, "repr.blocks.%d", b);
+        x = zt_nn_block_residual(g, name, x);
+    }
+    zt_nn_graph_output(g, x);
+
+    g = &mz->g[FN_DYN];
+    zt_nn_graph_init(g);
+    x = zt_nn_graph_input(g, (zt_nn_shape){c->in_h, c->in_w, c->channels + P});
+    x = zt_nn_block_conv_bn_relu(g, "dyn.stem", x, c->channels, 3);
+    for (int b = 0; b < c->dyn_blocks; b++) {
+        snprintf(name, sizeof name, "dyn.blocks.%d", b);
+        x = zt_nn_block_residual(g, name, x);
+    }
+    /* The reward head has the value head's shape (scalar, tanh: board games
+     * pay rewards in [-1, 1]). */
+    int reward = zt_nn_block_value_head(g, "dyn.reward", x, c->value_channels, c->value_hidden,
+                                        ZT_VALUE_SCALAR);
+    zt_nn_graph_output(g, x);
+    zt_nn_graph_output(g, reward);
+
+    g = &mz->g[FN_PRED];
+    zt_nn_graph_init(g);
+    x = zt_nn_graph_input(g, (zt_nn_shape){c->in_h, c->in_w, c->channels});
+    for (int b = 0; b < c->pred_blocks; b++) {
+        snprintf(name, sizeof name, "pred.blocks.%d", b);
+        x = zt_nn_block_residual(g, name, x);
+    }
+    int policy = zt_nn_block_policy_head(g, "pred.policy", x, c->policy_channels, c->num_actions);
+    int value = zt_nn_block_value_head(g, "pred.value", x, c->value_channels, c->value_hidden,
+                                       ZT_VALUE_SCALAR);
+    zt_nn_graph_output(g, policy);
+    zt_nn_graph_output(g, value);
+}
+
+zt_mz *zt_mz_new(const zt_net_config *cfg, zt_nn_graph *table)
+{
+    ZT_ASSERT(cfg->kind == ZT_NET_MUZERO);
+    zt_mz *mz = zt_xcalloc(1, sizeof *mz);
+    mz->cfg = *cfg;
+    build_graphs(mz);
+    zt_nn_graph_init(table);
+    for (int f = 0; f < FN_COUNT; f++) {
+        const zt_nn_graph *g = &mz->g[f];
+        mz->poff[f] = table->param_floats;
+        mz->soff[f] = table->state_floats;
+        table->params =
+            zt_xrealloc(table->params, (size_t)(table->nparams + g->nparams) * sizeof *g->params);
+        for (int i = 0; i < g->nparams; i++) {
+            zt_nn_param p = g->params[i];
+            p.offset += p.trainable ? mz->poff[f] : mz->soff[f];
+            table->params[table->nparams++] = p;
+        }
+        table->param_floats += g->param_floats;
+        table->state_floats += g->state_floats;
+    }
+    return mz;
+}
+
+static void free_train(zt_mz *mz)
+{
+    if (mz->t_repr) mz->be->plan_free(mz->t_repr);
+    for (int k = 0; k < mz->K; k++)
+        if (mz->t_dyn[k]) mz->be->plan_free(mz->t_dyn[k]);
+    for (int k = 0; k <= mz->K && mz->t_pred; k++)
+        if (mz->t_pred[k]) mz->be->plan_free(mz->t_pred[k]);
+    float **arrays[] = {mz->s,   mz->t_range, mz->pol,   mz->val,
+                        mz->rew, mz->d_pol,   mz->d_val, mz->d_rew};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) {
+        for (int k = 0; k <= mz->K && arrays[a]; k++) free(arrays[a][k]);
+        free(arrays[a]);
+    }
+    for (int k = 0; k <= mz->K && mz->t_imin; k++) {
+        free(mz->t_imin[k]);
+        free(mz->t_imax[k]);
+    }
+    free(mz->t_imin);
+    free(mz->t_imax);
+    free(mz->t_dyn);
+    free(mz->t_pred);
+    free(mz->t_gin);
+    free(mz->t_raw);
+    free(mz->ds);
+    free(mz->dx);
+    free(mz->dtmp);
+    free(mz->d_gin);
+    free(mz->t_act);
+    mz->t_act = NULL;
+    mz->t_repr = NULL;
+    mz->t_dyn = mz->t_pred = NULL;
+    mz->s = mz->t_range = mz->pol = mz->val = mz->rew = mz->d_pol = mz->d_val = mz->d_rew = NULL;
+    mz->t_imin = mz->t_imax = NULL;
+    mz->t_gin = mz->t_raw = mz->ds = mz->dx = mz->dtmp = mz->d_gin = NULL;
+    mz->K = 0;
+    mz->tcap = 0;
+}
+
+static void free_scratch(zt_mz *mz)
+{
+    free(mz->gin);
+    free(mz->raw);
+    free(mz->hidden);
+    free(mz->imin);
+    free(mz->imax);
+    free(mz->range);
+    mz->gin = mz->raw = mz->hidden = mz->range = NULL;
+    mz->imin = mz->imax = NULL;
+    mz->cap = 0;
+}
+
+void zt_mz_free(zt_mz *mz)
+{
+    if (!mz) return;
+    free_train(mz);
+    free_scratch(mz);
+    for (int f = 0; f < FN_COUNT; f++) {
+        if (mz->plan[f]) mz->be->plan_free(mz->plan[f]);
+        zt_nn_graph_free(&mz->g[f]);
+    }
+    free(mz);
+}
+
+static zt_status plan_of(zt_mz *mz, int f, zt_nn_plan **out)
+{
+    return mz->be->plan_new(&mz->g[f], mz->params + mz->poff[f], mz->state + mz->soff[f], mz->prec,
+                            mz->threads, out);
+}
+
+zt_status zt_mz_plans_new(zt_mz *mz, const zt_nn_backend *be, float *params, float *state,
+                          zt_precision prec, int threads)
+{
+    mz->be = be;
+    mz->params = params;
+    mz->state = state;
+    mz->prec = prec;
+    mz->threads = threads;
+    for (int f = 0; f < FN_COUNT; f++) ZT_TRY(plan_of(mz, f, &mz->plan[f]));
+    return ZT_OK;
+}
+
+void zt_mz_params_changed(zt_mz *mz)
+{
+    if (!mz->be->params_changed) return;
+    for (int f = 0; f < FN_COUNT; f++) mz->be->params_changed(mz->plan[f]);
+    if (!mz->t_repr) return;
+    mz->be->params_changed(mz->t_repr);
+    for (int k = 0; k < mz->K; k++) mz->be->params_changed(mz->t_dyn[k]);
+    for (int k = 0; k <= mz->K; k++) mz->be->params_changed(mz->t_pred[k]);
+}
+
+static size_t gin_size(const zt_net_config *c)
+{
+    return (size_t)c->in_h * c->in_w * (size_t)(c->channels + zt_net_action_planes(c));
+}
+
+zt_status zt_mz_reserve(zt_mz *mz, int max_batch)
+{
+    if (max_batch > mz->cap) {
+        free_scratch(mz);
+        size_t n = (size_t)max_batch, hs = zt_net_hidden_size(&mz->cfg);
+        mz->gin = malloc(n * gin_size(&mz->cfg) * sizeof(float));
+        mz->raw = malloc(n * hs * sizeof(float));
+        mz->hidden = malloc(n * hs * sizeof(float));
+        mz->imin = malloc(n * sizeof(int32_t));
+        mz->imax = malloc(n * sizeof(int32_t));
+        mz->range = malloc(n * sizeof(float));
+        if (!mz->gin || !mz->raw || !mz->hidden || !mz->imin || !mz->imax || !mz->range) {
+            free_scratch(mz);
+            return zt_fail(ZT_ERR_NOMEM, "no memory for muzero buffers of batch %d", max_batch);
+        }
+        mz->cap = max_batch;
+    }
+    for (int f = 0; f < FN_COUNT; f++) ZT_TRY(mz->be->reserve(mz->plan[f], max_batch, false));
+    return ZT_OK;
+}
+
+/* ---- the host-side joins ---- */
+
+void zt_mz_minmax_forward(const float *x, float *s, int B, size_t n, int32_t *imin, int32_t *imax,
+                          float *range)
+{
+    for (int b = 0; b < B; b++) {
+        const float *xi = x + (size_t)b * n;
+        float *si = s + (size_t)b * n;
+        size_t lo = 0, hi = 0;
+        for (size_t i = 1; i < n; i++) {
+            if (xi[i] < xi[lo]) lo = i;
+            if (xi[i] > xi[hi]) hi = i;
+        }
+        float r = xi[hi] - xi[lo];
+        imin[b] = (int32_t)lo;
+        imax[b] = (int32_t)hi;
+        /* A constant hidden state (a dead trunk) would divide by zero; the
+         * floor makes it 0 everywhere and its maximum no variable. */
+        if (!(r >= ZT_MZ_MIN_RANGE)) {
+            r = ZT_MZ_MIN_RANGE;
+            imax[b] = -1;
+        }
+        range[b] = r;
+        float lo_v = xi[lo];
+        for (size_t i = 0; i < n; i++) si[i] = (xi[i] - lo_v) / r;
+    }
+}
+
+/* With s_j = (x_j - x_m) / (x_M - x_m), G = sum ds_j and S = sum ds_j s_j:
+ * dx_i = ds_i / r, plus (S - G) / r at the minimum m and -S / r at the
+ * maximum M. */
+void zt_mz_minmax_backward(const float *ds, const float *s, int B, size_t n, const int32_t *imin,
+                           const int32_t *imax, const float *range, float *dx)
+{
+    for (int b = 0; b < B; b++) {
+        const float *d = ds + (size_t)b * n, *si = s + (size_t)b * n;
+        float *o = dx + (size_t)b * n;
+        double G = 0, S = 0, inv = 1.0 / range[b];
+        for (size_t i = 0; i < n; i++) {
+            G += d[i];
+            S += (double)d[i] * si[i];
+            o[i] = (float)(d[i] * inv);
+        }
+        o[imin[b]] += (float)((S - G) * inv);
+        if (imax[b] >= 0) o[imax[b]] += (float)(-S * inv);
+    }
+}
+
+void zt_mz_dynamics_input(const zt_net_config *cfg, int B, const float *hidden, const int *actions,
+                          float *out)
+{
+    int C = cfg->channels, P = zt_net_action_planes(cfg), cells = cfg->in_h * cfg->in_w;
+    for (int b = 0; b < B; b++) {
+        int a = actions[b];
+        ZT_ASSERT(a >= 0 && a < cfg->num_actions);
+        for (int cell = 0; cell < cells; cell++) {
+            const float *h = hidden + ((size_t)b * cells + cell) * C;
+            float *o = out + ((size_t)b * cells + cell) * (size_t)(C + P);
+            memcpy(o, h, (size_t)C * sizeof(float));
+            if (P == 1)
+                o[C] = cell == a ? 1.0f : 0.0f;
+            else
+                for (int p = 0; p < P; p++) o[C + p] = p == a ? 1.0f : 0.0f;
+        }
+    }
+}
+
+double zt_mz_policy_loss(const float *logits, const float *target, int A, double scale, float *d)
+{
+    double max = -INFINITY, mass = 0;
+    for (int a = 0; a < A; a++) {
+        if (logits[a] > max) max = logits[a];
+        mass += target[a];
+    }
+    double z = 0;
+    for (int a = 0; a < A; a++) z += exp(logits[a] - max);
+    double lse = max + log(z), loss = 0;
+    for (int a = 0; a < A; a++) {
+        double logp = logits[a] - lse;
+        if (target[a] > 0) loss -= target[a] * logp;
+        d[a] = (float)(scale * (exp(logp) * mass - target[a]));
+    }
+    return loss;
+}
+
+/* ---- inference ---- */
+
+zt_status zt_mz_initial(zt_mz *mz, int B, const float *obs, float *hidden, float *policy,
+                        float *value)
+{
+    ZT_TRY(zt_mz_reserve(mz, B));
+    size_t hs = zt_net_hidden_size(&mz->cfg);
+    float *h = hidden ? hidden : mz->hidden;
+    float *outs[1] = {mz->raw};
+    ZT_TRY(mz->be->forward(mz->plan[FN_REPR], B, obs, outs, false, false));
+    zt_mz_minmax_forward(mz->raw, h, B, hs, mz->imin, mz->imax, mz->range);
+    float *pouts[2] = {policy, value};
+    return mz->be->forward(mz->plan[FN_PRED], B, h, pouts, false, false);
+}
+
+zt_status zt_mz_recurrent(zt_mz *mz, int B, const float *hidden, const int *actions,
+                          float *next_hidden, float *reward, float *policy, float *value)
+{
+    ZT_TRY(zt_mz_reserve(mz, B));
+    size_t hs = zt_net_hidden_size(&mz->cfg);
+    zt_mz_dynamics_input(&mz->cfg, B, hidden, actions, mz->gin);
+    float *outs[2] = {mz->raw, reward};
+    ZT_TRY(mz->be->forward(mz->plan[FN_DYN], B, mz->gin, outs, false, false));
+    zt_mz_minmax_forward(mz->raw, next_hidden, B, hs, mz->imin, mz->imax, mz->range);
+    float *pouts[2] = {policy, value};
+    return mz->be->forward(mz->plan[FN_PRED], B, next_hidden, pouts, false, false);
+}
+
+/* ---- training: the unrolled loss ---- */
+
+static float **alloc_rows(int n, size_t count, bool *ok)
+{
+    float **r = zt_xcalloc((size_t)n, sizeof *r);
+    for (int i = 0; i < n; i++) {
+        r[i] = malloc(count * sizeof(float) + 1);
+        *ok = *ok && r[i];
+    }
+    return r;
+}
+
+static zt_status reserve_train(zt_mz *mz, int mb, int K)
+{
+    if (K == mz->K && mb <= mz->tcap) return ZT_OK;
+    free_train(mz);
+    mz->K = K;
+    mz->t_dyn = zt_xcalloc((size_t)K, sizeof *mz->t_dyn);
+    mz->t_pred = zt_xcalloc((size_t)K + 1, sizeof *mz->t_pred);
+    zt_status st = plan_of(mz, FN_REPR, &mz->t_repr);
+    for (int k = 0; k < K && st == ZT_OK; k++) st = plan_of(mz, FN_DYN, &mz->t_dyn[k]);
+    for (int k = 0; k <= K && st == ZT_OK; k++) st = plan_of(mz, FN_PRED, &mz->t_pred[k]);
+    if (st == ZT_OK) st = mz->be->reserve(mz->t_repr, mb, true);
+    for (int k = 0; k < K && st == ZT_OK; k++) st = mz->be->reserve(mz->t_dyn[k], mb, true);
+    for (int k = 0; k <= K && st == ZT_OK; k++) st = mz->be->reserve(mz->t_pred[k], mb, true);
+    if (st != ZT_OK) {
+        free_train(mz);
+        return st;
+    }
+    size_t n = (size_t)mb, hs = zt_net_hidden_size(&mz->cfg), A = (size_t)mz->cfg.num_actions;
+    bool ok = true;
+    mz->s = alloc_rows(K + 1, n * hs, &ok);
+    mz->t_range = alloc_rows(K + 1, n, &ok);
+    mz->pol = alloc_rows(K + 1, n * A, &ok);
+    mz->d_pol = alloc_rows(K + 1, n * A, &ok);
+    mz->val = alloc_rows(K + 1, n, &ok);
+    mz->d_val = alloc_rows(K + 1, n, &ok);
+    mz->rew = alloc_rows(K + 1, n, &ok);
+    mz->d_rew = alloc_rows(K + 1, n, &ok);
+    mz->t_imin = zt_xcalloc((size_t)K + 1, sizeof *mz->t_imin);
+    mz->t_imax = zt_xcalloc((size_t)K + 1, sizeof *mz->t_imax);
+    for (int k = 0; k <= K; k++) {
+        mz->t_imin[k] = malloc(n * sizeof(int32_t));
+        mz->t_imax[k] = malloc(n * sizeof(int32_t));
+        ok = ok && mz->t_imin[k] && mz->t_imax[k];
+    }
+    mz->t_gin = malloc(n * gin_size(&mz->cfg) * sizeof(float));
+    mz->d_gin = malloc(n * gin_size(&mz->cfg) * sizeof(float));
+    mz->t_raw = malloc(n * hs * sizeof(float));
+    mz->ds = malloc(n * hs * sizeof(float));
+    mz->dx = malloc(n * hs * sizeof(float));
+    mz->dtmp = malloc(n * hs * sizeof(float));
+    mz->t_act = malloc(n * sizeof(int));
+    if (!ok || !mz->t_act || !mz->t_gin || !mz->d_gin || !mz->t_raw || !mz->ds || !mz->dx ||
+        !mz->dtmp) {
+        free_train(mz);
+        return zt_fail(ZT_ERR_NOMEM, "no memory for a muzero unroll of %d x %d", mb, K);
+    }
+    mz->tcap = mb;
+    return ZT_OK;
+}
+
+/* The step-k loss terms of every sample, their gradients into d_pol[k],
+ * d_val[k], d_rew[k] (weight w: 1 at k = 0, 1/K after, appendix G). */
+static void step_losses(zt_mz *mz, const zt_train_config *tc, const zt_train_batch *b, int off,
+                        int B, int k, zt_train_losses *acc)
+{
+    int K = b->unroll, A = mz->cfg.num_actions;
+    double w = k == 0 ? 1.0 : 1.0 / K, scale = 1.0 / b->B;
+    double policy = 0, value = 0, reward = 0;
+    for (int n = 0; n < B; n++) {
+        size_t row = (size_t)(off + n) * (size_t)(K + 1) + (size_t)k;
+        float *dp = mz->d_pol[k] + (size_t)n * A;
+        if (b->policy_mask[row]) {
+            policy += zt_mz_policy_loss(mz->pol[k] + (size_t)n * A,
+                                        b->policy_target + row * (size_t)A, A, w * scale, dp);
+        } else {
+            memset(dp, 0, (size_t)A * sizeof(float));
+        }
+        double err = mz->val[k][n] - b->value_target[row];
+        value += err * err;
+        mz->d_val[k][n] = (float)(2 * err * w * scale * tc->value_weight);
+        if (k > 0) {
+            double rerr = mz->rew[k][n] - b->reward_target[(size_t)(off + n) * K + (k - 1)];
+            reward += rerr * rerr;
+            mz->d_rew[k][n] = (float)(2 * rerr * w * scale * tc->reward_weight);
+        }
+    }
+    acc->policy += w * policy * scale;
+    acc->value += w * value * scale;
+    acc->reward += w * reward * scale;
+}
+
+zt_status zt_mz_micro_batch(zt_mz *mz, const zt_train_config *tc, const zt_train_batch *b, int off,
+                            int B, bool update_stats, float *grads, zt_train_losses *acc)
+{
+    int K = b->unroll;
+    ZT_ASSERT(K >= 1 && b->actions && b->policy_mask && b->reward_target);
+    ZT_TRY(reserve_train(mz, B, K));
+    const zt_net_config *c = &mz->cfg;
+    const zt_nn_backend *be = mz->be;
+    size_t hs = zt_net_hidden_size(c), obs_n = (size_t)c->in_h * c->in_w * c->in_c;
+    int C = c->channels, P = zt_net_action_planes(c), cells = c->in_h * c->in_w;
+
+    /* forward: s_0 = h(obs), then s_k = g(s_{k-1}, a_k); f at every step */
+    float *routs[1] = {mz->t_raw};
+    ZT_TRY(be->forward(mz->t_repr, B, b->obs + (size_t)off * obs_n, routs, true, update_stats));
+    zt_mz_minmax_forward(mz->t_raw, mz->s[0], B, hs, mz->t_imin[0], mz->t_imax[0], mz->t_range[0]);
+    for (int k = 0; k <= K; k++) {
+        if (k > 0) {
+            for (int n = 0; n < B; n++) mz->t_act[n] = b->actions[(size_t)(off + n) * K + (k - 1)];
+            zt_mz_dynamics_input(c, B, mz->s[k - 1], mz->t_act, mz->t_gin);
+            float *douts[2] = {mz->t_raw, mz->rew[k]};
+            ZT_TRY(be->forward(mz->t_dyn[k - 1], B, mz->t_gin, douts, true, update_stats));
+            zt_mz_minmax_forward(mz->t_raw, mz->s[k], B, hs, mz->t_imin[k], mz->t_imax[k],
+                                 mz->t_range[k]);
+        }
+        float *pouts[2] = {mz->pol[k], mz->val[k]};
+        ZT_TRY(be->forward(mz->t_pred[k], B, mz->s[k], pouts, true, update_stats));
+        step_losses(mz, tc, b, off, B, k, acc);
+    }
+
+    /* backward, from the last step to the first; ds gathers d loss / d s_k */
+    memset(mz->ds, 0, (size_t)B * hs * sizeof(float));
+    float dyn_scale = (float)tc->dynamics_grad_scale;
+    for (int k = K; k >= 0; k--) {
+        const float *pd[2] = {mz->d_pol[k], mz->d_val[k]};
+        ZT_TRY(be->backward(mz->t_pred[k], B, pd, grads + mz->poff[FN_PRED], mz->dtmp));
+        for (size_t i = 0; i < (size_t)B * hs; i++) mz->ds[i] += mz->dtmp[i];
+        zt_mz_minmax_backward(mz->ds, mz->s[k], B, hs, mz->t_imin[k], mz->t_imax[k], mz->t_range[k],
+                              mz->dx);
+        if (k == 0) {
+            const float *rd[1] = {mz->dx};
+            ZT_TRY(be->backward(mz->t_repr, B, rd, grads + mz->poff[FN_REPR], NULL));
+            break;
+        }
+        const float *dd[2] = {mz->dx, mz->d_rew[k]};
+        ZT_TRY(be->backward(mz->t_dyn[k - 1], B, dd, grads + mz->poff[FN_DYN], mz->d_gin));
+        /* the hidden-state channels of g's input gradient, scaled where the
+         * gradient enters the dynamics (appendix G) */
+        for (size_t cell = 0; cell < (size_t)B * cells; cell++)
+            for (int ch = 0; ch < C; ch++)
+                mz->ds[cell * C + ch] = dyn_scale * mz->d_gin[cell * (size_t)(C + P) + ch];
+    }
+    return ZT_OK;
+}
+
+void zt_mz_unroll_outputs(const zt_mz *mz, int k, const float **policy, const float **value,
+                          const float **reward)
+{
+    ZT_ASSERT(k >= 0 && k <= mz->K);
+    *policy = mz->pol[k];
+    *value = mz->val[k];
+    *reward = mz->rew[k];
+}

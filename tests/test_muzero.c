@@ -1,0 +1,638 @@
+/* Tests of MuZero's networks and unrolled loss (src/nn/muzero.c): the
+ * min-max scaling and its backward, the action planes, each loss term
+ * against a hand computation, the whole unroll's gradient against finite
+ * differences on the reference backend, the 0.5 scaling where the gradient
+ * enters the dynamics, the oneDNN backend against the reference (fp32 and
+ * bf16), the architecture string and weight files, and training lowering
+ * the loss. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/rng.h"
+#include "nn/backend.h"
+#include "nn/muzero.h"
+#include "nn/nn.h"
+
+#include "zt_test.h"
+
+#define CHECK_OK(expr)                                                                             \
+    do {                                                                                           \
+        zt_status s_ = (expr);                                                                     \
+        CHECK(s_ == ZT_OK, "%s", zt_error_message());                                              \
+    } while (0)
+
+static uint64_t seed;
+
+static zt_net_config small_mz(int h, int w, int c, int A)
+{
+    zt_net_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.kind = ZT_NET_MUZERO;
+    cfg.in_h = h, cfg.in_w = w, cfg.in_c = c;
+    cfg.num_actions = A;
+    cfg.value_kind = ZT_VALUE_SCALAR;
+    cfg.value_hidden = 5;
+    cfg.channels = 4;
+    cfg.blocks = 1;
+    cfg.dyn_blocks = 1;
+    cfg.pred_blocks = 1;
+    cfg.policy_channels = 2;
+    cfg.value_channels = 1;
+    return cfg;
+}
+
+/* Norm gains and biases away from 1 and 0, so no ReLU sits on its kink for
+ * a whole batch (as test_nn does). */
+static void randomise_norms(zt_net *net, zt_rng *r)
+{
+    for (int i = 0; i < zt_net_tensor_count(net); i++) {
+        zt_net_tensor t = zt_net_tensor_at(net, i);
+        if (t.decay) continue;
+        bool var = strstr(t.name, "running_var") != NULL;
+        for (size_t e = 0; e < t.count; e++)
+            t.data[e] = var ? 0.2f + (float)zt_rng_uniform(r) : (float)(0.5 * zt_rng_normal(r));
+    }
+    zt_net_params_changed(net);
+}
+
+/* ---- unroll data ---- */
+
+typedef struct unroll_data {
+    int B, K, A;
+    float *obs, *policy, *value, *reward;
+    int32_t *actions;
+    uint8_t *mask;
+} unroll_data;
+
+/* Random observations and actions, soft policy targets, values in [-1, 1],
+ * rewards in [-0.5, 0.5]; the last steps of every other sample are past
+ * the game's end (no policy target). */
+static void data_make(unroll_data *d, const zt_net_config *c, int B, int K, zt_rng *r)
+{
+    d->B = B, d->K = K, d->A = c->num_actions;
+    size_t obs_n = (size_t)c->in_h * c->in_w * c->in_c, rows = (size_t)B * (K + 1);
+    d->obs = zt_xmalloc((size_t)B * obs_n * sizeof(float));
+    for (size_t i = 0; i < (size_t)B * obs_n; i++) d->obs[i] = (float)zt_rng_normal(r);
+    d->policy = zt_xcalloc(rows * d->A, sizeof(float));
+    d->value = zt_xmalloc(rows * sizeof(float));
+    d->mask = zt_xmalloc(rows);
+    d->reward = zt_xmalloc((size_t)B * K * sizeof(float));
+    d->actions = zt_xmalloc((size_t)B * K * sizeof(int32_t));
+    for (int n = 0; n < B; n++)
+        for (int k = 0; k <= K; k++) {
+            size_t row = (size_t)n * (K + 1) + k;
+            double sum = 0;
+            for (int a = 0; a < d->A; a++)
+                sum += d->policy[row * d->A + a] = (float)zt_rng_uniform(r);
+            for (int a = 0; a < d->A; a++) d->policy[row * d->A + a] /= (float)sum;
+            d->value[row] = (float)(2 * zt_rng_uniform(r) - 1);
+            d->mask[row] = !(n % 2 == 1 && k >= K - 1);
+            if (k < K) {
+                d->reward[(size_t)n * K + k] = (float)(zt_rng_uniform(r) - 0.5);
+                d->actions[(size_t)n * K + k] = (int32_t)zt_rng_below(r, (uint32_t)d->A);
+            }
+        }
+}
+
+static void data_free(unroll_data *d)
+{
+    free(d->obs);
+    free(d->policy);
+    free(d->value);
+    free(d->reward);
+    free(d->actions);
+    free(d->mask);
+}
+
+static zt_train_batch data_batch(const unroll_data *d)
+{
+    return (zt_train_batch){.B = d->B,
+                            .obs = d->obs,
+                            .policy_target = d->policy,
+                            .value_target = d->value,
+                            .unroll = d->K,
+                            .actions = d->actions,
+                            .policy_mask = d->mask,
+                            .reward_target = d->reward};
+}
+
+/* ---- the pieces ---- */
+
+static void test_minmax(void)
+{
+    zt_rng r;
+    zt_rng_seed(&r, seed, 1);
+    enum { B = 3, N = 11 };
+    float x[B * N], s[B * N], w[B * N], dx[B * N], range[B];
+    int32_t lo[B], hi[B];
+    for (int i = 0; i < B * N; i++) {
+        x[i] = (float)zt_rng_normal(&r);
+        w[i] = (float)zt_rng_normal(&r);
+    }
+    for (int i = 0; i < N; i++) x[2 * N + i] = 0.25f; /* a constant sample */
+    zt_mz_minmax_forward(x, s, B, N, lo, hi, range);
+    for (int b = 0; b < 2; b++) {
+        float mn = 2, mx = -1;
+        for (int i = 0; i < N; i++) {
+            mn = fminf(mn, s[b * N + i]);
+            mx = fmaxf(mx, s[b * N + i]);
+        }
+        CHECK(mn == 0.0f && fabsf(mx - 1.0f) < 1e-6f, "sample %d spans [%g, %g]", b, mn, mx);
+    }
+    for (int i = 0; i < N; i++) CHECK(s[2 * N + i] == 0.0f, "a constant sample scales to 0");
+    CHECK(hi[2] == -1, "a constant sample's maximum carries no gradient");
+    /* loss = sum w * s; its gradient against central differences */
+    zt_mz_minmax_backward(w, s, B, N, lo, hi, range, dx);
+    double worst = 0;
+    for (int i = 0; i < B * N; i++) {
+        double f[2];
+        float keep = x[i];
+        for (int k = 0; k < 2; k++) {
+            x[i] = keep + (k ? 1e-3f : -1e-3f);
+            float s2[B * N], rg[B];
+            int32_t l2[B], h2[B];
+            zt_mz_minmax_forward(x, s2, B, N, l2, h2, rg);
+            f[k] = 0;
+            for (int j = 0; j < B * N; j++) f[k] += (double)w[j] * s2[j];
+        }
+        x[i] = keep;
+        double fd = (f[1] - f[0]) / ((double)(keep + 1e-3f) - (double)(keep - 1e-3f));
+        if (i >= 2 * N) continue; /* the constant sample: x moves off the floor either way */
+        worst = fmax(worst, fabs(fd - dx[i]) / (fabs(fd) + 1e-2));
+    }
+    CHECK(worst < 1e-2, "min-max backward error %.2e", worst);
+}
+
+static void test_action_planes(void)
+{
+    zt_net_config c = small_mz(3, 3, 2, 9); /* the actions are the cells: one plane */
+    c.channels = 2;
+    CHECK(zt_net_action_planes(&c) == 1, "cell actions take one plane");
+    float hidden[2 * 9 * 2], out[2 * 9 * 3];
+    for (int i = 0; i < 36; i++) hidden[i] = (float)i;
+    int actions[2] = {4, 8};
+    zt_mz_dynamics_input(&c, 2, hidden, actions, out);
+    for (int b = 0; b < 2; b++)
+        for (int cell = 0; cell < 9; cell++) {
+            const float *o = out + (b * 9 + cell) * 3;
+            CHECK(o[0] == hidden[(b * 9 + cell) * 2] && o[1] == hidden[(b * 9 + cell) * 2 + 1],
+                  "hidden channels copied");
+            CHECK(o[2] == (cell == actions[b] ? 1.0f : 0.0f), "sample %d cell %d plane %g", b, cell,
+                  o[2]);
+        }
+    c = small_mz(2, 3, 2, 3); /* column-like actions: a constant plane each */
+    c.channels = 1;
+    CHECK(zt_net_action_planes(&c) == 3, "3 actions on a 2x3 board take 3 planes");
+    float h2[6], o2[6 * 4];
+    for (int i = 0; i < 6; i++) h2[i] = (float)(i + 1);
+    int a2 = 1;
+    zt_mz_dynamics_input(&c, 1, h2, &a2, o2);
+    for (int cell = 0; cell < 6; cell++) {
+        const float *o = o2 + cell * 4;
+        CHECK(o[0] == h2[cell] && o[1] == 0 && o[2] == 1 && o[3] == 0, "cell %d planes", cell);
+    }
+}
+
+static void test_policy_loss(void)
+{
+    /* softmax of {0, ln 2, ln 3, ln 4} is {0.1, 0.2, 0.3, 0.4} */
+    float logits[4] = {0, logf(2), logf(3), logf(4)}, target[4] = {0.5f, 0, 0.5f, 0}, d[4];
+    double loss = zt_mz_policy_loss(logits, target, 4, 2.0, d);
+    double want = -(0.5 * log(0.1) + 0.5 * log(0.3));
+    CHECK(fabs(loss - want) < 1e-6, "cross-entropy %.8f, by hand %.8f", loss, want);
+    const double dwant[4] = {2 * (0.1 - 0.5), 2 * 0.2, 2 * (0.3 - 0.5), 2 * 0.4};
+    for (int a = 0; a < 4; a++)
+        CHECK(fabs(d[a] - dwant[a]) < 1e-6, "d[%d] = %g, by hand %g", a, d[a], dwant[a]);
+}
+
+/* Each reported term against the same sums computed here from the unroll's
+ * outputs: step 0 weighted 1, steps 1..K weighted 1/K, masked policies
+ * skipped, means over the batch. */
+static void test_loss_terms(void)
+{
+    zt_rng r;
+    zt_rng_seed(&r, seed, 2);
+    zt_net_config c = small_mz(3, 3, 3, 9);
+    zt_net *net;
+    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
+    zt_net_init(net, &r);
+    randomise_norms(net, &r);
+    unroll_data d;
+    data_make(&d, &c, 5, 3, &r);
+    zt_train_config tc;
+    zt_train_config_default(&tc);
+    tc.value_weight = 0.7;
+    tc.reward_weight = 0.6;
+    tc.weight_decay = 0.01;
+    zt_trainer *t;
+    CHECK_OK(zt_trainer_new(net, &tc, &t));
+    float *g = zt_xmalloc(zt_net_param_count(net) * sizeof(float));
+    zt_train_batch b = data_batch(&d);
+    zt_train_losses L;
+    CHECK_OK(zt_trainer_loss_grad(t, &b, &L, g));
+    double policy = 0, value = 0, reward = 0;
+    int K = d.K, A = d.A;
+    for (int k = 0; k <= K; k++) {
+        const float *pol, *val, *rew;
+        zt_mz_unroll_outputs(zt_net_mz(net), k, &pol, &val, &rew);
+        double w = k == 0 ? 1.0 : 1.0 / K;
+        for (int n = 0; n < d.B; n++) {
+            size_t row = (size_t)n * (K + 1) + k;
+            if (d.mask[row]) {
+                double z = 0;
+                for (int a = 0; a < A; a++) z += exp(pol[n * A + a]);
+                for (int a = 0; a < A; a++)
+                    policy -= w * d.policy[row * A + a] * (pol[n * A + a] - log(z)) / d.B;
+            }
+            value += w * pow(val[n] - d.value[row], 2) / d.B;
+            if (k > 0) reward += w * pow(rew[n] - d.reward[(size_t)n * K + k - 1], 2) / d.B;
+        }
+    }
+    CHECK(fabs(L.policy - policy) < 1e-6 * policy, "policy %.9f, by hand %.9f", L.policy, policy);
+    CHECK(fabs(L.value - value) < 1e-6 * value, "value %.9f, by hand %.9f", L.value, value);
+    CHECK(fabs(L.reward - reward) < 1e-6 * reward, "reward %.9f, by hand %.9f", L.reward, reward);
+    CHECK(fabs(L.total - (L.policy + 0.7 * L.value + 0.6 * L.reward + L.l2)) < 1e-9,
+          "total is not the weighted sum");
+    CHECK(L.policy > 0 && L.value > 0 && L.reward > 0 && L.l2 > 0, "a loss term is zero");
+    free(g);
+    zt_trainer_free(t);
+    data_free(&d);
+    zt_net_free(net);
+}
+
+/* ---- gradients ---- */
+
+static double grad_error(double analytic, double num)
+{
+    return fabs(analytic - num) / (fabs(num) + fabs(analytic) + 1e-2);
+}
+
+/* As test_nn: central differences at two steps and one-sided both ways;
+ * a point whose estimates disagree among themselves sits on a kink and is
+ * counted as skipped (at most 5 % may be). */
+typedef struct fd_tally {
+    double worst;
+    int checked, skipped;
+} fd_tally;
+
+static void fd_compare(fd_tally *t, double analytic, const double f[5], double eps, double tol)
+{
+    double est[4] = {(f[4] - f[0]) / (2 * eps), (f[3] - f[1]) / (eps / 2), (f[4] - f[2]) / eps,
+                     (f[2] - f[0]) / eps};
+    double e = INFINITY, spread = 0;
+    for (int i = 0; i < 4; i++) {
+        e = fmin(e, grad_error(analytic, est[i]));
+        spread = fmax(spread, grad_error(est[0], est[i]));
+    }
+    if (e >= tol && spread > tol / 2) {
+        t->skipped++;
+        return;
+    }
+    t->checked++;
+    if (e > t->worst) t->worst = e;
+}
+
+static void check_unroll_gradient(const char *what, int K, int B, int micro)
+{
+    zt_rng r;
+    zt_rng_seed(&r, seed, 3);
+    zt_net_config c = small_mz(3, 3, 3, 9);
+    if (K == 2) c = small_mz(2, 3, 2, 3); /* action planes per action */
+    zt_net *net;
+    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
+    zt_net_init(net, &r);
+    randomise_norms(net, &r);
+    unroll_data d;
+    data_make(&d, &c, B, K, &r);
+    zt_train_config tc;
+    zt_train_config_default(&tc);
+    tc.weight_decay = 0.01;
+    tc.value_weight = 0.7;
+    tc.reward_weight = 0.6;
+    tc.micro_batch = micro;
+    tc.dynamics_grad_scale = 1; /* the loss's exact gradient */
+    zt_trainer *t;
+    CHECK_OK(zt_trainer_new(net, &tc, &t));
+    size_t n = zt_net_param_count(net);
+    float *g = zt_xmalloc(n * sizeof(float)), *scratch = zt_xmalloc(n * sizeof(float));
+    zt_train_batch b = data_batch(&d);
+    zt_train_losses L;
+    CHECK_OK(zt_trainer_loss_grad(t, &b, &L, g));
+    float *w = zt_net_params(net);
+    double eps = 1e-3;
+    fd_tally tally = {0};
+    for (size_t i = 0; i < n; i++) {
+        static const double at[5] = {-1, -0.25, 0, 0.25, 1};
+        float keep = w[i];
+        double f[5];
+        for (int k = 0; k < 5; k++) {
+            zt_train_losses L1;
+            w[i] = (float)(keep + at[k] * eps);
+            zt_trainer_loss_grad(t, &b, &L1, scratch);
+            f[k] = L1.total;
+        }
+        w[i] = keep;
+        fd_compare(&tally, g[i], f, eps, 2e-2);
+    }
+    printf("%s: %zu parameters, %d checked, %d skipped, worst error %.2e\n", what, n, tally.checked,
+           tally.skipped, tally.worst);
+    CHECK(tally.worst < 2e-2, "%s: gradient error %.2e", what, tally.worst);
+    CHECK(tally.skipped * 20 <= tally.checked + tally.skipped, "%s: %d of %d points skipped", what,
+          tally.skipped, tally.checked + tally.skipped);
+    free(g);
+    free(scratch);
+    zt_trainer_free(t);
+    data_free(&d);
+    zt_net_free(net);
+}
+
+static void test_unroll_gradients(void)
+{
+    check_unroll_gradient("unroll K=3, cell action planes", 3, 4, 4);
+    check_unroll_gradient("unroll K=2, a plane per action, 2 micro-batches", 2, 6, 3);
+}
+
+/* With K = 1 the only path through the dynamics input is h's parameters
+ * via step 1's terms, so their gradient is linear in the scale:
+ * g(0.5) = (g(0) + g(1)) / 2, and g's and f's are untouched by it. */
+static void test_dynamics_scale(void)
+{
+    zt_rng r;
+    zt_rng_seed(&r, seed, 4);
+    zt_net_config c = small_mz(3, 3, 3, 9);
+    zt_net *net;
+    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
+    zt_net_init(net, &r);
+    randomise_norms(net, &r);
+    unroll_data d;
+    data_make(&d, &c, 4, 1, &r);
+    zt_train_batch b = data_batch(&d);
+    size_t n = zt_net_param_count(net);
+    float *g[3];
+    const double scales[3] = {0, 0.5, 1};
+    for (int i = 0; i < 3; i++) {
+        zt_train_config tc;
+        zt_train_config_default(&tc);
+        tc.dynamics_grad_scale = scales[i];
+        zt_trainer *t;
+        CHECK_OK(zt_trainer_new(net, &tc, &t));
+        g[i] = zt_xmalloc(n * sizeof(float));
+        zt_train_losses L;
+        CHECK_OK(zt_trainer_loss_grad(t, &b, &L, g[i]));
+        zt_trainer_free(t);
+    }
+    double worst = 0, moved = 0;
+    for (size_t i = 0; i < n; i++) {
+        double mid = 0.5 * ((double)g[0][i] + g[2][i]);
+        worst = fmax(worst, fabs(g[1][i] - mid) / (fabs(mid) + 1e-3));
+        moved = fmax(moved, fabs((double)g[2][i] - g[0][i]));
+    }
+    CHECK(worst < 1e-3, "gradient at scale 0.5 off the midpoint by %.2e", worst);
+    CHECK(moved > 1e-4, "the scale changed no gradient");
+    /* the gradient of g's and f's parameters does not depend on it */
+    const zt_nn_graph *tab = zt_net_graph(net);
+    for (int p = 0; p < tab->nparams; p++) {
+        const zt_nn_param *pp = &tab->params[p];
+        if (!pp->trainable || strncmp(pp->name, "repr.", 5) == 0) continue;
+        for (size_t e = 0; e < pp->count; e++)
+            CHECK(fabsf(g[0][pp->offset + e] - g[2][pp->offset + e]) <=
+                      1e-5f * (1 + fabsf(g[2][pp->offset + e])),
+                  "%s moved with the scale", pp->name);
+    }
+    for (int i = 0; i < 3; i++) free(g[i]);
+    data_free(&d);
+    zt_net_free(net);
+}
+
+/* ---- the oneDNN backend against the reference ---- */
+
+static double rel_err(const float *a, const float *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)b[i] * b[i];
+    }
+    return sqrt(num / (den + 1e-30));
+}
+
+static void copy_params(zt_net *dst, zt_net *src)
+{
+    for (int i = 0; i < zt_net_tensor_count(src); i++) {
+        zt_net_tensor a = zt_net_tensor_at(src, i), b = zt_net_tensor_at(dst, i);
+        memcpy(b.data, a.data, a.count * sizeof(float));
+    }
+    zt_net_params_changed(dst);
+}
+
+static void check_backend(zt_precision prec, double out_tol, double grad_tol)
+{
+    const char *pn = zt_precision_name(prec);
+    zt_rng r;
+    zt_rng_seed(&r, seed, 5);
+    zt_net_config c = small_mz(6, 7, 2, 7);
+    c.channels = 16;
+    c.value_hidden = 16;
+    zt_net *ref, *cpu;
+    CHECK_OK(zt_net_new(&c, "ref", prec, 1, &ref));
+    if (zt_net_new(&c, "cpu", prec, 1, &cpu) != ZT_OK) {
+        printf("cpu backend %s: not here (%s), skipped\n", pn, zt_error_message());
+        zt_net_free(ref);
+        return;
+    }
+    zt_net_init(ref, &r);
+    randomise_norms(ref, &r);
+    copy_params(cpu, ref);
+    int B = 8, A = c.num_actions;
+    size_t hs = zt_net_hidden_size(&c), obs_n = (size_t)6 * 7 * 2;
+    float *obs = zt_xmalloc((size_t)B * obs_n * sizeof(float));
+    for (size_t i = 0; i < (size_t)B * obs_n; i++) obs[i] = (float)(zt_rng_uniform(&r) < 0.3);
+    float *h[2], *h2[2], *pol[2], *val[2], *rew[2];
+    zt_net *nets[2] = {ref, cpu};
+    int actions[8];
+    for (int i = 0; i < B; i++) actions[i] = (int)zt_rng_below(&r, (uint32_t)A);
+    for (int i = 0; i < 2; i++) {
+        h[i] = zt_xmalloc((size_t)B * hs * sizeof(float));
+        h2[i] = zt_xmalloc((size_t)B * hs * sizeof(float));
+        pol[i] = zt_xmalloc((size_t)B * A * sizeof(float));
+        val[i] = zt_xmalloc((size_t)B * sizeof(float));
+        rew[i] = zt_xmalloc((size_t)B * sizeof(float));
+        CHECK_OK(zt_net_initial(nets[i], B, obs, h[i], pol[i], val[i]));
+    }
+    double eh = rel_err(h[1], h[0], (size_t)B * hs), ep = rel_err(pol[1], pol[0], (size_t)B * A),
+           ev = rel_err(val[1], val[0], (size_t)B);
+    printf("cpu %s initial: hidden %.2e policy %.2e value %.2e\n", pn, eh, ep, ev);
+    CHECK(eh < out_tol && ep < out_tol && ev < out_tol, "cpu %s initial differs", pn);
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(zt_net_recurrent(nets[i], B, h[0], actions, h2[i], rew[i], pol[i], val[i]));
+    eh = rel_err(h2[1], h2[0], (size_t)B * hs), ep = rel_err(pol[1], pol[0], (size_t)B * A);
+    ev = rel_err(val[1], val[0], (size_t)B);
+    double er = rel_err(rew[1], rew[0], (size_t)B);
+    printf("cpu %s recurrent: hidden %.2e policy %.2e value %.2e reward %.2e\n", pn, eh, ep, ev,
+           er);
+    CHECK(eh < out_tol && ep < out_tol && ev < out_tol && er < out_tol, "cpu %s recurrent differs",
+          pn);
+    /* the unrolled loss's gradient; bf16 is held to the reference's own
+     * bf16 emulation, as test_nn_cpu does: at most twice its distance from
+     * fp32 plus 5 % (oneDNN also carries the incoming gradients in bf16) */
+    unroll_data d;
+    data_make(&d, &c, B, 3, &r);
+    zt_train_batch b = data_batch(&d);
+    size_t n = zt_net_param_count(ref);
+    float *g[3];
+    zt_train_losses L[3];
+    zt_net *exact = NULL;
+    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &exact));
+    copy_params(exact, ref);
+    zt_net *gnets[3] = {ref, cpu, exact};
+    for (int i = 0; i < 3; i++) {
+        zt_train_config tc;
+        zt_train_config_default(&tc);
+        zt_trainer *t;
+        CHECK_OK(zt_trainer_new(gnets[i], &tc, &t));
+        g[i] = zt_xmalloc(n * sizeof(float));
+        CHECK_OK(zt_trainer_loss_grad(t, &b, &L[i], g[i]));
+        zt_trainer_free(t);
+    }
+    double eg = rel_err(g[1], g[0], n), el = fabs(L[1].total - L[0].total) / L[0].total;
+    double e_cpu = rel_err(g[1], g[2], n), e_emu = rel_err(g[0], g[2], n);
+    printf("cpu %s unroll: loss %.2e gradient %.2e (from fp32: cpu %.2e, reference %.2e)\n", pn, el,
+           eg, e_cpu, e_emu);
+    CHECK(el < out_tol, "cpu %s unroll loss differs by %.2e", pn, el);
+    if (prec == ZT_PRECISION_FP32)
+        CHECK(eg < grad_tol, "cpu %s unroll gradient differs by %.2e", pn, eg);
+    else
+        CHECK(e_cpu <= 2 * e_emu + grad_tol, "cpu bf16 gradient %.2e from fp32, reference %.2e",
+              e_cpu, e_emu);
+    free(g[2]);
+    zt_net_free(exact);
+    for (int i = 0; i < 2; i++) {
+        free(h[i]), free(h2[i]), free(pol[i]), free(val[i]), free(rew[i]), free(g[i]);
+    }
+    free(obs);
+    data_free(&d);
+    zt_net_free(ref);
+    zt_net_free(cpu);
+}
+
+static void test_cpu_backend(void)
+{
+    check_backend(ZT_PRECISION_FP32, 1e-4, 1e-3);
+    /* bf16 on both: each rounds at different points, so the bound is what a
+     * few roundings of 2^-8 add up to through three nets. */
+    zt_net_config c = small_mz(6, 7, 2, 7);
+    zt_net *probe;
+    if (zt_net_new(&c, "cpu", ZT_PRECISION_BF16, 1, &probe) == ZT_OK) {
+        zt_net_free(probe);
+        check_backend(ZT_PRECISION_BF16, 5e-2, 5e-2);
+    } else {
+        printf("cpu bf16: not here, skipped\n");
+    }
+}
+
+/* ---- architecture string, files, forward ---- */
+
+static void test_config_and_files(void)
+{
+    zt_rng r;
+    zt_rng_seed(&r, seed, 6);
+    zt_net_config c = small_mz(3, 3, 3, 9), back;
+    char text[256];
+    zt_net_config_format(&c, text, sizeof text);
+    CHECK(strcmp(text, "muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
+                       "valc=1") == 0,
+          "format: %s", text);
+    CHECK_OK(zt_net_config_parse(text, &back));
+    CHECK(memcmp(&back, &c, sizeof c) == 0, "parse(format(c)) != c");
+    c.value_kind = ZT_VALUE_WDL;
+    CHECK(zt_net_config_check(&c) != ZT_OK, "a wdl muzero net is refused");
+    c.value_kind = ZT_VALUE_SCALAR;
+
+    zt_net *a, *b2;
+    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &a));
+    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &b2));
+    zt_net_init(a, &r);
+    randomise_norms(a, &r);
+    char path[] = "/tmp/zt_test_muzero_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd >= 0) close(fd);
+    CHECK_OK(zt_net_save(a, "tictactoe", path));
+    CHECK_OK(zt_net_load(b2, "tictactoe", path));
+    float obs[27], pa[9], pb[9], va, vb, h[36];
+    for (int i = 0; i < 27; i++) obs[i] = (float)(i % 3 == 0);
+    CHECK_OK(zt_net_forward(a, 1, obs, pa, &va));
+    CHECK_OK(zt_net_forward(b2, 1, obs, pb, &vb));
+    CHECK(memcmp(pa, pb, sizeof pa) == 0 && va == vb, "a loaded muzero net differs");
+    CHECK_OK(zt_net_initial(a, 1, obs, h, pb, &vb));
+    CHECK(memcmp(pa, pb, sizeof pa) == 0 && va == vb, "forward is not f(h(obs))");
+    /* an AlphaZero net refuses the file */
+    zt_net_config az;
+    zt_net_config_default(&az, 3, 3, 3, 9);
+    zt_net *z;
+    CHECK_OK(zt_net_new(&az, "ref", ZT_PRECISION_FP32, 1, &z));
+    CHECK(zt_net_load(z, "tictactoe", path) != ZT_OK, "an alphazero net loaded muzero weights");
+    printf("alphazero net loading muzero weights: %s\n", zt_error_message());
+    CHECK_OK(zt_net_save(z, "tictactoe", path));
+    CHECK(zt_net_load(a, "tictactoe", path) != ZT_OK, "a muzero net loaded alphazero weights");
+    printf("muzero net loading alphazero weights: %s\n", zt_error_message());
+    remove(path);
+    zt_net_free(z);
+    zt_net_free(a);
+    zt_net_free(b2);
+}
+
+/* A few hundred Adam steps on one fixed batch fit it: the unrolled loss
+ * falls to a fraction of where it started. */
+static void test_training(void)
+{
+    zt_rng r;
+    zt_rng_seed(&r, seed, 7);
+    zt_net_config c = small_mz(3, 3, 3, 9);
+    c.channels = 8;
+    zt_net *net;
+    CHECK_OK(zt_net_new(&c, "auto", ZT_PRECISION_FP32, 1, &net));
+    zt_net_init(net, &r);
+    unroll_data d;
+    data_make(&d, &c, 16, 3, &r);
+    for (size_t i = 0; i < (size_t)16 * 4; i++) { /* sharp policy targets */
+        int best = (int)zt_rng_below(&r, 9);
+        for (int a = 0; a < 9; a++) d.policy[i * 9 + a] = a == best;
+    }
+    zt_train_config tc;
+    zt_train_config_default(&tc);
+    tc.optimizer = ZT_OPT_ADAMW;
+    tc.lr = 3e-3;
+    tc.weight_decay = 0;
+    zt_trainer *t;
+    CHECK_OK(zt_trainer_new(net, &tc, &t));
+    zt_train_batch b = data_batch(&d);
+    zt_train_losses first, last;
+    CHECK_OK(zt_trainer_step(t, &b, &first));
+    for (int s = 0; s < 300; s++) CHECK_OK(zt_trainer_step(t, &b, &last));
+    printf("training: loss %.4f -> %.4f (policy %.4f value %.4f reward %.4f)\n", first.total,
+           last.total, last.policy, last.value, last.reward);
+    CHECK(last.total < 0.25 * first.total, "loss %.4f -> %.4f", first.total, last.total);
+    zt_trainer_free(t);
+    data_free(&d);
+    zt_net_free(net);
+}
+
+int main(void)
+{
+    seed = zt_test_seed(11);
+    test_minmax();
+    test_action_planes();
+    test_policy_loss();
+    test_loss_terms();
+    test_unroll_gradients();
+    test_dynamics_scale();
+    test_cpu_backend();
+    test_config_and_files();
+    test_training();
+    return zt_test_finish("test_muzero");
+}
