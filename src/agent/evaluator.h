@@ -37,6 +37,15 @@ typedef struct zt_evaluator {
      * directly (exact oracles, free evaluators); no observation is built. */
     zt_status (*eval_states)(void *ctx, int B, const void *const *states, float *policy_logits,
                              float *value);
+    /* Set for a MuZero net (nn.h, kind muzero), else NULL: h then f on B
+     * observations, and g then f on B (hidden state, action) pairs, as
+     * zt_net_initial and zt_net_recurrent; hidden states are hidden_size
+     * floats each. */
+    zt_status (*initial)(void *ctx, int B, const float *obs, float *hidden, float *policy_logits,
+                         float *value);
+    zt_status (*recurrent)(void *ctx, int B, const float *hidden, const int *actions,
+                           float *next_hidden, float *reward, float *policy_logits, float *value);
+    size_t hidden_size;
 } zt_evaluator;
 
 /* Builds the model an actor searches with: `max_batch` (state, action)

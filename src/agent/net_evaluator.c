@@ -46,20 +46,54 @@ static zt_status grow(zt_net_evaluator *ne, int B)
     return ZT_OK;
 }
 
-static zt_status net_eval(void *ctx, int B, const float *obs, float *logits, float *value)
+/* The bookkeeping every call shares: growth, the injected fault, stats. */
+static zt_status begin_call(zt_net_evaluator *ne, int B)
 {
-    zt_net_evaluator *ne = ctx;
     if (B < 1) return zt_fail(ZT_ERR_INVALID, "evaluator: batch %d", B);
     if (B > ne->max_batch) ZT_TRY(grow(ne, B));
     if (zt_fault_hit(ZT_FAULT_EVAL))
         return zt_fail(ZT_ERR_IO, "evaluator: injected fault (ZT_FAULT=eval)");
-    uint64_t t0 = zt_now_ns();
-    ZT_TRY(zt_net_forward(ne->net, B, obs, logits, ne->value_size == 1 ? value : ne->wdl));
+    return ZT_OK;
+}
+
+static void end_call(zt_net_evaluator *ne, int B, uint64_t t0)
+{
     ne->stats.net_ns += zt_now_ns() - t0;
     ne->stats.calls++;
     ne->stats.positions += (uint64_t)B;
     ne->batch_counts[B]++;
+}
+
+static zt_status net_eval(void *ctx, int B, const float *obs, float *logits, float *value)
+{
+    zt_net_evaluator *ne = ctx;
+    ZT_TRY(begin_call(ne, B));
+    uint64_t t0 = zt_now_ns();
+    ZT_TRY(zt_net_forward(ne->net, B, obs, logits, ne->value_size == 1 ? value : ne->wdl));
+    end_call(ne, B, t0);
     if (ne->value_size == 3) zt_wdl_to_value(B, ne->wdl, value);
+    return ZT_OK;
+}
+
+static zt_status net_initial(void *ctx, int B, const float *obs, float *hidden, float *logits,
+                             float *value)
+{
+    zt_net_evaluator *ne = ctx;
+    ZT_TRY(begin_call(ne, B));
+    uint64_t t0 = zt_now_ns();
+    ZT_TRY(zt_net_initial(ne->net, B, obs, hidden, logits, value));
+    end_call(ne, B, t0);
+    return ZT_OK;
+}
+
+static zt_status net_recurrent(void *ctx, int B, const float *hidden, const int *actions,
+                               float *next_hidden, float *reward, float *logits, float *value)
+{
+    zt_net_evaluator *ne = ctx;
+    ZT_TRY(begin_call(ne, B));
+    uint64_t t0 = zt_now_ns();
+    ZT_TRY(zt_net_recurrent(ne->net, B, hidden, actions, next_hidden, reward, logits, value));
+    end_call(ne, B, t0);
     return ZT_OK;
 }
 
@@ -92,6 +126,13 @@ void zt_net_evaluator_free(zt_net_evaluator *ne)
 
 zt_evaluator zt_net_evaluator_get(zt_net_evaluator *ne)
 {
+    const zt_net_config *cfg = zt_net_config_of(ne->net);
+    if (cfg->kind == ZT_NET_MUZERO)
+        return (zt_evaluator){.ctx = ne,
+                              .eval = net_eval,
+                              .initial = net_initial,
+                              .recurrent = net_recurrent,
+                              .hidden_size = zt_net_hidden_size(cfg)};
     return (zt_evaluator){.ctx = ne, .eval = net_eval};
 }
 

@@ -39,6 +39,7 @@
 #ifndef ZT_SEARCH_MODEL_H
 #define ZT_SEARCH_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,6 +78,11 @@ struct zt_model {
     size_t state_size; /* bytes of one model state */
     size_t input_size; /* bytes of one root input (AlphaZero: a game state) */
     int max_batch;     /* largest B either call accepts */
+    /* A learned model's root must come from `initial` (the real observation,
+     * the real game's legality): search then keeps no subtree after a move,
+     * whatever tree_reuse says, since its nodes are the dynamics' guesses
+     * with every action allowed. */
+    bool root_from_initial;
     void *impl;
     zt_model_stats stats;
 

@@ -1,0 +1,36 @@
+/* The MuZero model (Schrittwieser et al. 2020): implements search/model.h
+ * over a learned model. initial observes the real game at the root (h, then
+ * f; the root's illegal actions masked from the real game); recurrent steps
+ * hidden states with the dynamics function (g, then f) and knows no
+ * legality and no terminal states below the root. Hidden states live in the
+ * model's own store; a model state in the tree is a handle into it with the
+ * perspective player, counted through model.h's retain and release.
+ *
+ * Players: the games it serves alternate turns (two players, zero-sum), so
+ * a child's perspective player is the other one and search negates values
+ * between them (model.h). Chance positions are Stochastic MuZero's and are
+ * refused at the root.
+ *
+ * The caller owns the model (zt_model_free); the game and the evaluator
+ * (which must offer initial and recurrent: a MuZero net's) are borrowed. */
+#ifndef ZT_AGENT_MZ_MODEL_H
+#define ZT_AGENT_MZ_MODEL_H
+
+#include <stdint.h>
+
+#include "agent/evaluator.h"
+#include "core/status.h"
+#include "game/game.h"
+#include "search/model.h"
+
+/* max_batch: the most states one call takes. */
+zt_status zt_mz_model_new(const zt_game *g, const zt_evaluator *ev, int max_batch, zt_model **out);
+
+/* References the store holds (one per state in some tree), for tests. */
+int64_t zt_mz_model_live_states(const zt_model *m);
+
+/* The factory of MuZero models, for actors (evaluator.h); the NN cache is
+ * not used (hidden states have no position to key them by). */
+zt_model_factory zt_mz_model_factory(void);
+
+#endif

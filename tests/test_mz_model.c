@@ -1,0 +1,247 @@
+/* Tests of the MuZero model (src/agent/mz_model.c) under the search: its
+ * outputs are the net's (root masked by the real game, players alternating
+ * below it), its hidden-state store holds exactly one reference per
+ * evaluated node of every tree after each move (PUCT and Gumbel, the root
+ * cache on, tree reuse asked for and declined, also with evaluator calls
+ * failing) and none once
+ * the search is freed, and whole games searched over a learned model play
+ * only legal moves. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/evaluator.h"
+#include "agent/mz_model.h"
+#include "core/alloc.h"
+#include "core/fault.h"
+#include "core/rng.h"
+#include "game/game.h"
+#include "nn/nn.h"
+#include "search/search.h"
+#include "search/tree.h"
+
+#include "zt_test.h"
+
+#define CHECK_OK(expr)                                                                             \
+    do {                                                                                           \
+        zt_status s_ = (expr);                                                                     \
+        CHECK(s_ == ZT_OK, "%s", zt_error_message());                                              \
+    } while (0)
+
+static uint64_t seed;
+
+static zt_net *small_net(const zt_game *g, zt_rng *r)
+{
+    zt_net_config c;
+    memset(&c, 0, sizeof c);
+    c.kind = ZT_NET_MUZERO;
+    c.in_h = g->obs_shape[0], c.in_w = g->obs_shape[1], c.in_c = g->obs_shape[2];
+    c.num_actions = g->num_actions;
+    c.value_kind = ZT_VALUE_SCALAR;
+    c.value_hidden = 8;
+    c.channels = 8;
+    c.blocks = 1;
+    c.dyn_blocks = 1;
+    c.pred_blocks = 0;
+    c.policy_channels = 2;
+    c.value_channels = 1;
+    zt_net *net = NULL;
+    CHECK_OK(zt_net_new(&c, "auto", ZT_PRECISION_FP32, 1, &net));
+    if (net) zt_net_init(net, r);
+    return net;
+}
+
+/* The model's outputs against direct calls of the net. */
+static void test_outputs(void)
+{
+    zt_rng r;
+    zt_rng_seed(&r, seed, 1);
+    zt_game *g;
+    CHECK_OK(zt_game_new("tictactoe", NULL, &g));
+    zt_net *net = small_net(g, &r);
+    zt_net_evaluator *ne;
+    CHECK_OK(zt_net_evaluator_new(net, 4, &ne));
+    zt_evaluator ev = zt_net_evaluator_get(ne);
+    zt_model *m;
+    CHECK_OK(zt_mz_model_new(g, &ev, 4, &m));
+    int A = g->num_actions;
+    uint8_t root[ZT_MAX_STATE_BYTES];
+    g->reset(g, root);
+    g->apply(g, root, 4); /* X in the centre: O to move */
+    uint8_t st[2][32];
+    float logits[2][9], value[2], reward[2], outp[2];
+    int8_t kind[2], player[2];
+    int nout[2];
+    zt_model_output out = {.logits = logits[0],
+                           .value = value,
+                           .reward = reward,
+                           .kind = kind,
+                           .player = player,
+                           .num_outcomes = nout,
+                           .outcomes = NULL,
+                           .outcome_probs = outp};
+    const void *roots[1] = {root};
+    void *states[1] = {st[0]};
+    CHECK(m->state_size <= sizeof st[0], "state size %zu", m->state_size);
+    CHECK_OK(m->initial(m, 1, roots, states, &out));
+    size_t hs = zt_net_hidden_size(zt_net_config_of(net));
+    float *h = zt_xmalloc(hs * sizeof(float)), *h2 = zt_xmalloc(hs * sizeof(float));
+    float pl[9], v, rw;
+    CHECK_OK(zt_net_initial(net, 1, (float[27]){0}, h, pl, &v)); /* warm, then the real one */
+    float obs[27];
+    g->observe(g, root, obs);
+    CHECK_OK(zt_net_initial(net, 1, obs, h, pl, &v));
+    CHECK(kind[0] == ZT_NODE_DECISION && player[0] == 1, "root kind %d player %d", kind[0],
+          player[0]);
+    CHECK(value[0] == v && reward[0] == 0, "root value %g, net %g", value[0], v);
+    for (int a = 0; a < A; a++)
+        CHECK(a == 4 ? isinf(logits[0][a]) && logits[0][a] < 0 : logits[0][a] == pl[a],
+              "root logit %d: %g (net %g)", a, logits[0][a], pl[a]);
+    /* below the root: g then f, every action allowed, the other player */
+    int action = 4; /* illegal in the real game: the model does not know */
+    const void *from[1] = {st[0]};
+    void *to[1] = {st[1]};
+    out.logits = logits[1];
+    CHECK_OK(m->recurrent(m, 1, from, &action, to, &out));
+    CHECK_OK(zt_net_recurrent(net, 1, h, &action, h2, &rw, pl, &v));
+    CHECK(kind[0] == ZT_NODE_DECISION && player[0] == 0, "child kind %d player %d", kind[0],
+          player[0]);
+    CHECK(value[0] == v && reward[0] == rw, "child value %g reward %g, net %g %g", value[0],
+          reward[0], v, rw);
+    for (int a = 0; a < A; a++) CHECK(logits[1][a] == pl[a], "child logit %d", a);
+    CHECK(zt_mz_model_live_states(m) == 2, "two states stored, %lld held",
+          (long long)zt_mz_model_live_states(m));
+    const void *both[2] = {st[0], st[1]};
+    m->retain(m, 1, both);
+    m->release(m, 2, both);
+    CHECK(zt_mz_model_live_states(m) == 1, "retain + release");
+    m->release(m, 1, both);
+    CHECK(zt_mz_model_live_states(m) == 0, "all released");
+    free(h);
+    free(h2);
+    zt_model_free(m);
+    zt_net_evaluator_free(ne);
+    zt_net_free(net);
+    zt_game_free(g);
+}
+
+static int64_t evaluated_nodes(const zt_search *s, int trees)
+{
+    int64_t n = 0;
+    for (int t = 0; t <= trees; t++) { /* tree `trees` is the root cache's */
+        const zt_tree *tr = zt_search_tree(s, t);
+        for (int i = 0; i < tr->num_nodes; i++) n += tr->nodes[i].kind != ZT_NODE_NEW;
+    }
+    return n;
+}
+
+/* Self-play-like games over the model: after every move the store's
+ * references equal the evaluated nodes; every move is legal in the real
+ * game; nothing is left after the search is freed. fail_at > 0 makes every
+ * fail_at-th evaluator call fail (scheduled anew after each failure). */
+static void check_lifetime(const char *game_name, zt_search_algorithm alg, int fail_at)
+{
+    const char *an = alg == ZT_SEARCH_GUMBEL ? "gumbel" : "puct";
+    enum { G = 4 };
+    zt_rng r;
+    zt_rng_seed(&r, seed, 2);
+    zt_game *g;
+    CHECK_OK(zt_game_new(game_name, NULL, &g));
+    zt_net *net = small_net(g, &r);
+    zt_net_evaluator *ne;
+    CHECK_OK(zt_net_evaluator_new(net, G * 2, &ne));
+    zt_evaluator ev = zt_net_evaluator_get(ne);
+    zt_model *m;
+    CHECK_OK(zt_mz_model_new(g, &ev, G * 2, &m));
+    zt_search_config c;
+    zt_search_config_default(&c, alg);
+    c.num_simulations = 16;
+    c.leaves_per_round = 2;
+    c.node_capacity = 400;
+    c.edge_capacity = 4000;
+    c.tree_reuse = true;
+    zt_search *s = NULL;
+    CHECK_OK(zt_search_new(&c, m, G, &s));
+    uint8_t start[ZT_MAX_STATE_BYTES], game[G][ZT_MAX_STATE_BYTES];
+    g->reset(g, start);
+    CHECK_OK(zt_search_build_root_cache(s, start, 32));
+    for (int t = 0; t < G; t++) memcpy(game[t], start, g->state_size);
+    if (fail_at) zt_fault_set(ZT_FAULT_EVAL, (uint64_t)fail_at, false, 0);
+    int failures = 0, moves = 0, finished = 0, illegal = 0;
+    for (int round = 0; round < 40; round++) {
+        for (int t = 0; t < G; t++) zt_search_begin(s, t, game[t]);
+        zt_status st = zt_search_run(s);
+        if (st != ZT_OK) {
+            failures++;
+            if (fail_at) zt_fault_set(ZT_FAULT_EVAL, (uint64_t)fail_at, false, 0);
+            CHECK(zt_mz_model_live_states(m) == evaluated_nodes(s, G),
+                  "%s %s after a failure: %lld references, %lld nodes", game_name, an,
+                  (long long)zt_mz_model_live_states(m), (long long)evaluated_nodes(s, G));
+            continue;
+        }
+        for (int t = 0; t < G; t++) {
+            int a = zt_search_choose(s, t, 1.0f);
+            uint16_t legal[ZT_MAX_ACTIONS];
+            int n = g->legal(g, game[t], legal);
+            bool ok = false;
+            for (int i = 0; i < n; i++) ok = ok || legal[i] == a;
+            illegal += !ok;
+            if (!ok) break;
+            zt_search_played(s, t, a);
+            g->apply(g, game[t], a);
+            moves++;
+            if (g->current_player(g, game[t]) == ZT_TERMINAL) {
+                zt_search_forget(s, t);
+                memcpy(game[t], start, g->state_size);
+                finished++;
+            }
+        }
+        CHECK(zt_mz_model_live_states(m) == evaluated_nodes(s, G),
+              "%s %s round %d: %lld references held, %lld evaluated nodes", game_name, an, round,
+              (long long)zt_mz_model_live_states(m), (long long)evaluated_nodes(s, G));
+        if (round == 20) {
+            CHECK(zt_search_build_root_cache(s, start, 32) == ZT_OK || fail_at > 0, "rebuild: %s",
+                  zt_error_message());
+            CHECK(zt_mz_model_live_states(m) == evaluated_nodes(s, G), "root cache rebuilt");
+        }
+    }
+    zt_fault_reset();
+    printf("%s %s%s: %d moves, %d games finished, %d failed searches\n", game_name, an,
+           fail_at ? " with failures" : "", moves, finished, failures);
+    CHECK(illegal == 0, "%s %s: %d illegal moves chosen", game_name, an, illegal);
+    CHECK(finished > 0, "%s %s: no game finished", game_name, an);
+    CHECK(fail_at == 0 || failures > 0, "no failure injected");
+    zt_search_free(s);
+    CHECK(zt_mz_model_live_states(m) == 0, "%s %s: search freed, %lld references leaked", game_name,
+          an, (long long)zt_mz_model_live_states(m));
+    zt_model_free(m);
+    zt_net_evaluator_free(ne);
+    zt_net_free(net);
+    zt_game_free(g);
+}
+
+static void test_refusals(void)
+{
+    zt_game *g;
+    CHECK_OK(zt_game_new("tictactoe", NULL, &g));
+    zt_evaluator plain = {.ctx = NULL, .eval = NULL};
+    zt_model *m = NULL;
+    CHECK(zt_mz_model_new(g, &plain, 4, &m) != ZT_OK && m == NULL,
+          "a model over an evaluator without a muzero net");
+    printf("refused: %s\n", zt_error_message());
+    zt_game_free(g);
+}
+
+int main(void)
+{
+    seed = zt_test_seed(3);
+    test_outputs();
+    check_lifetime("tictactoe", ZT_SEARCH_PUCT, 0);
+    check_lifetime("tictactoe", ZT_SEARCH_GUMBEL, 0);
+    check_lifetime("connect4", ZT_SEARCH_GUMBEL, 0);
+    check_lifetime("tictactoe", ZT_SEARCH_PUCT, 13);
+    check_lifetime("connect4", ZT_SEARCH_GUMBEL, 23);
+    test_refusals();
+    return zt_test_finish("test_mz_model");
+}
