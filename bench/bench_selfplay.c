@@ -225,7 +225,7 @@ static zt_status measure_selfplay(const zt_game *g, const zt_train_settings *S, 
     zt_evaluator_pool *pool = NULL;
     zt_status st = zt_evaluator_pool_new(&S->net, S->backend, S->precision, S->evaluator, n,
                                          zt_actor_eval_batch(g, &S->actor), n, &pool);
-    zt_model_factory mf = zt_az_model_factory();
+    zt_model_factory mf = zt_model_factory_for_evaluator();
     for (int i = 0; i < n && st == ZT_OK; i++) {
         zt_actor_config ac = S->actor;
         ac.id = i;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/az_model.h"
 #include "core/alloc.h"
 
 #define NO_HANDLE UINT32_MAX /* a terminal root's state: nothing stored */
@@ -274,4 +275,23 @@ static zt_status factory_create(void *ctx, const zt_game *g, const zt_evaluator 
 zt_model_factory zt_mz_model_factory(void)
 {
     return (zt_model_factory){.ctx = NULL, .create = factory_create};
+}
+
+zt_status zt_model_for_evaluator(const zt_game *g, const zt_evaluator *ev, int max_batch,
+                                 zt_nncache *cache, zt_model **out)
+{
+    if (ev->initial) return zt_mz_model_new(g, ev, max_batch, out);
+    return zt_az_model_new(g, ev, max_batch, cache, out);
+}
+
+static zt_status either_create(void *ctx, const zt_game *g, const zt_evaluator *ev, int max_batch,
+                               zt_nncache *cache, zt_model **out)
+{
+    (void)ctx;
+    return zt_model_for_evaluator(g, ev, max_batch, cache, out);
+}
+
+zt_model_factory zt_model_factory_for_evaluator(void)
+{
+    return (zt_model_factory){.ctx = NULL, .create = either_create};
 }

@@ -33,4 +33,12 @@ int64_t zt_mz_model_live_states(const zt_model *m);
  * not used (hidden states have no position to key them by). */
 zt_model_factory zt_mz_model_factory(void);
 
+/* The model an evaluator's net calls for: MuZero's when the evaluator runs
+ * a MuZero net (ev->initial set), else AlphaZero's (az_model.h) with the NN
+ * cache (may be NULL). What every caller holding a net of either kind uses
+ * (self-play, the arena, eval, play, serve, bench). */
+zt_status zt_model_for_evaluator(const zt_game *g, const zt_evaluator *ev, int max_batch,
+                                 zt_nncache *cache, zt_model **out);
+zt_model_factory zt_model_factory_for_evaluator(void);
+
 #endif

@@ -162,7 +162,7 @@ zt_status zt_agent_search_new(const zt_game *g, const zt_evaluator *ev, const zt
     zt_search_config c = *cfg;
     c.tree_reuse = false;
     search_agent *sa = zt_xcalloc(1, sizeof *sa);
-    zt_status st = zt_az_model_new(g, ev, max_games * c.leaves_per_round, cache, &sa->model);
+    zt_status st = zt_model_for_evaluator(g, ev, max_games * c.leaves_per_round, cache, &sa->model);
     if (st == ZT_OK) st = zt_search_new(&c, sa->model, max_games, &sa->search);
     if (st != ZT_OK) {
         zt_model_free(sa->model);

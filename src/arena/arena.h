@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "agent/az_model.h"
+#include "agent/mz_model.h"
 #include "agent/player.h"
 #include "core/rng.h"
 #include "core/status.h"
@@ -59,7 +60,8 @@ zt_agent *zt_agent_from_player(zt_player *p, bool own);
 zt_status zt_agent_policy_new(const zt_game *g, const zt_evaluator *ev, int max_games,
                               zt_agent **out);
 
-/* Search on the AlphaZero model (agent/az_model.h) over an evaluator: one
+/* Search on the model the evaluator's net calls for (AlphaZero's, or MuZero's for a
+ * MuZero net: agent/mz_model.h) over an evaluator: one
  * tree per game, all of them searched in lockstep, playing the search's
  * choice at temperature 0 (PUCT: most visits; Gumbel: the sequential-halving
  * winner). cache may be NULL. */

@@ -337,7 +337,7 @@ int zt_cmd_play(int argc, char **argv)
     ss.sims = sc.num_simulations;
     if ((st = zt_run_evaluator_new(net, &ss.ev)) != ZT_OK) goto fail;
     if (sc.num_simulations > 0) {
-        if ((st = zt_az_model_new(g, &ss.ev, sc.leaves_per_round, NULL, &ss.model)) != ZT_OK)
+        if ((st = zt_model_for_evaluator(g, &ss.ev, sc.leaves_per_round, NULL, &ss.model)) != ZT_OK)
             goto fail;
         if ((st = zt_search_new(&sc, ss.model, 1, &ss.search)) != ZT_OK) goto fail;
     } else {

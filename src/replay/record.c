@@ -13,7 +13,8 @@ void zt_record_layout_init(zt_record_layout *l, const zt_game *g)
     l->action_bytes = g->num_actions <= 256 ? 1 : 2;
     /* The encoder picks sparse only when it is shorter than dense, and dense
      * never exceeds num_actions - 1 weights. */
-    l->max_bytes = 1 + 2 + g->compact_size + 2 + 2 * (size_t)(g->num_actions - 1);
+    l->max_bytes = 1 + 2 + g->compact_size + 2 + 2 * (size_t)(g->num_actions - 1) +
+                   (size_t)l->action_bytes + 2;
     ZT_ASSERT(g->num_actions >= 1 && g->num_actions <= ZT_MAX_ACTIONS);
     ZT_ASSERT(g->compact_size <= ZT_MAX_STATE_BYTES);
 }
@@ -130,9 +131,24 @@ static uint16_t get_u16(const uint8_t *p)
 size_t zt_record_encode(const zt_record_layout *l, const zt_game *g, const void *state,
                         const float *policy, float root_value, bool full_search, uint8_t *out)
 {
+    return zt_record_encode_step(l, g, state, policy, root_value, full_search, -1, 0.0f, out);
+}
+
+size_t zt_record_encode_step(const zt_record_layout *l, const zt_game *g, const void *state,
+                             const float *policy, float root_value, bool full_search, int action,
+                             float reward, uint8_t *out)
+{
     ZT_ASSERT(g->current_player(g, state) >= 0);
     ZT_ASSERT(isfinite(root_value));
     uint8_t flags = full_search ? ZT_REPLAY_FULL_SEARCH : 0;
+    if (action >= 0) {
+        ZT_ASSERT(action < l->num_actions && isfinite(reward));
+        flags |= RECORD_ACTION;
+        /* a reward the half float rounds to 0 is stored as none */
+        if (zt_record_half_from_float(reward) & 0x7fffu) flags |= RECORD_REWARD;
+    } else {
+        ZT_ASSERT(reward == 0);
+    }
     int count = 0;
     uint16_t legal[ZT_MAX_ACTIONS], q[ZT_MAX_ACTIONS];
     int num_legal = 0, nonzero = 0;
@@ -193,6 +209,18 @@ size_t zt_record_encode(const zt_record_layout *l, const zt_game *g, const void 
             p += 2;
         }
     }
+    if (flags & RECORD_ACTION) {
+        if (l->action_bytes == 1)
+            *p++ = (uint8_t)action;
+        else {
+            put_u16(p, (uint16_t)action);
+            p += 2;
+        }
+    }
+    if (flags & RECORD_REWARD) {
+        put_u16(p, zt_record_half_from_float(reward));
+        p += 2;
+    }
     size_t len = (size_t)(p - out);
     ZT_ASSERT(len <= l->max_bytes);
     return len;
@@ -221,9 +249,15 @@ size_t zt_record_length(const zt_record_layout *l, const uint8_t *p, size_t avai
         if (count > l->num_actions - 1) return 0;
         policy = 2 * (size_t)count;
     }
-    size_t len = head + l->compact_size + 2 + policy;
+    if ((flags & RECORD_REWARD) && !(flags & RECORD_ACTION)) return 0;
+    size_t step = (flags & RECORD_ACTION ? (size_t)l->action_bytes : 0) +
+                  (flags & RECORD_REWARD ? 2 : 0);
+    size_t len = head + l->compact_size + 2 + policy + step;
     return len <= avail ? len : 0;
 }
+
+static zt_status decode_policy(const zt_record_layout *l, const zt_game *g, const void *state,
+                               uint8_t flags, int count, const uint8_t **qp, zt_record_view *view);
 
 zt_status zt_record_decode(const zt_record_layout *l, const zt_game *g, const uint8_t *p,
                            size_t len, void *state, zt_record_view *view)
@@ -243,7 +277,31 @@ zt_status zt_record_decode(const zt_record_layout *l, const zt_game *g, const ui
         return zt_fail(ZT_ERR_CORRUPT, "replay record with a non-finite root value");
     q += 2;
     view->num_pairs = 0;
-    if (!(flags & ZT_REPLAY_FULL_SEARCH)) return ZT_OK;
+    view->action = -1;
+    view->reward = 0;
+    if (flags & ZT_REPLAY_FULL_SEARCH) ZT_TRY(decode_policy(l, g, state, flags, count, &q, view));
+    if (flags & RECORD_ACTION) {
+        int a = l->action_bytes == 1 ? *q : get_u16(q);
+        q += l->action_bytes;
+        uint8_t mask[ZT_MAX_ACTIONS];
+        zt_game_legal_mask(g, state, mask);
+        if (a >= l->num_actions || !mask[a])
+            return zt_fail(ZT_ERR_CORRUPT, "replay record with an illegal action taken %d", a);
+        view->action = a;
+    }
+    if (flags & RECORD_REWARD) {
+        view->reward = zt_record_half_to_float(get_u16(q));
+        if (!isfinite(view->reward) || view->reward == 0)
+            return zt_fail(ZT_ERR_CORRUPT, "replay record with a bad reward");
+    }
+    return ZT_OK;
+}
+
+/* The policy pairs of a record with a full search, from *qp on. */
+static zt_status decode_policy(const zt_record_layout *l, const zt_game *g, const void *state,
+                               uint8_t flags, int count, const uint8_t **qp, zt_record_view *view)
+{
+    const uint8_t *q = *qp;
     uint16_t legal[ZT_MAX_ACTIONS];
     int num_legal = g->legal(g, state, legal);
     uint32_t sum = 0;
@@ -280,5 +338,6 @@ zt_status zt_record_decode(const zt_record_layout *l, const zt_game *g, const ui
         return zt_fail(ZT_ERR_CORRUPT, "replay record with policy weights summing past %u",
                        ZT_REPLAY_WEIGHT_SUM);
     view->weights[view->num_pairs - 1] = (uint16_t)(ZT_REPLAY_WEIGHT_SUM - sum);
+    *qp = q;
     return ZT_OK;
 }

@@ -13,7 +13,12 @@
  *                   order, the last legal action's weight implied
  *            sparse: count actions (1 byte each if num_actions <= 256, else
  *                   2), then count - 1 uint16 weights, the last implied
- * Weights sum to exactly ZT_REPLAY_WEIGHT_SUM. */
+ *   action   with RECORD_ACTION (MuZero runs): the action taken from this
+ *            position (1 or 2 bytes as above), legal in it
+ *   reward   with RECORD_REWARD (only beside RECORD_ACTION, only when not
+ *            0): the reward of that move, IEEE half float
+ * Weights sum to exactly ZT_REPLAY_WEIGHT_SUM. Records without the two
+ * optional fields are the ones every earlier version wrote. */
 #ifndef ZT_REPLAY_RECORD_H
 #define ZT_REPLAY_RECORD_H
 
@@ -26,7 +31,9 @@
 
 #define ZT_REPLAY_WEIGHT_SUM 65535u
 #define RECORD_SPARSE 0x02u
-#define RECORD_KNOWN_FLAGS (ZT_REPLAY_FULL_SEARCH | RECORD_SPARSE)
+#define RECORD_ACTION 0x04u
+#define RECORD_REWARD 0x08u
+#define RECORD_KNOWN_FLAGS (ZT_REPLAY_FULL_SEARCH | RECORD_SPARSE | RECORD_ACTION | RECORD_REWARD)
 #define RECORD_MAX_COUNT 16383 /* two varint bytes */
 /* Seed of the checkpoint checksum (zt_hash_bytes); tests forge checksums. */
 #define ZT_REPLAY_HASH_SEED 0x7a7265706c6179ULL
@@ -47,6 +54,12 @@ void zt_record_layout_init(zt_record_layout *l, const zt_game *g);
 size_t zt_record_encode(const zt_record_layout *l, const zt_game *g, const void *state,
                         const float *policy, float root_value, bool full_search, uint8_t *out);
 
+/* The same with the action taken from the position (action >= 0: stored,
+ * legal in state; -1: none) and its reward (stored when not 0). */
+size_t zt_record_encode_step(const zt_record_layout *l, const zt_game *g, const void *state,
+                             const float *policy, float root_value, bool full_search, int action,
+                             float reward, uint8_t *out);
+
 /* The length of the record at p from its header, or 0 if the header is
  * malformed or the record would run past `avail` bytes. */
 size_t zt_record_length(const zt_record_layout *l, const uint8_t *p, size_t avail);
@@ -59,6 +72,8 @@ typedef struct zt_record_view {
     int num_pairs;
     uint16_t actions[ZT_MAX_ACTIONS];
     uint16_t weights[ZT_MAX_ACTIONS];
+    int action;   /* taken from the position, or -1 when not recorded */
+    float reward; /* of that move (0 when not recorded) */
 } zt_record_view;
 
 /* Decodes the record at p (whose length is known to be valid) into state

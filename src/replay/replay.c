@@ -56,10 +56,16 @@ int zt_replay_traj_length(const zt_replay_traj *t)
 void zt_replay_traj_add(zt_replay_traj *t, const void *state, const float *policy, float root_value,
                         bool full_search)
 {
+    zt_replay_traj_add_step(t, state, policy, root_value, full_search, -1, 0.0f);
+}
+
+void zt_replay_traj_add_step(zt_replay_traj *t, const void *state, const float *policy,
+                             float root_value, bool full_search, int action, float reward)
+{
     /* max_game_length bounds the positions of any game (game.h). */
     ZT_ASSERT(t->length < t->max_length);
-    t->used += zt_record_encode(&t->layout, t->game, state, policy, root_value, full_search,
-                                t->bytes + t->used);
+    t->used += zt_record_encode_step(&t->layout, t->game, state, policy, root_value, full_search,
+                                     action, reward, t->bytes + t->used);
     t->length++;
     t->full_searches += full_search;
 }
@@ -362,6 +368,8 @@ zt_status zt_replay_get(zt_replay *rb, int64_t index, zt_replay_position *pos, f
     ZT_TRY(st);
     pos->flags = view.flags & ZT_REPLAY_FULL_SEARCH;
     pos->root_value = view.root_value;
+    pos->action = view.action;
+    pos->reward = view.reward;
     pos->outcome = outcome_for(rb->game, pos->state, return0);
     if (policy) {
         memset(policy, 0, sizeof(float) * (size_t)rb->game->num_actions);
@@ -373,10 +381,14 @@ zt_status zt_replay_get(zt_replay *rb, int64_t index, zt_replay_position *pos, f
 
 /* ---- sampling ---- */
 
-/* What phase one copies per row, ahead of the record bytes. */
+/* What phase one copies per row, ahead of the record bytes: the first
+ * record's length, and with an unroll how many records of the game follow
+ * it back to back (steps, 1 .. K + 1) and their bytes in all. */
 typedef struct row_head {
     size_t len;
     float return0;
+    int32_t steps;
+    size_t bytes;
 } row_head;
 
 /* Carves `bytes` (cache-line aligned) out of a block being laid out; with
@@ -400,20 +412,35 @@ static size_t lay_out(zt_replay_batch *b, uint8_t *base, bool wdl)
     b->wdl = wdl ? carve(base, &at, B * 3 * sizeof(float)) : NULL;
     b->index = carve(base, &at, B * sizeof(int64_t));
     b->sym = carve(base, &at, B * sizeof(int32_t));
+    if (b->unroll > 0) {
+        size_t K = (size_t)b->unroll;
+        b->u_policy = carve(base, &at, B * (K + 1) * A * sizeof(float));
+        b->u_mask = carve(base, &at, B * (K + 1));
+        b->u_value = carve(base, &at, B * (K + 1) * sizeof(float));
+        b->u_action = carve(base, &at, B * K * sizeof(int32_t));
+        b->u_reward = carve(base, &at, B * K * sizeof(float));
+    }
     b->scratch_ = carve(base, &at, B * b->scratch_stride_);
     return at;
 }
 
 zt_status zt_replay_batch_init(zt_replay_batch *b, const zt_game *g, int size, bool wdl)
 {
+    return zt_replay_batch_init_unroll(b, g, size, wdl, 0);
+}
+
+zt_status zt_replay_batch_init_unroll(zt_replay_batch *b, const zt_game *g, int size, bool wdl,
+                                      int unroll)
+{
     memset(b, 0, sizeof *b);
-    ZT_ASSERT(size >= 1);
+    ZT_ASSERT(size >= 1 && unroll >= 0 && unroll <= ZT_REPLAY_MAX_UNROLL);
     b->size = size;
+    b->unroll = unroll;
     b->obs_size = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
     b->num_actions = g->num_actions;
     zt_record_layout l;
     zt_record_layout_init(&l, g);
-    b->scratch_stride_ = (sizeof(row_head) + l.max_bytes + 7) & ~(size_t)7;
+    b->scratch_stride_ = (sizeof(row_head) + (size_t)(unroll + 1) * l.max_bytes + 7) & ~(size_t)7;
     size_t bytes = lay_out(b, NULL, wdl);
     b->owned_ = zt_aligned_alloc(ZT_CACHE_LINE, bytes);
     if (!b->owned_) return zt_fail(ZT_ERR_NOMEM, "replay: no memory for a batch of %d", size);
@@ -477,6 +504,56 @@ static zt_status build_row(zt_replay *rb, zt_replay_batch *b, int r)
     return ZT_OK;
 }
 
+/* The unroll targets of row r (zt_replay_batch, "MuZero"). */
+static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
+{
+    const zt_game *g = rb->game;
+    const uint8_t *row = b->scratch_ + (size_t)r * b->scratch_stride_;
+    row_head h;
+    memcpy(&h, row, sizeof h);
+    const uint8_t *p = row + sizeof h;
+    int K = b->unroll, sym = b->sym[r], last_player = 0, A = b->num_actions;
+    size_t base = (size_t)r * (size_t)(K + 1);
+    for (int k = 0; k <= K; k++) {
+        float *policy = b->u_policy + (base + (size_t)k) * (size_t)A;
+        memset(policy, 0, (size_t)A * sizeof(float));
+        int action = -1;
+        float reward = 0;
+        if (k < h.steps) {
+            size_t len = zt_record_length(&rb->layout, p, rb->layout.max_bytes);
+            uint8_t state[ZT_MAX_STATE_BYTES];
+            zt_record_view view;
+            ZT_TRY(zt_record_decode(&rb->layout, g, p, len, state, &view));
+            p += len;
+            for (int i = 0; i < view.num_pairs; i++) {
+                int a = sym != 0 ? g->sym_action(g, sym, view.actions[i]) : view.actions[i];
+                policy[a] = (float)view.weights[i] / (float)ZT_REPLAY_WEIGHT_SUM;
+            }
+            b->u_mask[base + k] = (view.flags & ZT_REPLAY_FULL_SEARCH) != 0;
+            last_player = g->current_player(g, state);
+            b->u_value[base + k] = outcome_for(g, state, h.return0);
+            if (view.action < 0 && k + 1 < h.steps)
+                return zt_fail(ZT_ERR_CORRUPT,
+                               "replay position without the action taken: a muzero run needs "
+                               "games recorded with their actions");
+            if (view.action >= 0)
+                action = sym != 0 ? g->sym_action(g, sym, view.action) : view.action;
+            reward = view.reward;
+        } else {
+            /* absorbing: turns go on alternating after the last position */
+            b->u_mask[base + k] = 0;
+            int player = (k - (h.steps - 1)) % 2 == 0 ? last_player : 1 - last_player;
+            b->u_value[base + k] = player == 0 ? h.return0 : -h.return0;
+        }
+        if (k == K) break;
+        if (action < 0)
+            action = (int)(zt_hash_mix((uint64_t)b->index[r] * 64 + (uint64_t)k) % (uint64_t)A);
+        b->u_action[(size_t)r * K + k] = action;
+        b->u_reward[(size_t)r * K + k] = reward;
+    }
+    return ZT_OK;
+}
+
 zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
 {
     const zt_game *g = rb->game;
@@ -500,13 +577,25 @@ zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
         int64_t game;
         row_head h;
         const uint8_t *p = find_record(rb, index, &game, &h.len);
-        h.return0 = game_at(rb, game)->return0;
+        const game_entry *e = game_at(rb, game);
+        h.return0 = e->return0;
+        h.steps = 1;
+        h.bytes = h.len;
+        /* the records of the unroll follow in the game's contiguous bytes */
+        int64_t left = e->start + e->length - index - 1;
+        for (int k = 0; k < b->unroll && k < left; k++) {
+            h.bytes += zt_record_length(&rb->layout, p + h.bytes, rb->layout.max_bytes);
+            h.steps++;
+        }
         uint8_t *row = b->scratch_ + (size_t)r * b->scratch_stride_;
         memcpy(row, &h, sizeof h);
-        memcpy(row + sizeof h, p, h.len);
+        memcpy(row + sizeof h, p, h.bytes);
     }
     pthread_mutex_unlock(&rb->mutex);
-    for (int r = 0; r < b->size; r++) ZT_TRY(build_row(rb, b, r));
+    for (int r = 0; r < b->size; r++) {
+        ZT_TRY(build_row(rb, b, r));
+        if (b->unroll > 0) ZT_TRY(build_unroll(rb, b, r));
+    }
     return ZT_OK;
 }
 

@@ -48,6 +48,10 @@ int zt_replay_traj_length(const zt_replay_traj *t);
  * search) the policy is not stored and may be NULL. */
 void zt_replay_traj_add(zt_replay_traj *t, const void *state, const float *policy, float root_value,
                         bool full_search);
+/* The same with the action taken from the position (legal in it) and that
+ * move's reward, as MuZero's unrolled training needs (record.h). */
+void zt_replay_traj_add_step(zt_replay_traj *t, const void *state, const float *policy,
+                             float root_value, bool full_search, int action, float reward);
 
 /* The trajectory as bytes (traj.c), the form it travels in between processes
  * (an MPI sink) or to files: its compact records as they are, not float
@@ -139,6 +143,8 @@ typedef struct zt_replay_position {
     uint8_t flags;
     uint64_t game_id;
     int ply; /* index of the position in its game */
+    int action;   /* the action taken from it, or -1 when not recorded */
+    float reward; /* that move's reward (0 when not recorded) */
 } zt_replay_position;
 
 zt_status zt_replay_get(zt_replay *rb, int64_t index, zt_replay_position *pos, float *policy);
@@ -162,6 +168,21 @@ typedef struct zt_replay_batch {
     float *wdl;           /* B x 3 (win, draw, loss one-hot), or NULL if not wanted */
     int64_t *index;       /* B: absolute position index sampled */
     int32_t *sym;         /* B: symmetry applied */
+    /* MuZero (zt_replay_batch_init_unroll, unroll = K > 0; else NULL): the
+     * K steps that follow each sampled position in its game, the same
+     * symmetry applied to all. Step k of row n is at n * (K + 1) + k (the
+     * actions and rewards: n * K + k, the move from step k). Past the end
+     * of the game the position is absorbing (MuZero appendix G): no policy
+     * target (mask 0), the value the final outcome for the player who would
+     * be to move (turns alternating), reward 0, and an arbitrary action
+     * (a hash of the position index and step). Steps searched with the fast
+     * budget have mask 0 as well. */
+    int unroll;
+    float *u_policy;   /* B x (K + 1) x num_actions */
+    uint8_t *u_mask;   /* B x (K + 1): 1 where the policy is a target */
+    float *u_value;    /* B x (K + 1) */
+    int32_t *u_action; /* B x K */
+    float *u_reward;   /* B x K */
     zt_rng rng_after;     /* sampler: the rng state after drawing this batch */
     zt_status status;     /* sampler: how drawing it went */
     uint8_t *scratch_;    /* records copied out under the lock */
@@ -170,6 +191,12 @@ typedef struct zt_replay_batch {
 } zt_replay_batch;
 
 zt_status zt_replay_batch_init(zt_replay_batch *b, const zt_game *g, int size, bool wdl);
+/* A batch whose rows carry `unroll` (1 .. ZT_REPLAY_MAX_UNROLL) steps
+ * each; 0 is zt_replay_batch_init. Sampling it needs stored actions: a
+ * record without one (inside a game) is ZT_ERR_CORRUPT. */
+#define ZT_REPLAY_MAX_UNROLL 32
+zt_status zt_replay_batch_init_unroll(zt_replay_batch *b, const zt_game *g, int size, bool wdl,
+                                      int unroll);
 void zt_replay_batch_free(zt_replay_batch *b);
 
 /* Draws b->size positions uniformly from the window (with replacement) and a
@@ -193,6 +220,9 @@ typedef struct zt_replay_sampler zt_replay_sampler;
 
 zt_status zt_replay_sampler_new(zt_replay *rb, int batch_size, bool wdl, const zt_rng *rng,
                                 zt_replay_sampler **out);
+/* The same with batches of `unroll` steps (zt_replay_batch_init_unroll). */
+zt_status zt_replay_sampler_new_unroll(zt_replay *rb, int batch_size, bool wdl, int unroll,
+                                       const zt_rng *rng, zt_replay_sampler **out);
 /* Stops the thread (after the batch in progress) and frees both batches. */
 void zt_replay_sampler_free(zt_replay_sampler *s);
 /* The next batch (waiting for it if needed). It stays valid until the next

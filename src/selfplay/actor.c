@@ -369,11 +369,11 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
         int player = g->current_player(g, s->state);
         float root_value = zt_search_root_value(sr, t);
         if (full) zt_search_policy(sr, t, a->policy);
-        zt_replay_traj_add(s->traj, s->state, full ? a->policy : NULL, root_value, full);
         a->stats.moves++;
         a->stats.full_searches += full;
         if (a->cfg.resign && root_value < a->cfg.resign_threshold) {
             if (!s->playout) {
+                zt_replay_traj_add(s->traj, s->state, full ? a->policy : NULL, root_value, full);
                 a->stats.resignations++;
                 ZT_TRY(end_game(a, t, player == 0 ? -1.0f : 1.0f, sink));
                 continue;
@@ -382,6 +382,10 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
         }
         float temperature = s->ply < a->cfg.temperature_moves ? a->cfg.temperature : 0.0f;
         int action = zt_search_choose(sr, t, temperature);
+        /* the games served so far pay nothing before the end (board games;
+         * the returns are the outcome), so the move's reward is 0 */
+        zt_replay_traj_add_step(s->traj, s->state, full ? a->policy : NULL, root_value, full,
+                                a->cfg.record_actions ? action : -1, 0.0f);
         g->apply(g, s->state, action);
         s->ply++;
         zt_search_played(a->full, t, action);

@@ -57,6 +57,9 @@ typedef struct zt_actor_config {
     int nncache_entries;
     bool root_cache; /* deep search of the start position, cloned into new games */
     int root_cache_simulations;
+    /* Every position's record also holds the action played from it and its
+     * reward (replay/record.h): what MuZero's unrolled training needs. */
+    bool record_actions;
     bool continuous;
     uint64_t seed;
     int id; /* the actor's number: its random streams */

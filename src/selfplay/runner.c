@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/az_model.h"
+#include "agent/mz_model.h"
 #include "core/alloc.h"
 #include "core/thread.h"
 
@@ -77,7 +77,7 @@ zt_status zt_runner_new(const zt_game *g, const zt_runner_config *cfg, const zt_
     pthread_mutex_init(&R->pull_mu, NULL);
     R->nactors = cfg->actors;
     R->actors = zt_xcalloc((size_t)R->nactors, sizeof *R->actors);
-    R->model = cfg->model.create ? cfg->model : zt_az_model_factory();
+    R->model = cfg->model.create ? cfg->model : zt_model_factory_for_evaluator();
     if (R->nactors == 0) {
         /* remote actors only: no nets, no weights to pull */
         R->weights = zt_xmalloc(sizeof *R->weights);

@@ -34,6 +34,12 @@ static size_t weight_floats(const zt_net *net)
     return n;
 }
 
+/* K of the batches: MuZero's unroll, 0 for AlphaZero. */
+static int unroll_of(const zt_train_settings *S)
+{
+    return S->algorithm == ZT_ALGO_MUZERO ? S->unroll : 0;
+}
+
 zt_status zt_learner_new(const zt_game *g, const zt_train_settings *S, zt_replay *rb,
                          zt_learner **out)
 {
@@ -50,7 +56,8 @@ zt_status zt_learner_new(const zt_game *g, const zt_train_settings *S, zt_replay
         st = zt_trainer_new(l->net, &S->optimizer, &l->trainer);
     }
     if (st == ZT_OK)
-        st = zt_replay_batch_init(&l->sync_batch, g, S->batch, S->net.value_kind == ZT_VALUE_WDL);
+        st = zt_replay_batch_init_unroll(&l->sync_batch, g, S->batch,
+                                         S->net.value_kind == ZT_VALUE_WDL, unroll_of(S));
     if (st != ZT_OK) {
         zt_learner_free(l);
         return st;
@@ -111,8 +118,8 @@ int64_t zt_learner_samples_trained(const zt_learner *l)
 static zt_status start_sampler(zt_learner *l)
 {
     if (!l->S->prefetch || l->sampler) return ZT_OK;
-    return zt_replay_sampler_new(l->rb, l->S->batch, l->S->net.value_kind == ZT_VALUE_WDL,
-                                 &l->counters.sample_rng, &l->sampler);
+    return zt_replay_sampler_new_unroll(l->rb, l->S->batch, l->S->net.value_kind == ZT_VALUE_WDL,
+                                        unroll_of(l->S), &l->counters.sample_rng, &l->sampler);
 }
 
 void zt_learner_pause(zt_learner *l)
@@ -134,6 +141,19 @@ zt_status zt_learner_step(zt_learner *l)
     } else {
         ZT_TRY(zt_replay_sample(l->rb, &l->counters.sample_rng, &l->sync_batch));
         b = &l->sync_batch;
+    }
+    if (b->unroll > 0) {
+        /* MuZero: targets of every step of the unroll (root_value_weight
+         * does not apply: the value targets are the outcomes) */
+        zt_train_batch tb = {.B = b->size,
+                             .obs = b->obs,
+                             .policy_target = b->u_policy,
+                             .value_target = b->u_value,
+                             .unroll = b->unroll,
+                             .actions = b->u_action,
+                             .policy_mask = b->u_mask,
+                             .reward_target = b->u_reward};
+        return train_on(l, &tb);
     }
     const float *vt = b->value;
     if (S->net.value_kind == ZT_VALUE_WDL) {
@@ -174,6 +194,7 @@ static zt_status train_on(zt_learner *l, const zt_train_batch *tb)
     l->last_loss = loss;
     l->loss_sum.policy += loss.policy;
     l->loss_sum.value += loss.value;
+    l->loss_sum.reward += loss.reward;
     l->loss_sum.l2 += loss.l2;
     l->loss_sum.total += loss.total;
     l->loss_sum.grad_norm += loss.grad_norm;
@@ -224,7 +245,7 @@ int zt_learner_mean_losses(const zt_learner *l, zt_train_losses *mean)
     if (l->loss_count == 0) return 0;
     double k = 1.0 / l->loss_count;
     *mean = l->loss_sum;
-    mean->policy *= k, mean->value *= k, mean->l2 *= k, mean->total *= k, mean->grad_norm *= k;
+    mean->policy *= k, mean->value *= k, mean->reward *= k, mean->l2 *= k, mean->total *= k, mean->grad_norm *= k;
     mean->lr = l->last_loss.lr;
     return l->loss_count;
 }

@@ -155,10 +155,9 @@ static void write_metrics(zt_scheduler *L, const totals *now)
     zt_train_losses l;
     if (zt_learner_mean_losses(L->p.learner, &l) > 0) {
         metric(L, "train",
-               "\"loss_policy\":%.6f,\"loss_value\":%.6f,\"loss_l2\":%.6f,\"loss_total\":%.6f,"
-               "\"lr\":%.6g,"
-               "\"grad_norm\":%.5f",
-               l.policy, l.value, l.l2, l.total, l.lr, l.grad_norm);
+               "\"loss_policy\":%.6f,\"loss_value\":%.6f,\"loss_reward\":%.6f,\"loss_l2\":%.6f,"
+               "\"loss_total\":%.6f,\"lr\":%.6g,\"grad_norm\":%.5f",
+               l.policy, l.value, l.reward, l.l2, l.total, l.lr, l.grad_norm);
         zt_learner_reset_losses(L->p.learner);
     }
     zt_replay_stats rs = zt_replay_get_stats(L->p.rb);

@@ -41,6 +41,32 @@ static zt_status read_net(zt_config *c, const zt_game *g, zt_net_config *n)
     return zt_net_config_check(n);
 }
 
+/* The muzero.* keys, read whatever the algorithm (a config file may set
+ * them for either); with algorithm = muzero they replace the net: MuZero's
+ * three resnets (net.value_hidden sizes the value and reward heads). */
+static zt_status read_muzero(zt_config *c, zt_train_settings *S)
+{
+    zt_net_config m = S->net;
+    m.kind = ZT_NET_MUZERO;
+    ZT_TRY(zt_config_int32(c, "muzero.channels", 32, 1, 4096, &m.channels));
+    ZT_TRY(zt_config_int32(c, "muzero.blocks", 2, 0, 256, &m.blocks));
+    ZT_TRY(zt_config_int32(c, "muzero.dyn_blocks", 2, 0, 256, &m.dyn_blocks));
+    ZT_TRY(zt_config_int32(c, "muzero.pred_blocks", 1, 0, 256, &m.pred_blocks));
+    ZT_TRY(zt_config_int32(c, "muzero.unroll", 5, 1, ZT_REPLAY_MAX_UNROLL, &S->unroll));
+    ZT_TRY(zt_config_double(c, "muzero.reward_weight", 1.0, 0, 100, &S->optimizer.reward_weight));
+    ZT_TRY(zt_config_double(c, "muzero.dynamics_grad_scale", 0.5, 0, 1,
+                            &S->optimizer.dynamics_grad_scale));
+    if (S->algorithm != ZT_ALGO_MUZERO) return ZT_OK;
+    if (m.value_kind != ZT_VALUE_SCALAR)
+        return zt_fail(ZT_ERR_INVALID, "algorithm = muzero needs net.value = scalar (its value "
+                                       "and reward heads are scalar)");
+    m.policy_channels = 2;
+    m.value_channels = 1;
+    ZT_TRY(zt_net_config_check(&m));
+    S->net = m;
+    return ZT_OK;
+}
+
 static zt_status read_optimizer(zt_config *c, zt_train_config *o)
 {
     zt_train_config_default(o);
@@ -138,6 +164,10 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     }
     ZT_TRY(zt_config_int(c, "seed", 1, 0, INT64_MAX, &v));
     S->seed = (uint64_t)v;
+    static const char *const algorithms[] = {"alphazero", "muzero", NULL};
+    int algorithm;
+    ZT_TRY(zt_config_choice(c, "algorithm", "alphazero", algorithms, &algorithm));
+    S->algorithm = algorithm == 0 ? ZT_ALGO_ALPHAZERO : ZT_ALGO_MUZERO;
     static const char *const modes[] = {"concurrent", "alternate", "deterministic", NULL};
     int mode;
     ZT_TRY(zt_config_choice(c, "mode", "concurrent", modes, &mode));
@@ -209,6 +239,12 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_bool(c, "replay.augment", true, &S->replay.augment));
 
     ZT_TRY(read_optimizer(c, &S->optimizer));
+    ZT_TRY(read_muzero(c, S));
+    A->record_actions = S->algorithm == ZT_ALGO_MUZERO;
+    if (S->algorithm == ZT_ALGO_MUZERO && S->evaluator == ZT_EVALUATOR_SHARED)
+        return zt_fail(ZT_ERR_UNSUPPORTED,
+                       "algorithm = muzero runs private evaluators only (selfplay.evaluator = "
+                       "private)");
     ZT_TRY(zt_config_int32(c, "learner.batch", 256, 1, 1 << 16, &S->batch));
     ZT_TRY(zt_config_double(c, "replay_ratio", 4.0, 1e-3, 1e6, &S->replay_ratio));
     ZT_TRY(zt_config_int32(c, "publish_every", 20, 1, 1 << 30, &S->publish_every));

@@ -41,10 +41,18 @@ typedef enum zt_train_mode {
     ZT_TRAIN_DETERMINISTIC,
 } zt_train_mode;
 
+/* What a run trains (the `algorithm` key). */
+typedef enum zt_train_algorithm {
+    ZT_ALGO_ALPHAZERO, /* the net evaluates real game positions */
+    ZT_ALGO_MUZERO,    /* a learned model: h, g, f nets, K-step unrolled training */
+} zt_train_algorithm;
+
 /* Every setting of a run, read from a config (the keys are documented in
  * configs/<game>.ini). */
 typedef struct zt_train_settings {
     uint64_t seed;
+    zt_train_algorithm algorithm;
+    int unroll;           /* muzero.unroll: K, steps of the unrolled loss */
     zt_train_mode mode;
     int actors;           /* actor threads */
     int learner_threads;  /* threads of the learner's net */

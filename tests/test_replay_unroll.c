@@ -1,0 +1,188 @@
+/* Tests of what MuZero adds to the replay layer: records holding the action
+ * taken and its reward (round trip, old records unchanged, damage refused),
+ * and batches of K-step unrolls: in-game steps carry the game's actions,
+ * policies and per-player outcomes, steps past the end are absorbing (no
+ * policy target, outcomes alternating, reward 0), a symmetry maps every
+ * step's policy and action alike, the sampler thread gives the synchronous
+ * batches, and games recorded without actions are refused. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "replay/record.h"
+#include "replay/replay.h"
+
+#include "zt_test.h"
+
+#define CHECK_OK(expr)                                                                             \
+    do {                                                                                           \
+        zt_status s_ = (expr);                                                                     \
+        CHECK(s_ == ZT_OK, "%s", zt_error_message());                                              \
+    } while (0)
+
+static void test_records(zt_game *g)
+{
+    zt_record_layout l;
+    zt_record_layout_init(&l, g);
+    uint8_t s[ZT_MAX_STATE_BYTES], back[ZT_MAX_STATE_BYTES], buf[1024], plain[1024];
+    g->reset(g, s);
+    float policy[9] = {0.5f, 0, 0, 0, 0.5f, 0, 0, 0, 0};
+    size_t n0 = zt_record_encode(&l, g, s, policy, 0.25f, true, plain);
+    size_t n1 = zt_record_encode_step(&l, g, s, policy, 0.25f, true, 4, 0.0f, buf);
+    CHECK(n1 == n0 + 1, "an action adds one byte (%zu -> %zu)", n0, n1);
+    CHECK(zt_record_length(&l, buf, n1) == n1, "length of a record with an action");
+    zt_record_view v;
+    CHECK_OK(zt_record_decode(&l, g, buf, n1, back, &v));
+    CHECK(v.action == 4 && v.reward == 0, "action %d reward %g", v.action, v.reward);
+    CHECK(v.num_pairs == 2 && v.root_value == 0.25f, "the policy and value survive");
+    CHECK_OK(zt_record_decode(&l, g, plain, n0, back, &v));
+    CHECK(v.action == -1 && v.reward == 0, "a record without an action says so");
+    size_t n2 = zt_record_encode_step(&l, g, s, NULL, -0.5f, false, 8, 1.5f, buf);
+    CHECK_OK(zt_record_decode(&l, g, buf, n2, back, &v));
+    CHECK(v.action == 8 && v.reward == 1.5f && v.num_pairs == 0, "action %d reward %g", v.action,
+          v.reward);
+    /* damage: the action on an occupied cell; a reward without an action */
+    uint8_t t[ZT_MAX_STATE_BYTES];
+    memcpy(t, s, g->state_size);
+    g->apply(g, t, 4);
+    size_t n3 = zt_record_encode_step(&l, g, t, NULL, 0, false, 0, 0.0f, buf);
+    buf[n3 - 1] = 4;
+    CHECK(zt_record_decode(&l, g, buf, n3, back, &v) == ZT_ERR_CORRUPT, "an illegal action");
+    buf[0] = RECORD_REWARD;
+    CHECK(zt_record_length(&l, buf, n3) == 0, "a reward without an action");
+}
+
+/* A fixed game: X 4, O 0, X 2, O 6, X 3, O 8, X 5 (row 3-4-5): seven plies,
+ * X (player 0) wins. */
+static const int GAME[] = {4, 0, 2, 6, 3, 8, 5};
+enum { PLIES = 7 };
+
+/* Adds the game (policies one-hot on the move played, every other position
+ * a fast search) to rb; states[i] gets position i. */
+static void add_game(zt_game *g, zt_replay *rb, bool actions, uint8_t states[][ZT_MAX_STATE_BYTES])
+{
+    zt_replay_traj *t;
+    CHECK_OK(zt_replay_traj_new(g, &t));
+    uint8_t s[ZT_MAX_STATE_BYTES];
+    g->reset(g, s);
+    for (int i = 0; i < PLIES; i++) {
+        memcpy(states[i], s, g->state_size);
+        float policy[9] = {0};
+        policy[GAME[i]] = 1;
+        bool full = i % 3 != 1;
+        zt_replay_traj_add_step(t, s, full ? policy : NULL, 0.1f * (float)i, full,
+                                actions ? GAME[i] : -1, 0.0f);
+        g->apply(g, s, GAME[i]);
+    }
+    CHECK(g->current_player(g, s) == ZT_TERMINAL, "the test game ends");
+    CHECK_OK(zt_replay_add_game(rb, t, 1.0f, NULL));
+    zt_replay_traj_free(t);
+}
+
+static void check_batch(zt_game *g, const zt_replay_batch *b, uint8_t states[][ZT_MAX_STATE_BYTES])
+{
+    int K = b->unroll, A = g->num_actions;
+    for (int r = 0; r < b->size; r++) {
+        int ply = (int)b->index[r], sym = b->sym[r];
+        for (int k = 0; k <= K; k++) {
+            size_t row = (size_t)r * (K + 1) + k;
+            int at = ply + k;
+            const float *pol = b->u_policy + row * A;
+            /* the player to move at step k: X at even plies, turns alternating past the end */
+            int player = at % 2;
+            float z = player == 0 ? 1.0f : -1.0f;
+            CHECK(b->u_value[row] == z, "row %d step %d: value %g, want %g", r, k, b->u_value[row],
+                  z);
+            if (at < PLIES) {
+                bool full = at % 3 != 1;
+                int want = sym ? g->sym_action(g, sym, GAME[at]) : GAME[at];
+                CHECK(b->u_mask[row] == full, "row %d step %d: mask", r, k);
+                for (int a = 0; a < A; a++)
+                    CHECK(pol[a] == (full && a == want ? 1.0f : 0.0f), "row %d step %d: policy", r,
+                          k);
+                if (k < K) {
+                    CHECK(b->u_action[(size_t)r * K + k] == want,
+                          "row %d step %d: action %d, want %d", r, k,
+                          b->u_action[(size_t)r * K + k], want);
+                    CHECK(b->u_reward[(size_t)r * K + k] == 0, "reward");
+                }
+            } else {
+                CHECK(b->u_mask[row] == 0, "row %d step %d past the end: no policy target", r, k);
+                for (int a = 0; a < A; a++) CHECK(pol[a] == 0, "past the end: policy zero");
+                if (k < K) {
+                    int a = b->u_action[(size_t)r * K + k];
+                    CHECK(a >= 0 && a < A && b->u_reward[(size_t)r * K + k] == 0,
+                          "past the end: action %d", a);
+                }
+            }
+        }
+        /* step 0 is the ordinary row */
+        CHECK(b->value[r] == b->u_value[(size_t)r * (K + 1)], "step 0's value is the row's");
+        (void)states;
+    }
+}
+
+static void test_unroll(zt_game *g)
+{
+    zt_replay_config c;
+    zt_replay_config_default(&c);
+    c.capacity = 1000;
+    c.window_c = 0;
+    zt_replay *rb;
+    CHECK_OK(zt_replay_new(g, &c, &rb));
+    uint8_t states[PLIES][ZT_MAX_STATE_BYTES];
+    add_game(g, rb, true, states);
+    zt_replay_position pos;
+    CHECK_OK(zt_replay_get(rb, 2, &pos, NULL));
+    CHECK(pos.action == GAME[2] && pos.reward == 0, "stored action %d", pos.action);
+    zt_replay_batch b;
+    CHECK_OK(zt_replay_batch_init_unroll(&b, g, 64, false, 5));
+    zt_rng rng;
+    zt_rng_seed(&rng, 3, 1);
+    CHECK_OK(zt_replay_sample(rb, &rng, &b));
+    bool near_end = false, sym = false;
+    for (int r = 0; r < b.size; r++) {
+        near_end |= b.index[r] + 5 >= PLIES;
+        sym |= b.sym[r] != 0;
+    }
+    CHECK(near_end && sym, "the batch covers the game's end and symmetries");
+    check_batch(g, &b, states);
+    /* the sampler thread draws the same batches */
+    zt_rng r1, r2;
+    zt_rng_seed(&r1, 9, 9);
+    r2 = r1;
+    zt_replay_sampler *sp;
+    CHECK_OK(zt_replay_sampler_new_unroll(rb, 64, false, 5, &r1, &sp));
+    const zt_replay_batch *tb;
+    CHECK_OK(zt_replay_sampler_next(sp, &tb));
+    CHECK_OK(zt_replay_sample(rb, &r2, &b));
+    CHECK(tb && memcmp(tb->u_action, b.u_action, 64 * 5 * sizeof(int32_t)) == 0 &&
+              memcmp(tb->u_value, b.u_value, 64 * 6 * sizeof(float)) == 0,
+          "sampler batch differs from the synchronous one");
+    zt_replay_sampler_free(sp);
+    zt_replay_batch_free(&b);
+    zt_replay_free(rb);
+
+    /* a game recorded without actions cannot be unrolled */
+    CHECK_OK(zt_replay_new(g, &c, &rb));
+    add_game(g, rb, false, states);
+    CHECK_OK(zt_replay_batch_init_unroll(&b, g, 8, false, 5));
+    zt_status st = zt_replay_sample(rb, &rng, &b);
+    CHECK(st == ZT_ERR_CORRUPT, "unrolling a game without actions: %d", (int)st);
+    printf("refused: %s\n", zt_error_message());
+    zt_replay_batch_free(&b);
+    zt_replay_free(rb);
+}
+
+int main(void)
+{
+    zt_game *g;
+    CHECK_OK(zt_game_new("tictactoe", NULL, &g));
+    if (!g) return zt_test_finish("test_replay_unroll");
+    test_records(g);
+    test_unroll(g);
+    zt_game_free(g);
+    return zt_test_finish("test_replay_unroll");
+}
