@@ -2,13 +2,16 @@
  * meets, toward the side moved to), points, legality (only moves that change
  * the board), the exact spawn distribution, the two opening spawns, the end,
  * the notation and the symmetries' action permutation; and the baselines:
- * expectimax finds an obvious merge and scores more than random. */
+ * expectimax finds an obvious merge and scores more than random; the
+ * arena's score runner (zt_arena_score) gives the games played one by one
+ * whatever the concurrency. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent/player.h"
+#include "arena/arena.h"
 #include "core/rng.h"
 #include "game/g2048.h"
 #include "game/game.h"
@@ -259,6 +262,42 @@ static void test_baselines(uint64_t seed)
     CHECK(em > 3 * random, "expectimax:1 (%.0f) not three times random (%.0f)", em, random);
 }
 
+/* zt_arena_score: the same games as mean_score plays one at a time (game i
+ * draws from stream (seed, i) in the same order), at any concurrency; the
+ * levels count every game. */
+static void test_arena_score(uint64_t seed)
+{
+    int top;
+    double want = mean_score("random", 30, seed, &top);
+    for (int conc = 1; conc <= 32; conc *= 8) {
+        zt_player *p = NULL;
+        CHECK(zt_player_new(g, "random", &p) == ZT_OK, "random: %s", zt_error_message());
+        if (!p) return;
+        zt_agent *agent = zt_agent_from_player(p, true);
+        zt_score_config sc = {.games = 30, .concurrency = conc, .seed = seed};
+        zt_score_result r;
+        CHECK(zt_arena_score(g, agent, &sc, &r) == ZT_OK, "score: %s", zt_error_message());
+        int counted = 0;
+        for (int i = 0; i < r.num_levels; i++) counted += r.level_games[i];
+        CHECK(r.games == 30 && fabs(r.mean - want) < 1e-6 && counted == 30 && r.ci95 > 0 &&
+                  r.level_value[r.num_levels - 1] == top && r.min <= r.mean && r.mean <= r.max,
+              "concurrency %d: %d games, mean %g (want %g), %d levels counted", conc, r.games,
+              r.mean, want, counted);
+        zt_agent_free(agent);
+    }
+    zt_game *ttt = NULL;
+    CHECK(zt_game_new("tictactoe", NULL, &ttt) == ZT_OK, "tictactoe");
+    zt_player *p = NULL;
+    if (ttt && zt_player_new(ttt, "random", &p) == ZT_OK) {
+        zt_agent *agent = zt_agent_from_player(p, true);
+        zt_score_config sc = {.games = 2, .seed = seed};
+        zt_score_result r;
+        CHECK(zt_arena_score(ttt, agent, &sc, &r) == ZT_ERR_INVALID, "a two-player game scored");
+        zt_agent_free(agent);
+    }
+    zt_game_free(ttt);
+}
+
 int main(void)
 {
     uint64_t seed = zt_test_seed(2048);
@@ -270,6 +309,7 @@ int main(void)
     test_notation();
     test_symmetries();
     test_baselines(seed);
+    test_arena_score(seed);
     zt_game_free(g);
     return zt_test_finish("test_g2048");
 }
