@@ -495,9 +495,12 @@ static int g_level(const zt_game *g, const void *vs)
 static zt_status g_create(zt_config *cfg, zt_game *g)
 {
     float scale;
-    /* The score the network's value 1 stands for (game.h, max_return): the
-     * value targets are the points still to come divided by it. */
-    ZT_TRY(zt_config_float(cfg, "value_scale", 2048, 1, 1e7, &scale));
+    /* Points per unit of value (game.h, max_return): search adds rewards
+     * and values as points / value_scale, and the network's value 1 stands
+     * for value_scale points through the h transform (zt_game_value_to_net).
+     * 65536 is beyond the scores of every player here but expectimax:3's
+     * best games, and h keeps a 100-point return at 0.03. */
+    ZT_TRY(zt_config_float(cfg, "value_scale", 65536, 1, 1e7, &scale));
     pthread_once(&tables_once, build_tables);
     g->name = "2048";
     snprintf(g->title, sizeof g->title, "2048");

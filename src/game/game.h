@@ -226,6 +226,46 @@ static inline float zt_game_reward(const zt_game *g, const void *before, const v
     return (zt_game_score(g, after) - zt_game_score(g, before)) / g->max_return;
 }
 
+/* The network's value of a one-player game is not linear in the points:
+ * scores span 0 to hundreds of thousands, so the value head learns
+ * h(points) / h(max_return) with h(x) = sign(x)(sqrt(|x| + 1) - 1) + eps x,
+ * eps = 0.001, the invertible transform of MuZero's Atari value targets
+ * (Pohlen et al. 2018, "Observe and Look Further", §3.2; Schrittwieser et
+ * al. 2020, Appendix F), which keeps small and large returns apart within
+ * tanh's range. Search adds rewards and values linearly (on the value
+ * scale, points / max_return); these two convert between the two. Two-
+ * player values are the same on both sides. */
+#define ZT_VALUE_H_EPS 0.001
+
+static inline double zt_value_h(double x)
+{
+    double a = x < 0 ? -x : x;
+    double y = __builtin_sqrt(a + 1) - 1 + ZT_VALUE_H_EPS * a;
+    return x < 0 ? -y : y;
+}
+
+static inline double zt_value_h_inverse(double y)
+{
+    double a = y < 0 ? -y : y, e = ZT_VALUE_H_EPS;
+    double r = (__builtin_sqrt(1 + 4 * e * (a + 1 + e)) - 1) / (2 * e);
+    double x = r * r - 1;
+    return y < 0 ? -x : x;
+}
+
+/* A value on the search's scale -> the network's target. */
+static inline float zt_game_value_to_net(const zt_game *g, float v)
+{
+    if (g->num_players != 1) return v;
+    return (float)(zt_value_h((double)v * g->max_return) / zt_value_h(g->max_return));
+}
+
+/* The network's value -> the search's scale (the inverse of the above). */
+static inline float zt_game_value_from_net(const zt_game *g, float y)
+{
+    if (g->num_players != 1) return y;
+    return (float)(zt_value_h_inverse((double)y * zt_value_h(g->max_return)) / g->max_return);
+}
+
 /* Terminal state s's return for `player` on the network's value scale,
  * [-1, 1]: returns / max_return. (A one-player game's banked score, on the
  * value scale: not bounded by 1.) */
