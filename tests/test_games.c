@@ -49,7 +49,10 @@ static void check_state(const zt_game *g, const uint8_t *s, zt_rng *rng, float *
     if (player == ZT_TERMINAL) {
         float r[2];
         g->returns(g, s, r);
-        CHECK(fabsf(r[0] + r[1]) < 1e-6f, "%s: returns not zero-sum", g->title);
+        if (zt_game_num_players(g) == 2)
+            CHECK(fabsf(r[0] + r[1]) < 1e-6f, "%s: returns not zero-sum", g->title);
+        else
+            CHECK(r[0] >= 0 && r[1] == 0, "%s: one player's returns %g %g", g->title, r[0], r[1]);
         return;
     }
     if (player == ZT_CHANCE) {
@@ -66,7 +69,8 @@ static void check_state(const zt_game *g, const uint8_t *s, zt_rng *rng, float *
         CHECK(fabs(total - 1.0) < 1e-5, "%s: chance probabilities sum to %g", g->title, total);
         return;
     }
-    CHECK(player == 0 || player == 1, "%s: current player %d", g->title, player);
+    CHECK(player == 0 || (player == 1 && zt_game_num_players(g) == 2), "%s: current player %d",
+          g->title, player);
 
     uint16_t actions[ZT_MAX_ACTIONS];
     int n = g->legal(g, s, actions);
@@ -143,10 +147,16 @@ static void test_game(const char *name, const char *const *settings, int playout
         memset(s, 0, sizeof s);
         g->reset(g, s);
         int plies = 0;
+        float banked = 0;
         for (;;) {
             check_state(g, s, &rng, obs);
             states++;
             int player = g->current_player(g, s);
+            if (player == ZT_TERMINAL && zt_game_num_players(g) == 1) {
+                /* a one-player game banks its score as it goes */
+                CHECK(zt_game_score(g, s) >= banked, "%s: the score fell", g->title);
+                break;
+            }
             if (player == ZT_TERMINAL) {
                 /* returns are zero-sum and within max_return: values in [-1, 1] */
                 float r[2];
@@ -156,6 +166,11 @@ static void test_game(const char *name, const char *const *settings, int playout
                           v <= 1,
                       "%s: returns %g %g beyond max_return %g", g->title, r[0], r[1], g->max_return);
                 break;
+            }
+            if (zt_game_num_players(g) == 1) {
+                float now = zt_game_score(g, s);
+                CHECK(now >= banked, "%s: the score fell from %g to %g", g->title, banked, now);
+                banked = now;
             }
             if (player == ZT_CHANCE) {
                 int n = g->chance_outcomes(g, s, outcomes, probs);
@@ -275,6 +290,7 @@ int main(void)
     test_game("sim", k14, 10, seed);
     test_game("sim", make, 50, seed);
     test_game("backgammon", NULL, 10, seed);
+    test_game("2048", NULL, 50, seed);
 
     zt_game *g;
     CHECK(zt_game_new("chess", NULL, &g) == ZT_ERR_NOT_FOUND, "unknown game accepted");
@@ -288,6 +304,7 @@ int main(void)
     check_sets("sim", k6_make, 0, ZT_JUDGE_OPTIMAL);
     check_sets("sim", k7, 0, ZT_JUDGE_OPTIMAL);
     check_sets("backgammon", NULL, 0, ZT_JUDGE_OPTIMAL);
+    check_sets("2048", NULL, 0, ZT_JUDGE_OPTIMAL);
     check_players();
 
     return zt_test_finish("test_games");

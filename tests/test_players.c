@@ -121,7 +121,7 @@ int main(void)
                   strstr(zt_error_message(), "gnuchess"),
               "unknown spec: %s", zt_error_message());
         CHECK(strstr(zt_error_message(),
-                     "(random, perfect, solver, alphabeta:D, negamax:D, pubeval)"),
+                     "(random, perfect, solver, alphabeta:D, negamax:D, pubeval, expectimax:D)"),
               "the known players are not listed: %s", zt_error_message());
         CHECK(zt_player_new(g, "pubeval", &p) == ZT_ERR_UNSUPPORTED &&
                   strstr(zt_error_message(), "player 'pubeval' exists for backgammon, not tictactoe"),

@@ -19,6 +19,7 @@ typedef struct job {
 typedef struct az_model {
     zt_model base;
     const zt_game *game;
+    bool one_player; /* rewards on every transition, values never negated (game.h) */
     zt_evaluator ev;
     zt_nncache *cache;
     size_t game_bytes; /* game state padded to 8 (chance scratch stride) */
@@ -105,8 +106,11 @@ static zt_status expect_chance(az_model *m, int i, const void *state, int from, 
         g->apply(g, succ, outcomes[k]);
         int sp = g->current_player(g, succ);
         float w = weight * probs[k];
+        /* One player: what the outcome pays, then the value after it (a
+         * finished game is worth no more). Two players: the result. */
+        if (m->one_player) out->value[i] += w * zt_game_reward(g, state, succ);
         if (sp == ZT_TERMINAL) {
-            out->value[i] += w * zt_game_value_of(g, succ, from);
+            if (!m->one_player) out->value[i] += w * zt_game_value_of(g, succ, from);
             m->mass[i] += w;
         } else if (sp == ZT_CHANCE) {
             if (depth + 1 >= CHANCE_DEPTH) continue;
@@ -122,15 +126,17 @@ static zt_status expect_chance(az_model *m, int i, const void *state, int from, 
 }
 
 /* Classifies state i (already written to states[i]) and queues what it
- * needs evaluated. `from` is the perspective of the state it came from. */
-static zt_status classify(az_model *m, int i, void *state, int from, bool is_root,
+ * needs evaluated. `from` is the perspective of the state it came from,
+ * `reward` what the transition into it paid (one-player games; 0 for two
+ * players, whose result is the reward into a terminal state). */
+static zt_status classify(az_model *m, int i, void *state, int from, bool is_root, float reward,
                           zt_model_output *out, int *nj)
 {
     const zt_game *g = m->game;
     int O = m->base.max_outcomes > 0 ? m->base.max_outcomes : 1;
     int cp = g->current_player(g, state);
     out->value[i] = 0;
-    out->reward[i] = 0;
+    out->reward[i] = reward;
     out->num_outcomes[i] = 0;
     if (cp >= 0) {
         out->kind[i] = ZT_NODE_DECISION;
@@ -149,7 +155,7 @@ static zt_status classify(az_model *m, int i, void *state, int from, bool is_roo
     *perspective_of(m, state) = (int8_t)from;
     if (cp == ZT_TERMINAL) {
         out->kind[i] = ZT_NODE_TERMINAL;
-        if (!is_root) out->reward[i] = zt_game_value_of(g, state, from);
+        if (!is_root && !m->one_player) out->reward[i] = zt_game_value_of(g, state, from);
         return ZT_OK;
     }
     ZT_ASSERT(cp == ZT_CHANCE);
@@ -164,6 +170,7 @@ static zt_status classify(az_model *m, int i, void *state, int from, bool is_roo
 /* Delivers the (masked) logits and value of job j to its output row. */
 static inline void deliver(az_model *m, const job *jb, float value, zt_model_output *out)
 {
+    if (m->one_player) value = zt_game_value_from_net(m->game, value);
     if (jb->wants_logits)
         out->value[jb->target] = value;
     else
@@ -248,7 +255,7 @@ static zt_status az_initial(zt_model *base, int B, const void *const *roots, voi
     for (int i = 0; i < B; i++) {
         memset(states[i], 0, base->state_size);
         memcpy(states[i], roots[i], m->game->state_size);
-        ZT_TRY(classify(m, i, states[i], 0, true, out, &nj));
+        ZT_TRY(classify(m, i, states[i], 0, true, 0.0f, out, &nj));
     }
     ZT_TRY(run_jobs(m, nj, out));
     normalise_chance(m, B, out);
@@ -270,7 +277,8 @@ static zt_status az_recurrent(zt_model *base, int B, const void *const *states, 
         memcpy(next[i], states[i], base->state_size);
         int from = *perspective_of(m, next[i]);
         m->game->apply(m->game, next[i], actions[i]);
-        ZT_TRY(classify(m, i, next[i], from, false, out, &nj));
+        float reward = m->one_player ? zt_game_reward(m->game, states[i], next[i]) : 0.0f;
+        ZT_TRY(classify(m, i, next[i], from, false, reward, out, &nj));
     }
     ZT_TRY(run_jobs(m, nj, out));
     normalise_chance(m, B, out);
@@ -304,6 +312,7 @@ zt_status zt_az_model_new(const zt_game *g, const zt_evaluator *ev, int max_batc
         return zt_fail(ZT_ERR_INVALID, "az model: evaluator has no function");
     az_model *m = zt_xcalloc(1, sizeof *m);
     m->game = g;
+    m->one_player = zt_game_num_players(g) == 1;
     m->ev = *ev;
     m->cache = cache;
     m->game_bytes = (g->state_size + 7) / 8 * 8;

@@ -144,6 +144,44 @@ zt_status zt_arena_match(const zt_game *g, zt_agent *a, zt_agent *b, const zt_ma
  * " SPRT LLR 2.95 [-2.94, 2.94] H1". */
 void zt_match_format(const zt_match_result *r, bool with_sprt, char *buf, size_t cap);
 
+/* ---- one-player games: the score ---- */
+
+#define ZT_SCORE_MAX_LEVELS 24
+
+typedef struct zt_score_result {
+    int games;
+    double mean;     /* mean final score (the returns' r[0]) */
+    double ci95;     /* half-width of its 95 % interval: 1.96 s / sqrt(games) */
+    double min, max; /* lowest and highest score */
+    double total, total_sq;
+    int64_t moves;   /* the agent's moves over all games */
+    /* The game's `level` of each finished game (2048: the highest tile), as
+     * (value, games) pairs in increasing value; num_levels 0 without one. */
+    int num_levels;
+    int level_value[ZT_SCORE_MAX_LEVELS];
+    int level_games[ZT_SCORE_MAX_LEVELS];
+} zt_score_result;
+
+typedef struct zt_score_config {
+    int games;
+    int concurrency; /* games in flight (0: as many as the agent follows, at most 256) */
+    uint64_t seed;   /* game i draws chance and the agent's randomness from (seed, i) */
+    /* Optional: called after each game is counted (in game order). */
+    void (*progress)(void *ctx, const zt_score_result *so_far);
+    void *progress_ctx;
+} zt_score_config;
+
+/* Plays cfg->games games of one-player game g with the agent and gathers
+ * their scores, counted in game order (so the result does not depend on the
+ * concurrency). ZT_ERR_INVALID for a two-player game or an illegal move. */
+zt_status zt_arena_score(const zt_game *g, zt_agent *agent, const zt_score_config *cfg,
+                         zt_score_result *out);
+
+/* "mean score 2417 +- 153 (95 %), min 612, max 6904, 100 games". */
+void zt_score_format(const zt_score_result *r, char *buf, size_t cap);
+/* "highest tile: 128 3 %, 256 21 %, 512 60 %, 1024 16 %" ("" without levels). */
+void zt_score_levels_format(const zt_game *g, const zt_score_result *r, char *buf, size_t cap);
+
 /* ---- solver test sets ---- */
 
 typedef struct zt_positions_result {

@@ -1,7 +1,10 @@
 /* zeroth eval GAME --model M --opponent X --games N: a match with
  * alternating colours (W-D-L, score, Elo with its 95 % interval, an SPRT on
  * request); zeroth eval GAME --model M --positions FILE: the share of a
- * solver test set played optimally (arena/arena.h). The model plays with a
+ * solver test set played optimally (arena/arena.h). A one-player game
+ * (2048) has no opponent: zeroth eval 2048 --model M --games N, or --player
+ * SPEC for a baseline, prints the mean score with its 95 % interval and the
+ * distribution of the game's level (the highest tile). The model plays with a
  * net and a search (its run's search settings, else Gumbel's defaults), or
  * its raw policy with --sims 0. */
 #include <stdio.h>
@@ -41,9 +44,14 @@ static void usage(FILE *f)
         f,
         "usage: zeroth eval GAME --model M --opponent X [--games N] [--sprt [--elo0 E0]\n"
         "                        [--elo1 E1] [--alpha A] [--beta B]] [--sims S] [--set k=v]\n"
-        "       zeroth eval GAME --model M --positions FILE [--limit N] [--sims S] [--set k=v]\n\n"
+        "       zeroth eval GAME --model M --positions FILE [--limit N] [--sims S] [--set k=v]\n"
+        "       zeroth eval GAME --model M [--games N] [--sims S] [--set k=v]  (one player)\n"
+        "       zeroth eval GAME --player X [--games N] [--set k=v]             (one player)\n\n"
         "Measures a model's strength. A model is a weights file, a checkpoint directory\n"
-        "or a run directory (its latest checkpoint).\n"
+        "or a run directory (its latest checkpoint). In a one-player game (2048) a\n"
+        "model or a baseline (--player: random or the game's baselines) plays alone and\n"
+        "eval prints the mean score with its 95 %% interval and the distribution of\n"
+        "the highest tile.\n"
         "  --opponent X   random, perfect, solver, the game's baselines:\n"
         "                 %s,\n"
         "                 gnubg or gnubg:PLIES (backgammon, needs GNU Backgammon), or\n"
@@ -147,10 +155,78 @@ static bool names_model(const char *x)
     return strchr(x, '/') || stat(x, &sb) == 0;
 }
 
+/* "eval: 2048 score" meter: games done, mean score so far. */
+static void score_progress(void *ctx, const zt_score_result *r)
+{
+    zt_progress_meter *m = ctx;
+    if (!m->draw) return;
+    zt_progress_meter_update(m, r->games, "mean score %.0f, max %.0f", r->mean, r->max);
+}
+
+/* Plays a one-player game's games with `agent` and prints the scores. */
+static zt_status score_run(const zt_game *g, zt_agent *agent, long games, long seed,
+                           int concurrency)
+{
+    zt_score_config sc = {.games = (int)games, .concurrency = concurrency, .seed = (uint64_t)seed};
+    zt_score_result r;
+    zt_progress_meter meter;
+    zt_progress_meter_init(&meter, "eval", "games", games, NULL, NULL);
+    sc.progress = score_progress;
+    sc.progress_ctx = &meter;
+    zt_progress_meter_update(&meter, 0, NULL);
+    double t0 = zt_now_s();
+    zt_status st = zt_arena_score(g, agent, &sc, &r);
+    zt_progress_meter_end(&meter);
+    if (st != ZT_OK) return st;
+    double dt = zt_now_s() - t0;
+    char line[512];
+    printf("%d games of %s by %s in %.1f s (%.2f games/s, %.0f moves/s)\n", r.games, g->title,
+           agent->name, dt, dt > 0 ? r.games / dt : 0.0, dt > 0 ? (double)r.moves / dt : 0.0);
+    zt_score_format(&r, line, sizeof line);
+    printf("%s\n", line);
+    zt_score_levels_format(g, &r, line, sizeof line);
+    if (line[0]) printf("%s\n", line);
+    return ZT_OK;
+}
+
+/* zeroth eval GAME --player X: a baseline alone at a one-player game. */
+static int eval_player(const char *game_name, const char *spec, zt_config *cfg,
+                       const char *games_arg, const char *seed_arg)
+{
+    zt_game *g = NULL;
+    zt_player *p = NULL;
+    zt_agent *agent = NULL;
+    int64_t concurrency;
+    long games = 100, seed = 1;
+    zt_status st = zt_game_new(game_name, cfg, &g);
+    if (st == ZT_OK) st = zt_config_int(cfg, "concurrency", 64, 1, 4096, &concurrency);
+    if (st == ZT_OK) st = zt_config_check_unused(cfg);
+    if (st == ZT_OK && ((games_arg && !parse_int("--games", games_arg, 1, 100000000, &games)) ||
+                        (seed_arg && !parse_int("--seed", seed_arg, 0, 0x7fffffffL, &seed))))
+        st = ZT_ERR_INVALID;
+    if (st == ZT_OK && zt_game_num_players(g) != 1) {
+        int rc = zt_cli_error("eval: --player is for one-player games; %s is played against an "
+                              "--opponent with --model",
+                              g->title);
+        zt_game_free(g);
+        return rc;
+    }
+    if (st == ZT_OK) st = zt_player_new(g, spec, &p);
+    if (st == ZT_OK) {
+        agent = zt_agent_from_player(p, true);
+        printf("player %s (%s)\n", spec, g->title);
+        st = score_run(g, agent, games, seed, (int)concurrency);
+    }
+    zt_agent_free(agent);
+    zt_game_free(g);
+    return st == ZT_OK ? 0 : zt_cli_fail(st);
+}
+
 int zt_cmd_eval(int argc, char **argv)
 {
     zt_config *cfg = zt_config_new();
     const char *game_name = NULL, *model_path = NULL, *opponent = NULL, *positions = NULL;
+    const char *player_spec = NULL;
     const char *games_arg = NULL, *limit_arg = NULL, *sims_arg = NULL, *seed_arg = NULL;
     const char *elo0_arg = NULL, *elo1_arg = NULL, *alpha_arg = NULL, *beta_arg = NULL;
     bool sprt = false;
@@ -169,6 +245,7 @@ int zt_cmd_eval(int argc, char **argv)
         if (zt_cli_config_arg(argc, argv, &i, cfg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--model", &model_path, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--opponent", &opponent, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--player", &player_spec, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--games", &games_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--positions", &positions, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--limit", &limit_arg, &st) ||
@@ -185,7 +262,11 @@ int zt_cmd_eval(int argc, char **argv)
             goto done;
         }
     }
-    if (!game_name || !model_path || (!opponent && !positions)) {
+    if (game_name && player_spec && !model_path && !opponent && !positions) {
+        rc = eval_player(game_name, player_spec, cfg, games_arg, seed_arg);
+        goto done;
+    }
+    if (!game_name || !model_path || player_spec) {
         usage(stderr);
         rc = 2;
         goto done;
@@ -237,6 +318,17 @@ int zt_cmd_eval(int argc, char **argv)
     if ((st = model_agent_start(&me, &search, positions ? 256 : (int)concurrency)) != ZT_OK)
         goto fail;
     const zt_game *g = me.game;
+    if (zt_game_num_players(g) == 1 && (opponent || positions)) {
+        rc = zt_cli_error("eval: %s is a one-player game: no --opponent or --positions (it "
+                          "reports the mean score)",
+                          g->title);
+        goto done;
+    }
+    if (zt_game_num_players(g) == 2 && !opponent && !positions) {
+        usage(stderr);
+        rc = 2;
+        goto done;
+    }
     char spec[256], what[128];
     zt_game_spec(g, spec, sizeof spec);
     if (search.num_simulations == 0)
@@ -263,6 +355,13 @@ int zt_cmd_eval(int argc, char **argv)
                100.0 * (pr.report_mistakes ? pr.mistakes : pr.optimal) / (double)pr.positions,
                pr.report_mistakes ? "mistakes" : "optimal");
         printf("%s\n", line);
+        rc = 0;
+        goto done;
+    }
+
+    if (zt_game_num_players(g) == 1) {
+        st = score_run(g, me.agent, games, seed, (int)concurrency);
+        if (st != ZT_OK) goto fail;
         rc = 0;
         goto done;
     }

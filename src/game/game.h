@@ -4,9 +4,10 @@
  * owns the returned zt_game and frees it with zt_game_free.
  *
  * Conventions every game follows:
- *  - Two players, 0 and 1; player 0 moves first (after any opening chance).
- *  - current_player() is 0 or 1, ZT_CHANCE at a chance node, ZT_TERMINAL at
- *    the end. At a chance node apply() takes an outcome id from
+ *  - Two players, 0 and 1; player 0 moves first (after any opening chance);
+ *    or one player (num_players 1, 2048), who is player 0.
+ *  - current_player() is 0 or 1 (only 0 in a one-player game), ZT_CHANCE at
+ *    a chance node, ZT_TERMINAL at the end. At a chance node apply() takes an outcome id from
  *    chance_outcomes(), not a policy action.
  *  - Actions are 0..num_actions-1 (the policy head's size). legal() lists
  *    the legal ones in increasing order.
@@ -18,7 +19,14 @@
  *  - hash() is a Zobrist-style 64-bit key of everything that matters for play
  *    (board, side to move, dice, pending moves).
  *  - The compact encoding is the smallest byte string from which decode()
- *    rebuilds the state exactly; replay stores it. */
+ *    rebuilds the state exactly; replay stores it.
+ *  - Rewards. A two-player game pays only at the end: returns() at a
+ *    terminal state, zero-sum. A one-player game pays as it goes: returns()
+ *    is defined at every state and r[0] is the score banked so far (r[1] is
+ *    0), so a transition's reward is the difference of r[0] across it
+ *    (zt_game_reward) and the final return is the sum of the rewards. The
+ *    state keeps the score; no function's signature changes, and two-player
+ *    games pay nothing for the feature. */
 #ifndef ZT_GAME_GAME_H
 #define ZT_GAME_GAME_H
 
@@ -62,7 +70,12 @@ struct zt_game {
                            * games are unbounded in principle) */
     float max_return;     /* the largest |return| (1; backgammon 3 for a
                            * backgammon): search and training see returns / max_return,
-                           * values in [-1, 1] like the network's */
+                           * values in [-1, 1] like the network's. A one-player
+                           * game's returns are unbounded scores: its max_return
+                           * is the value scale, the score that the network's
+                           * value 1 stands for (2048: the setting value_scale) */
+    int num_players;      /* 1 or 2 (0, a game built by hand before the field
+                           * existed, reads as 2: zt_game_num_players) */
     zt_obs_kind obs_kind;
     int obs_shape[3];     /* H, W, C */
     size_t compact_size;  /* bytes of the compact encoding */
@@ -76,7 +89,9 @@ struct zt_game {
     void (*apply)(const zt_game *g, void *s, int action);
     /* At a chance node: outcome ids and probabilities (summing to 1). */
     int (*chance_outcomes)(const zt_game *g, const void *s, int *outcomes, float *probs);
-    /* At a terminal state: the return of each player (zero-sum: r[1] = -r[0]). */
+    /* Two players: at a terminal state, the return of each player (zero-sum:
+     * r[1] = -r[0]). One player: at any state, r[0] the score banked so far
+     * and r[1] = 0 (see "Rewards"). */
     void (*returns)(const zt_game *g, const void *s, float *r);
     void (*observe)(const zt_game *g, const void *s, float *obs);
     void (*encode)(const zt_game *g, const void *s, uint8_t *out);
@@ -97,6 +112,11 @@ struct zt_game {
 
     /* Optional (NULL if absent): frees what create() put in impl. */
     void (*destroy)(zt_game *g);
+    /* Optional (NULL if absent), for one-player games: the level a finished
+     * game reached, which eval reports as a distribution (2048: the highest
+     * tile), and its name ("highest tile"). */
+    int (*level)(const zt_game *g, const void *s);
+    const char *level_name;
 };
 
 /* ---- registry ---- */
@@ -184,8 +204,71 @@ static inline bool zt_game_is_terminal(const zt_game *g, const void *s)
     return g->current_player(g, s) == ZT_TERMINAL;
 }
 
+static inline int zt_game_num_players(const zt_game *g)
+{
+    return g->num_players == 1 ? 1 : 2;
+}
+
+/* One-player game: the score banked in state s (returns' r[0]). */
+static inline float zt_game_score(const zt_game *g, const void *s)
+{
+    float r[2];
+    g->returns(g, s, r);
+    return r[0];
+}
+
+/* One-player game: the reward of the transition from `before` to `after`
+ * on the value scale (score difference / max_return); 0 for two players,
+ * whose games pay only at the end. */
+static inline float zt_game_reward(const zt_game *g, const void *before, const void *after)
+{
+    if (zt_game_num_players(g) != 1) return 0.0f;
+    return (zt_game_score(g, after) - zt_game_score(g, before)) / g->max_return;
+}
+
+/* The network's value of a one-player game is not linear in the points:
+ * scores span 0 to hundreds of thousands, so the value head learns
+ * h(points) / h(max_return) with h(x) = sign(x)(sqrt(|x| + 1) - 1) + eps x,
+ * eps = 0.001, the invertible transform of MuZero's Atari value targets
+ * (Pohlen et al. 2018, "Observe and Look Further", §3.2; Schrittwieser et
+ * al. 2020, Appendix F), which keeps small and large returns apart within
+ * tanh's range. Search adds rewards and values linearly (on the value
+ * scale, points / max_return); these two convert between the two. Two-
+ * player values are the same on both sides. */
+#define ZT_VALUE_H_EPS 0.001
+
+static inline double zt_value_h(double x)
+{
+    double a = x < 0 ? -x : x;
+    double y = __builtin_sqrt(a + 1) - 1 + ZT_VALUE_H_EPS * a;
+    return x < 0 ? -y : y;
+}
+
+static inline double zt_value_h_inverse(double y)
+{
+    double a = y < 0 ? -y : y, e = ZT_VALUE_H_EPS;
+    double r = (__builtin_sqrt(1 + 4 * e * (a + 1 + e)) - 1) / (2 * e);
+    double x = r * r - 1;
+    return y < 0 ? -x : x;
+}
+
+/* A value on the search's scale -> the network's target. */
+static inline float zt_game_value_to_net(const zt_game *g, float v)
+{
+    if (g->num_players != 1) return v;
+    return (float)(zt_value_h((double)v * g->max_return) / zt_value_h(g->max_return));
+}
+
+/* The network's value -> the search's scale (the inverse of the above). */
+static inline float zt_game_value_from_net(const zt_game *g, float y)
+{
+    if (g->num_players != 1) return y;
+    return (float)(zt_value_h_inverse((double)y * zt_value_h(g->max_return)) / g->max_return);
+}
+
 /* Terminal state s's return for `player` on the network's value scale,
- * [-1, 1]: returns / max_return. */
+ * [-1, 1]: returns / max_return. (A one-player game's banked score, on the
+ * value scale: not bounded by 1.) */
 static inline float zt_game_value_of(const zt_game *g, const void *s, int player)
 {
     float r[2];

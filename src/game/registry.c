@@ -10,6 +10,7 @@ extern const zt_game_def zt_game_tictactoe;
 extern const zt_game_def zt_game_connect4;
 extern const zt_game_def zt_game_sim;
 extern const zt_game_def zt_game_backgammon;
+extern const zt_game_def zt_game_g2048;
 
 /* Adding a game: one file in src/game/ and one line here. */
 const zt_game_def *const zt_game_registry[] = {
@@ -17,6 +18,7 @@ const zt_game_def *const zt_game_registry[] = {
     &zt_game_connect4,
     &zt_game_sim,
     &zt_game_backgammon,
+    &zt_game_g2048,
 };
 const int zt_game_registry_count = (int)(sizeof zt_game_registry / sizeof zt_game_registry[0]);
 
@@ -40,6 +42,8 @@ zt_status zt_game_new(const char *name, zt_config *cfg, zt_game **out)
         ZT_ASSERT(g->num_actions <= ZT_MAX_ACTIONS);
         ZT_ASSERT(g->max_chance_outcomes <= ZT_MAX_CHANCE_OUTCOMES);
         ZT_ASSERT(g->num_symmetries >= 1);
+        if (g->num_players == 0) g->num_players = 2;
+        ZT_ASSERT(g->num_players == 1 || g->num_players == 2);
         if (!g->title[0]) snprintf(g->title, sizeof g->title, "%s", g->name);
         g->def = def;
         *out = g;

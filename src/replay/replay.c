@@ -340,8 +340,14 @@ static const uint8_t *find_record(zt_replay *rb, int64_t index, int64_t *game, s
     return p;
 }
 
+/* The value target of a position: two players, the final result for the
+ * player to move; one player, the points still to come, undiscounted (the
+ * final score less the score banked in the position, on the value scale):
+ * the Monte Carlo return-to-go, the quantity search backs up (q = reward +
+ * value, model.h), read from the record and the game's return alone. */
 static float outcome_for(const zt_game *g, const void *state, float return0)
 {
+    if (zt_game_num_players(g) == 1) return return0 - zt_game_score(g, state) / g->max_return;
     return g->current_player(g, state) == 0 ? return0 : -return0;
 }
 
@@ -493,8 +499,9 @@ static zt_status build_row(zt_replay *rb, zt_replay_batch *b, int r)
     }
     b->policy_weight[r] = (view.flags & ZT_REPLAY_FULL_SEARCH) ? 1.0f : 0.0f;
     float z = outcome_for(g, state, h.return0);
-    b->value[r] = z;
-    b->root_value[r] = view.root_value;
+    /* the network learns values through the game's transform (game.h) */
+    b->value[r] = zt_game_value_to_net(g, z);
+    b->root_value[r] = zt_game_value_to_net(g, view.root_value);
     if (b->wdl) {
         float *wdl = b->wdl + (size_t)r * 3;
         wdl[0] = z > 0;

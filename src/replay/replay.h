@@ -102,7 +102,8 @@ const zt_game *zt_replay_game(const zt_replay *rb);
 const zt_replay_config *zt_replay_get_config(const zt_replay *rb);
 
 /* Appends a finished game: its positions in t (which is left unchanged) and
- * the return of player 0 (zero-sum: player 1 gets the negation). Evicts the
+ * the return of player 0 (zero-sum: player 1 gets the negation; one player:
+ * the final score / max_return). Evicts the
  * oldest games to make room. ZT_ERR_INVALID if the game alone exceeds the
  * capacity. *game_id (may be NULL) receives the id given to it (0, 1, ...). */
 zt_status zt_replay_add_game(zt_replay *rb, const zt_replay_traj *t, float return0,
@@ -139,7 +140,8 @@ size_t zt_replay_dense_bytes(const zt_game *g);
 typedef struct zt_replay_position {
     uint8_t state[ZT_MAX_STATE_BYTES];
     float root_value;
-    float outcome; /* the final return of the player to move */
+    float outcome; /* the final return of the player to move (one player:
+                    * the points still to come, on the value scale) */
     uint8_t flags;
     uint64_t game_id;
     int ply; /* index of the position in its game */
@@ -163,8 +165,10 @@ typedef struct zt_replay_batch {
     float *policy;        /* B x num_actions; all zero where policy_weight is 0 */
     uint8_t *legal;       /* B x num_actions, 1 on legal actions */
     float *policy_weight; /* B: 1 if the policy is a target (full search), else 0 */
-    float *value;         /* B: final return for the player to move */
-    float *root_value;    /* B: the search's root value */
+    float *value;         /* B: final return for the player to move (one player:
+                           * the points still to come, through
+                           * zt_game_value_to_net) */
+    float *root_value;    /* B: the search's root value (zt_game_value_to_net) */
     float *wdl;           /* B x 3 (win, draw, loss one-hot), or NULL if not wanted */
     int64_t *index;       /* B: absolute position index sampled */
     int32_t *sym;         /* B: symmetry applied */

@@ -45,6 +45,7 @@ zt_status zt_search_config_read(zt_config *c, const zt_search_read_options *opt,
     ZT_TRY(zt_config_float(c, "search.fpu_value", s->fpu_value, -1, 1, &s->fpu_value));
     ZT_TRY(zt_config_float(c, "search.fpu_reduction", s->fpu_reduction, 0, 2, &s->fpu_reduction));
     ZT_TRY(zt_config_bool(c, "search.tree_reuse", selfplay || s->tree_reuse, &s->tree_reuse));
+    ZT_TRY(zt_config_bool(c, "search.minmax_q", s->minmax_q, &s->minmax_q));
     return ZT_OK;
 }
 

@@ -58,6 +58,11 @@ struct zt_scheduler {
     int64_t arena_step;      /* the step of the last arena (-1: none) */
     char arena_summary[256]; /* the status line's arena part */
     bool perfect;
+    /* One-player games: the baselines' mean scores, measured at this
+     * process's first arena (they do not change) and quoted beside the
+     * model's after it. */
+    bool baselines_scored;
+    double baseline_mean[ZT_TRAIN_MAX_OPPONENTS];
 };
 
 static int64_t learner_step(const zt_scheduler *L)
@@ -230,8 +235,49 @@ static void append(char *buf, size_t cap, size_t *used, const char *fmt, ...)
     if (n > 0) *used = *used + (size_t)n < cap ? *used + (size_t)n : cap - 1;
 }
 
+/* A one-player game's arena: the model's mean score over arena.games games
+ * (a "score" metric with player "model"), and once per process each of
+ * arena.opponents' on the same games' seeds (a "score" metric each). */
+static zt_status score_arena(zt_scheduler *L, zt_agent *agent, int64_t step, char *summary,
+                             size_t cap, size_t *used)
+{
+    const zt_train_settings *S = L->S;
+    const zt_game *game = L->p.game;
+    zt_score_config sc = {.games = S->arena_games, .seed = S->seed ^ (uint64_t)step};
+    zt_score_result r;
+    ZT_TRY(zt_arena_score(game, agent, &sc, &r));
+    int top = r.num_levels ? r.level_value[r.num_levels - 1] : 0;
+    metric(L, "score",
+           "\"player\":\"model\",\"arena_games\":%d,\"mean\":%.2f,\"ci95\":%.2f,\"max\":%.0f,"
+           "\"top_level\":%d",
+           r.games, r.mean, r.ci95, r.max, top);
+    append(summary, cap, used, "%sscore %.0f +- %.0f", *used ? ", " : "", r.mean, r.ci95);
+    for (int i = 0; i < S->arena_num_opponents; i++) {
+        const char *spec = S->arena_opponents[i];
+        if (!L->baselines_scored) {
+            zt_player *p;
+            ZT_TRY(zt_player_new(game, spec, &p));
+            zt_agent *baseline = zt_agent_from_player(p, true);
+            zt_score_config bc = {.games = S->arena_games, .seed = S->seed};
+            zt_score_result br;
+            zt_status st = zt_arena_score(game, baseline, &bc, &br);
+            zt_agent_free(baseline);
+            ZT_TRY(st);
+            L->baseline_mean[i] = br.mean;
+            metric(L, "score",
+                   "\"player\":\"%s\",\"arena_games\":%d,\"mean\":%.2f,\"ci95\":%.2f,\"max\":%.0f",
+                   spec, br.games, br.mean, br.ci95, br.max);
+        }
+        append(summary, cap, used, "%s%s %.0f", i ? ", " : " (", spec, L->baseline_mean[i]);
+        if (i + 1 == S->arena_num_opponents) append(summary, cap, used, ")");
+    }
+    L->baselines_scored = true;
+    return ZT_OK;
+}
+
 /* The scheduled arena: arena.games games against each of arena.opponents
- * (one "arena" metric each), then the game's solver position sets. */
+ * (one "arena" metric each), then the game's solver position sets; in a
+ * one-player game the mean scores instead (score_arena). */
 static zt_status run_arena(zt_scheduler *L)
 {
     const zt_train_settings *S = L->S;
@@ -253,7 +299,11 @@ static zt_status run_arena(zt_scheduler *L)
     zt_status st = ZT_OK;
     char summary[sizeof L->arena_summary] = "";
     size_t used = 0;
-    for (int i = 0; i < S->arena_num_opponents && S->arena_games > 0 && st == ZT_OK; i++) {
+    bool one_player = zt_game_num_players(game) == 1;
+    if (one_player && S->arena_games > 0)
+        st = score_arena(L, agent, step, summary, sizeof summary, &used);
+    for (int i = 0; i < S->arena_num_opponents && S->arena_games > 0 && st == ZT_OK && !one_player;
+         i++) {
         const char *spec = S->arena_opponents[i];
         zt_player *p;
         st = zt_player_new(game, spec, &p);

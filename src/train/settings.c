@@ -20,6 +20,11 @@ static zt_status read_net(zt_config *c, const zt_game *g, zt_net_config *n)
     int value;
     ZT_TRY(zt_config_choice(c, "net.value", "scalar", values, &value));
     n->value_kind = value == 0 ? ZT_VALUE_SCALAR : ZT_VALUE_WDL;
+    if (n->value_kind == ZT_VALUE_WDL && zt_game_num_players(g) == 1)
+        return zt_fail(ZT_ERR_INVALID,
+                       "net.value: wdl is for games won, drawn or lost; %s scores points "
+                       "(net.value = scalar)",
+                       g->title);
     ZT_TRY(zt_config_int32(c, "net.value_hidden", n->value_hidden, 1, 1 << 14, &n->value_hidden));
     if (n->kind == ZT_NET_RESNET) {
         ZT_TRY(zt_config_int32(c, "net.channels", n->channels ? n->channels : 64, 1, 4096, &n->channels));

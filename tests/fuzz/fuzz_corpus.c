@@ -116,6 +116,9 @@ static void games(void)
     static const char *const bg[] = {"backgammon"};
     game_seeds("backgammon", bg, 1);
     put_text("backgammon", "bad-dice", 0, "4HPwATDgc/ABMA:71 opening\nbar/22");
+    static const char *const g2048[] = {"2048"};
+    game_seeds("g2048", g2048, 1);
+    put_text("g2048", "bad-spawn", 0, "2,0,0,0/0,0,0,0/0,0,0,0/0,0,0,0 0 spawn\n4@0");
 }
 
 static void gnubg_ids(void)
