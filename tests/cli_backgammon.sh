@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Backgammon against GNU Backgammon from the command line (skipped, exit 77,
+# where gnubg is not installed; scripts/install-deps.sh installs it): a tiny
+# run whose arena.opponents names gnubg:0 plays its arena matches against
+# gnubg to the end (every move of both sides checked legal by the arena,
+# each game counted with a result), and `zeroth eval --opponent gnubg:0`
+# plays a full match and reports points per game.
+set -u
+BIN=${ZT_BIN:-build/zeroth}
+fails=0
+dir=$(mktemp -d /tmp/zt_cli_backgammon_XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+
+if ! command -v gnubg >/dev/null && [ ! -x /usr/games/gnubg ] && [ -z "${ZT_GNUBG:-}" ]; then
+    echo "SKIP: gnubg is not installed (scripts/install-deps.sh installs it)"
+    exit 77
+fi
+
+run="$dir/run"
+if ! "$BIN" train backgammon --run "$run" --steps 1 --set mode=deterministic \
+    --set games_per_actor=2 --set search.sims=4 --set selfplay.root_cache=false \
+    --set learner.batch=16 --set learner.min_positions=16 --set arena.games=4 \
+    --set arena.opponents=gnubg:0 --set arena.sims=2 --set arena.positions=0 \
+    --set net.kind=mlp --set net.mlp_hidden=16 --set net.mlp_layers=1 \
+    --set backend=ref >"$dir/train.out" 2>&1; then
+    fail "train with arena.opponents=gnubg:0: $(tail -n 3 "$dir/train.out")"
+fi
+# The arena at the start and at the end: both matches complete, every game
+# a win or a loss (backgammon has no draws).
+n=$(grep -c '"kind":"arena","opponent":"gnubg:0","arena_games":4,' "$run/metrics.jsonl" 2>/dev/null)
+[ "${n:-0}" -eq 2 ] || fail "expected 2 complete arena matches against gnubg:0, got ${n:-0}: $(grep arena "$run/metrics.jsonl" 2>/dev/null)"
+if grep '"opponent":"gnubg:0"' "$run/metrics.jsonl" | grep -qv '"draws":0,'; then
+    fail "a backgammon game against gnubg ended without a winner"
+fi
+
+out=$("$BIN" eval backgammon --model "$run" --opponent gnubg:0 --games 2 --sims 2 \
+    --set backend=ref 2>&1) || fail "eval --opponent gnubg:0: $out"
+printf '%s\n' "$out" | grep -q "^2 games against gnubg:0" || fail "eval: no 2 games against gnubg:0: $out"
+printf '%s\n' "$out" | grep -q "^points per game: " || fail "eval: no points per game: $out"
+
+# A misspelt ply count is refused before the run starts, naming the entry.
+out=$("$BIN" train backgammon --run "$dir/bad" --steps 1 --set arena.opponents=gnubg:7 2>&1) &&
+    fail "arena.opponents=gnubg:7 accepted"
+printf '%s' "$out" | grep -q "arena.opponents: 'gnubg:7'" || fail "gnubg:7: $out"
+
+[ $fails -eq 0 ] && echo "cli_backgammon: all checks passed"
+[ $fails -eq 0 ]
