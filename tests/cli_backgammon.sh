@@ -38,10 +38,10 @@ if grep '"opponent":"gnubg:0"' "$run/metrics.jsonl" | grep -qv '"draws":0,'; the
     fail "a backgammon game against gnubg ended without a winner"
 fi
 
-out=$("$BIN" eval backgammon --model "$run" --opponent gnubg:0 --games 2 --sims 2 \
+out=$("$BIN" eval backgammon --model "$run" --opponent gnubg:0 --games 4 --sims 2 \
     --set backend=ref 2>&1) || fail "eval --opponent gnubg:0: $out"
-printf '%s\n' "$out" | grep -q "^2 games against gnubg:0" || fail "eval: no 2 games against gnubg:0: $out"
-printf '%s\n' "$out" | grep -q "^points per game: " || fail "eval: no points per game: $out"
+printf '%s\n' "$out" | grep -q "^4 games against gnubg:0" || fail "eval: no 4 games against gnubg:0: $out"
+printf '%s\n' "$out" | grep -q "^points per game [+-][0-9.]* \[[+-][0-9.]*, [+-][0-9.]*\] (95 % interval; 2 pairs of games, duplicate dice)" || fail "eval: no points per game: $out"
 
 # A misspelt ply count is refused before the run starts, naming the entry.
 out=$("$BIN" train backgammon --run "$dir/bad" --steps 1 --set arena.opponents=gnubg:7 2>&1) &&

@@ -226,6 +226,7 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     int positions_limit = g->def ? g->def->arena_positions_limit : 0;
     ZT_TRY(zt_config_double(c, "arena.minutes", 5, 0, 1e6, &S->arena_minutes));
     ZT_TRY(zt_config_int32(c, "arena.games", 100, 0, 1 << 20, &S->arena_games));
+    ZT_TRY(zt_config_bool(c, "arena.duplicate", true, &S->arena_duplicate));
     ZT_TRY(read_opponents(c, g, opponents, S));
     ZT_TRY(zt_config_bool(c, "arena.positions", true, &S->arena_positions));
     ZT_TRY(zt_config_int32(c, "arena.positions_limit", positions_limit, 0, 1 << 30,
