@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Backgammon against GNU Backgammon from the command line (skipped, exit 77,
-# where gnubg is not installed; scripts/install-deps.sh installs it): a tiny
+# Backgammon from the command line. The equity head (net.value = equity):
+# a tiny run trains with it and its model plays an eval match; tic-tac-toe
+# refuses it. Against GNU Backgammon (skipped, exit 77, where gnubg is not
+# installed; scripts/install-deps.sh installs it): a tiny
 # run whose arena.opponents names gnubg:0 plays its arena matches against
 # gnubg to the end (every move of both sides checked legal by the arena,
 # each game counted with a result), and `zeroth eval --opponent gnubg:0`
@@ -16,8 +18,31 @@ fail() {
     fails=$((fails + 1))
 }
 
+tiny=(--set mode=deterministic --set games_per_actor=2 --set search.sims=4
+      --set selfplay.root_cache=false --set learner.batch=16 --set learner.min_positions=16
+      --set arena.sims=2 --set arena.positions=0 --set net.kind=mlp --set net.mlp_hidden=16
+      --set net.mlp_layers=1 --set backend=ref)
+
+eq="$dir/equity"
+if ! "$BIN" train backgammon --run "$eq" --steps 2 --set net.value=equity --set arena.games=2 \
+    --set arena.opponents=pubeval "${tiny[@]}" >"$dir/equity.out" 2>&1; then
+    fail "train with net.value=equity: $(tail -n 3 "$dir/equity.out")"
+fi
+grep -q "value=equity:" "$eq/ckpt/$(cat "$eq/ckpt/latest" 2>/dev/null)/weights.safetensors" 2>/dev/null ||
+    fail "the equity run's weights do not record value=equity"
+grep '"kind":"train"' "$eq/metrics.jsonl" 2>/dev/null | tail -n 1 | grep -q '"loss_value":[0-9]' ||
+    fail "the equity run has no value loss: $(grep '"kind":"train"' "$eq/metrics.jsonl" | tail -n 1)"
+out=$("$BIN" eval backgammon --model "$eq" --opponent pubeval --games 4 --sims 2 \
+    --set backend=ref 2>&1) || fail "eval of the equity model: $out"
+printf '%s\n' "$out" | grep -q "^4 games against pubeval" || fail "equity eval: $out"
+out=$("$BIN" train tictactoe --run "$dir/ttt" --steps 1 --set net.value=equity 2>&1) &&
+    fail "tic-tac-toe accepted net.value=equity"
+printf '%s' "$out" | grep -q "equity head is for games of 1/2/3-point results" ||
+    fail "tic-tac-toe equity refusal: $out"
+
 if ! command -v gnubg >/dev/null && [ ! -x /usr/games/gnubg ] && [ -z "${ZT_GNUBG:-}" ]; then
-    echo "SKIP: gnubg is not installed (scripts/install-deps.sh installs it)"
+    [ $fails -eq 0 ] || exit 1
+    echo "SKIP: gnubg is not installed (scripts/install-deps.sh installs it); the equity checks passed"
     exit 77
 fi
 

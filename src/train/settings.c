@@ -16,10 +16,17 @@ static zt_status read_net(zt_config *c, const zt_game *g, zt_net_config *n)
     ZT_TRY(
         zt_config_choice(c, "net.kind", n->kind == ZT_NET_RESNET ? "resnet" : "mlp", kinds, &kind));
     n->kind = kind == 0 ? ZT_NET_RESNET : ZT_NET_MLP;
-    static const char *const values[] = {"scalar", "wdl", NULL};
+    static const char *const values[] = {"scalar", "wdl", "equity", NULL};
     int value;
     ZT_TRY(zt_config_choice(c, "net.value", "scalar", values, &value));
-    n->value_kind = value == 0 ? ZT_VALUE_SCALAR : ZT_VALUE_WDL;
+    n->value_kind = value == 0 ? ZT_VALUE_SCALAR : value == 1 ? ZT_VALUE_WDL : ZT_VALUE_EQUITY;
+    /* The equity head's value is points / 3: it fits games whose results
+     * are 1, 2 or 3 points and nothing else. */
+    if (n->value_kind == ZT_VALUE_EQUITY && g->max_return != ZT_EQ_MAX_POINTS)
+        return zt_fail(ZT_ERR_INVALID,
+                       "net.value = equity: the equity head is for games of 1/2/3-point results "
+                       "(backgammon), not %s",
+                       g->title);
     ZT_TRY(zt_config_int32(c, "net.value_hidden", n->value_hidden, 1, 1 << 14, &n->value_hidden));
     if (n->kind == ZT_NET_RESNET) {
         ZT_TRY(zt_config_int32(c, "net.channels", n->channels ? n->channels : 64, 1, 4096, &n->channels));
