@@ -8,9 +8,11 @@ set -euo pipefail
 # command out without it); curl: the test of its API (tests/cli_serve.sh);
 # openmpi-bin, libopenmpi-dev: `mpirun -np N zeroth train` (src/dist/);
 # python3-venv: the virtual environment of the Python package's tests
-# (scripts/python-venv.sh fills it from PyPI).
+# (scripts/python-venv.sh fills it from PyPI); gnubg: GNU Backgammon, the
+# outside opponent of backgammon (`--opponent gnubg:P`, arena.opponents =
+# gnubg:P; installed as /usr/games/gnubg), whose tests run wherever it is.
 pkgs=(build-essential cmake pkg-config libinih-dev libdnnl-dev libmicrohttpd-dev curl openmpi-bin
-      libopenmpi-dev python3 python3-venv)
+      libopenmpi-dev python3 python3-venv gnubg)
 for arg in "$@"; do
     case "$arg" in
     # --browser: headless Chromium and Python 3 for the test that plays
@@ -19,9 +21,8 @@ for arg in "$@"; do
     --browser) pkgs+=(chromium python3) ;;
     # --bench: also what bench/torch_compare.py needs to make its virtual environment.
     --bench) pkgs+=(python3 python3-venv python3-pip) ;;
-    # --gnubg: GNU Backgammon, the outside opponent of `zeroth eval backgammon
-    # --opponent gnubg` (installed as /usr/games/gnubg).
-    --gnubg) pkgs+=(gnubg) ;;
+    # --gnubg: accepted for older instructions; gnubg is installed by default now.
+    --gnubg) ;;
     # --fuzz: clang and its libFuzzer runtime, for `make fuzz` (tests/fuzz).
     --fuzz) pkgs+=(clang libclang-rt-dev) ;;
     *) echo "install-deps: unknown flag '$arg' (known: --bench, --gnubg, --browser, --fuzz)" >&2; exit 2 ;;

@@ -7,7 +7,10 @@
  * Test_L2_R1 and random makes many; agents built on search and on a raw
  * policy (over the exact oracle evaluator) plug into the same interface;
  * the progress callbacks of matches and position sets see every game or
- * position once, in order, and end at the final result. */
+ * position once, in order, and end at the final result; points per game
+ * and its interval match a hand computation, by games and by pairs; with
+ * duplicate dice both games of a pair see the same rolls with colours
+ * swapped, so a deterministic player against itself scores exactly 0. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,7 @@
 
 #include "agent/evaluators.h"
 #include "arena/arena.h"
+#include "core/alloc.h"
 
 #include "zt_test.h"
 
@@ -446,6 +450,158 @@ static void test_chance(void)
     zt_game_free(g);
 }
 
+/* Points per game against hand-computed values. Returns 1, -2, 3, 1:
+ * by games mean 0.75, sample variance 12.75 / 3 = 4.25, se = sqrt(4.25 / 4);
+ * by pairs the samples are -0.5 and 2, variance 3.125, se = 1.25, and the
+ * upper end 0.75 + 2.45 is cut to the 3 points of a backgammon. */
+static void test_points(void)
+{
+    const float r[4] = {1, -2, 3, 1};
+    zt_points p = zt_points_estimate(r, 4, false, 3);
+    double se = sqrt(4.25 / 4);
+    CHECK(p.units == 4 && near(p.mean, 0.75, 1e-12) && near(p.se, se, 1e-12) &&
+              near(p.lo, 0.75 - 1.96 * se, 1e-12) && near(p.hi, 0.75 + 1.96 * se, 1e-12),
+          "by games: %d units, %g [%g, %g] se %g", p.units, p.mean, p.lo, p.hi, p.se);
+    p = zt_points_estimate(r, 4, true, 3);
+    CHECK(p.units == 2 && near(p.mean, 0.75, 1e-12) && near(p.se, 1.25, 1e-12) &&
+              near(p.lo, 0.75 - 1.96 * 1.25, 1e-12) && p.hi == 3,
+          "by pairs: %d units, %g [%g, %g] se %g", p.units, p.mean, p.lo, p.hi, p.se);
+    /* An odd game out is a sample of its own; the mean stays per game. */
+    p = zt_points_estimate(r, 3, true, 3);
+    CHECK(p.units == 2 && near(p.mean, 2.0 / 3.0, 1e-12) && near(p.se, 1.75, 1e-12),
+          "odd: %d units, mean %g, se %g", p.units, p.mean, p.se);
+    p = zt_points_estimate(r, 1, false, 3);
+    CHECK(p.units == 1 && p.mean == 1 && p.lo == -3 && p.hi == 3, "one game: [%g, %g]", p.lo,
+          p.hi);
+    char buf[128];
+    p = zt_points_estimate(r, 4, false, 3);
+    zt_points_format(&p, buf, sizeof buf);
+    CHECK(strcmp(buf, "points per game +0.750 [-1.270, +2.770]") == 0, "format: %s", buf);
+}
+
+/* A spy on a backgammon player: it plays the wrapped player's moves and
+ * keeps its own copy of every game it is told about (games numbered in the
+ * order they start, which is game order), logging each game's chance
+ * outcomes and the seat it was asked to move from. */
+#define SPY_GAMES 16
+#define SPY_ROLLS 256
+typedef struct spy {
+    zt_agent base;
+    zt_agent *inner;
+    const zt_game *g;
+    int started;
+    int game_of_slot[256];
+    uint8_t state[256][ZT_MAX_STATE_BYTES];
+    int rolls[SPY_GAMES][SPY_ROLLS], num_rolls[SPY_GAMES];
+    int seat[SPY_GAMES];
+} spy;
+
+static zt_status spy_choose(zt_agent *a, int n, const int *slots, const void *const *states,
+                            zt_rng *const *rngs, int *actions)
+{
+    spy *s = (spy *)a;
+    for (int i = 0; i < n; i++) {
+        int game = s->game_of_slot[slots[i]];
+        if (game < SPY_GAMES) s->seat[game] = s->g->current_player(s->g, states[i]);
+    }
+    return s->inner->choose(s->inner, n, slots, states, rngs, actions);
+}
+
+static void spy_new_game(zt_agent *a, int slot)
+{
+    spy *s = (spy *)a;
+    s->game_of_slot[slot] = s->started++;
+    s->g->reset(s->g, s->state[slot]);
+}
+
+static void spy_played(zt_agent *a, int slot, int action)
+{
+    spy *s = (spy *)a;
+    int game = s->game_of_slot[slot];
+    if (game < SPY_GAMES && s->g->current_player(s->g, s->state[slot]) == ZT_CHANCE &&
+        s->num_rolls[game] < SPY_ROLLS)
+        s->rolls[game][s->num_rolls[game]++] = action;
+    s->g->apply(s->g, s->state[slot], action);
+}
+
+static void spy_free(zt_agent *a)
+{
+    zt_agent_free(((spy *)a)->inner);
+    free(a);
+}
+
+static spy *make_spy(const zt_game *g, const char *spec)
+{
+    zt_agent *inner = make_player(g, spec);
+    if (!inner) return NULL;
+    spy *s = zt_xcalloc(1, sizeof *s);
+    s->base = (zt_agent){.game = g, .max_games = 256, .choose = spy_choose,
+                         .new_game = spy_new_game, .played = spy_played, .free = spy_free};
+    snprintf(s->base.name, sizeof s->base.name, "spy(%s)", spec);
+    s->inner = inner;
+    s->g = g;
+    return s;
+}
+
+/* Do games x and y start with the same rolls, as far as both go? */
+static bool same_rolls(const spy *s, int x, int y)
+{
+    int n = s->num_rolls[x] < s->num_rolls[y] ? s->num_rolls[x] : s->num_rolls[y];
+    return n > 0 && memcmp(s->rolls[x], s->rolls[y], (size_t)n * sizeof(int)) == 0;
+}
+
+static void test_duplicate(void)
+{
+    zt_game *g = make_game("backgammon");
+    if (!g) return;
+    /* pubeval against itself: deterministic, so both games of a pair are
+     * the same game with the colours swapped, and each pair nets 0. */
+    spy *a = make_spy(g, "pubeval"), *b = make_spy(g, "pubeval");
+    if (!a || !b) return;
+    zt_match_config cfg = {.games = SPY_GAMES, .concurrency = 5, .seed = SEED, .duplicate = true};
+    zt_match_result r;
+    CHECK(zt_arena_match(g, &a->base, &b->base, &cfg, &r) == ZT_OK && r.games == SPY_GAMES,
+          "%s", zt_error_message());
+    CHECK(r.duplicate && r.total_return == 0 && r.points.mean == 0 && r.points.se == 0 &&
+              r.points.units == SPY_GAMES / 2,
+          "pubeval vs itself, duplicate: %g points, se %g, %d units", r.total_return,
+          r.points.se, r.points.units);
+    CHECK(r.wins == SPY_GAMES / 2 && r.games_first == SPY_GAMES / 2,
+          "one win per pair: %d wins, %d games first", r.wins, r.games_first);
+    for (int k = 0; k < SPY_GAMES / 2; k++) {
+        int x = 2 * k, y = 2 * k + 1;
+        CHECK(a->num_rolls[x] == a->num_rolls[y] && same_rolls(a, x, y),
+              "pair %d: rolls differ (%d and %d rolls)", k, a->num_rolls[x], a->num_rolls[y]);
+        CHECK(a->seat[x] == 0 && a->seat[y] == 1, "pair %d: seats %d, %d", k, a->seat[x],
+              a->seat[y]);
+    }
+    CHECK(!same_rolls(a, 0, 2), "pairs 0 and 1 share their dice");
+    zt_agent_free(&a->base);
+    zt_agent_free(&b->base);
+
+    /* Different players: the games of a pair part ways, yet roll the same
+     * dice while both go on. */
+    a = make_spy(g, "pubeval");
+    b = make_spy(g, "random");
+    if (!a || !b) return;
+    CHECK(zt_arena_match(g, &a->base, &b->base, &cfg, &r) == ZT_OK, "%s", zt_error_message());
+    for (int k = 0; k < SPY_GAMES / 2; k++)
+        CHECK(same_rolls(a, 2 * k, 2 * k + 1), "pair %d: rolls differ with different players", k);
+    zt_agent_free(&a->base);
+    zt_agent_free(&b->base);
+
+    /* Without duplicate dice the games of a pair roll their own dice. */
+    a = make_spy(g, "pubeval");
+    b = make_spy(g, "pubeval");
+    if (!a || !b) return;
+    cfg.duplicate = false;
+    CHECK(zt_arena_match(g, &a->base, &b->base, &cfg, &r) == ZT_OK, "%s", zt_error_message());
+    CHECK(!r.duplicate && !same_rolls(a, 0, 1), "independent games share their dice");
+    zt_agent_free(&a->base);
+    zt_agent_free(&b->base);
+    zt_game_free(g);
+}
+
 int main(void)
 {
     printf("seed %llu\n", (unsigned long long)SEED);
@@ -455,5 +611,7 @@ int main(void)
     test_positions();
     test_chance();
     test_progress();
+    test_points();
+    test_duplicate();
     return zt_test_finish("test_arena");
 }

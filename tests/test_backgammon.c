@@ -2,7 +2,9 @@
  * backgammon/gnubg_legal_moves.tsv: the decoded id, the number of distinct
  * plays, the notation of each, and that action sequences reach exactly those
  * plays), gnubg id round trips, rules cases, random games, text and error
- * handling, and pubeval's strength against a random player. */
+ * handling, and pubeval's strength against a random player; the hand-made
+ * inputs (inputs = extended) against positions counted by hand, and the
+ * setting's spec, size and refusal of a bad value. */
 #include "agent/player.h"
 #include "core/alloc.h"
 #include "core/rng.h"
@@ -603,6 +605,111 @@ static void test_pubeval(const zt_game *g, uint64_t seed)
     zt_player_free(pub);
 }
 
+static bool near_f(float x, double want)
+{
+    return fabs(x - want) < 1e-6;
+}
+
+static void test_features(void)
+{
+    float f[BG_NUM_FEATURES];
+    bg_state s;
+    zt_bg_reset(&s);
+    zt_bg_features(&s, f);
+    CHECK(near_f(f[BG_FEAT_PIPS_OWN], 1) && near_f(f[BG_FEAT_PIPS_OPP], 1) &&
+              f[BG_FEAT_CONTACT] == 1 && f[BG_FEAT_SHOTS_OWN] == 0 && f[BG_FEAT_SHOTS_OPP] == 0 &&
+              f[BG_FEAT_HIT_NOW] == 0,
+          "start: %g %g %g %g %g %g", f[0], f[1], f[2], f[3], f[4], f[5]);
+
+    /* The mover: one checker on its 8-point (index 7), 14 on its 1-point.
+     * The opponent (indices of its own view): a blot on index 21 (the
+     * mover's 3-point, 5 pips ahead of the mover's checker), two checkers on
+     * each of 17..20 (the mover's 7..4-points) and 6 on its 1-point.
+     * The mover's shots: every roll with a 5 (11 of 36); 4-1 and 3-2 would
+     * need to land on the mover's 4..7-points, all blocked: 11/36.
+     * The opponent's shots at the blot on the mover's 8-point (its index 16):
+     * from 17..21 it is 1..5 pips away, so every roll but 6-6: 35/36.
+     * Pips: the mover 14 + 8 = 22; the opponent 22 + 2 (18 + 19 + 20 + 21)
+     * + 6 = 184. */
+    memset(&s, 0, sizeof s);
+    uint8_t *own = s.board[0], *opp = s.board[1];
+    own[7] = 1;
+    own[0] = 14;
+    opp[21] = 1;
+    opp[17] = opp[18] = opp[19] = opp[20] = 2;
+    opp[0] = 6;
+    s.n_dice = 2;
+    s.dice[0] = 5;
+    s.dice[1] = 2;
+    zt_bg_features(&s, f);
+    CHECK(near_f(f[BG_FEAT_PIPS_OWN], 22.0 / 167) && near_f(f[BG_FEAT_PIPS_OPP], 184.0 / 167),
+          "pips %g %g", f[BG_FEAT_PIPS_OWN] * 167, f[BG_FEAT_PIPS_OPP] * 167);
+    CHECK(f[BG_FEAT_CONTACT] == 1, "contact %g", f[BG_FEAT_CONTACT]);
+    CHECK(near_f(f[BG_FEAT_SHOTS_OWN], 11.0 / 36), "own shots %g / 36", f[BG_FEAT_SHOTS_OWN] * 36);
+    CHECK(near_f(f[BG_FEAT_SHOTS_OPP], 35.0 / 36), "opponent shots %g / 36",
+          f[BG_FEAT_SHOTS_OPP] * 36);
+    CHECK(f[BG_FEAT_HIT_NOW] == 1, "5-2 hits with 8/3*");
+    /* Open one landing point (the opponent's pair on its 19, the mover's
+     * 5-point, moves to its 1-point): now 3-2 hits over it as well. */
+    opp[19] = 0;
+    opp[0] = 8;
+    zt_bg_features(&s, f);
+    CHECK(near_f(f[BG_FEAT_SHOTS_OWN], 13.0 / 36), "own shots over an open point %g / 36",
+          f[BG_FEAT_SHOTS_OWN] * 36);
+    s.dice[0] = s.dice[1] = 6;
+    s.n_dice = 4;
+    zt_bg_features(&s, f);
+    CHECK(f[BG_FEAT_HIT_NOW] == 0, "6-6 cannot hit");
+
+    /* A race: every mover checker home, every opponent checker in its own
+     * home (the mover's 19..24-points): no contact, no shots. */
+    memset(&s, 0, sizeof s);
+    s.board[0][0] = 7;
+    s.board[0][3] = 8;
+    s.board[1][1] = 15;
+    zt_bg_features(&s, f);
+    CHECK(f[BG_FEAT_CONTACT] == 0 && f[BG_FEAT_SHOTS_OWN] == 0 && f[BG_FEAT_SHOTS_OPP] == 0,
+          "race: contact %g, shots %g %g", f[BG_FEAT_CONTACT], f[BG_FEAT_SHOTS_OWN],
+          f[BG_FEAT_SHOTS_OPP]);
+
+    /* The setting: extended inputs append the features to Tesauro's 203. */
+    zt_config *cfg = zt_config_new();
+    zt_config_put(cfg, "inputs", "extended");
+    zt_game *g;
+    zt_status st = zt_game_new("backgammon", cfg, &g);
+    CHECK(st == ZT_OK, "inputs=extended: %s", zt_error_message());
+    if (st == ZT_OK) {
+        char spec[128];
+        zt_game_spec(g, spec, sizeof spec);
+        CHECK(strcmp(spec, "backgammon inputs=extended") == 0, "spec '%s'", spec);
+        CHECK(g->obs_shape[2] == 203 + BG_NUM_FEATURES, "observation size %d", g->obs_shape[2]);
+        bg_state t;
+        zt_bg_reset(&t);
+        t.n_dice = 2;
+        t.dice[0] = 3;
+        t.dice[1] = 1;
+        t.opening = 0;
+        float obs[256], want[BG_NUM_FEATURES];
+        g->observe(g, &t, obs);
+        zt_bg_features(&t, want);
+        CHECK(memcmp(obs + 203, want, sizeof want) == 0, "features not appended");
+        zt_game_free(g);
+    }
+    zt_config_free(cfg);
+    cfg = zt_config_new();
+    zt_config_put(cfg, "inputs", "fancy");
+    CHECK(zt_game_new("backgammon", cfg, &g) == ZT_ERR_INVALID &&
+              strstr(zt_error_message(), "inputs"),
+          "inputs=fancy: %s", zt_error_message());
+    zt_config_free(cfg);
+    CHECK(zt_game_new("backgammon", NULL, &g) == ZT_OK, "%s", zt_error_message());
+    char spec[128];
+    zt_game_spec(g, spec, sizeof spec);
+    CHECK(strcmp(spec, "backgammon") == 0 && g->obs_shape[2] == 203,
+          "default: spec '%s', %d inputs", spec, g->obs_shape[2]);
+    zt_game_free(g);
+}
+
 int main(void)
 {
     uint64_t seed = zt_test_seed(20240611);
@@ -618,6 +725,7 @@ int main(void)
     test_gnubg_file(g);
     test_random_games(g, seed);
     test_pubeval(g, seed);
+    test_features();
     zt_game_free(g);
     return zt_test_finish("test_backgammon");
 }

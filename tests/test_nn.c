@@ -1,7 +1,9 @@
 /* Tests of the nn layer on the reference backend: every op's backward and
  * whole nets' gradients against central finite differences, the optimizers
  * driving a fixed synthetic set's loss near zero, schedules, clipping, batch
- * norm folding, bf16 conversion and the bf16 forward's distance from fp32. */
+ * norm folding, bf16 conversion and the bf16 forward's distance from fp32;
+ * the equity head: its gradient against finite differences, its consistency
+ * caps, cubeless equity and its targets against hand computations. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,6 +309,10 @@ static void dataset_make(dataset *d, const zt_net_config *cfg, int B, bool soft,
         float *v = d->value + (size_t)n * d->V;
         if (d->V == 1) {
             v[0] = (float)(1.8 * zt_rng_uniform(r) - 0.9);
+        } else if (d->V == ZT_EQ_OUTPUTS) {
+            /* a random result: +-1, 2 or 3 points */
+            float points = (float)(1 + zt_rng_below(r, 3)) * (zt_rng_below(r, 2) ? 1.0f : -1.0f);
+            zt_equity_targets(points, v);
         } else {
             v[0] = v[1] = v[2] = 0;
             v[zt_rng_below(r, 3)] = 1;
@@ -413,6 +419,100 @@ static void test_net_gradients(void)
     check_net_gradient("mlp layer norm", &c, 5, 5);
     c = small_mlp(ZT_NORM_BATCH);
     check_net_gradient("mlp batch norm", &c, 6, 6);
+    c = small_mlp(ZT_NORM_LAYER);
+    c.value_kind = ZT_VALUE_EQUITY;
+    check_net_gradient("mlp equity, 2 micro-batches", &c, 8, 4);
+    c = small_resnet(ZT_VALUE_EQUITY);
+    check_net_gradient("resnet equity", &c, 4, 4);
+}
+
+static float logit(double p)
+{
+    return (float)log(p / (1 - p));
+}
+
+/* The equity head's arithmetic against hand computations. */
+static void test_equity(void)
+{
+    /* Consistent probabilities pass the caps unchanged (to float rounding). */
+    const double want[5] = {0.6, 0.2, 0.05, 0.1, 0.01};
+    float lg[5], p[5];
+    for (int j = 0; j < 5; j++) lg[j] = logit(want[j]);
+    zt_equity_probs(lg, p);
+    for (int j = 0; j < 5; j++) CHECK(fabs(p[j] - want[j]) < 1e-6, "p[%d] = %g", j, p[j]);
+    /* 0.6 - 0.4 + 0.2 - 0.1 + 0.05 - 0.01 */
+    CHECK(fabs(zt_equity_points(p) - 0.34) < 1e-6, "equity %g, not 0.34", zt_equity_points(p));
+    float v;
+    zt_net_head_to_value(ZT_VALUE_EQUITY, 1, lg, &v);
+    CHECK(fabs(v - 0.34 / 3) < 1e-6, "value %g, not 0.34 / 3", v);
+
+    /* Inconsistent outputs are capped: a gammon no likelier than the win
+     * (0.3), a backgammon no likelier than the gammon, a lost gammon no
+     * likelier than the loss (0.7), a lost backgammon than the lost gammon. */
+    const double raw[5] = {0.3, 0.9, 0.95, 0.8, 0.6};
+    for (int j = 0; j < 5; j++) lg[j] = logit(raw[j]);
+    zt_equity_probs(lg, p);
+    CHECK(fabs(p[ZT_EQ_WIN] - 0.3) < 1e-6 && fabs(p[ZT_EQ_WIN_GAMMON] - 0.3) < 1e-6 &&
+              fabs(p[ZT_EQ_WIN_BACKGAMMON] - 0.3) < 1e-6 &&
+              fabs(p[ZT_EQ_LOSE_GAMMON] - 0.7) < 1e-6 &&
+              fabs(p[ZT_EQ_LOSE_BACKGAMMON] - 0.6) < 1e-6,
+          "caps: %g %g %g %g %g", p[0], p[1], p[2], p[3], p[4]);
+    /* 0.3 - 0.7 + 0.3 - 0.7 + 0.3 - 0.6 */
+    CHECK(fabs(zt_equity_points(p) - (-1.1)) < 1e-6, "capped equity %g", zt_equity_points(p));
+
+    /* A certain result's targets, read as probabilities, are worth exactly
+     * its points; a game without a winner counts half a win. */
+    for (int points = -3; points <= 3; points++) {
+        float t[5];
+        zt_equity_targets((float)points + 1e-4f, t);
+        CHECK(zt_equity_points(t) == (float)points, "targets of %+d are worth %g", points,
+              zt_equity_points(t));
+    }
+    float t[5];
+    zt_equity_targets(2.0f, t);
+    CHECK(t[0] == 1 && t[1] == 1 && t[2] == 0 && t[3] == 0 && t[4] == 0, "gammon win targets");
+    zt_equity_targets(-3.0f, t);
+    CHECK(t[0] == 0 && t[1] == 0 && t[2] == 0 && t[3] == 1 && t[4] == 1, "backgammon loss targets");
+
+    /* The loss of a single sample: logits 0 against targets of a single
+     * win (1, 0, 0, 0, 0) cost 5 log 2; the gradient is sigmoid - target. */
+    zt_net_config c;
+    zt_net_config_default(&c, 1, 1, 3, 2);
+    c.mlp_hidden = 2;
+    c.mlp_layers = 1;
+    c.value_hidden = 2;
+    c.value_kind = ZT_VALUE_EQUITY;
+    zt_net *net;
+    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
+    if (!net) return;
+    /* all parameters zero: every output logit is 0 */
+    zt_train_config tc;
+    zt_train_config_default(&tc);
+    tc.weight_decay = 0;
+    zt_trainer *tr;
+    CHECK_OK(zt_trainer_new(net, &tc, &tr));
+    float obs[3] = {1, 0, 1}, policy[2] = {1, 0}, target[5] = {1, 0, 0, 0, 0};
+    uint8_t legal[2] = {1, 1};
+    zt_train_batch b = {1, obs, policy, legal, target};
+    zt_train_losses L;
+    float *g = zt_xmalloc(zt_net_param_count(net) * sizeof(float));
+    CHECK_OK(zt_trainer_loss_grad(tr, &b, &L, g));
+    CHECK(fabs(L.value - 5 * log(2.0)) < 1e-6, "equity loss %g, not 5 log 2", L.value);
+    /* d loss / d fc2 bias = sigmoid(0) - target = -0.5, +0.5, +0.5, +0.5, +0.5 */
+    bool found = false;
+    for (int i = 0; i < zt_net_tensor_count(net); i++) {
+        zt_net_tensor tt = zt_net_tensor_at(net, i);
+        if (strcmp(tt.name, "value.fc2.bias") != 0) continue;
+        found = true;
+        size_t off = (size_t)(tt.data - zt_net_params(net));
+        for (int j = 0; j < 5; j++)
+            CHECK(fabs(g[off + (size_t)j] - (j == 0 ? -0.5 : 0.5)) < 1e-6, "bias grad %d: %g", j,
+                  g[off + (size_t)j]);
+    }
+    CHECK(found, "no tensor value.fc2.bias");
+    free(g);
+    zt_trainer_free(tr);
+    zt_net_free(net);
 }
 
 /* ---- training drives the loss near zero ---- */
@@ -671,6 +771,13 @@ static void test_config(void)
     zt_net_config_format(&c, buf, sizeof buf);
     CHECK_OK(zt_net_config_parse(buf, &back));
     CHECK(memcmp(&c, &back, sizeof c) == 0, "mlp round trip of '%s'", buf);
+    c.value_kind = ZT_VALUE_EQUITY;
+    zt_net_config_format(&c, buf, sizeof buf);
+    CHECK(strstr(buf, " value=equity:") != NULL, "equity architecture '%s'", buf);
+    CHECK_OK(zt_net_config_parse(buf, &back));
+    CHECK(memcmp(&c, &back, sizeof c) == 0, "equity round trip of '%s'", buf);
+    c = small_mlp(ZT_NORM_BATCH);
+    zt_net_config_format(&c, buf, sizeof buf);
     CHECK(zt_net_config_parse("resnet in=3x3x2 actions=9", &back) == ZT_ERR_INVALID, "short");
     strcat(buf, " x=1");
     CHECK(zt_net_config_parse(buf, &back) == ZT_ERR_INVALID, "trailing field accepted");
@@ -714,6 +821,7 @@ int main(void)
     test_config();
     test_layers();
     test_net_gradients();
+    test_equity();
     test_schedules();
     test_clipping();
     test_fold();

@@ -121,7 +121,7 @@ int main(void)
                   strstr(zt_error_message(), "gnuchess"),
               "unknown spec: %s", zt_error_message());
         CHECK(strstr(zt_error_message(),
-                     "(random, perfect, solver, alphabeta:D, negamax:D, pubeval, expectimax:D)"),
+                     "(random, perfect, solver, alphabeta:D, negamax:D, pubeval, expectimax:D, gnubg:P)"),
               "the known players are not listed: %s", zt_error_message());
         CHECK(zt_player_new(g, "pubeval", &p) == ZT_ERR_UNSUPPORTED &&
                   strstr(zt_error_message(), "player 'pubeval' exists for backgammon, not tictactoe"),
@@ -131,6 +131,9 @@ int main(void)
               "alphabeta on tictactoe: %s", zt_error_message());
         CHECK(zt_player_new(g, "alphabeta:x", &p) == ZT_ERR_INVALID, "bad depth accepted");
         CHECK(zt_player_new(g, "alphabeta", &p) == ZT_ERR_INVALID, "a depth player without depth");
+        CHECK(zt_player_new(g, "gnubg:0", &p) == ZT_ERR_INVALID &&
+                  strstr(zt_error_message(), "gnubg plays backgammon"),
+              "gnubg on tictactoe: %s", zt_error_message());
         zt_game_free(g);
     }
     if (zt_game_new("backgammon", NULL, &g) == ZT_OK) {

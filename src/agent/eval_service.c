@@ -33,7 +33,8 @@ struct zt_eval_service {
     zt_net *net;
     int nclients, client_batch, max_batch;
     int obs_size, num_actions, value_size;
-    float *obs, *logits, *values, *wdl; /* the merged batch */
+    zt_value_kind value_kind;
+    float *obs, *logits, *values, *wdl; /* the merged batch (wdl: the raw value head, value_size > 1) */
     client *clients;
     int *taken; /* clients in the batch being run */
     pthread_mutex_t mu;
@@ -62,7 +63,7 @@ static zt_status run_batch(zt_eval_service *svc, int rows, uint64_t *ns)
     uint64_t t0 = zt_now_ns();
     ZT_TRY(zt_net_forward(svc->net, rows, svc->obs, svc->logits, svc->value_size == 1 ? svc->values : svc->wdl));
     *ns = zt_now_ns() - t0;
-    if (svc->value_size == 3) zt_wdl_to_value(rows, svc->wdl, svc->values);
+    if (svc->value_size > 1) zt_net_head_to_value(svc->value_kind, rows, svc->wdl, svc->values);
     return ZT_OK;
 }
 
@@ -167,6 +168,7 @@ zt_status zt_eval_service_new(zt_net *net, int clients, int client_batch, zt_eva
     svc->obs_size = cfg->in_h * cfg->in_w * cfg->in_c;
     svc->num_actions = cfg->num_actions;
     svc->value_size = zt_net_value_size(cfg);
+    svc->value_kind = cfg->value_kind;
     pthread_mutex_init(&svc->mu, NULL);
     pthread_mutex_init(&svc->excl_mu, NULL);
     pthread_cond_init(&svc->work, NULL);
@@ -181,10 +183,10 @@ zt_status zt_eval_service_new(zt_net *net, int clients, int client_batch, zt_eva
     svc->obs = malloc(M * (size_t)svc->obs_size * sizeof(float));
     svc->logits = malloc(M * (size_t)svc->num_actions * sizeof(float));
     svc->values = malloc(M * sizeof(float));
-    svc->wdl = svc->value_size == 3 ? malloc(M * 3 * sizeof(float)) : NULL;
+    svc->wdl = svc->value_size > 1 ? malloc(M * (size_t)svc->value_size * sizeof(float)) : NULL;
     svc->batch_counts = calloc(M + 1, sizeof *svc->batch_counts);
     zt_status st = ZT_OK;
-    if (!svc->taken || !svc->obs || !svc->logits || !svc->values || (svc->value_size == 3 && !svc->wdl) ||
+    if (!svc->taken || !svc->obs || !svc->logits || !svc->values || (svc->value_size > 1 && !svc->wdl) ||
         !svc->batch_counts)
         st = zt_fail(ZT_ERR_NOMEM, "evaluator service buffers for batch %d", svc->max_batch);
     if (st == ZT_OK) st = zt_net_reserve(net, svc->max_batch);

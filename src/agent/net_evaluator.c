@@ -11,21 +11,16 @@
 struct zt_net_evaluator {
     zt_net *net;
     int max_batch;
-    int value_size; /* 1 scalar, 3 WDL */
-    float *wdl;     /* max_batch x 3, WDL nets only */
+    zt_value_kind value_kind;
+    int value_size; /* 1 scalar, 3 WDL, 5 equity */
+    float *wdl;     /* max_batch x value_size, the raw head of WDL and equity nets */
     uint64_t *batch_counts;
     zt_evaluator_stats stats;
 };
 
 void zt_wdl_to_value(int B, const float *wdl, float *value)
 {
-    /* Expected score for the player to move: P(win) - P(loss). */
-    for (int i = 0; i < B; i++) {
-        const float *w = wdl + (size_t)i * 3;
-        float m = fmaxf(w[0], fmaxf(w[1], w[2]));
-        float ew = expf(w[0] - m), ed = expf(w[1] - m), el = expf(w[2] - m);
-        value[i] = (ew - el) / (ew + ed + el);
-    }
+    zt_net_head_to_value(ZT_VALUE_WDL, B, wdl, value);
 }
 
 /* Makes room for batches of B (kernels and buffers): only when a caller
@@ -37,9 +32,9 @@ static zt_status grow(zt_net_evaluator *ne, int B)
     if (!counts) return zt_fail(ZT_ERR_NOMEM, "evaluator: batch counts for %d", B);
     memset(counts + ne->max_batch + 1, 0, (size_t)(B - ne->max_batch) * sizeof *counts);
     ne->batch_counts = counts;
-    if (ne->value_size == 3) {
-        float *wdl = realloc(ne->wdl, (size_t)B * 3 * sizeof *wdl);
-        if (!wdl) return zt_fail(ZT_ERR_NOMEM, "evaluator: WDL buffer for %d", B);
+    if (ne->value_size > 1) {
+        float *wdl = realloc(ne->wdl, (size_t)B * (size_t)ne->value_size * sizeof *wdl);
+        if (!wdl) return zt_fail(ZT_ERR_NOMEM, "evaluator: value-head buffer for %d", B);
         ne->wdl = wdl;
     }
     ne->max_batch = B;
@@ -71,7 +66,7 @@ static zt_status net_eval(void *ctx, int B, const float *obs, float *logits, flo
     uint64_t t0 = zt_now_ns();
     ZT_TRY(zt_net_forward(ne->net, B, obs, logits, ne->value_size == 1 ? value : ne->wdl));
     end_call(ne, B, t0);
-    if (ne->value_size == 3) zt_wdl_to_value(B, ne->wdl, value);
+    if (ne->value_size > 1) zt_net_head_to_value(ne->value_kind, B, ne->wdl, value);
     return ZT_OK;
 }
 
@@ -105,10 +100,12 @@ zt_status zt_net_evaluator_new(zt_net *net, int max_batch, zt_net_evaluator **ou
     zt_net_evaluator *ne = zt_xcalloc(1, sizeof *ne);
     ne->net = net;
     ne->max_batch = max_batch;
+    ne->value_kind = zt_net_config_of(net)->value_kind;
     ne->value_size = zt_net_value_size(zt_net_config_of(net));
     ne->batch_counts = calloc((size_t)max_batch + 1, sizeof *ne->batch_counts);
-    if (ne->value_size == 3) ne->wdl = malloc((size_t)max_batch * 3 * sizeof *ne->wdl);
-    if (!ne->batch_counts || (ne->value_size == 3 && !ne->wdl)) {
+    if (ne->value_size > 1)
+        ne->wdl = malloc((size_t)max_batch * (size_t)ne->value_size * sizeof *ne->wdl);
+    if (!ne->batch_counts || (ne->value_size > 1 && !ne->wdl)) {
         zt_net_evaluator_free(ne);
         return zt_fail(ZT_ERR_NOMEM, "evaluator buffers for batch %d", max_batch);
     }

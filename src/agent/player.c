@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/gnubg.h"
 #include "core/alloc.h"
 #include "game/solver.h"
 
@@ -128,6 +129,13 @@ void zt_player_specs(char *buf, size_t cap)
             used = used + (size_t)n < cap ? used + (size_t)n : cap;
         }
     }
+    if (used < cap) snprintf(buf + used, cap - used, ", gnubg:P");
+}
+
+/* "gnubg" or "gnubg:P": GNU Backgammon, an outside engine (agent/gnubg.h). */
+static bool names_gnubg(const char *spec)
+{
+    return strcmp(spec, "gnubg") == 0 || strncmp(spec, "gnubg:", 6) == 0;
 }
 
 zt_status zt_player_new(const zt_game *g, const char *spec, zt_player **out)
@@ -152,6 +160,7 @@ zt_status zt_player_new(const zt_game *g, const char *spec, zt_player **out)
         *out = p;
         return ZT_OK;
     }
+    if (names_gnubg(spec)) return zt_player_new_gnubg(g, spec, out);
     /* The game's own baselines first, then those of other games, which
      * are named in the refusal. */
     for (int pass = 0; pass < 2; pass++) {

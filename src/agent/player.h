@@ -1,8 +1,9 @@
 /* Baseline players by spec (used by the arena and eval): the generic ones,
  * "random" and "perfect"/"solver" (any game whose registry entry names an
- * exact solver), and the baselines games declare in their registry entries
+ * exact solver), the baselines games declare in their registry entries
  * (game.h, zt_baseline: "alphabeta:D" for connect4, "negamax:D" for sim,
- * "pubeval" for backgammon). The interface is game/player.h. The caller
+ * "pubeval" for backgammon), and the outside engine GNU Backgammon
+ * ("gnubg" or "gnubg:P", agent/gnubg.h). The interface is game/player.h. The caller
  * owns what zt_player_new returns; free with zt_player_free. */
 #ifndef ZT_AGENT_PLAYER_H
 #define ZT_AGENT_PLAYER_H
@@ -14,13 +15,14 @@
 /* spec: "random", "perfect" (exact solver, random among value-preserving
  * moves), "solver" (the exact solver, random among the moves that also
  * keep its finer score: fastest win, slowest loss), or a baseline of g's
- * registry entry. Errors name the spec: an unknown player (listing every
+ * registry entry, or "gnubg"/"gnubg:P" (backgammon; needs the gnubg
+ * program, ZT_ERR_NOT_FOUND without it). Errors name the spec: an unknown player (listing every
  * spec known), a bad depth, a baseline of another game ("player 'alphabeta'
  * exists for connect4, not sim K6 k=3 avoid"), a game without a solver. */
 zt_status zt_player_new(const zt_game *g, const char *spec, zt_player **out);
 
 /* Every player spec zt_player_new knows, for help texts and messages:
- * "random, perfect, solver, alphabeta:D, negamax:D, pubeval". */
+ * "random, perfect, solver, alphabeta:D, negamax:D, pubeval, expectimax:D, gnubg:P". */
 void zt_player_specs(char *buf, size_t cap);
 
 #endif

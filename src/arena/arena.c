@@ -16,9 +16,14 @@
  * for full evaluator batches, few enough that an SPRT wastes little. */
 #define MATCH_DEFAULT_CONCURRENCY 256
 
+/* Stream family of duplicate dice, apart from the games' own (seed, i). */
+#define DUPLICATE_DICE_SALT 0x6475706c69636174ULL
+
 typedef struct game_slot {
     uint8_t state[ZT_MAX_STATE_BYTES];
-    zt_rng rng;
+    zt_rng rng;    /* the agents' randomness in this game (and chance, unless duplicate) */
+    zt_rng dice;   /* duplicate: chance outcomes, shared with the paired game */
+    zt_rng *chance; /* where chance outcomes are drawn from: &rng or &dice */
     int index; /* game number, -1 while the slot is free */
     int a_seat;
 } game_slot;
@@ -50,6 +55,14 @@ static void start_game(match *m, int slot)
     gs->index = m->next_game++;
     gs->a_seat = gs->index & 1;
     zt_rng_seed(&gs->rng, m->cfg->seed, (uint64_t)gs->index);
+    gs->chance = &gs->rng;
+    if (m->cfg->duplicate) {
+        /* Each chance draw takes one uniform number (zt_rng_categorical), so
+         * the k-th roll of both games of a pair is the same whatever the
+         * agents play in between. */
+        zt_rng_seed(&gs->dice, m->cfg->seed ^ DUPLICATE_DICE_SALT, (uint64_t)(gs->index >> 1));
+        gs->chance = &gs->dice;
+    }
     m->g->reset(m->g, gs->state);
     for (int k = 0; k < 2; k++)
         if (m->agent[k]->new_game) m->agent[k]->new_game(m->agent[k], slot);
@@ -116,7 +129,7 @@ static void settle(match *m)
             int outcomes[ZT_MAX_CHANCE_OUTCOMES];
             float probs[ZT_MAX_CHANCE_OUTCOMES];
             int n = g->chance_outcomes(g, gs->state, outcomes, probs);
-            int o = outcomes[zt_rng_categorical(&gs->rng, probs, n)];
+            int o = outcomes[zt_rng_categorical(gs->chance, probs, n)];
             g->apply(g, gs->state, o);
             notify_played(m, i, o);
         }
@@ -184,6 +197,8 @@ zt_status zt_arena_match(const zt_game *g, zt_agent *a, zt_agent *b, const zt_ma
         settle(&m);
     }
     out->elo = zt_elo_estimate(out->wins, out->draws, out->losses);
+    out->duplicate = cfg->duplicate;
+    out->points = zt_points_estimate(m.returns, out->games, cfg->duplicate, g->max_return);
     free(m.slots);
     free(m.finished);
     free(m.returns);
@@ -192,6 +207,50 @@ zt_status zt_arena_match(const zt_game *g, zt_agent *a, zt_agent *b, const zt_ma
     free(slot_ids);
     free(actions);
     return st;
+}
+
+zt_points zt_points_estimate(const float *returns, int n, bool paired, double max_return)
+{
+    zt_points p = {0};
+    if (n <= 0) {
+        p.se = max_return;
+        p.lo = -max_return;
+        p.hi = max_return;
+        return p;
+    }
+    /* Welford over the samples: single games, or pair means. */
+    double mean = 0, m2 = 0, total = 0;
+    int units = 0;
+    for (int i = 0; i < n;) {
+        double x;
+        if (paired && i + 1 < n) {
+            x = 0.5 * ((double)returns[i] + (double)returns[i + 1]);
+            total += (double)returns[i] + (double)returns[i + 1];
+            i += 2;
+        } else {
+            x = returns[i];
+            total += x;
+            i++;
+        }
+        units++;
+        double d = x - mean;
+        mean += d / units;
+        m2 += d * (x - mean);
+    }
+    p.mean = total / n;
+    p.units = units;
+    p.se = units >= 2 ? sqrt(m2 / (units - 1) / units) : max_return;
+    p.lo = p.mean - 1.96 * p.se;
+    p.hi = p.mean + 1.96 * p.se;
+    if (p.lo < -max_return) p.lo = -max_return;
+    if (p.hi > max_return) p.hi = max_return;
+    return p;
+}
+
+void zt_points_format(const zt_points *p, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "points per game %+.3f [%+.3f, %+.3f]", p->mean + 0.0, p->lo + 0.0,
+             p->hi + 0.0);
 }
 
 /* x rounded to an integer, never "-0" when printed. */

@@ -106,6 +106,27 @@ typedef struct zt_sprt_state {
  * sensible number of games instead of at once. */
 zt_sprt_state zt_sprt_update(const zt_sprt_config *cfg, int wins, int draws, int losses);
 
+/* ---- points per game ---- */
+
+/* A mean return per game (backgammon: 1, 2 or 3 points for a single game,
+ * gammon or backgammon) with its 95 % interval. */
+typedef struct zt_points {
+    double mean;   /* returns summed / games */
+    double se;     /* standard error of the mean */
+    double lo, hi; /* mean -+ 1.96 se, kept inside [-max_return, max_return] */
+    int units;     /* independent samples the se is from: games, or pairs */
+} zt_points;
+
+/* From the returns of n games, in game order. Paired (duplicate dice): games
+ * 2k and 2k+1 are one sample, their mean return, since they share their dice
+ * and so are not independent; a trailing unpaired game is a sample of its
+ * own. se = sample standard deviation of the samples / sqrt(samples); with
+ * fewer than two samples, se = max_return (the interval is the whole range). */
+zt_points zt_points_estimate(const float *returns, int n, bool paired, double max_return);
+
+/* "points per game +0.312 [+0.250, +0.374]". */
+void zt_points_format(const zt_points *p, char *buf, size_t cap);
+
 /* ---- matches ---- */
 
 typedef struct zt_match_result zt_match_result;
@@ -114,6 +135,11 @@ typedef struct zt_match_config {
     int games;       /* games to play (at most, with an SPRT) */
     int concurrency; /* games in flight (0: as many as both agents follow, at most 256) */
     uint64_t seed;   /* game i draws chance and the agents' randomness from (seed, i) */
+    /* Duplicate dice (games with chance nodes): games 2k and 2k+1, colours
+     * swapped, draw their chance outcomes from one stream of their own
+     * (seed, k), apart from the agents' randomness, so each side gets the
+     * rolls the other had; luck cancels within a pair. */
+    bool duplicate;
     bool use_sprt;
     zt_sprt_config sprt;
     /* Optional: called on the match's thread after each game is counted
@@ -127,6 +153,8 @@ struct zt_match_result {
     int games, wins, draws, losses; /* from agent a's side */
     int wins_first, games_first;    /* a's wins and games as player 0 */
     double total_return;            /* a's summed returns (backgammon points) */
+    zt_points points;               /* a's points per game (paired when duplicate) */
+    bool duplicate;                 /* played with duplicate dice */
     zt_elo elo;
     zt_sprt_state sprt; /* when use_sprt */
     bool stopped_early; /* the SPRT decided before cfg.games */

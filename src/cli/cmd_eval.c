@@ -56,8 +56,10 @@ static void usage(FILE *f)
         "                 %s,\n"
         "                 gnubg or gnubg:PLIES (backgammon, needs GNU Backgammon), or\n"
         "                 another model\n"
-        "  --games N      games to play, colours alternating (default 100); prints\n"
-        "                 W-D-L, score and Elo with its 95 %% interval\n"
+        "  --games N      games to play, colours alternating (default 100; 1000 in\n"
+        "                 games with chance, backgammon); prints W-D-L, score and Elo\n"
+        "                 with its 95 %% interval, and points per game with its 95 %%\n"
+        "                 interval where a game is worth more than one point\n"
         "  --sprt         stop early by a sequential probability ratio test of\n"
         "                 H0 Elo = E0 (default 0) against H1 Elo = E1 (default 50),\n"
         "                 error rates A and B (default 0.05)\n"
@@ -73,7 +75,9 @@ static void usage(FILE *f)
         "                 search.gumbel_m, search.gumbel_noise (default on in matches,\n"
         "                 off on positions), search.c_visit, search.c_scale,\n"
         "                 search.c_init, search.c_base, search.tree_reuse, ...;\n"
-        "                 concurrency (games in flight, default 64), backend,\n"
+        "                 concurrency (games in flight, default 64), duplicate\n"
+        "                 (games with chance: each pair of games plays the same dice\n"
+        "                 with colours swapped; default true), backend,\n"
         "                 precision, threads, and the game's settings (default: the\n"
         "                 model's)\n\n"
         "The search: a run or checkpoint directory plays with its run's search\n"
@@ -276,7 +280,7 @@ int zt_cmd_eval(int argc, char **argv)
         goto done;
     }
 
-    long games = 100, limit = 0, seed = 1;
+    long games = 0, limit = 0, seed = 1;
     zt_sprt_config sc = {.elo0 = 0, .elo1 = 50, .alpha = 0.05, .beta = 0.05};
     if ((games_arg && !parse_int("--games", games_arg, 1, 100000000, &games)) ||
         (limit_arg && !parse_int("--limit", limit_arg, 1, 100000000, &limit)) ||
@@ -313,6 +317,8 @@ int zt_cmd_eval(int argc, char **argv)
     if ((st = zt_run_evaluator_new(me.net, &me.ev)) != ZT_OK) goto fail;
     zt_search_config_size(&search, me.game, 0);
     if ((st = zt_config_int(cfg, "concurrency", 64, 1, 4096, &concurrency)) != ZT_OK) goto fail;
+    bool duplicate;
+    if ((st = zt_config_bool(cfg, "duplicate", true, &duplicate)) != ZT_OK) goto fail;
     if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
     search.seed = (uint64_t)seed;
     if ((st = model_agent_start(&me, &search, positions ? 256 : (int)concurrency)) != ZT_OK)
@@ -385,9 +391,14 @@ int zt_cmd_eval(int argc, char **argv)
         if ((st = zt_player_new(g, opponent, &opp_player)) != ZT_OK) goto fail;
         opp_agent = zt_agent_from_player(opp_player, true);
     }
+    /* Games with chance (backgammon's dice) need many games to separate
+     * agents: 1000 by default, with duplicate dice. */
+    bool chance = g->max_chance_outcomes > 0;
+    if (games == 0) games = chance ? 1000 : 100;
     zt_match_config mc = {.games = (int)games,
                           .concurrency = (int)concurrency,
                           .seed = (uint64_t)seed,
+                          .duplicate = duplicate && chance,
                           .use_sprt = sprt,
                           .sprt = sc};
     zt_match_result r;
@@ -407,8 +418,13 @@ int zt_cmd_eval(int argc, char **argv)
     printf("as first player: %d wins in %d games; as second: %d wins in %d games\n", r.wins_first,
            r.games_first, r.wins - r.wins_first, r.games - r.games_first);
     /* Games worth more than one point (backgammon's gammons) report points. */
-    if (g->max_return > 1)
-        printf("points per game: %+.3f\n", r.total_return / (double)r.games);
+    if (g->max_return > 1) {
+        char pts[128];
+        zt_points_format(&r.points, pts, sizeof pts);
+        printf("%s (95 %% interval; %d %s%s%s)\n", pts, r.points.units,
+               r.duplicate ? "pair" : "game", r.points.units == 1 ? "" : "s",
+               r.duplicate ? " of games, duplicate dice" : "");
+    }
     char line[256];
     zt_match_format(&r, sprt, line, sizeof line);
     printf("%s\n", line);

@@ -19,13 +19,14 @@
 
 enum { BG_ZOBRIST_TABLE = 0x6267 };
 
-/* Observation: Tesauro's truncated unary code (TD-Gammon, 1992) from the
- * mover's view. For each of the mover's points 1..24, four units for its own
+/* Observation (inputs = tesauro): Tesauro's truncated unary code
+ * (TD-Gammon, 1992) from the mover's view. For each of the mover's points 1..24, four units for its own
  * checkers n: n >= 1, n >= 2, n >= 3, (n - 3) / 2 when n > 3 (units 0..95);
  * the same four for the opponent's checkers on that point (units 96..191);
  * then bar / 2 (mover, opponent), off / 15 (mover, opponent), the number of
  * dice still to play showing each face 1..6 / 2, and 1 when the mover is
- * still to roll (no dice). */
+ * still to roll (no dice). inputs = extended appends the hand-made inputs
+ * of zt_bg_features (units 203..208). */
 enum {
     OBS_OWN = 0,
     OBS_OPP = 96,
@@ -50,7 +51,10 @@ typedef struct bg_tables {
     uint64_t turn;
     uint64_t opening;
     uint64_t dice[7][5]; /* face, number of dice showing it */
+    bool extended;       /* inputs = extended: zt_bg_features after Tesauro's units */
 } bg_tables;
+
+static const char *const bg_inputs[] = {"tesauro", "extended", NULL};
 
 static const uint8_t start_points[25] = {[5] = 5, [7] = 3, [12] = 5, [23] = 2};
 
@@ -718,7 +722,7 @@ static void g_returns(const zt_game *g, const void *vs, float *r)
 
 static void g_observe(const zt_game *g, const void *vs, float *obs)
 {
-    (void)g;
+    const bg_tables *t = g->impl;
     const bg_state *s = cst(vs);
     memset(obs, 0, sizeof(float) * OBS_FEATURES);
     const uint8_t *own = s->board[s->turn], *opp = s->board[!s->turn];
@@ -739,6 +743,7 @@ static void g_observe(const zt_game *g, const void *vs, float *obs)
     obs[OBS_OFF + 1] = s->off[!s->turn] / 15.0f;
     for (int i = 0; i < s->n_dice; i++) obs[OBS_DICE + s->dice[i] - 1] += 0.5f;
     obs[OBS_TO_ROLL] = s->n_dice == 0;
+    if (t->extended) zt_bg_features(s, obs + OBS_FEATURES);
 }
 
 static void g_encode(const zt_game *g, const void *vs, uint8_t *out)
@@ -1053,8 +1058,10 @@ static void destroy(zt_game *g)
 
 static zt_status create(zt_config *cfg, zt_game *g)
 {
-    (void)cfg;
+    int inputs;
+    ZT_TRY(zt_config_choice(cfg, "inputs", "tesauro", bg_inputs, &inputs));
     bg_tables *t = zt_xcalloc(1, sizeof *t);
+    t->extended = inputs == 1;
     uint32_t k = 0;
     for (int p = 0; p < 2; p++)
         for (int i = 0; i < 25; i++)
@@ -1066,7 +1073,12 @@ static zt_status create(zt_config *cfg, zt_game *g)
         for (int c = 0; c < 5; c++) t->dice[f][c] = zt_zobrist(BG_ZOBRIST_TABLE, k++);
 
     g->name = "backgammon";
-    snprintf(g->title, sizeof g->title, "backgammon (no cube)");
+    snprintf(g->title, sizeof g->title, "backgammon (no cube)%s",
+             t->extended ? " extended inputs" : "");
+    /* The default, Tesauro's inputs, is left out of the settings, so that a
+     * spec written before the setting existed ("backgammon") still names
+     * the same game and its nets keep loading. */
+    snprintf(g->settings, sizeof g->settings, "%s", t->extended ? "inputs=extended" : "");
     g->state_size = sizeof(bg_state);
     g->num_actions = BG_NUM_ACTIONS;
     g->max_chance_outcomes = BG_NUM_ROLLS;
@@ -1075,7 +1087,7 @@ static zt_status create(zt_config *cfg, zt_game *g)
     g->obs_kind = ZT_OBS_FEATURES;
     g->obs_shape[0] = 1;
     g->obs_shape[1] = 1;
-    g->obs_shape[2] = OBS_FEATURES;
+    g->obs_shape[2] = OBS_FEATURES + (t->extended ? BG_NUM_FEATURES : 0);
     g->compact_size = COMPACT_BYTES;
     g->num_symmetries = 1;
     g->impl = t;

@@ -110,6 +110,22 @@ void zt_bg_move_text(const bg_state *s, int action, char *buf, size_t cap);
 /* No checker of either side can reach an opponent's checker any more. */
 bool zt_bg_is_race(const bg_state *s);
 
+/* Hand-made inputs (backgammon_features.c; docs/backgammon.md), from the
+ * side to move's view, each in [0, 1] but the pip counts (x / 167, 1 at the
+ * start): pip counts of both sides, 1 while the sides are in contact (0 in a
+ * race), the share of the 36 rolls with which each side could hit a blot of
+ * the other, and 1 when the dice in hand can hit now. */
+enum {
+    BG_FEAT_PIPS_OWN,
+    BG_FEAT_PIPS_OPP,
+    BG_FEAT_CONTACT,
+    BG_FEAT_SHOTS_OWN,
+    BG_FEAT_SHOTS_OPP,
+    BG_FEAT_HIT_NOW,
+    BG_NUM_FEATURES
+};
+void zt_bg_features(const bg_state *s, float *out);
+
 /* The baseline player "pubeval" (backgammon_pubeval.c): Tesauro's linear
  * evaluator, its weights read from the reference data. */
 zt_status zt_player_new_pubeval(const zt_game *g, zt_player **out);

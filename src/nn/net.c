@@ -59,8 +59,9 @@ zt_status zt_net_config_check(const zt_net_config *cfg)
 {
     if (cfg->kind != ZT_NET_RESNET && cfg->kind != ZT_NET_MLP && cfg->kind != ZT_NET_MUZERO)
         return zt_fail(ZT_ERR_INVALID, "net kind %d is not resnet, mlp or muzero", (int)cfg->kind);
-    if (cfg->value_kind != ZT_VALUE_SCALAR && cfg->value_kind != ZT_VALUE_WDL)
-        return zt_fail(ZT_ERR_INVALID, "net value kind %d is neither scalar nor wdl",
+    if (cfg->value_kind != ZT_VALUE_SCALAR && cfg->value_kind != ZT_VALUE_WDL &&
+        cfg->value_kind != ZT_VALUE_EQUITY)
+        return zt_fail(ZT_ERR_INVALID, "net value kind %d is not scalar, wdl or equity",
                        (int)cfg->value_kind);
     ZT_TRY(check_range("input height", cfg->in_h, 1, 64));
     ZT_TRY(check_range("input width", cfg->in_w, 1, 64));
@@ -94,7 +95,9 @@ zt_status zt_net_config_check(const zt_net_config *cfg)
 
 void zt_net_config_format(const zt_net_config *cfg, char *buf, size_t cap)
 {
-    const char *value = cfg->value_kind == ZT_VALUE_WDL ? "wdl" : "scalar";
+    const char *value = cfg->value_kind == ZT_VALUE_WDL      ? "wdl"
+                        : cfg->value_kind == ZT_VALUE_EQUITY ? "equity"
+                                                             : "scalar";
     if (cfg->kind == ZT_NET_RESNET)
         snprintf(buf, cap, "resnet in=%dx%dx%d actions=%d value=%s:%d ch=%d blocks=%d pol=%d valc=%d",
                  cfg->in_h, cfg->in_w, cfg->in_c, cfg->num_actions, value, cfg->value_hidden,
@@ -143,7 +146,9 @@ zt_status zt_net_config_parse(const char *text, zt_net_config *cfg)
             n = 0;
         c.mlp_norm = strcmp(norm, "batch") == 0 ? ZT_NORM_BATCH : ZT_NORM_LAYER;
     }
-    c.value_kind = strcmp(value, "wdl") == 0 ? ZT_VALUE_WDL : ZT_VALUE_SCALAR;
+    c.value_kind = strcmp(value, "wdl") == 0      ? ZT_VALUE_WDL
+                   : strcmp(value, "equity") == 0 ? ZT_VALUE_EQUITY
+                                                  : ZT_VALUE_SCALAR;
     char again[256];
     if (n > 0) zt_net_config_format(&c, again, sizeof again);
     /* Only the canonical form is accepted, so a file's architecture string
@@ -362,15 +367,16 @@ int zt_nn_block_policy_head(zt_nn_graph *g, const char *name, int x, int channel
 }
 
 /* The shared tail of both value heads: dense-ReLU-dense, then tanh for a
- * scalar (WDL logits stay raw; the softmax is in the loss and at use). */
+ * scalar (WDL and equity logits stay raw; the softmax or sigmoids are in
+ * the loss and at use). */
 static int value_tail(zt_nn_graph *g, const char *name, int x, int hidden, zt_value_kind kind)
 {
     char buf[64];
+    int outputs = kind == ZT_VALUE_WDL ? 3 : kind == ZT_VALUE_EQUITY ? ZT_EQ_OUTPUTS : 1;
     x = zt_nn_graph_dense(g, join(buf, sizeof buf, name, "fc1"), x, hidden, true);
     x = zt_nn_graph_relu(g, x);
-    x = zt_nn_graph_dense(g, join(buf, sizeof buf, name, "fc2"), x,
-                          kind == ZT_VALUE_WDL ? 3 : 1, true);
-    return kind == ZT_VALUE_WDL ? x : zt_nn_graph_tanh(g, x);
+    x = zt_nn_graph_dense(g, join(buf, sizeof buf, name, "fc2"), x, outputs, true);
+    return kind == ZT_VALUE_SCALAR ? zt_nn_graph_tanh(g, x) : x;
 }
 
 int zt_nn_block_value_head(zt_nn_graph *g, const char *name, int x, int channels, int hidden,

@@ -24,6 +24,8 @@ typedef enum zt_net_kind {
 typedef enum zt_value_kind {
     ZT_VALUE_SCALAR, /* one value in [-1, 1] (tanh) */
     ZT_VALUE_WDL,    /* three logits: win, draw, loss for the player to move */
+    ZT_VALUE_EQUITY, /* five logits of GNU Backgammon's outcome probabilities
+                      * (ZT_EQ_*, below); games of 1/2/3-point results */
 } zt_value_kind;
 
 typedef enum zt_norm_kind {
@@ -65,10 +67,11 @@ zt_status zt_net_config_check(const zt_net_config *cfg);
 void zt_net_config_format(const zt_net_config *cfg, char *buf, size_t cap);
 zt_status zt_net_config_parse(const char *text, zt_net_config *cfg);
 
-/* Outputs per sample of the value head: 1 (scalar) or 3 (WDL logits). */
+/* Outputs per sample of the value head: 1 (scalar), 3 (WDL logits) or 5
+ * (equity logits). */
 static inline int zt_net_value_size(const zt_net_config *cfg)
 {
-    return cfg->value_kind == ZT_VALUE_WDL ? 3 : 1;
+    return cfg->value_kind == ZT_VALUE_WDL ? 3 : cfg->value_kind == ZT_VALUE_EQUITY ? 5 : 1;
 }
 
 /* ---- MuZero nets (kind ZT_NET_MUZERO; Schrittwieser et al. 2020) ----
@@ -93,6 +96,46 @@ static inline int zt_net_action_planes(const zt_net_config *cfg)
 {
     return cfg->num_actions == cfg->in_h * cfg->in_w ? 1 : cfg->num_actions;
 }
+
+/* ---- the equity head (backgammon) ----
+ *
+ * GNU Backgammon's evaluation: five probabilities for the player to move,
+ * each a sigmoid output trained by binary cross-entropy: P(win), P(win a
+ * gammon or more), P(win a backgammon), P(lose a gammon or more), P(lose a
+ * backgammon). The gammon probabilities include backgammons. A game's
+ * result is 1 (single), 2 (gammon) or 3 (backgammon) points. */
+enum {
+    ZT_EQ_WIN,
+    ZT_EQ_WIN_GAMMON,
+    ZT_EQ_WIN_BACKGAMMON,
+    ZT_EQ_LOSE_GAMMON,
+    ZT_EQ_LOSE_BACKGAMMON,
+    ZT_EQ_OUTPUTS
+};
+
+/* The points of the largest result (a backgammon): equity / ZT_EQ_MAX_POINTS
+ * is the value search sees, in [-1, 1]. */
+#define ZT_EQ_MAX_POINTS 3.0f
+
+/* The five probabilities from the head's logits: sigmoids, made consistent
+ * as gnubg does before using them (a gammon cannot be likelier than the
+ * win or loss it is part of, nor a backgammon than its gammon):
+ * wg <= w, wbg <= wg, lg <= 1 - w, lbg <= lg, each capped at its bound. */
+void zt_equity_probs(const float *logits, float *p);
+
+/* Cubeless equity in points per game, in [-3, 3]: P(win) - P(lose) + P(wg)
+ * - P(lg) + P(wbg) - P(lbg) with P(lose) = 1 - P(win). */
+float zt_equity_points(const float *p);
+
+/* The head's targets for a final result of `points` for the player to move
+ * (+-1, 2, 3; 0, a game without a winner, counts half a win): win = points
+ * > 0, win gammon = points >= 2, and so on. */
+void zt_equity_targets(float points, float *t);
+
+/* Raw value-head outputs of B samples (zt_net_value_size each) -> the value
+ * search uses, in [-1, 1]: the scalar as it is, WDL P(win) - P(loss),
+ * equity points / ZT_EQ_MAX_POINTS. value may be raw (scalar). */
+void zt_net_head_to_value(zt_value_kind kind, int B, const float *raw, float *value);
 
 /* ---- precision (bf16: 8 exponent bits, 7 mantissa bits) ---- */
 
@@ -249,8 +292,8 @@ void zt_train_config_default(zt_train_config *cfg);
 
 /* One batch of targets. policy_target[B * A] is a distribution over the legal
  * actions given by legal[B * A] (non-zero = legal; no target mass on an
- * illegal action). value_target: B scalars in [-1, 1], or B * 3 WDL
- * probabilities. */
+ * illegal action). value_target: B scalars in [-1, 1], B * 3 WDL
+ * probabilities, or B * 5 equity targets (zt_equity_targets). */
 typedef struct zt_train_batch {
     int B;
     const float *obs;
@@ -274,7 +317,8 @@ typedef struct zt_train_batch {
 /* The loss terms of one step, each averaged over the batch. */
 typedef struct zt_train_losses {
     double policy;   /* cross-entropy of the masked softmax against the target */
-    double value;    /* MSE (scalar) or cross-entropy (WDL) */
+    double value;    /* MSE (scalar), cross-entropy (WDL), or the five binary
+                      * cross-entropies summed (equity) */
     double l2;       /* 0.5 * weight_decay * sum of decayed weights squared */
     double total;    /* policy + value_weight * value + reward_weight * reward + l2 */
     double grad_norm; /* global norm of the loss gradient before clipping */

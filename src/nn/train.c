@@ -204,6 +204,24 @@ static void policy_ce(const float *logits, const float *target, const uint8_t *l
     }
 }
 
+/* The equity head's loss of one sample: each output's binary cross-entropy
+ * of sigmoid(logit) against its target, summed, as gnubg trains its five
+ * outputs (the consistency caps are applied at use, not here). Writes d
+ * loss / d logit, q - t, scaled by `scale`. log(1 + e^x) - t x is the
+ * cross-entropy in a form that neither overflows nor loses the tails. */
+static double equity_bce(const float *logits, const float *target, double scale, float *d)
+{
+    double loss = 0;
+    for (int j = 0; j < ZT_EQ_OUTPUTS; j++) {
+        double x = logits[j], t = target[j];
+        double softplus = x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+        loss += softplus - t * x;
+        double q = x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
+        d[j] = (float)(scale * (q - t));
+    }
+    return loss;
+}
+
 /* Forward and backward over one micro-batch [off, off + B) of a batch of
  * `total` samples; adds each loss term (already divided by total). */
 static zt_status micro_batch(zt_trainer *t, const zt_train_batch *b, int off, int B,
@@ -230,6 +248,8 @@ static zt_status micro_batch(zt_trainer *t, const zt_train_batch *b, int off, in
             double err = v[0] - b->value_target[s];
             value += err * err;
             dv[0] = (float)(2 * err * scale * vw);
+        } else if (cfg->value_kind == ZT_VALUE_EQUITY) {
+            value += equity_bce(v, b->value_target + s * ZT_EQ_OUTPUTS, scale * vw, dv);
         } else {
             static const uint8_t all3[3] = {1, 1, 1};
             double ce = 0;

@@ -16,7 +16,7 @@ struct zt_learner {
     zt_trainer *trainer;
     zt_replay_sampler *sampler; /* NULL while paused or without prefetch */
     zt_replay_batch sync_batch; /* batches drawn on the calling thread */
-    float *value_target;        /* batch: the mixed value target */
+    float *value_target;        /* batch: the mixed value target (equity: 5 per row) */
     zt_learner_counters counters;
     atomic_llong samples_trained; /* counters.samples_trained, for other threads */
     zt_weight_store *store;
@@ -63,7 +63,8 @@ zt_status zt_learner_new(const zt_game *g, const zt_train_settings *S, zt_replay
         return st;
     }
     zt_rng_seed(&l->counters.sample_rng, S->seed, 0x73616d70ULL);
-    l->value_target = zt_xcalloc((size_t)S->batch, sizeof *l->value_target);
+    l->value_target =
+        zt_xcalloc((size_t)S->batch * (size_t)zt_net_value_size(&S->net), sizeof *l->value_target);
     l->store = zt_weight_store_new(weight_floats(l->net));
     l->source = zt_weight_store_source(l->store);
     *out = l;
@@ -158,6 +159,13 @@ zt_status zt_learner_step(zt_learner *l)
     const float *vt = b->value;
     if (S->net.value_kind == ZT_VALUE_WDL) {
         vt = b->wdl;
+    } else if (S->net.value_kind == ZT_VALUE_EQUITY) {
+        /* The five outcome targets from the game's result in points (the
+         * outcome on the [-1, 1] scale times max_return). */
+        for (int i = 0; i < b->size; i++)
+            zt_equity_targets(b->value[i] * l->game->max_return,
+                              l->value_target + (size_t)i * ZT_EQ_OUTPUTS);
+        vt = l->value_target;
     } else if (S->root_value_weight > 0) {
         /* A mix of outcome and search value (Wu 2019 and others): less
          * noisy than the outcome alone. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/evaluator.h"
+#include "agent/gnubg.h"
 #include "agent/player.h"
 #include "arena/arena.h"
 #include "core/alloc.h"
@@ -311,19 +312,29 @@ static zt_status run_arena(zt_scheduler *L)
         zt_agent *opponent = zt_agent_from_player(p, true);
         /* The seed depends on the run's seed and the step alone, so any
          * match can be replayed from the checkpoint of its step. */
-        zt_match_config mc = {
-            .games = S->arena_games, .concurrency = 0, .seed = S->seed ^ (uint64_t)step};
+        zt_match_config mc = {.games = S->arena_games,
+                              .concurrency = 0,
+                              .seed = S->seed ^ (uint64_t)step,
+                              .duplicate = S->arena_duplicate && game->max_chance_outcomes > 0};
         zt_match_result r;
         st = zt_arena_match(game, agent, opponent, &mc, &r);
+        /* A failing gnubg shows to the arena as an illegal move: say why. */
+        if (st != ZT_OK && strncmp(spec, "gnubg", 5) == 0 && zt_gnubg_error(p)[0])
+            st = zt_fail(st, "arena: %s", zt_gnubg_error(p));
         zt_agent_free(opponent);
         if (st != ZT_OK) break;
         metric(L, "arena",
                "\"opponent\":\"%s\",\"arena_games\":%d,\"wins\":%d,\"draws\":%d,\"losses\":%d,"
-               "\"score\":%.4f,\"elo\":%.1f,\"elo_lo\":%.1f,\"elo_hi\":%.1f",
+               "\"score\":%.4f,\"elo\":%.1f,\"elo_lo\":%.1f,\"elo_hi\":%.1f,"
+               "\"points\":%.4f,\"points_lo\":%.4f,\"points_hi\":%.4f,\"duplicate\":%s",
                spec, r.games, r.wins, r.draws, r.losses, r.elo.score, r.elo.elo, r.elo.lo,
-               r.elo.hi);
-        append(summary, sizeof summary, &used, "%s%s %d-%d-%d", used ? ", " : "", spec, r.wins,
-               r.draws, r.losses);
+               r.elo.hi, r.points.mean, r.points.lo, r.points.hi, r.duplicate ? "true" : "false");
+        if (game->max_return > 1)
+            append(summary, sizeof summary, &used, "%s%s %d-%d-%d %+.2f ppg", used ? ", " : "",
+                   spec, r.wins, r.draws, r.losses, r.points.mean);
+        else
+            append(summary, sizeof summary, &used, "%s%s %d-%d-%d", used ? ", " : "", spec,
+                   r.wins, r.draws, r.losses);
     }
     const zt_position_set *sets = NULL;
     int nsets = S->arena_positions ? zt_game_position_sets(game, &sets) : 0;

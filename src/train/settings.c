@@ -16,14 +16,21 @@ static zt_status read_net(zt_config *c, const zt_game *g, zt_net_config *n)
     ZT_TRY(
         zt_config_choice(c, "net.kind", n->kind == ZT_NET_RESNET ? "resnet" : "mlp", kinds, &kind));
     n->kind = kind == 0 ? ZT_NET_RESNET : ZT_NET_MLP;
-    static const char *const values[] = {"scalar", "wdl", NULL};
+    static const char *const values[] = {"scalar", "wdl", "equity", NULL};
     int value;
     ZT_TRY(zt_config_choice(c, "net.value", "scalar", values, &value));
-    n->value_kind = value == 0 ? ZT_VALUE_SCALAR : ZT_VALUE_WDL;
+    n->value_kind = value == 0 ? ZT_VALUE_SCALAR : value == 1 ? ZT_VALUE_WDL : ZT_VALUE_EQUITY;
     if (n->value_kind == ZT_VALUE_WDL && zt_game_num_players(g) == 1)
         return zt_fail(ZT_ERR_INVALID,
                        "net.value: wdl is for games won, drawn or lost; %s scores points "
                        "(net.value = scalar)",
+                       g->title);
+    /* The equity head's value is points / 3: it fits games whose results
+     * are 1, 2 or 3 points and nothing else. */
+    if (n->value_kind == ZT_VALUE_EQUITY && g->max_return != ZT_EQ_MAX_POINTS)
+        return zt_fail(ZT_ERR_INVALID,
+                       "net.value = equity: the equity head is for games of 1/2/3-point results "
+                       "(backgammon), not %s",
                        g->title);
     ZT_TRY(zt_config_int32(c, "net.value_hidden", n->value_hidden, 1, 1 << 14, &n->value_hidden));
     if (n->kind == ZT_NET_RESNET) {
@@ -267,6 +274,7 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     int positions_limit = g->def ? g->def->arena_positions_limit : 0;
     ZT_TRY(zt_config_double(c, "arena.minutes", 5, 0, 1e6, &S->arena_minutes));
     ZT_TRY(zt_config_int32(c, "arena.games", 100, 0, 1 << 20, &S->arena_games));
+    ZT_TRY(zt_config_bool(c, "arena.duplicate", true, &S->arena_duplicate));
     ZT_TRY(read_opponents(c, g, opponents, S));
     ZT_TRY(zt_config_bool(c, "arena.positions", true, &S->arena_positions));
     ZT_TRY(zt_config_int32(c, "arena.positions_limit", positions_limit, 0, 1 << 30,

@@ -76,6 +76,7 @@ typedef struct zt_train_settings {
     double log_seconds;      /* plain log lines and self-play metrics */
     double arena_minutes;    /* arena schedule (0: only at exit) */
     int arena_games;         /* per opponent (0: none) */
+    bool arena_duplicate;    /* duplicate dice in games with chance (arena.h) */
     int arena_num_opponents; /* arena.opponents, each a zt_player_new spec */
     char arena_opponents[ZT_TRAIN_MAX_OPPONENTS][ZT_TRAIN_OPPONENT_LEN];
     bool arena_positions;    /* the solver position sets of the game */

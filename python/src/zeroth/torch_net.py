@@ -57,7 +57,20 @@ def _value(v, kind):
     if kind == "wdl":
         p = torch.softmax(v, dim=1)
         return p[:, 0] - p[:, 2]
+    if kind == "equity":
+        # src/nn/equity.c: sigmoids capped as gnubg does, cubeless equity / 3
+        p = torch.sigmoid(v)
+        w = p[:, 0]
+        wg = torch.minimum(p[:, 1], w)
+        wbg = torch.minimum(p[:, 2], wg)
+        lg = torch.minimum(p[:, 3], 1 - w)
+        lbg = torch.minimum(p[:, 4], lg)
+        return (2 * w - 1 + wg - lg + wbg - lbg) / 3
     return torch.tanh(v).reshape(-1)
+
+
+def _value_outputs(kind):
+    return {"wdl": 3, "equity": 5}.get(kind, 1)
 
 
 class ResNet(nn.Module):
@@ -77,7 +90,7 @@ class ResNet(nn.Module):
         self.value.conv = nn.Conv2d(ch, a["valc"], 1, bias=False)
         self.value.bn = nn.BatchNorm2d(a["valc"], eps=BN_EPS)
         self.value.fc1 = nn.Linear(a["valc"] * hw, a["value_hidden"])
-        self.value.fc2 = nn.Linear(a["value_hidden"], 3 if a["value_kind"] == "wdl" else 1)
+        self.value.fc2 = nn.Linear(a["value_hidden"], _value_outputs(a["value_kind"]))
 
     def forward(self, obs):
         x = self.stem(obs.permute(0, 3, 1, 2))
@@ -114,7 +127,7 @@ class MLP(nn.Module):
         self.policy.fc = nn.Linear(width, a["actions"])
         self.value = Head()
         self.value.fc1 = nn.Linear(width, a["value_hidden"])
-        self.value.fc2 = nn.Linear(a["value_hidden"], 3 if a["value_kind"] == "wdl" else 1)
+        self.value.fc2 = nn.Linear(a["value_hidden"], _value_outputs(a["value_kind"]))
 
     def forward(self, obs):
         x = obs.flatten(1)

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Backgammon from the command line. The equity head (net.value = equity):
+# a tiny run trains with it and its model plays an eval match; tic-tac-toe
+# refuses it. Against GNU Backgammon (skipped, exit 77, where gnubg is not
+# installed; scripts/install-deps.sh installs it): a tiny
+# run whose arena.opponents names gnubg:0 plays its arena matches against
+# gnubg to the end (every move of both sides checked legal by the arena,
+# each game counted with a result), and `zeroth eval --opponent gnubg:0`
+# plays a full match and reports points per game.
+set -u
+BIN=${ZT_BIN:-build/zeroth}
+fails=0
+dir=$(mktemp -d /tmp/zt_cli_backgammon_XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+
+tiny=(--set mode=deterministic --set games_per_actor=2 --set search.sims=4
+      --set selfplay.root_cache=false --set learner.batch=16 --set learner.min_positions=16
+      --set arena.sims=2 --set arena.positions=0 --set net.kind=mlp --set net.mlp_hidden=16
+      --set net.mlp_layers=1 --set backend=ref)
+
+eq="$dir/equity"
+if ! "$BIN" train backgammon --run "$eq" --steps 2 --set net.value=equity --set arena.games=2 \
+    --set arena.opponents=pubeval "${tiny[@]}" >"$dir/equity.out" 2>&1; then
+    fail "train with net.value=equity: $(tail -n 3 "$dir/equity.out")"
+fi
+grep -q "value=equity:" "$eq/ckpt/$(cat "$eq/ckpt/latest" 2>/dev/null)/weights.safetensors" 2>/dev/null ||
+    fail "the equity run's weights do not record value=equity"
+grep '"kind":"train"' "$eq/metrics.jsonl" 2>/dev/null | tail -n 1 | grep -q '"loss_value":[0-9]' ||
+    fail "the equity run has no value loss: $(grep '"kind":"train"' "$eq/metrics.jsonl" | tail -n 1)"
+out=$("$BIN" eval backgammon --model "$eq" --opponent pubeval --games 4 --sims 2 \
+    --set backend=ref 2>&1) || fail "eval of the equity model: $out"
+printf '%s\n' "$out" | grep -q "^4 games against pubeval" || fail "equity eval: $out"
+out=$("$BIN" train tictactoe --run "$dir/ttt" --steps 1 --set net.value=equity 2>&1) &&
+    fail "tic-tac-toe accepted net.value=equity"
+printf '%s' "$out" | grep -q "equity head is for games of 1/2/3-point results" ||
+    fail "tic-tac-toe equity refusal: $out"
+
+if ! command -v gnubg >/dev/null && [ ! -x /usr/games/gnubg ] && [ -z "${ZT_GNUBG:-}" ]; then
+    [ $fails -eq 0 ] || exit 1
+    echo "SKIP: gnubg is not installed (scripts/install-deps.sh installs it); the equity checks passed"
+    exit 77
+fi
+
+run="$dir/run"
+if ! "$BIN" train backgammon --run "$run" --steps 1 --set mode=deterministic \
+    --set games_per_actor=2 --set search.sims=4 --set selfplay.root_cache=false \
+    --set learner.batch=16 --set learner.min_positions=16 --set arena.games=4 \
+    --set arena.opponents=gnubg:0 --set arena.sims=2 --set arena.positions=0 \
+    --set net.kind=mlp --set net.mlp_hidden=16 --set net.mlp_layers=1 \
+    --set backend=ref >"$dir/train.out" 2>&1; then
+    fail "train with arena.opponents=gnubg:0: $(tail -n 3 "$dir/train.out")"
+fi
+# The arena at the start and at the end: both matches complete, every game
+# a win or a loss (backgammon has no draws).
+n=$(grep -c '"kind":"arena","opponent":"gnubg:0","arena_games":4,' "$run/metrics.jsonl" 2>/dev/null)
+[ "${n:-0}" -eq 2 ] || fail "expected 2 complete arena matches against gnubg:0, got ${n:-0}: $(grep arena "$run/metrics.jsonl" 2>/dev/null)"
+if grep '"opponent":"gnubg:0"' "$run/metrics.jsonl" | grep -qv '"draws":0,'; then
+    fail "a backgammon game against gnubg ended without a winner"
+fi
+
+out=$("$BIN" eval backgammon --model "$run" --opponent gnubg:0 --games 4 --sims 2 \
+    --set backend=ref 2>&1) || fail "eval --opponent gnubg:0: $out"
+printf '%s\n' "$out" | grep -q "^4 games against gnubg:0" || fail "eval: no 4 games against gnubg:0: $out"
+printf '%s\n' "$out" | grep -q "^points per game [+-][0-9.]* \[[+-][0-9.]*, [+-][0-9.]*\] (95 % interval; 2 pairs of games, duplicate dice)" || fail "eval: no points per game: $out"
+
+# A misspelt ply count is refused before the run starts, naming the entry.
+out=$("$BIN" train backgammon --run "$dir/bad" --steps 1 --set arena.opponents=gnubg:7 2>&1) &&
+    fail "arena.opponents=gnubg:7 accepted"
+printf '%s' "$out" | grep -q "arena.opponents: 'gnubg:7'" || fail "gnubg:7: $out"
+
+[ $fails -eq 0 ] && echo "cli_backgammon: all checks passed"
+[ $fails -eq 0 ]
