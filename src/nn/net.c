@@ -133,7 +133,9 @@ zt_status zt_precision_parse(const char *name, zt_precision *out)
     if (strcmp(name, "auto") == 0) *out = ZT_PRECISION_AUTO;
     else if (strcmp(name, "fp32") == 0) *out = ZT_PRECISION_FP32;
     else if (strcmp(name, "bf16") == 0) *out = ZT_PRECISION_BF16;
-    else return zt_fail(ZT_ERR_INVALID, "unknown precision '%s' (known: auto, fp32, bf16)", name);
+    else if (strcmp(name, "int8") == 0) *out = ZT_PRECISION_INT8;
+    else return zt_fail(ZT_ERR_INVALID, "unknown precision '%s' (known: auto, fp32, bf16, int8)",
+                        name);
     return ZT_OK;
 }
 
@@ -143,6 +145,7 @@ const char *zt_precision_name(zt_precision p)
     case ZT_PRECISION_AUTO: return "auto";
     case ZT_PRECISION_FP32: return "fp32";
     case ZT_PRECISION_BF16: return "bf16";
+    case ZT_PRECISION_INT8: return "int8";
     }
     return "?";
 }
@@ -626,6 +629,27 @@ zt_status zt_net_forward(zt_net *net, int B, const float *obs, float *policy_log
     ZT_ASSERT(B > 0);
     float *outs[2] = {policy_logits, value};
     return net->backend->forward(net->plan, B, obs, outs, false, false);
+}
+
+zt_status zt_net_calibrate(zt_net *net, int B, const float *obs)
+{
+    if (B < 1) return zt_fail(ZT_ERR_INVALID, "calibration needs at least 1 observation, not %d", B);
+    return net->backend->calibrate ? net->backend->calibrate(net->plan, B, obs) : ZT_OK;
+}
+
+size_t zt_net_ranges_size(const zt_net *net)
+{
+    return net->backend->ranges_size ? net->backend->ranges_size(net->plan) : 0;
+}
+
+bool zt_net_ranges_get(const zt_net *net, float *ranges)
+{
+    return net->backend->ranges_get && net->backend->ranges_get(net->plan, ranges);
+}
+
+zt_status zt_net_ranges_set(zt_net *net, const float *ranges)
+{
+    return net->backend->ranges_set ? net->backend->ranges_set(net->plan, ranges) : ZT_OK;
 }
 
 int zt_net_tensor_count(const zt_net *net)
