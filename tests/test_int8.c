@@ -155,7 +155,7 @@ static void run_case(const net_case *nc, uint64_t seed)
     int A = cfg.num_actions, V = zt_net_value_size(&cfg);
     size_t per = (size_t)cfg.in_h * cfg.in_w * cfg.in_c;
     float *obs = zt_xmalloc((size_t)(CAL_N + TEST_N) * per * sizeof(float));
-    zt_game_sample_observations(g, &rng, CAL_N + TEST_N, obs);
+    zt_game_sample_observations(g, &rng, CAL_N + TEST_N, obs, NULL);
     const float *test = obs + (size_t)CAL_N * per;
     float *rp = zt_xmalloc((size_t)TEST_N * A * sizeof(float)), *rv = zt_xmalloc(TEST_N * 3 * sizeof(float));
     float *qp = zt_xmalloc((size_t)TEST_N * A * sizeof(float)), *qv = zt_xmalloc(TEST_N * 3 * sizeof(float));

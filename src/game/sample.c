@@ -2,8 +2,9 @@
 #include "game/sample.h"
 
 #include <stdint.h>
+#include <string.h>
 
-void zt_game_sample_observations(const zt_game *g, zt_rng *rng, int n, float *obs)
+void zt_game_sample_observations(const zt_game *g, zt_rng *rng, int n, float *obs, uint8_t *legal)
 {
     size_t per = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
     _Alignas(16) uint8_t state[ZT_MAX_STATE_BYTES];
@@ -32,9 +33,15 @@ void zt_game_sample_observations(const zt_game *g, zt_rng *rng, int n, float *ob
             g->apply(g, state, outcomes[pick]);
             continue;
         }
-        g->observe(g, state, obs + (size_t)i++ * per);
+        g->observe(g, state, obs + (size_t)i * per);
         int k = g->legal(g, state, actions);
         ZT_ASSERT(k > 0);
+        if (legal) {
+            uint8_t *row = legal + (size_t)i * (size_t)g->num_actions;
+            memset(row, 0, (size_t)g->num_actions);
+            for (int j = 0; j < k; j++) row[actions[j]] = 1;
+        }
+        i++;
         g->apply(g, state, actions[zt_rng_below(rng, (uint32_t)k)]);
         plies++;
     }

@@ -9,7 +9,8 @@
 
 /* Writes n observations (n * obs size floats) of the decision positions met
  * by random games played back to back from the start: every legal action
- * and chance outcome (by its probability) drawn from rng. */
-void zt_game_sample_observations(const zt_game *g, zt_rng *rng, int n, float *obs);
+ * and chance outcome (by its probability) drawn from rng. legal (NULL: not
+ * wanted) gets n * num_actions flags, 1 on the position's legal actions. */
+void zt_game_sample_observations(const zt_game *g, zt_rng *rng, int n, float *obs, uint8_t *legal);
 
 #endif

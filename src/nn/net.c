@@ -17,6 +17,7 @@ struct zt_net {
     zt_nn_plan *plan;
     zt_precision precision;
     int threads;
+    int reserved; /* the largest batch reserved (kept across zt_net_set_precision) */
 };
 
 /* ---- config ---- */
@@ -621,7 +622,32 @@ void zt_net_init(zt_net *net, zt_rng *rng)
 zt_status zt_net_reserve(zt_net *net, int max_batch)
 {
     ZT_ASSERT(max_batch > 0);
-    return net->backend->reserve(net->plan, max_batch, false);
+    ZT_TRY(net->backend->reserve(net->plan, max_batch, false));
+    if (max_batch > net->reserved) net->reserved = max_batch;
+    return ZT_OK;
+}
+
+zt_status zt_net_set_precision(zt_net *net, zt_precision precision)
+{
+    if (precision == ZT_PRECISION_AUTO) precision = net->backend->auto_precision();
+    if (precision == net->precision) return ZT_OK;
+    if (!net->backend->supports(precision))
+        return zt_fail(ZT_ERR_UNSUPPORTED, "nn backend '%s' cannot run %s here", net->backend->name,
+                       zt_precision_name(precision));
+    zt_nn_plan *plan;
+    ZT_TRY(net->backend->plan_new(&net->graph, net->params, net->state, precision, net->threads,
+                                  &plan));
+    if (net->reserved > 0) {
+        zt_status s = net->backend->reserve(plan, net->reserved, false);
+        if (s != ZT_OK) {
+            net->backend->plan_free(plan);
+            return s;
+        }
+    }
+    net->backend->plan_free(net->plan);
+    net->plan = plan;
+    net->precision = precision;
+    return ZT_OK;
 }
 
 zt_status zt_net_forward(zt_net *net, int B, const float *obs, float *policy_logits, float *value)
@@ -650,6 +676,21 @@ bool zt_net_ranges_get(const zt_net *net, float *ranges)
 zt_status zt_net_ranges_set(zt_net *net, const float *ranges)
 {
     return net->backend->ranges_set ? net->backend->ranges_set(net->plan, ranges) : ZT_OK;
+}
+
+zt_status zt_net_take_int8_tail(zt_net *net, const float *tail, size_t n, zt_precision fallback,
+                                bool *int8)
+{
+    if (int8) *int8 = false;
+    if (n < 1) return zt_fail(ZT_ERR_INVALID, "int8 weights tail is empty");
+    if (tail[0] != 1.0f) return zt_net_set_precision(net, fallback);
+    ZT_TRY(zt_net_set_precision(net, ZT_PRECISION_INT8));
+    if (n != 1 + zt_net_ranges_size(net))
+        return zt_fail(ZT_ERR_INVALID, "int8 weights tail of %zu floats, expected %zu", n,
+                       1 + zt_net_ranges_size(net));
+    ZT_TRY(zt_net_ranges_set(net, tail + 1));
+    if (int8) *int8 = true;
+    return ZT_OK;
 }
 
 int zt_net_tensor_count(const zt_net *net)

@@ -135,6 +135,12 @@ void zt_net_init(zt_net *net, zt_rng *rng);
  * code. Calls with a larger batch grow it. */
 zt_status zt_net_reserve(zt_net *net, int max_batch);
 
+/* Rebuilds the net's backend plan for another precision (AUTO: the
+ * backend's), keeping its weights and the batch reserved; the old plan stays
+ * when this fails. Not on a net a trainer holds. An int8 net starts without
+ * activation ranges. */
+zt_status zt_net_set_precision(zt_net *net, zt_precision precision);
+
 /* Inference on B observations (NHWC): policy_logits[B * num_actions] (raw:
  * illegal actions are masked by the caller), value[B * zt_net_value_size]
  * (tanh'ed scalar or WDL logits). Batch norm uses its running statistics. */
@@ -159,6 +165,15 @@ bool zt_net_ranges_get(const zt_net *net, float *ranges);
 /* Sets ranges recorded by another net of the same config and weights (the
  * learner's, published with the weights). */
 zt_status zt_net_ranges_set(zt_net *net, const float *ranges);
+
+/* Published weights for int8 actors end in a tail (train/int8_gate.h):
+ * [0] 1 when this version runs in int8 with the ranges in [1, n), 0 when it
+ * failed the accuracy gate and runs in `fallback`. After the tensors were
+ * copied into `net` (and zt_net_params_changed), switches it to the
+ * precision the tail says (zt_net_set_precision) and sets the ranges;
+ * *int8 (may be NULL) says which it runs now. */
+zt_status zt_net_take_int8_tail(zt_net *net, const float *tail, size_t n, zt_precision fallback,
+                                bool *int8);
 
 /* ---- parameters (fp32 master copies on the host) ---- */
 
