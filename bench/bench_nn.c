@@ -1,12 +1,14 @@
 /* zeroth bench nn: network inference and training throughput on one backend
  * (default the oneDNN CPU one): forward milliseconds and inferences per
  * second per batch size for the Connect Four resnets (64 channels x 5 blocks,
- * 128 x 10) and the backgammon MLP, in fp32 and bf16, on one thread and on
- * all; GFLOP/s counts the multiply-adds of convolutions and dense layers
+ * 128 x 10) and the backgammon MLP, in fp32, bf16 and int8, on one thread and
+ * on all; GFLOP/s counts the multiply-adds of convolutions and dense layers
  * (2 FLOP each; taps falling on a conv's zero padding are not counted, as
- * oneDNN skips them) against the peak of one core measured by an FMA loop
- * (AVX-512 fp32 FMA, or bf16 dot products), times the threads. Then
- * training samples per second at batch 256 on all threads. */
+ * oneDNN skips them; for int8 these are integer operations) against the
+ * peak of one core measured by a loop of AVX-512 fp32 FMAs, bf16 dot
+ * products or u8 x s8 dot products (VPDPBUSD), times the threads. int8 nets
+ * are calibrated on the benchmark's inputs first. Then training samples per
+ * second at batch 256 on all threads (fp32 and bf16). */
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +48,8 @@ static const int default_batches[] = {1, 8, 32, 64, 256, 1024, 4096};
 static void usage(FILE *f)
 {
     fprintf(f, "usage: zeroth bench nn [--backend NAME] [--seconds S] [--threads N]\n"
-               "                       [--precision fp32|bf16|both] [--net NAME] [--batch B]\n"
+               "                       [--precision fp32|bf16|int8|both|all] [--net NAME]\n"
+               "                       [--batch B]\n"
                "                       [--no-train] [--json] [--export DIR]\n"
                "  --net may repeat (c4-64x5, c4-128x10, bg-mlp; default all), as may --batch\n"
                "  (default 1 8 32 64 256 1024 4096). --threads is 'all threads' (default: every\n"
@@ -135,6 +138,27 @@ __attribute__((target("avx512f,avx512bf16"))) static double peak_bf16(double sec
 #undef DP_OP
 }
 
+__attribute__((target("avx512f,avx512vnni"))) static double peak_int8(double seconds)
+{
+    const __m512i x = _mm512_set1_epi8(1), y = _mm512_set1_epi8(-1);
+    __m512i a[12];
+    for (int c = 0; c < 12; c++) a[c] = _mm512_set1_epi32(c);
+    long iters = 0;
+    double t0 = zt_now_s(), t;
+    do {
+        for (int r = 0; r < 1000; r++)
+#pragma GCC unroll 12
+            for (int c = 0; c < 12; c++) a[c] = _mm512_dpbusd_epi32(a[c], x, y);
+        iters += 1000;
+        t = zt_now_s() - t0;
+    } while (t < seconds);
+    __m512i sum = a[0];
+    for (int c = 1; c < 12; c++) sum = _mm512_add_epi32(sum, a[c]);
+    volatile int keep = _mm512_reduce_add_epi32(sum);
+    (void)keep;
+    return (double)iters * 12.0 * 128 / t / 1e9; /* 64 multiply-adds per instruction */
+}
+
 /* The best of several short runs: other processes sharing the core only
  * ever lower a run's rate. */
 static double core_peak(zt_precision prec)
@@ -142,9 +166,12 @@ static double core_peak(zt_precision prec)
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx512f")) return 0;
     if (prec == ZT_PRECISION_BF16 && !__builtin_cpu_supports("avx512bf16")) return 0;
+    if (prec == ZT_PRECISION_INT8 && !__builtin_cpu_supports("avx512vnni")) return 0;
     double best = 0;
     for (int r = 0; r < 10; r++) {
-        double g = prec == ZT_PRECISION_FP32 ? peak_fp32(0.03) : peak_bf16(0.03);
+        double g = prec == ZT_PRECISION_FP32   ? peak_fp32(0.03)
+                   : prec == ZT_PRECISION_BF16 ? peak_bf16(0.03)
+                                               : peak_int8(0.03);
         if (g > best) best = g;
     }
     return best;
@@ -215,6 +242,7 @@ static zt_status bench_inference(const bench_net *bn, const char *backend, zt_pr
                                      : zt_fail(ZT_ERR_NOMEM, "no memory for batch %d", max_b);
     for (size_t i = 0; st == ZT_OK && i < (size_t)max_b * in_n; i++)
         obs[i] = zt_rng_uniform(&rng) < 0.3 ? 1.0f : 0.0f;
+    if (st == ZT_OK) st = zt_net_calibrate(net, max_b, obs);
     double flops = graph_flops(&cfg);
     for (int i = 0; st == ZT_OK && i < nbatches; i++) {
         double s;
@@ -375,7 +403,7 @@ static zt_status export_net(const bench_net *bn, const char *dir)
 
 int zt_bench_nn(int argc, char **argv)
 {
-    const char *backend = "cpu", *precision = "both";
+    const char *backend = "cpu", *precision = "all";
     double seconds = 0.3;
     int threads = zt_cpu_count();
     bool train = true;
@@ -410,8 +438,10 @@ int zt_bench_nn(int argc, char **argv)
                 return zt_cli_error("bench nn: --threads must be in [1, 1024], got '%s'", v);
         } else if (zt_cli_flag_value(argc, argv, &i, "--precision", &v, &st)) {
             if (st != ZT_OK) return zt_cli_fail(st);
-            if (strcmp(v, "fp32") && strcmp(v, "bf16") && strcmp(v, "both"))
-                return zt_cli_error("bench nn: --precision must be fp32, bf16 or both, got '%s'",
+            if (strcmp(v, "fp32") && strcmp(v, "bf16") && strcmp(v, "int8") && strcmp(v, "both") &&
+                strcmp(v, "all"))
+                return zt_cli_error("bench nn: --precision must be fp32, bf16, int8, both (fp32 "
+                                    "and bf16) or all, got '%s'",
                                     v);
             precision = v;
         } else if (zt_cli_flag_value(argc, argv, &i, "--net", &v, &st)) {
@@ -451,18 +481,27 @@ int zt_bench_nn(int argc, char **argv)
     const zt_nn_backend *be;
     zt_status st = zt_nn_backend_find(backend, &be);
     if (st != ZT_OK) return zt_cli_fail(st);
-    zt_precision precs[2];
+    zt_precision precs[3];
     int nprecs = 0;
-    if (strcmp(precision, "bf16") != 0) precs[nprecs++] = ZT_PRECISION_FP32;
-    if (strcmp(precision, "fp32") != 0) {
+    bool all = strcmp(precision, "all") == 0, both = strcmp(precision, "both") == 0;
+    if (all || both || strcmp(precision, "fp32") == 0) precs[nprecs++] = ZT_PRECISION_FP32;
+    if (all || both || strcmp(precision, "bf16") == 0) {
         if (be->supports(ZT_PRECISION_BF16))
             precs[nprecs++] = ZT_PRECISION_BF16;
         else
             printf("bf16 skipped: backend '%s' cannot run it on this machine\n", be->name);
     }
+    if (all || strcmp(precision, "int8") == 0) {
+        if (be->supports(ZT_PRECISION_INT8))
+            precs[nprecs++] = ZT_PRECISION_INT8;
+        else
+            printf("int8 skipped: backend '%s' cannot run it on this machine\n", be->name);
+    }
+    int ntrain = 0; /* int8 is inference only */
+    for (int pi = 0; pi < nprecs; pi++) ntrain += precs[pi] != ZT_PRECISION_INT8;
     int thread_counts[2] = {1, threads}, nthreads = threads > 1 ? 2 : 1;
 
-    double peaks[2];
+    double peaks[3];
     FILE *info = json_out ? stderr : stdout;
     fprintf(info,
             "backend %s, %d cpus (load average %.2f), %.2f s per measurement; one core's peak:",
@@ -483,8 +522,8 @@ int zt_bench_nn(int argc, char **argv)
         chosen_nets += chosen;
     }
     zt_progress_meter_init(&meter, "bench nn", "rows",
-                           chosen_nets * nprecs * (nthreads * nbatches + (train ? 1 : 0)), NULL,
-                           NULL);
+                           chosen_nets * (nprecs * nthreads * nbatches + (train ? ntrain : 0)),
+                           NULL, NULL);
     int rc = 0;
     for (size_t k = 0; k < sizeof bench_nets / sizeof bench_nets[0] && rc == 0; k++) {
         const bench_net *bn = &bench_nets[k];
@@ -505,6 +544,7 @@ int zt_bench_nn(int argc, char **argv)
         for (int j = 0; j < nnets; j++) chosen = chosen || strcmp(nets[j], bn->name) == 0;
         if (!chosen) continue;
         for (int pi = 0; pi < nprecs && rc == 0; pi++) {
+            if (precs[pi] == ZT_PRECISION_INT8) continue;
             st = bench_train(bn, backend, precs[pi], threads, seconds);
             if (st != ZT_OK) rc = zt_cli_fail(st);
         }

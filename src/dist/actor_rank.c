@@ -200,11 +200,15 @@ static zt_status make_runner(actor_rank *A, int64_t actors)
     /* every rank's actors play their own games */
     S->actor.seed = S->seed ^ zt_hash_mix(0x72616e6bULL + (uint64_t)A->rank);
     A->sink = (zt_traj_sink){.ctx = A, .push = push_game};
+    /* int8 actors: rank 0's versions carry the int8 tail */
+    size_t tail = 0;
+    if (S->int8_actors) ZT_TRY(zt_int8_gate_tail_for(&S->net, S->backend, &tail));
     zt_runner_config rc = {.actors = S->actors,
                            .actor = S->actor,
                            .net = S->net,
                            .backend = S->backend,
                            .precision = S->precision,
+                           .weights_tail = tail,
                            .evaluator = S->evaluator,
                            .shared_threads = S->actors};
     zt_runner_hooks hooks = {.ctx = A, .hold = held};

@@ -146,6 +146,14 @@ typedef struct zt_nn_backend {
      * (param_floats); d_in (B x input size) is written when not NULL. */
     zt_status (*backward)(zt_nn_plan *p, int B, const float *const *d_outs, float *grads,
                           float *d_in);
+    /* Optional, for precisions that need activation ranges (int8; NULL or
+     * a size of 0 otherwise): floats of the ranges, a calibration from an
+     * fp32 forward over B sample inputs, and copying them out (false when
+     * there are none) or in. Changed parameters drop the ranges. */
+    size_t (*ranges_size)(zt_nn_plan *p);
+    zt_status (*calibrate)(zt_nn_plan *p, int B, const float *in);
+    bool (*ranges_get)(zt_nn_plan *p, float *ranges);
+    zt_status (*ranges_set)(zt_nn_plan *p, const float *ranges);
 } zt_nn_backend;
 
 /* The reference backend: plain loops, double accumulation; ground truth. */

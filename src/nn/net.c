@@ -19,6 +19,7 @@ struct zt_net {
     zt_nn_plan *plan;
     zt_precision precision;
     int threads;
+    int reserved; /* the largest batch reserved (kept across zt_net_set_precision) */
 };
 
 /* ---- config ---- */
@@ -165,7 +166,9 @@ zt_status zt_precision_parse(const char *name, zt_precision *out)
     if (strcmp(name, "auto") == 0) *out = ZT_PRECISION_AUTO;
     else if (strcmp(name, "fp32") == 0) *out = ZT_PRECISION_FP32;
     else if (strcmp(name, "bf16") == 0) *out = ZT_PRECISION_BF16;
-    else return zt_fail(ZT_ERR_INVALID, "unknown precision '%s' (known: auto, fp32, bf16)", name);
+    else if (strcmp(name, "int8") == 0) *out = ZT_PRECISION_INT8;
+    else return zt_fail(ZT_ERR_INVALID, "unknown precision '%s' (known: auto, fp32, bf16, int8)",
+                        name);
     return ZT_OK;
 }
 
@@ -175,6 +178,7 @@ const char *zt_precision_name(zt_precision p)
     case ZT_PRECISION_AUTO: return "auto";
     case ZT_PRECISION_FP32: return "fp32";
     case ZT_PRECISION_BF16: return "bf16";
+    case ZT_PRECISION_INT8: return "int8";
     }
     return "?";
 }
@@ -656,7 +660,36 @@ zt_status zt_net_reserve(zt_net *net, int max_batch)
 {
     ZT_ASSERT(max_batch > 0);
     if (net->mz) return zt_mz_reserve(net->mz, max_batch);
-    return net->backend->reserve(net->plan, max_batch, false);
+    ZT_TRY(net->backend->reserve(net->plan, max_batch, false));
+    if (max_batch > net->reserved) net->reserved = max_batch;
+    return ZT_OK;
+}
+
+zt_status zt_net_set_precision(zt_net *net, zt_precision precision)
+{
+    if (precision == ZT_PRECISION_AUTO) precision = net->backend->auto_precision();
+    if (precision == net->precision) return ZT_OK;
+    if (net->mz)
+        return zt_fail(ZT_ERR_UNSUPPORTED,
+                       "a MuZero net runs in the precision it was made with (%s), not %s",
+                       zt_precision_name(net->precision), zt_precision_name(precision));
+    if (!net->backend->supports(precision))
+        return zt_fail(ZT_ERR_UNSUPPORTED, "nn backend '%s' cannot run %s here", net->backend->name,
+                       zt_precision_name(precision));
+    zt_nn_plan *plan;
+    ZT_TRY(net->backend->plan_new(&net->graph, net->params, net->state, precision, net->threads,
+                                  &plan));
+    if (net->reserved > 0) {
+        zt_status s = net->backend->reserve(plan, net->reserved, false);
+        if (s != ZT_OK) {
+            net->backend->plan_free(plan);
+            return s;
+        }
+    }
+    net->backend->plan_free(net->plan);
+    net->plan = plan;
+    net->precision = precision;
+    return ZT_OK;
 }
 
 zt_status zt_net_forward(zt_net *net, int B, const float *obs, float *policy_logits, float *value)
@@ -679,6 +712,43 @@ zt_status zt_net_recurrent(zt_net *net, int B, const float *hidden, const int *a
 {
     ZT_ASSERT(B > 0 && net->mz);
     return zt_mz_recurrent(net->mz, B, hidden, actions, next_hidden, reward, policy_logits, value);
+}
+
+zt_status zt_net_calibrate(zt_net *net, int B, const float *obs)
+{
+    if (B < 1) return zt_fail(ZT_ERR_INVALID, "calibration needs at least 1 observation, not %d", B);
+    if (net->mz) return zt_fail(ZT_ERR_UNSUPPORTED, "a MuZero net has no int8 calibration");
+    return net->backend->calibrate ? net->backend->calibrate(net->plan, B, obs) : ZT_OK;
+}
+
+size_t zt_net_ranges_size(const zt_net *net)
+{
+    return !net->mz && net->backend->ranges_size ? net->backend->ranges_size(net->plan) : 0;
+}
+
+bool zt_net_ranges_get(const zt_net *net, float *ranges)
+{
+    return !net->mz && net->backend->ranges_get && net->backend->ranges_get(net->plan, ranges);
+}
+
+zt_status zt_net_ranges_set(zt_net *net, const float *ranges)
+{
+    return net->backend->ranges_set ? net->backend->ranges_set(net->plan, ranges) : ZT_OK;
+}
+
+zt_status zt_net_take_int8_tail(zt_net *net, const float *tail, size_t n, zt_precision fallback,
+                                bool *int8)
+{
+    if (int8) *int8 = false;
+    if (n < 1) return zt_fail(ZT_ERR_INVALID, "int8 weights tail is empty");
+    if (tail[0] != 1.0f) return zt_net_set_precision(net, fallback);
+    ZT_TRY(zt_net_set_precision(net, ZT_PRECISION_INT8));
+    if (n != 1 + zt_net_ranges_size(net))
+        return zt_fail(ZT_ERR_INVALID, "int8 weights tail of %zu floats, expected %zu", n,
+                       1 + zt_net_ranges_size(net));
+    ZT_TRY(zt_net_ranges_set(net, tail + 1));
+    if (int8) *int8 = true;
+    return ZT_OK;
 }
 
 int zt_net_tensor_count(const zt_net *net)

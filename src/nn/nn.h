@@ -143,9 +143,13 @@ typedef enum zt_precision {
     ZT_PRECISION_AUTO, /* the backend's fastest supported on this machine */
     ZT_PRECISION_FP32,
     ZT_PRECISION_BF16, /* bf16 storage and products, fp32 accumulation */
+    /* u8 activations x s8 weights, int32 sums (inference only, AVX512_VNNI):
+     * needs activation ranges, from zt_net_calibrate or zt_net_ranges_set,
+     * before each forward with new weights. Never what AUTO means for a net. */
+    ZT_PRECISION_INT8,
 } zt_precision;
 
-zt_status zt_precision_parse(const char *name, zt_precision *out); /* auto|fp32|bf16 */
+zt_status zt_precision_parse(const char *name, zt_precision *out); /* auto|fp32|bf16|int8 */
 const char *zt_precision_name(zt_precision p);
 
 /* Round-to-nearest-even conversion; NaN stays NaN (quietened), infinities and
@@ -202,11 +206,45 @@ void zt_net_init(zt_net *net, zt_rng *rng);
  * code. Calls with a larger batch grow it. */
 zt_status zt_net_reserve(zt_net *net, int max_batch);
 
+/* Rebuilds the net's backend plan for another precision (AUTO: the
+ * backend's), keeping its weights and the batch reserved; the old plan stays
+ * when this fails. Not on a net a trainer holds. An int8 net starts without
+ * activation ranges. */
+zt_status zt_net_set_precision(zt_net *net, zt_precision precision);
+
 /* Inference on B observations (NHWC): policy_logits[B * num_actions] (raw:
  * illegal actions are masked by the caller), value[B * zt_net_value_size]
  * (tanh'ed scalar or WDL logits). Batch norm uses its running statistics. */
 zt_status zt_net_forward(zt_net *net, int B, const float *obs, float *policy_logits,
                          float *value);
+
+/* ---- int8 activation ranges ---- *
+ * An int8 net codes each tensor a conv or dense reads with a per-tensor scale
+ * chosen from the range of its values over sample observations. The ranges
+ * belong to the weights: loading or changing them drops the ranges, and
+ * zt_net_forward refuses (one line) until new ones are set. For other
+ * precisions these do nothing (size 0, calibrate succeeds). */
+
+/* Records the ranges from an fp32 forward of the (batch-norm folded) net
+ * over B >= 1 observations: each tensor's minimum and maximum, widened to
+ * hold 0. */
+zt_status zt_net_calibrate(zt_net *net, int B, const float *obs);
+/* Floats of the ranges (0 unless int8). */
+size_t zt_net_ranges_size(const zt_net *net);
+/* Copies them into ranges[zt_net_ranges_size]; false when there are none. */
+bool zt_net_ranges_get(const zt_net *net, float *ranges);
+/* Sets ranges recorded by another net of the same config and weights (the
+ * learner's, published with the weights). */
+zt_status zt_net_ranges_set(zt_net *net, const float *ranges);
+
+/* Published weights for int8 actors end in a tail (train/int8_gate.h):
+ * [0] 1 when this version runs in int8 with the ranges in [1, n), 0 when it
+ * failed the accuracy gate and runs in `fallback`. After the tensors were
+ * copied into `net` (and zt_net_params_changed), switches it to the
+ * precision the tail says (zt_net_set_precision) and sets the ranges;
+ * *int8 (may be NULL) says which it runs now. */
+zt_status zt_net_take_int8_tail(zt_net *net, const float *tail, size_t n, zt_precision fallback,
+                                bool *int8);
 
 /* ---- parameters (fp32 master copies on the host) ---- */
 

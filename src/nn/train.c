@@ -104,6 +104,9 @@ double zt_trainer_lr_at(const zt_train_config *c, long step)
 zt_status zt_trainer_new(zt_net *net, const zt_train_config *cfg, zt_trainer **out)
 {
     ZT_TRY(check_config(cfg));
+    if (zt_net_precision(net) == ZT_PRECISION_INT8)
+        return zt_fail(ZT_ERR_UNSUPPORTED, "an int8 net cannot be trained: train in bf16 or fp32 "
+                                           "and quantise the published weights");
     zt_trainer *t = zt_xcalloc(1, sizeof *t);
     t->net = net;
     t->cfg = *cfg;

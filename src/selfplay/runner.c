@@ -50,6 +50,8 @@ struct zt_runner {
     pthread_mutex_t pull_mu;
     float *weights;
     size_t weights_n;
+    size_t tensors_n, tail_n; /* weights_n = tensors_n + tail_n (the int8 tail) */
+    zt_precision fallback;    /* the nets' precision when a version is not int8 */
 };
 
 static void join_actors(zt_runner *R);
@@ -98,7 +100,10 @@ zt_status zt_runner_new(const zt_game *g, const zt_runner_config *cfg, const zt_
         zt_runner_free(R);
         return st;
     }
-    R->weights_n = weight_floats(zt_evaluator_pool_net(R->evaluators, 0));
+    R->tensors_n = weight_floats(zt_evaluator_pool_net(R->evaluators, 0));
+    R->tail_n = cfg->weights_tail;
+    R->fallback = cfg->precision;
+    R->weights_n = R->tensors_n + R->tail_n;
     R->weights = zt_xmalloc((R->weights_n ? R->weights_n : 1) * sizeof *R->weights);
     *out = R;
     return ZT_OK;
@@ -187,10 +192,12 @@ void zt_runner_wake(zt_runner *R)
 
 /* ---- weights ---- */
 
-/* Copies the floats at ctx into the net's tensors, in order. */
+/* Copies the runner's weights (ctx) into the net's tensors, in order, and
+ * applies the int8 tail if there is one. */
 static zt_status write_weights(zt_net *net, void *ctx)
 {
-    const float *src = ctx;
+    const zt_runner *R = ctx;
+    const float *src = R->weights;
     int n = zt_net_tensor_count(net);
     for (int i = 0; i < n; i++) {
         zt_net_tensor t = zt_net_tensor_at(net, i);
@@ -198,7 +205,8 @@ static zt_status write_weights(zt_net *net, void *ctx)
         src += t.count;
     }
     zt_net_params_changed(net);
-    return ZT_OK;
+    if (R->tail_n == 0) return ZT_OK;
+    return zt_net_take_int8_tail(net, R->weights + R->tensors_n, R->tail_n, R->fallback, NULL);
 }
 
 /* Gives an actor the source's newest weights if it holds older ones: into
@@ -211,7 +219,7 @@ static zt_status runner_pull_weights(zt_runner *R, actor_thread *T)
     zt_status st = R->source->poll(R->source->ctx, T->version, R->weights, R->weights_n, &got);
     bool changed = st == ZT_OK && got != T->version;
     if (changed)
-        st = zt_evaluator_pool_update(R->evaluators, (int)(T - R->actors), got, write_weights, R->weights);
+        st = zt_evaluator_pool_update(R->evaluators, (int)(T - R->actors), got, write_weights, R);
     if (changed && st == ZT_OK) T->version = got;
     pthread_mutex_unlock(&R->pull_mu);
     ZT_TRY(st);

@@ -58,6 +58,10 @@ typedef struct zt_runner_config {
     zt_net_config net;
     const char *backend;
     zt_precision precision;
+    /* int8 actors: floats of the int8 tail after the published tensors
+     * (zt_net_take_int8_tail; 0: none). The nets start in `precision` and
+     * switch with each version's tail. */
+    size_t weights_tail;
     zt_evaluator_kind evaluator;
     int shared_threads;
 } zt_runner_config;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/log.h"
 
 struct zt_learner {
     const zt_game *game;
@@ -25,6 +26,10 @@ struct zt_learner {
     int loss_count;
     zt_learner_reducer reducer; /* reduce NULL: alone */
     bool stopped;               /* the reducer skipped a step */
+    zt_int8_gate *gate;         /* int8 actors, else NULL */
+    zt_replay_batch cal_batch;  /* the calibration positions */
+    size_t tensors_n;           /* floats of the tensors before the int8 tail */
+    zt_learner_int8_stats int8;
 };
 
 static size_t weight_floats(const zt_net *net)
@@ -65,7 +70,19 @@ zt_status zt_learner_new(const zt_game *g, const zt_train_settings *S, zt_replay
     zt_rng_seed(&l->counters.sample_rng, S->seed, 0x73616d70ULL);
     l->value_target =
         zt_xcalloc((size_t)S->batch * (size_t)zt_net_value_size(&S->net), sizeof *l->value_target);
-    l->store = zt_weight_store_new(weight_floats(l->net));
+    l->tensors_n = weight_floats(l->net);
+    if (S->int8_actors) {
+        st = zt_int8_gate_new(g, &S->net, S->backend, S->learner_threads, &S->int8_gate, S->seed,
+                              &l->gate);
+        if (st == ZT_OK)
+            st = zt_replay_batch_init(&l->cal_batch, g, S->int8_gate.calibration,
+                                      S->net.value_kind == ZT_VALUE_WDL);
+        if (st != ZT_OK) {
+            zt_learner_free(l);
+            return st;
+        }
+    }
+    l->store = zt_weight_store_new(l->tensors_n + zt_learner_weights_tail(l));
     l->source = zt_weight_store_source(l->store);
     *out = l;
     return ZT_OK;
@@ -76,6 +93,8 @@ void zt_learner_free(zt_learner *l)
     if (!l) return;
     zt_learner_pause(l);
     zt_replay_batch_free(&l->sync_batch);
+    if (l->gate) zt_replay_batch_free(&l->cal_batch);
+    zt_int8_gate_free(l->gate);
     free(l->value_target);
     zt_weight_store_free(l->store);
     zt_trainer_free(l->trainer);
@@ -229,17 +248,64 @@ bool zt_learner_stopped(const zt_learner *l)
     return l->stopped;
 }
 
+/* Quantises and gates the version in `weights`, writing its int8 tail. */
+static void publish_int8(zt_learner *l, const float *weights, float *tail)
+{
+    const float *obs = NULL;
+    int B = 0;
+    if (l->rb) {
+        zt_rng rng;
+        /* Drawn from the step, not the version number: a resumed run publishes
+         * its first version at the step the checkpoint was taken, where the
+         * straight run published the same weights. */
+        zt_rng_seed(&rng, l->S->seed ^ (uint64_t)l->counters.step, 0x63616c69ULL);
+        if (zt_replay_sample(l->rb, &rng, &l->cal_batch) == ZT_OK) {
+            obs = l->cal_batch.obs;
+            B = l->cal_batch.size;
+        }
+    }
+    zt_int8_gate_result r;
+    if (zt_int8_gate_run(l->gate, weights, B, obs, tail, &r) != ZT_OK) {
+        zt_warn("int8: version %llu not quantised (%s); it runs in %s",
+                (unsigned long long)l->counters.published + 1, zt_error_message(),
+                zt_precision_name(zt_int8_gate_fallback(l->gate)));
+        memset(&r, 0, sizeof r);
+        tail[0] = 0.0f;
+    } else if (!r.passed) {
+        zt_info("int8: version %llu fails the gate (top-1 agreement %.4f, value MAE %.4f); it "
+                "runs in %s",
+                (unsigned long long)l->counters.published + 1, r.agreement, r.value_mae,
+                zt_precision_name(zt_int8_gate_fallback(l->gate)));
+    }
+    l->int8.last = r;
+    if (r.passed) l->int8.int8_versions++;
+    else l->int8.fallbacks++;
+}
+
 void zt_learner_publish(zt_learner *l)
 {
-    float *dst = zt_weight_store_begin(l->store);
+    float *start = zt_weight_store_begin(l->store), *dst = start;
     int n = zt_net_tensor_count(l->net);
     for (int i = 0; i < n; i++) {
         zt_net_tensor t = zt_net_tensor_at(l->net, i);
         memcpy(dst, t.data, t.count * sizeof(float));
         dst += t.count;
     }
+    if (l->gate) publish_int8(l, start, dst);
     zt_weight_store_commit(l->store);
     l->counters.published++;
+}
+
+bool zt_learner_int8(const zt_learner *l, zt_learner_int8_stats *out)
+{
+    if (!l->gate) return false;
+    *out = l->int8;
+    return true;
+}
+
+size_t zt_learner_weights_tail(const zt_learner *l)
+{
+    return l->gate ? zt_int8_gate_tail_size(l->gate) : 0;
 }
 
 const zt_weight_source *zt_learner_weight_source(const zt_learner *l)

@@ -75,8 +75,22 @@ bool zt_learner_stopped(const zt_learner *l);
  * of the last batch trained on, so pausing changes no batch. */
 void zt_learner_pause(zt_learner *l);
 
-/* Copies the net's weights into the store as the next version. */
+/* Copies the net's weights into the store as the next version; for int8
+ * actors with the int8 tail: calibrated on replay positions drawn from
+ * (seed, step), so a resumed run publishes the same, then gated. A
+ * failed quantisation is logged and the version falls back. */
 void zt_learner_publish(zt_learner *l);
+
+/* int8 actors: versions that went out in int8 and that fell back, and the
+ * last gate's result. */
+typedef struct zt_learner_int8_stats {
+    uint64_t int8_versions, fallbacks;
+    zt_int8_gate_result last;
+} zt_learner_int8_stats;
+/* False (nothing written) when the actors are not int8. */
+bool zt_learner_int8(const zt_learner *l, zt_learner_int8_stats *out);
+/* Floats of the int8 tail each version carries (0: none). */
+size_t zt_learner_weights_tail(const zt_learner *l);
 /* The store as a weight source (valid while the learner lives). */
 const zt_weight_source *zt_learner_weight_source(const zt_learner *l);
 

@@ -13,6 +13,7 @@
 #include "core/alloc.h"
 #include "core/fileio.h"
 #include "core/thread.h"
+#include "game/sample.h"
 #include "search/settings.h"
 #include "train/train.h"
 
@@ -120,6 +121,24 @@ zt_status zt_run_resolve_weights(const char *path, char *out, size_t cap)
     return ZT_OK;
 }
 
+enum { OPEN_INT8_CALIBRATION = 256 };
+
+/* An int8 model has no replay buffer at hand: its ranges come from
+ * positions of random play (a fixed seed, so the same model plays the
+ * same). */
+static zt_status calibrate_int8(zt_net *net, const zt_game *g)
+{
+    size_t per = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    float *obs = malloc((size_t)OPEN_INT8_CALIBRATION * per * sizeof(float));
+    if (!obs) return zt_fail(ZT_ERR_NOMEM, "no memory for int8 calibration positions");
+    zt_rng rng;
+    zt_rng_seed(&rng, 0x696e7438ULL, 0);
+    zt_game_sample_observations(g, &rng, OPEN_INT8_CALIBRATION, obs, NULL);
+    zt_status st = zt_net_calibrate(net, OPEN_INT8_CALIBRATION, obs);
+    free(obs);
+    return st;
+}
+
 zt_status zt_run_open_model(const char *path, const char *backend, zt_precision prec, int threads,
                             zt_game **game, zt_net **net)
 {
@@ -152,6 +171,7 @@ zt_status zt_run_open_model(const char *path, const char *backend, zt_precision 
     st = zt_net_new(&arch, backend, prec, threads, &n);
     if (st == ZT_OK) {
         st = zt_net_load(n, spec, file);
+        if (st == ZT_OK && zt_net_precision(n) == ZT_PRECISION_INT8) st = calibrate_int8(n, g);
         if (st != ZT_OK) zt_net_free(n);
     }
     if (st != ZT_OK) {

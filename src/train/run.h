@@ -36,8 +36,9 @@ zt_status zt_run_resolve_weights(const char *path, char *out, size_t cap);
 /* Opens the weights at `path` (any of the three forms): reads the
  * architecture and game spec from the file's metadata (zt_net_file_info),
  * creates the game with zt_game_from_spec and the net, and loads the
- * weights. A file that is no Zeroth weights file is refused with "'P' is not
- * a weights file (...)". The caller frees *net and then *game. */
+ * weights; an int8 net is calibrated on 256 positions of random play. A
+ * file that is no Zeroth weights file is refused with "'P' is not a weights
+ * file (...)". The caller frees *net and then *game. */
 zt_status zt_run_open_model(const char *path, const char *backend, zt_precision prec, int threads,
                             zt_game **game, zt_net **net);
 

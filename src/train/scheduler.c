@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/timer.h"
+#include "game/sample.h"
 #include "search/nncache.h"
 #include "search/settings.h"
 
@@ -55,6 +56,7 @@ struct zt_scheduler {
     /* the arena */
     zt_net *eval_net;
     zt_net_evaluator *eval; /* over eval_net */
+    float *int8_obs;        /* int8 actors: random-play positions the arena's net is calibrated on */
     zt_nncache *eval_cache;
     int64_t arena_step;      /* the step of the last arena (-1: none) */
     char arena_summary[256]; /* the status line's arena part */
@@ -166,6 +168,15 @@ static void write_metrics(zt_scheduler *L, const totals *now)
                l.policy, l.value, l.reward, l.l2, l.total, l.lr, l.grad_norm);
         zt_learner_reset_losses(L->p.learner);
     }
+    zt_learner_int8_stats q;
+    if (zt_learner_int8(L->p.learner, &q))
+        metric(L, "int8",
+               "\"int8_versions\":%llu,\"fallback_versions\":%llu,\"last_passed\":%s,"
+               "\"last_agreement\":%.5f,\"last_value_mae\":%.5f,\"last_ties\":%d,"
+               "\"gate_positions\":%d,\"gate_seconds\":%.4f",
+               (unsigned long long)q.int8_versions, (unsigned long long)q.fallbacks,
+               q.last.passed ? "true" : "false", q.last.agreement, q.last.value_mae, q.last.ties,
+               q.last.positions, q.last.seconds);
     zt_replay_stats rs = zt_replay_get_stats(L->p.rb);
     metric(L, "selfplay",
            "\"games_per_s\":%.3f,\"positions_per_s\":%.2f,\"inferences_per_s\":%.1f,\"replay_"
@@ -274,6 +285,28 @@ static zt_status score_arena(zt_scheduler *L, zt_agent *agent, int64_t step, cha
     }
     L->baselines_scored = true;
     return ZT_OK;
+
+enum { ARENA_INT8_CALIBRATION = 256 };
+
+/* int8 actors: the arena plays in the precision of the last version
+ * published (int8 when it passed the gate), its ranges calibrated on
+ * random-play positions (the learner's replay positions belong to its
+ * thread). */
+static zt_status arena_precision(zt_scheduler *L)
+{
+    zt_learner_int8_stats q;
+    if (!zt_learner_int8(L->p.learner, &q)) return ZT_OK;
+    if (!q.last.passed) return zt_net_set_precision(L->eval_net, L->S->precision);
+    ZT_TRY(zt_net_set_precision(L->eval_net, ZT_PRECISION_INT8));
+    const int *sh = L->p.game->obs_shape;
+    if (!L->int8_obs) {
+        L->int8_obs = zt_xmalloc((size_t)ARENA_INT8_CALIBRATION * sh[0] * sh[1] * sh[2] *
+                                 sizeof(float));
+        zt_rng rng;
+        zt_rng_seed(&rng, L->S->seed, 0x6172656eULL);
+        zt_game_sample_observations(L->p.game, &rng, ARENA_INT8_CALIBRATION, L->int8_obs, NULL);
+    }
+    return zt_net_calibrate(L->eval_net, ARENA_INT8_CALIBRATION, L->int8_obs);
 }
 
 /* The scheduled arena: arena.games games against each of arena.opponents
@@ -285,6 +318,7 @@ static zt_status run_arena(zt_scheduler *L)
     const zt_game *game = L->p.game;
     int64_t step = learner_step(L);
     copy_net(L->eval_net, zt_learner_net(L->p.learner));
+    ZT_TRY(arena_precision(L));
     if (L->eval_cache) zt_nncache_clear(L->eval_cache);
     zt_evaluator ev = zt_net_evaluator_get(L->eval);
     zt_search_config sc = S->actor.search;
@@ -532,6 +566,7 @@ void zt_scheduler_free(zt_scheduler *L)
     zt_nncache_free(L->eval_cache);
     zt_net_evaluator_free(L->eval);
     zt_net_free(L->eval_net);
+    free(L->int8_obs);
     if (L->logf) {
         zt_log_set_file(NULL);
         fclose(L->logf);

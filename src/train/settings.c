@@ -5,8 +5,40 @@
 
 #include "agent/player.h"
 #include "core/thread.h"
+#include "nn/backend.h"
 #include "search/settings.h"
 #include "train/train.h"
+
+/* precision = int8 (or auto on a backend with int8 here): actors run int8
+ * behind the publication gate; the learner trains in auto's precision. */
+static zt_status read_int8(zt_config *c, zt_train_settings *S)
+{
+    zt_int8_gate_config *q = &S->int8_gate;
+    zt_int8_gate_config_default(q);
+    ZT_TRY(zt_config_int32(c, "int8.calibration", q->calibration, 1, 1 << 16, &q->calibration));
+    ZT_TRY(zt_config_int32(c, "int8.positions", q->positions, 1, 1 << 16, &q->positions));
+    ZT_TRY(zt_config_double(c, "int8.agreement", q->agreement, 0, 1, &q->agreement));
+    ZT_TRY(zt_config_double(c, "int8.value_mae", q->value_mae, 0, 2, &q->value_mae));
+    ZT_TRY(zt_config_double(c, "int8.tie", q->tie, 0, 1, &q->tie));
+    S->int8_actors = false;
+    if (S->precision != ZT_PRECISION_INT8 && S->precision != ZT_PRECISION_AUTO) return ZT_OK;
+    /* The MuZero nets have no int8 path yet: auto keeps them in bf16. */
+    if (S->algorithm == ZT_ALGO_MUZERO) {
+        if (S->precision == ZT_PRECISION_INT8)
+            return zt_fail(ZT_ERR_UNSUPPORTED,
+                           "precision = int8 is not available with algorithm = muzero yet");
+        return ZT_OK;
+    }
+    const zt_nn_backend *be;
+    bool can = zt_nn_backend_find(S->backend, &be) == ZT_OK && be->supports(ZT_PRECISION_INT8);
+    if (S->precision == ZT_PRECISION_INT8 && !can)
+        return zt_fail(ZT_ERR_UNSUPPORTED, "precision = int8: nn backend '%s' has no int8 here "
+                                           "(it needs the cpu backend and AVX512_VNNI)",
+                       S->backend);
+    S->int8_actors = can;
+    S->precision = ZT_PRECISION_AUTO;
+    return ZT_OK;
+}
 
 static zt_status read_net(zt_config *c, const zt_game *g, zt_net_config *n)
 {
@@ -207,6 +239,7 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     const char *precision;
     ZT_TRY(zt_config_string(c, "precision", debug ? "fp32" : "auto", &precision));
     ZT_TRY(zt_precision_parse(precision, &S->precision));
+    ZT_TRY(read_int8(c, S));
     ZT_TRY(read_net(c, g, &S->net));
 
     zt_actor_config *A = &S->actor;

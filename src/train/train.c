@@ -300,6 +300,7 @@ static zt_status setup(zt_train *t)
                            .net = S->net,
                            .backend = S->backend,
                            .precision = S->precision,
+                           .weights_tail = zt_learner_weights_tail(t->learner),
                            .evaluator = S->evaluator,
                            .shared_threads = S->actors};
     zt_runner_hooks hooks = {
@@ -350,6 +351,16 @@ static void log_start(zt_train *t)
             S->actor.search.num_simulations, S->actor.search.leaves_per_round, arch,
             zt_net_backend_name(net), zt_precision_name(zt_net_precision(net)),
             zt_net_param_count(net));
+    if (S->int8_actors)
+        zt_info("int8 actors: each version is quantised on %d replay positions and gated on %d "
+                "fixed ones (top-1 agreement >= %.3f, value MAE <= %.3f); a failing version runs "
+                "in %s",
+                S->int8_gate.calibration, S->int8_gate.positions, S->int8_gate.agreement,
+                S->int8_gate.value_mae, zt_precision_name(zt_net_precision(net)));
+    else
+        zt_info("actors run %s (int8 needs precision = int8 or auto, the cpu backend and "
+                "AVX512_VNNI)",
+                zt_precision_name(zt_net_precision(net)));
     size_t dense = zt_replay_dense_bytes(t->game);
     /* a record's fixed part: flags, count, compact state and the half-float
      * root value; the policy adds 16 bits per legal action */

@@ -30,6 +30,7 @@
 #include "nn/nn.h"
 #include "replay/replay.h"
 #include "selfplay/actor.h"
+#include "train/int8_gate.h"
 
 /* Opponents the scheduled arena plays, and the longest spec kept. */
 #define ZT_TRAIN_MAX_OPPONENTS 8
@@ -59,7 +60,12 @@ typedef struct zt_train_settings {
     bool learner_threads_auto; /* learner.threads = 0: chosen from the cores */
     zt_evaluator_kind evaluator; /* selfplay.evaluator: private nets or one shared service */
     char backend[32];
-    zt_precision precision;
+    zt_precision precision; /* the learner's (int8 in the config: AUTO here) */
+    /* Actors run int8 (precision = int8, or auto on a CPU with VNNI): each
+     * published version is quantised and gated (train/int8_gate.h); one that
+     * fails runs in `precision`. */
+    bool int8_actors;
+    zt_int8_gate_config int8_gate;
     zt_net_config net;
     zt_actor_config actor;
     zt_replay_config replay;

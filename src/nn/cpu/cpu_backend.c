@@ -66,6 +66,7 @@ enum { EXACT_BATCH = 64 }; /* inference batches up to this run unpadded */
 #include "core/alloc.h"
 #include "nn/backend.h"
 #include "nn/cpu/bnorm.h"
+#include "nn/cpu/int8.h"
 #include "nn/cpu/winograd.h"
 
 #define MAX_ARGS 12
@@ -216,6 +217,7 @@ struct zt_nn_plan {
     int nprefs, cap_prefs;
     unsigned long clock;
     float *call_grads; /* the gradient array of the backward in progress */
+    zt_int8_plan *int8; /* int8 precision: everything runs there (inference only) */
 };
 
 /* ---- small helpers ---- */
@@ -651,6 +653,10 @@ static zt_status refresh(plan *p, bool training)
 
 static void cpu_params_changed(plan *p)
 {
+    if (p->int8) {
+        zt_int8_params_changed(p->int8);
+        return;
+    }
     /* Lazily: the next pass converts what it reads. */
     p->fold_dirty = true;
     p->wino_train_stale = true;
@@ -2022,9 +2028,16 @@ static zt_status reserve_train(plan *p, int max_batch)
     return ZT_OK;
 }
 
+static zt_status int8_refuse_training(void)
+{
+    return zt_fail(ZT_ERR_UNSUPPORTED, "int8 nets are for inference only: train in bf16 or fp32 "
+                                       "and quantise the published weights");
+}
+
 static zt_status cpu_reserve(plan *p, int max_batch, bool training)
 {
     ZT_ASSERT(max_batch > 0);
+    if (p->int8) return training ? int8_refuse_training() : zt_int8_reserve(p->int8, max_batch);
     return training ? reserve_train(p, max_batch) : reserve_infer(p, max_batch);
 }
 
@@ -2033,6 +2046,7 @@ static zt_status cpu_reserve(plan *p, int max_batch, bool training)
 static bool cpu_supports(zt_precision prec)
 {
     if (prec == ZT_PRECISION_FP32) return true;
+    if (prec == ZT_PRECISION_INT8) return zt_int8_supported();
     if (prec != ZT_PRECISION_BF16) return false;
     /* Native bf16 dot products (AVX512_BF16: CPUID.(EAX=7,ECX=1):EAX[5]), and
      * a oneDNN allowed to use them (DNNL_MAX_CPU_ISA may forbid it). */
@@ -2050,6 +2064,11 @@ static zt_precision cpu_auto_precision(void)
 static void cpu_plan_free(plan *p)
 {
     if (!p) return;
+    if (p->int8) {
+        zt_int8_plan_free(p->int8);
+        free(p);
+        return;
+    }
     free_infer(p);
     free_train(p);
     for (int i = 0; i < p->nentries; i++) {
@@ -2096,6 +2115,16 @@ static void cpu_plan_free(plan *p)
 static zt_status cpu_plan_new(const zt_nn_graph *g, float *params, float *state, zt_precision prec,
                               int threads, plan **out)
 {
+    if (prec == ZT_PRECISION_INT8) {
+        zt_int8_plan *q;
+        ZT_TRY(zt_int8_plan_new(g, params, state, threads, &q));
+        plan *p = zt_xcalloc(1, sizeof *p);
+        p->g = g;
+        p->prec = prec;
+        p->int8 = q;
+        *out = p;
+        return ZT_OK;
+    }
     ZT_ASSERT(prec == ZT_PRECISION_FP32 || prec == ZT_PRECISION_BF16);
     if (prec == ZT_PRECISION_BF16 && !cpu_supports(prec))
         return zt_fail(ZT_ERR_UNSUPPORTED, "this CPU has no native bf16 (AVX512_BF16)");
@@ -2231,6 +2260,7 @@ static zt_status train_set(plan *p, int n, exec_set **out)
 static zt_status cpu_forward(plan *p, int B, const float *in, float *const *outs, bool training,
                              bool update_stats)
 {
+    if (p->int8) return training ? int8_refuse_training() : zt_int8_forward(p->int8, B, in, outs);
     const zt_nn_graph *g = p->g;
     use_threads(p);
     size_t in_size = zt_nn_shape_size(g->tensors[g->input]);
@@ -2266,6 +2296,7 @@ static zt_status cpu_forward(plan *p, int B, const float *in, float *const *outs
 
 static zt_status cpu_backward(plan *p, int B, const float *const *d_outs, float *grads, float *d_in)
 {
+    if (p->int8) return int8_refuse_training();
     const zt_nn_graph *g = p->g;
     exec_set *s = p->last_train;
     ZT_ASSERT(s && s->batch == B);
@@ -2289,6 +2320,26 @@ static zt_status cpu_backward(plan *p, int B, const float *const *d_outs, float 
     return ZT_OK;
 }
 
+static size_t cpu_ranges_size(plan *p)
+{
+    return p->int8 ? zt_int8_ranges_size(p->int8) : 0;
+}
+
+static zt_status cpu_calibrate(plan *p, int B, const float *in)
+{
+    return p->int8 ? zt_int8_calibrate(p->int8, B, in) : ZT_OK;
+}
+
+static bool cpu_ranges_get(plan *p, float *ranges)
+{
+    return p->int8 && zt_int8_ranges_get(p->int8, ranges);
+}
+
+static zt_status cpu_ranges_set(plan *p, const float *ranges)
+{
+    return p->int8 ? zt_int8_ranges_set(p->int8, ranges) : ZT_OK;
+}
+
 const zt_nn_backend zt_nn_backend_cpu = {
     .name = "cpu",
     .supports = cpu_supports,
@@ -2299,4 +2350,8 @@ const zt_nn_backend zt_nn_backend_cpu = {
     .params_changed = cpu_params_changed,
     .forward = cpu_forward,
     .backward = cpu_backward,
+    .ranges_size = cpu_ranges_size,
+    .calibrate = cpu_calibrate,
+    .ranges_get = cpu_ranges_get,
+    .ranges_set = cpu_ranges_set,
 };

@@ -1,0 +1,821 @@
+/* int8 inference (see int8.h).
+ *
+ * Quantisation. A tensor read by a conv or dense is stored as u8 with a
+ * per-tensor affine code x = scale * (q - zp): zp is 0 for the ReLU outputs
+ * that are almost all of them, and the range [lo, hi] (lo <= 0 <= hi, so
+ * that 0 is exact and zero padding is the code zp) comes from calibration.
+ * Weights are s8 with a symmetric scale per output channel (max |w| / 127).
+ * The int32 sum S = sum q_x q_w then gives
+ *   y = s_x s_w[o] (S - zp sum q_w) + b[o],
+ * the correction folded into the bias, then the residual (dequantised) is
+ * added, the ReLU applied, and y requantised to the next tensor's u8 code or
+ * written as fp32 where an fp32 op or an output reads it.
+ *
+ * Layout. A u8 tensor is NHWC with its channels padded to a multiple of 16
+ * (the kernel writes 16 at a time) and, when a k x k conv reads it, k / 2
+ * border pixels of code zp, so the kernel reads every tap without a bound
+ * check. A dense layer is the same kernel over one position whose "channels"
+ * are the whole stored sample (its weights are zero on the padding).
+ *
+ * Kernel. An implicit GEMM: 6 output positions x 64 output channels (24
+ * zmm sums) per call; per 4 input channels one broadcast of each position's
+ * 4 u8 and one load of 16 x 4 s8 weights per 16 output channels. Positions
+ * are split across OpenMP threads. */
+#include <immintrin.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "nn/cpu/int8.h"
+
+#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+#define INLINE TARGET static inline __attribute__((always_inline))
+
+enum { NP = 6, NOC = 4, CBLK = 16 };
+
+bool zt_int8_supported(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vnni");
+}
+
+typedef struct qtensor {
+    zt_nn_shape s;
+    bool u8;     /* read by a conv or dense: stored quantised */
+    bool need_f; /* read by an fp32 op or an output: also stored as fp32 */
+    int pad, cs; /* u8 layout: border pixels, stored channels */
+    size_t qstride; /* u8 bytes per sample */
+    int range;   /* index of its (lo, hi) pair, or -1 */
+    float scale, inv_scale;
+    int zp;
+    uint8_t *q;
+    float *f;
+    bool f_borrowed; /* f is the caller's input */
+} qtensor;
+
+/* One conv or dense with what is fused into it. */
+typedef struct qconv {
+    int op;
+    int in, out, res; /* tensors; res is the residual added, or -1 */
+    bool relu;
+    int ho, wo, cout;
+    int ntaps, k4, nocb;
+    int *tap_off;                  /* byte offsets of the taps from a position's base */
+    long ystep, xstep, base0;      /* the base of output position (y, x) in the input */
+    size_t ocb_stride;             /* bytes of weights per 16 output channels */
+    int8_t *w;                     /* [nocb][ntaps][k4][16][4] */
+    int32_t *wsum;                 /* per output channel (nocb * 16): sum of its codes */
+    float *wscale, *bias;          /* per output channel */
+    float *mul, *add;              /* the epilogue: y = S * mul + add */
+    float res_scale, res_shift;    /* residual dequantisation: q * scale + shift */
+} qconv;
+
+enum { STEP_QCONV, STEP_FLOAT, STEP_QUANT, STEP_DEQUANT };
+
+typedef struct qstep {
+    int kind;
+    int idx; /* qconv index, op index, or tensor */
+} qstep;
+
+struct zt_int8_plan {
+    const zt_nn_graph *g;
+    const float *params, *state;
+    int threads;
+    zt_nn_graph fg;     /* the folded graph */
+    float *fp, *fs;     /* its parameters (refolded when dirty) */
+    bool dirty;         /* host arrays changed since the last quantisation */
+    bool calibrated;
+    qtensor *t;
+    qconv *qc;
+    int nqc;
+    qstep *steps;
+    int nsteps;
+    bool *fused;        /* per op of fg: run inside a qconv */
+    int nranges;
+    float *ranges;      /* [nranges][2] */
+    int cap;
+};
+
+static size_t round_up(size_t x, size_t m)
+{
+    return (x + m - 1) / m * m;
+}
+
+static const float *fparam(const zt_int8_plan *p, int id)
+{
+    const zt_nn_param *pr = &p->fg.params[id];
+    return (pr->trainable ? p->fp : p->fs) + pr->offset;
+}
+
+/* ---- plan construction ---- */
+
+static int sole_consumer(const zt_nn_graph *g, int t)
+{
+    int n = 0, who = -1;
+    for (int i = 0; i < g->nops; i++)
+        for (int j = 0; j < 2; j++)
+            if (g->ops[i].in[j] == t) n++, who = i;
+    for (int o = 0; o < g->noutputs; o++)
+        if (g->outputs[o] == t) n++, who = -1;
+    return n == 1 ? who : -1;
+}
+
+static void add_step(zt_int8_plan *p, int kind, int idx)
+{
+    p->steps = zt_xrealloc(p->steps, (size_t)(p->nsteps + 1) * sizeof *p->steps);
+    p->steps[p->nsteps++] = (qstep){kind, idx};
+}
+
+static void build(zt_int8_plan *p)
+{
+    const zt_nn_graph *g = &p->fg;
+    p->t = zt_xcalloc((size_t)g->ntensors, sizeof *p->t);
+    p->fused = zt_xcalloc((size_t)g->nops + 1, sizeof *p->fused);
+    p->qc = zt_xcalloc((size_t)g->nops + 1, sizeof *p->qc);
+    for (int t = 0; t < g->ntensors; t++) {
+        p->t[t].s = g->tensors[t];
+        p->t[t].range = -1;
+    }
+    /* Fusion: conv/dense [-> add] [-> relu] when each link is the sole
+     * reader of the one before. */
+    for (int i = 0; i < g->nops; i++) {
+        const zt_nn_op *op = &g->ops[i];
+        if (op->kind != ZT_OP_CONV && op->kind != ZT_OP_DENSE) continue;
+        qconv *c = &p->qc[p->nqc++];
+        c->op = i;
+        c->in = op->in[0];
+        c->res = -1;
+        int t = op->out, next = sole_consumer(g, t);
+        if (next >= 0 && g->ops[next].kind == ZT_OP_ADD) {
+            const zt_nn_op *a = &g->ops[next];
+            c->res = a->in[0] == t ? a->in[1] : a->in[0];
+            p->fused[next] = true;
+            t = a->out;
+            next = sole_consumer(g, t);
+        }
+        if (next >= 0 && g->ops[next].kind == ZT_OP_RELU) {
+            c->relu = true;
+            p->fused[next] = true;
+            t = g->ops[next].out;
+        }
+        c->out = t;
+    }
+    /* Who reads what, in which form. */
+    for (int i = 0; i < g->nops; i++) {
+        const zt_nn_op *op = &g->ops[i];
+        if (p->fused[i]) continue;
+        if (op->kind == ZT_OP_CONV || op->kind == ZT_OP_DENSE) {
+            qtensor *in = &p->t[op->in[0]];
+            in->u8 = true;
+            if (op->kind == ZT_OP_CONV && op->k / 2 > in->pad) in->pad = op->k / 2;
+        } else {
+            for (int j = 0; j < 2; j++)
+                if (op->in[j] >= 0) p->t[op->in[j]].need_f = true;
+            p->t[op->out].need_f = true; /* an fp32 op writes fp32 */
+        }
+    }
+    for (int o = 0; o < g->noutputs; o++) p->t[g->outputs[o]].need_f = true;
+    for (int k = 0; k < p->nqc; k++)
+        if (p->qc[k].res >= 0 && !p->t[p->qc[k].res].u8) p->t[p->qc[k].res].need_f = true;
+    for (int k = 0; k < p->nqc; k++)
+        if (!p->t[p->qc[k].out].u8) p->t[p->qc[k].out].need_f = true;
+    for (int t = 0; t < g->ntensors; t++) {
+        qtensor *q = &p->t[t];
+        if (!q->u8) continue;
+        q->cs = (int)round_up((size_t)q->s.c, CBLK);
+        q->qstride = (size_t)(q->s.h + 2 * q->pad) * (size_t)(q->s.w + 2 * q->pad) * (size_t)q->cs;
+        q->range = p->nranges++;
+    }
+    p->ranges = zt_xcalloc((size_t)p->nranges * 2 + 1, sizeof(float));
+    /* The program, in graph order. */
+    if (p->t[g->input].u8) add_step(p, STEP_QUANT, g->input);
+    int k = 0;
+    for (int i = 0; i < g->nops; i++) {
+        if (p->fused[i]) continue;
+        const zt_nn_op *op = &g->ops[i];
+        int out;
+        if (op->kind == ZT_OP_CONV || op->kind == ZT_OP_DENSE) {
+            add_step(p, STEP_QCONV, k);
+            out = p->qc[k++].out;
+            if (p->t[out].u8 && p->t[out].need_f) add_step(p, STEP_DEQUANT, out);
+        } else {
+            add_step(p, STEP_FLOAT, i);
+            out = op->out;
+            if (p->t[out].u8) add_step(p, STEP_QUANT, out);
+        }
+    }
+    /* Kernel geometry and weight buffers. */
+    for (k = 0; k < p->nqc; k++) {
+        qconv *c = &p->qc[k];
+        const zt_nn_op *op = &g->ops[c->op];
+        const qtensor *in = &p->t[c->in];
+        zt_nn_shape os = g->tensors[op->out];
+        c->cout = os.c;
+        c->nocb = (c->cout + CBLK - 1) / CBLK;
+        if (op->kind == ZT_OP_CONV) {
+            int kk = op->k, wp = in->s.w + 2 * in->pad;
+            c->ho = os.h, c->wo = os.w;
+            c->ntaps = kk * kk;
+            c->k4 = in->cs / 4;
+            c->tap_off = zt_xmalloc((size_t)c->ntaps * sizeof *c->tap_off);
+            for (int ky = 0; ky < kk; ky++)
+                for (int kx = 0; kx < kk; kx++) c->tap_off[ky * kk + kx] = (ky * wp + kx) * in->cs;
+            c->xstep = in->cs;
+            c->ystep = (long)wp * in->cs;
+            c->base0 = ((long)(in->pad - kk / 2) * wp + (in->pad - kk / 2)) * in->cs;
+        } else {
+            c->ho = c->wo = 1;
+            c->ntaps = 1;
+            c->k4 = (int)(in->qstride / 4);
+            c->tap_off = zt_xcalloc(1, sizeof *c->tap_off);
+        }
+        c->ocb_stride = (size_t)c->ntaps * (size_t)c->k4 * 64;
+        size_t nw = (size_t)c->nocb * c->ocb_stride, no = (size_t)c->nocb * CBLK;
+        c->w = zt_aligned_alloc(64, nw);
+        c->wsum = zt_xcalloc(no, sizeof *c->wsum);
+        c->wscale = zt_xcalloc(no, sizeof(float));
+        c->bias = zt_xcalloc(no, sizeof(float));
+        c->mul = zt_aligned_alloc(64, no * sizeof(float));
+        c->add = zt_aligned_alloc(64, no * sizeof(float));
+        ZT_ASSERT(c->w && c->mul && c->add);
+    }
+}
+
+/* Quantises the folded weights of every qconv. */
+static void quantise_weights(zt_int8_plan *p)
+{
+    const zt_nn_graph *g = &p->fg;
+    for (int k = 0; k < p->nqc; k++) {
+        qconv *c = &p->qc[k];
+        const zt_nn_op *op = &g->ops[c->op];
+        const qtensor *in = &p->t[c->in];
+        const float *w = fparam(p, op->p[0]);
+        const float *b = op->p[1] >= 0 ? fparam(p, op->p[1]) : NULL;
+        size_t per = g->params[op->p[0]].count / (size_t)c->cout;
+        memset(c->w, 0, (size_t)c->nocb * c->ocb_stride);
+        for (int o = 0; o < c->nocb * CBLK; o++) {
+            c->wsum[o] = 0;
+            c->wscale[o] = 1.0f;
+            c->bias[o] = 0.0f;
+        }
+        for (int o = 0; o < c->cout; o++) {
+            const float *wo = w + (size_t)o * per;
+            float amax = 0.0f;
+            for (size_t e = 0; e < per; e++) amax = fmaxf(amax, fabsf(wo[e]));
+            float s = amax > 0.0f ? amax / 127.0f : 1.0f;
+            c->wscale[o] = s;
+            c->bias[o] = b ? b[o] : 0.0f;
+            int8_t *wb = c->w + (size_t)(o / CBLK) * c->ocb_stride + (o % CBLK) * 4;
+            int32_t sum = 0;
+            for (size_t e = 0; e < per; e++) {
+                long v = lrintf(wo[e] / s);
+                v = v > 127 ? 127 : v < -127 ? -127 : v;
+                /* Where this weight's input byte sits in the stored sample. */
+                size_t tap, ch;
+                if (op->kind == ZT_OP_CONV) {
+                    tap = e / (size_t)in->s.c;
+                    ch = e % (size_t)in->s.c;
+                } else {
+                    size_t pix = e / (size_t)in->s.c, wp = (size_t)(in->s.w + 2 * in->pad);
+                    size_t y = pix / (size_t)in->s.w + (size_t)in->pad;
+                    size_t x = pix % (size_t)in->s.w + (size_t)in->pad;
+                    tap = 0;
+                    ch = (y * wp + x) * (size_t)in->cs + e % (size_t)in->s.c;
+                }
+                size_t grp = ch / 4, lane = ch % 4;
+                wb[(tap * (size_t)c->k4 + grp) * 64 + lane] = (int8_t)v;
+                sum += (int32_t)v;
+            }
+            c->wsum[o] = sum;
+        }
+    }
+}
+
+static void refold(zt_int8_plan *p)
+{
+    zt_nn_graph fresh;
+    float *fp, *fs;
+    zt_nn_graph_fold_bn(p->g, p->params, p->state, &fresh, &fp, &fs);
+    ZT_ASSERT(fresh.nops == p->fg.nops && fresh.param_floats == p->fg.param_floats);
+    zt_nn_graph_free(&fresh);
+    free(p->fp);
+    free(p->fs);
+    p->fp = fp;
+    p->fs = fs;
+    quantise_weights(p);
+    p->dirty = false;
+}
+
+zt_status zt_int8_plan_new(const zt_nn_graph *g, const float *params, const float *state,
+                           int threads, zt_int8_plan **out)
+{
+    if (!zt_int8_supported())
+        return zt_fail(ZT_ERR_UNSUPPORTED, "int8 inference needs AVX512_VNNI, which this CPU lacks");
+    zt_int8_plan *p = zt_xcalloc(1, sizeof *p);
+    p->g = g;
+    p->params = params;
+    p->state = state;
+    p->threads = threads > 0 ? threads : 1;
+    zt_nn_graph_fold_bn(g, params, state, &p->fg, &p->fp, &p->fs);
+    build(p);
+    p->dirty = true;
+    *out = p;
+    return ZT_OK;
+}
+
+static void free_buffers(zt_int8_plan *p)
+{
+    for (int t = 0; t < p->fg.ntensors; t++) {
+        zt_aligned_free(p->t[t].q);
+        if (!p->t[t].f_borrowed) zt_aligned_free(p->t[t].f);
+        p->t[t].q = NULL;
+        p->t[t].f = NULL;
+        p->t[t].f_borrowed = false;
+    }
+    p->cap = 0;
+}
+
+void zt_int8_plan_free(zt_int8_plan *p)
+{
+    if (!p) return;
+    free_buffers(p);
+    for (int k = 0; k < p->nqc; k++) {
+        qconv *c = &p->qc[k];
+        free(c->tap_off);
+        zt_aligned_free(c->w);
+        free(c->wsum);
+        free(c->wscale);
+        free(c->bias);
+        zt_aligned_free(c->mul);
+        zt_aligned_free(c->add);
+    }
+    free(p->qc);
+    free(p->t);
+    free(p->steps);
+    free(p->fused);
+    free(p->ranges);
+    free(p->fp);
+    free(p->fs);
+    zt_nn_graph_free(&p->fg);
+    free(p);
+}
+
+void zt_int8_params_changed(zt_int8_plan *p)
+{
+    p->dirty = true;
+    p->calibrated = false;
+}
+
+/* Fills every u8 buffer with its zero code (the padding keeps it). */
+static void fill_zero_codes(zt_int8_plan *p)
+{
+    for (int t = 0; t < p->fg.ntensors; t++)
+        if (p->t[t].q) memset(p->t[t].q, p->t[t].zp, (size_t)p->cap * p->t[t].qstride);
+}
+
+zt_status zt_int8_reserve(zt_int8_plan *p, int max_batch)
+{
+    ZT_ASSERT(max_batch > 0);
+    if (max_batch <= p->cap) return ZT_OK;
+    free_buffers(p);
+    for (int t = 0; t < p->fg.ntensors; t++) {
+        qtensor *q = &p->t[t];
+        bool ok = true;
+        if (q->u8) ok = (q->q = zt_aligned_alloc(64, (size_t)max_batch * q->qstride + 64)) != NULL;
+        if (q->need_f && t != p->fg.input && ok)
+            ok = (q->f = zt_aligned_alloc(64, (size_t)max_batch * zt_nn_shape_size(q->s) *
+                                                  sizeof(float) + 64)) != NULL;
+        if (!ok) {
+            free_buffers(p);
+            return zt_fail(ZT_ERR_NOMEM, "no memory for int8 activations of batch %d", max_batch);
+        }
+    }
+    p->cap = max_batch;
+    fill_zero_codes(p);
+    return ZT_OK;
+}
+
+/* ---- scales ---- */
+
+size_t zt_int8_ranges_size(const zt_int8_plan *p)
+{
+    return (size_t)p->nranges * 2;
+}
+
+/* Scales and zero points from the ranges, and each qconv's epilogue. */
+static void apply_ranges(zt_int8_plan *p)
+{
+    for (int t = 0; t < p->fg.ntensors; t++) {
+        qtensor *q = &p->t[t];
+        if (!q->u8) continue;
+        float lo = p->ranges[2 * q->range], hi = p->ranges[2 * q->range + 1];
+        float s = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+        long zp = lrintf(-lo / s);
+        q->zp = (int)(zp < 0 ? 0 : zp > 255 ? 255 : zp);
+        q->scale = s;
+        q->inv_scale = 1.0f / s;
+    }
+    for (int k = 0; k < p->nqc; k++) {
+        qconv *c = &p->qc[k];
+        const qtensor *in = &p->t[c->in];
+        for (int o = 0; o < c->nocb * CBLK; o++) {
+            float m = in->scale * c->wscale[o];
+            c->mul[o] = m;
+            c->add[o] = c->bias[o] - m * (float)in->zp * (float)c->wsum[o];
+        }
+        if (c->res >= 0 && p->t[c->res].u8) {
+            c->res_scale = p->t[c->res].scale;
+            c->res_shift = -p->t[c->res].scale * (float)p->t[c->res].zp;
+        }
+    }
+    fill_zero_codes(p);
+    p->calibrated = true;
+}
+
+bool zt_int8_ranges_get(const zt_int8_plan *p, float *ranges)
+{
+    if (!p->calibrated) return false;
+    memcpy(ranges, p->ranges, zt_int8_ranges_size(p) * sizeof(float));
+    return true;
+}
+
+zt_status zt_int8_ranges_set(zt_int8_plan *p, const float *ranges)
+{
+    for (int r = 0; r < p->nranges; r++) {
+        float lo = ranges[2 * r], hi = ranges[2 * r + 1];
+        if (!isfinite(lo) || !isfinite(hi) || lo > 0.0f || hi < 0.0f)
+            return zt_fail(ZT_ERR_INVALID, "int8 activation range %d is [%g, %g]; it must be finite "
+                                           "and hold 0", r, (double)lo, (double)hi);
+    }
+    if (p->dirty) refold(p);
+    memcpy(p->ranges, ranges, zt_int8_ranges_size(p) * sizeof(float));
+    apply_ranges(p);
+    return ZT_OK;
+}
+
+/* ---- fp32 ops (the calibration forward, and layer norm/tanh at use) ---- */
+
+static void f_conv(const zt_int8_plan *p, const zt_nn_op *op, int B, const float *x, float *y,
+                   float *wt)
+{
+    zt_nn_shape s = p->fg.tensors[op->in[0]];
+    int oc = p->fg.tensors[op->out].c, k = op->k, pad = k / 2;
+    const float *w = fparam(p, op->p[0]);
+    const float *b = op->p[1] >= 0 ? fparam(p, op->p[1]) : NULL;
+    /* wt: [ky][kx][ic][oc], so the innermost loop runs over output channels. */
+    for (int o = 0; o < oc; o++)
+        for (int e = 0; e < k * k * s.c; e++) wt[(size_t)e * oc + o] = w[(size_t)o * k * k * s.c + e];
+    for (int n = 0; n < B; n++)
+        for (int yy = 0; yy < s.h; yy++)
+            for (int xx = 0; xx < s.w; xx++) {
+                float *out = y + (((size_t)n * s.h + yy) * s.w + xx) * oc;
+                for (int o = 0; o < oc; o++) out[o] = b ? b[o] : 0.0f;
+                for (int ky = 0; ky < k; ky++) {
+                    int iy = yy + ky - pad;
+                    if (iy < 0 || iy >= s.h) continue;
+                    for (int kx = 0; kx < k; kx++) {
+                        int ix = xx + kx - pad;
+                        if (ix < 0 || ix >= s.w) continue;
+                        const float *in = x + (((size_t)n * s.h + iy) * s.w + ix) * s.c;
+                        const float *wk = wt + (size_t)(ky * k + kx) * s.c * oc;
+                        for (int ic = 0; ic < s.c; ic++) {
+                            float v = in[ic];
+                            const float *wr = wk + (size_t)ic * oc;
+                            for (int o = 0; o < oc; o++) out[o] += v * wr[o];
+                        }
+                    }
+                }
+            }
+}
+
+static void f_dense(const zt_int8_plan *p, const zt_nn_op *op, int B, const float *x, float *y)
+{
+    size_t in = zt_nn_shape_size(p->fg.tensors[op->in[0]]);
+    int units = p->fg.tensors[op->out].c;
+    const float *w = fparam(p, op->p[0]);
+    const float *b = op->p[1] >= 0 ? fparam(p, op->p[1]) : NULL;
+    for (int n = 0; n < B; n++)
+        for (int u = 0; u < units; u++) {
+            const float *xr = x + (size_t)n * in, *wr = w + (size_t)u * in;
+            float acc = 0.0f;
+            for (size_t e = 0; e < in; e++) acc += xr[e] * wr[e];
+            y[(size_t)n * units + u] = acc + (b ? b[u] : 0.0f);
+        }
+}
+
+/* Ops other than conv and dense, on fp32 arrays. */
+static void f_other(const zt_int8_plan *p, const zt_nn_op *op, int B, const float *x,
+                    const float *x1, float *y)
+{
+    zt_nn_shape s = p->fg.tensors[op->out];
+    size_t per = zt_nn_shape_size(s), n = (size_t)B * per;
+    switch (op->kind) {
+    case ZT_OP_RELU:
+        for (size_t e = 0; e < n; e++) y[e] = x[e] > 0.0f ? x[e] : 0.0f;
+        break;
+    case ZT_OP_TANH:
+        for (size_t e = 0; e < n; e++) y[e] = tanhf(x[e]);
+        break;
+    case ZT_OP_ADD:
+        for (size_t e = 0; e < n; e++) y[e] = x[e] + x1[e];
+        break;
+    case ZT_OP_BN: {
+        const float *gm = fparam(p, op->p[0]), *bt = fparam(p, op->p[1]);
+        const float *mean = fparam(p, op->p[2]), *var = fparam(p, op->p[3]);
+        for (size_t e = 0; e < n; e++) {
+            int ch = (int)(e % (size_t)s.c);
+            y[e] = (float)((x[e] - mean[ch]) / sqrt((double)var[ch] + ZT_NN_BN_EPS)) * gm[ch] + bt[ch];
+        }
+        break;
+    }
+    case ZT_OP_LN: {
+        const float *gm = fparam(p, op->p[0]), *bt = fparam(p, op->p[1]);
+        for (int b = 0; b < B; b++) {
+            const float *xr = x + (size_t)b * per;
+            float *yr = y + (size_t)b * per;
+            double sum = 0, sq = 0;
+            for (size_t j = 0; j < per; j++) sum += xr[j];
+            double mean = sum / (double)per;
+            for (size_t j = 0; j < per; j++) sq += (xr[j] - mean) * (xr[j] - mean);
+            double inv = 1.0 / sqrt(sq / (double)per + ZT_NN_LN_EPS);
+            for (size_t j = 0; j < per; j++) yr[j] = (float)(gm[j] * (xr[j] - mean) * inv + bt[j]);
+        }
+        break;
+    }
+    case ZT_OP_CONV:
+    case ZT_OP_DENSE: ZT_ASSERT(!"products run as qconv"); break;
+    }
+}
+
+enum { CAL_CHUNK = 64 };
+
+zt_status zt_int8_calibrate(zt_int8_plan *p, int B, const float *obs)
+{
+    if (B < 1) return zt_fail(ZT_ERR_INVALID, "int8 calibration needs at least 1 observation");
+    if (p->dirty) refold(p);
+    const zt_nn_graph *g = &p->fg;
+    float **act = zt_xcalloc((size_t)g->ntensors, sizeof *act);
+    size_t maxw = 1;
+    for (int i = 0; i < g->nops; i++)
+        if (g->ops[i].kind == ZT_OP_CONV && g->params[g->ops[i].p[0]].count > maxw)
+            maxw = g->params[g->ops[i].p[0]].count;
+    float *wt = malloc(maxw * sizeof(float));
+    bool ok = wt != NULL;
+    for (int t = 0; t < g->ntensors && ok; t++)
+        if (t != g->input)
+            ok = (act[t] = malloc(CAL_CHUNK * zt_nn_shape_size(g->tensors[t]) * sizeof(float)));
+    if (!ok) {
+        for (int t = 0; t < g->ntensors; t++) free(act[t]);
+        free(act);
+        free(wt);
+        return zt_fail(ZT_ERR_NOMEM, "no memory for int8 calibration");
+    }
+    for (int r = 0; r < p->nranges; r++) p->ranges[2 * r] = p->ranges[2 * r + 1] = 0.0f;
+    size_t in_size = zt_nn_shape_size(g->tensors[g->input]);
+    for (int b0 = 0; b0 < B; b0 += CAL_CHUNK) {
+        int n = B - b0 < CAL_CHUNK ? B - b0 : CAL_CHUNK;
+        act[g->input] = (float *)(obs + (size_t)b0 * in_size);
+        for (int i = 0; i < g->nops; i++) {
+            const zt_nn_op *op = &g->ops[i];
+            const float *x = act[op->in[0]], *x1 = op->in[1] >= 0 ? act[op->in[1]] : NULL;
+            if (op->kind == ZT_OP_CONV) f_conv(p, op, n, x, act[op->out], wt);
+            else if (op->kind == ZT_OP_DENSE) f_dense(p, op, n, x, act[op->out]);
+            else f_other(p, op, n, x, x1, act[op->out]);
+        }
+        for (int t = 0; t < g->ntensors; t++) {
+            const qtensor *q = &p->t[t];
+            if (!q->u8) continue;
+            float *lo = &p->ranges[2 * q->range], *hi = lo + 1;
+            size_t cnt = (size_t)n * zt_nn_shape_size(q->s);
+            for (size_t e = 0; e < cnt; e++) {
+                float v = act[t][e];
+                if (!isfinite(v)) {
+                    act[g->input] = NULL;
+                    for (int u = 0; u < g->ntensors; u++) free(act[u]);
+                    free(act);
+                    free(wt);
+                    p->calibrated = false;
+                    return zt_fail(ZT_ERR_INVALID, "int8 calibration met a non-finite activation");
+                }
+                *lo = fminf(*lo, v);
+                *hi = fmaxf(*hi, v);
+            }
+        }
+    }
+    act[g->input] = NULL;
+    for (int t = 0; t < g->ntensors; t++) free(act[t]);
+    free(act);
+    free(wt);
+    apply_ranges(p);
+    return ZT_OK;
+}
+
+/* ---- the int8 kernel ---- */
+
+typedef struct tile_args {
+    const uint8_t *src[NP];
+    void *dst[NP];          /* u8 or fp32 output of each position */
+    const void *res[NP];    /* its residual, or NULL */
+} tile_args;
+
+INLINE void epilogue(const qconv *c, const qtensor *out, const qtensor *res, __m512i acc,
+                     int o0, void *dst, const void *rsrc)
+{
+    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_load_ps(c->mul + o0),
+                               _mm512_load_ps(c->add + o0));
+    int left = c->cout - o0;
+    __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+    if (rsrc) {
+        if (res->u8) {
+            __m512 r = _mm512_cvtepi32_ps(
+                _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)((const uint8_t *)rsrc + o0))));
+            v = _mm512_add_ps(v, _mm512_fmadd_ps(r, _mm512_set1_ps(c->res_scale),
+                                                 _mm512_set1_ps(c->res_shift)));
+        } else {
+            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, (const float *)rsrc + o0));
+        }
+    }
+    if (c->relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
+    if (out->u8) {
+        __m512 z = _mm512_fmadd_ps(v, _mm512_set1_ps(out->inv_scale), _mm512_set1_ps((float)out->zp));
+        __m512i qi = _mm512_max_epi32(_mm512_cvtps_epi32(z), _mm512_setzero_si512());
+        _mm_storeu_si128((__m128i *)((uint8_t *)dst + o0), _mm512_cvtusepi32_epi8(qi));
+    } else {
+        _mm512_mask_storeu_ps((float *)dst + o0, m, v);
+    }
+}
+
+INLINE void tile(const qconv *c, const qtensor *out, const qtensor *res, const tile_args *a,
+                 int np, int ocb0, int noc)
+{
+    __m512i acc[NP][NOC];
+#pragma GCC unroll 8
+    for (int i = 0; i < np; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < noc; j++) acc[i][j] = _mm512_setzero_si512();
+    const int8_t *w = c->w + (size_t)ocb0 * c->ocb_stride;
+    for (int t = 0; t < c->ntaps; t++) {
+        const uint8_t *s[NP];
+        int off = c->tap_off[t];
+#pragma GCC unroll 8
+        for (int i = 0; i < np; i++) s[i] = a->src[i] + off;
+        const int8_t *wt = w + (size_t)t * c->k4 * 64;
+        for (int gq = 0; gq < c->k4; gq++) {
+            __m512i wv[NOC];
+#pragma GCC unroll 4
+            for (int j = 0; j < noc; j++)
+                wv[j] = _mm512_load_si512((const void *)(wt + j * c->ocb_stride + (size_t)gq * 64));
+#pragma GCC unroll 8
+            for (int i = 0; i < np; i++) {
+                int32_t four;
+                memcpy(&four, s[i] + 4 * gq, 4);
+                __m512i x = _mm512_set1_epi32(four);
+#pragma GCC unroll 4
+                for (int j = 0; j < noc; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], x, wv[j]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < np; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < noc; j++)
+            epilogue(c, out, res, acc[i][j], (ocb0 + j) * CBLK, a->dst[i], a->res[i]);
+}
+
+#define TILE_FN(NPV, NOCV)                                                                       \
+    TARGET static void tile_##NPV##_##NOCV(const qconv *c, const qtensor *out, const qtensor *res, \
+                                           const tile_args *a, int ocb0)                          \
+    {                                                                                            \
+        tile(c, out, res, a, NPV, ocb0, NOCV);                                                   \
+    }
+#define TILE_ROW(NPV) TILE_FN(NPV, 1) TILE_FN(NPV, 2) TILE_FN(NPV, 3) TILE_FN(NPV, 4)
+TILE_ROW(1)
+TILE_ROW(2)
+TILE_ROW(3)
+TILE_ROW(4)
+TILE_ROW(5)
+TILE_ROW(6)
+
+typedef void (*tile_fn)(const qconv *, const qtensor *, const qtensor *, const tile_args *, int);
+#define TILE_PTRS(NPV) {tile_##NPV##_1, tile_##NPV##_2, tile_##NPV##_3, tile_##NPV##_4}
+static const tile_fn tiles[NP][NOC] = {TILE_PTRS(1), TILE_PTRS(2), TILE_PTRS(3),
+                                       TILE_PTRS(4), TILE_PTRS(5), TILE_PTRS(6)};
+
+static void *pixel(const qtensor *q, int b, int y, int x)
+{
+    if (q->u8) {
+        int wp = q->s.w + 2 * q->pad;
+        return q->q + (size_t)b * q->qstride +
+               ((size_t)(y + q->pad) * (size_t)wp + (size_t)(x + q->pad)) * (size_t)q->cs;
+    }
+    return q->f + (((size_t)b * q->s.h + y) * q->s.w + x) * (size_t)q->s.c;
+}
+
+static void run_blocks(const zt_int8_plan *p, const qconv *c, long first, long last, long npos)
+{
+    const qtensor *in = &p->t[c->in], *out = &p->t[c->out];
+    const qtensor *res = c->res >= 0 ? &p->t[c->res] : NULL;
+    int hw = c->ho * c->wo;
+    for (long blk = first; blk < last; blk++) {
+        tile_args a;
+        long p0 = blk * NP;
+        int np = npos - p0 < NP ? (int)(npos - p0) : NP;
+        for (int i = 0; i < np; i++) {
+            long pos = p0 + i;
+            int b = (int)(pos / hw), r = (int)(pos % hw), y = r / c->wo, x = r % c->wo;
+            a.src[i] = in->q + (size_t)b * in->qstride + c->base0 + y * c->ystep + x * c->xstep;
+            a.dst[i] = pixel(out, b, y, x);
+            a.res[i] = res ? pixel(res, b, y, x) : NULL;
+        }
+        for (int ocb = 0; ocb < c->nocb; ocb += NOC) {
+            int noc = c->nocb - ocb < NOC ? c->nocb - ocb : NOC;
+            tiles[np - 1][noc - 1](c, out, res, &a, ocb);
+        }
+    }
+}
+
+static void run_qconv(const zt_int8_plan *p, const qconv *c, int B)
+{
+    long npos = (long)B * c->ho * c->wo, nblk = (npos + NP - 1) / NP;
+    int nth = p->threads < nblk ? p->threads : (int)nblk;
+    if (nth <= 1) {
+        run_blocks(p, c, 0, nblk, npos);
+        return;
+    }
+#pragma omp parallel num_threads(nth)
+    {
+        int ith = omp_get_thread_num(), team = omp_get_num_threads();
+        long lo = nblk * ith / team, hi = nblk * (ith + 1) / team;
+        run_blocks(p, c, lo, hi, npos);
+    }
+}
+
+/* fp32 -> u8 codes of tensor t (its padding keeps the zero code). */
+static void quantise(const zt_int8_plan *p, int t, int B, const float *src)
+{
+    const qtensor *q = &p->t[t];
+    for (int b = 0; b < B; b++)
+        for (int y = 0; y < q->s.h; y++)
+            for (int x = 0; x < q->s.w; x++) {
+                const float *f = src + (((size_t)b * q->s.h + y) * q->s.w + x) * (size_t)q->s.c;
+                uint8_t *d = pixel(q, b, y, x);
+                for (int ch = 0; ch < q->s.c; ch++) {
+                    long v = lrintf(f[ch] * q->inv_scale) + q->zp;
+                    d[ch] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+                }
+            }
+}
+
+static void dequantise(const zt_int8_plan *p, int t, int B)
+{
+    const qtensor *q = &p->t[t];
+    for (int b = 0; b < B; b++)
+        for (int y = 0; y < q->s.h; y++)
+            for (int x = 0; x < q->s.w; x++) {
+                float *f = q->f + (((size_t)b * q->s.h + y) * q->s.w + x) * (size_t)q->s.c;
+                const uint8_t *s = pixel(q, b, y, x);
+                for (int ch = 0; ch < q->s.c; ch++) f[ch] = q->scale * (float)(s[ch] - q->zp);
+            }
+}
+
+zt_status zt_int8_forward(zt_int8_plan *p, int B, const float *in, float *const *outs)
+{
+    if (!p->calibrated)
+        return zt_fail(ZT_ERR_INVALID, "int8 net is not calibrated for its current weights "
+                                       "(zt_net_calibrate on sample observations first)");
+    if (p->dirty) {
+        refold(p);
+        apply_ranges(p);
+    }
+    ZT_TRY(zt_int8_reserve(p, B));
+    const zt_nn_graph *g = &p->fg;
+    qtensor *ti = &p->t[g->input];
+    ti->f = (float *)in; /* read only: no step writes the input's fp32 form */
+    ti->f_borrowed = true;
+    for (int s = 0; s < p->nsteps; s++) {
+        const qstep *st = &p->steps[s];
+        switch (st->kind) {
+        case STEP_QCONV: run_qconv(p, &p->qc[st->idx], B); break;
+        case STEP_QUANT: quantise(p, st->idx, B, p->t[st->idx].f); break;
+        case STEP_DEQUANT: dequantise(p, st->idx, B); break;
+        case STEP_FLOAT: {
+            const zt_nn_op *op = &g->ops[st->idx];
+            f_other(p, op, B, p->t[op->in[0]].f, op->in[1] >= 0 ? p->t[op->in[1]].f : NULL,
+                    p->t[op->out].f);
+            break;
+        }
+        }
+    }
+    for (int o = 0; o < g->noutputs; o++) {
+        const qtensor *q = &p->t[g->outputs[o]];
+        memcpy(outs[o], q->f, (size_t)B * zt_nn_shape_size(q->s) * sizeof(float));
+    }
+    ti->f = NULL;
+    ti->f_borrowed = false;
+    return ZT_OK;
+}

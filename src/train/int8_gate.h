@@ -1,0 +1,72 @@
+/* int8 actors (docs/networks.md, "int8 inference"): at each publication the
+ * learner quantises the new weights for the actors, in its own time. An
+ * int8 copy of the net is calibrated on recent replay positions, then held
+ * against the actors' fallback precision (bf16 where the CPU has it, else
+ * fp32) on a fixed set of positions from random play: top-1 policy
+ * agreement over the legal moves, and the mean absolute value error. A
+ * version that passes goes out with its activation ranges; one that fails
+ * goes out marked for the fallback precision, and the learner's metrics say
+ * so.
+ *
+ * The weights the actors poll are the tensors followed by a tail of
+ * zt_int8_gate_tail_size floats, which zt_net_take_int8_tail (nn.h) applies
+ * on the actors' side. The caller owns what zt_int8_gate_new returns (zt_int8_gate_free);
+ * it borrows the game. */
+#ifndef ZT_TRAIN_INT8_GATE_H
+#define ZT_TRAIN_INT8_GATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "game/game.h"
+#include "nn/nn.h"
+
+typedef struct zt_int8_gate_config {
+    int calibration;  /* replay positions the ranges come from (at most) */
+    int positions;    /* the fixed gate positions */
+    double agreement; /* least top-1 agreement to pass, in [0, 1] */
+    double value_mae; /* largest mean absolute value error to pass */
+    /* Positions where the fallback net's two best legal moves are within
+     * this much probability are ties: either move agrees (an untrained or
+     * small net's near-uniform policy would otherwise fail on coin flips). */
+    double tie;
+} zt_int8_gate_config;
+
+/* 128 calibration positions, 256 gate positions, 0.99, 0.02, tie 0.02. */
+void zt_int8_gate_config_default(zt_int8_gate_config *c);
+
+typedef struct zt_int8_gate_result {
+    bool passed;
+    double agreement; /* top-1 agreement over the gate positions */
+    double value_mae; /* mean |int8 value - fallback value| (WDL: win - loss) */
+    int positions;
+    int ties;         /* positions counted as agreeing for a tie */
+    double seconds;   /* calibration and gate, in the learner's time */
+} zt_int8_gate_result;
+
+typedef struct zt_int8_gate zt_int8_gate;
+
+/* Fails (ZT_ERR_UNSUPPORTED) where `backend` has no int8 here. The gate
+ * positions come from random play drawn from `seed`. */
+zt_status zt_int8_gate_new(const zt_game *g, const zt_net_config *cfg, const char *backend,
+                           int threads, const zt_int8_gate_config *gc, uint64_t seed,
+                           zt_int8_gate **out);
+void zt_int8_gate_free(zt_int8_gate *q);
+
+/* Floats of the tail after the tensors (1 + the int8 net's ranges). */
+size_t zt_int8_gate_tail_size(const zt_int8_gate *q);
+/* The tail's floats for int8 actors on a net of cfg on `backend`. */
+zt_status zt_int8_gate_tail_for(const zt_net_config *cfg, const char *backend, size_t *out);
+
+/* The precision a failed version falls back to. */
+zt_precision zt_int8_gate_fallback(const zt_int8_gate *q);
+
+/* Quantises `weights` (every tensor in zt_net_tensor_at order, as
+ * published), calibrating on B >= 1 observations `obs` (NULL or B = 0: the
+ * gate positions), runs the gate and writes the tail. */
+zt_status zt_int8_gate_run(zt_int8_gate *q, const float *weights, int B, const float *obs,
+                           float *tail, zt_int8_gate_result *out);
+
+#endif
