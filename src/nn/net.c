@@ -6,6 +6,7 @@
 
 #include "core/alloc.h"
 #include "nn/backend.h"
+#include "nn/device.h"
 #include "nn/nn.h"
 
 struct zt_net {
@@ -539,6 +540,10 @@ zt_status zt_nn_backend_find(const char *name, const zt_nn_backend **out)
         size_t len = strlen(known);
         snprintf(known + len, sizeof known - len, "%s%s", len ? ", " : "", all[i]->name);
     }
+    if (strcmp(name, "cuda") == 0)
+        return zt_fail(ZT_ERR_UNSUPPORTED,
+                       "no CUDA GPU found: this build has no CUDA backend (configure with "
+                       "-DZT_CUDA=ON)");
     return zt_fail(ZT_ERR_NOT_FOUND, "unknown nn backend '%s' (known: auto, %s)", name, known);
 }
 
@@ -551,6 +556,11 @@ zt_status zt_net_new(const zt_net_config *cfg, const char *backend, zt_precision
     if (threads < 1) return zt_fail(ZT_ERR_INVALID, "nn threads = %d must be at least 1", threads);
     const zt_nn_backend *be;
     ZT_TRY(zt_nn_backend_find(backend, &be));
+    if (be == &zt_nn_backend_cuda) {
+        char why[200];
+        if (zt_cuda_gpu_count(why, sizeof why) == 0)
+            return zt_fail(ZT_ERR_UNSUPPORTED, "no CUDA GPU found: %s", why);
+    }
     if (precision == ZT_PRECISION_AUTO) precision = be->auto_precision();
     if (!be->supports(precision))
         return zt_fail(ZT_ERR_UNSUPPORTED, "nn backend '%s' cannot run %s here", be->name,
