@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "core/status.h"
+#include "nn/nn.h"
 
 typedef enum zt_device_kind {
     ZT_DEVICE_AUTO, /* the GPU where it is faster, else the CPU (docs/cuda.md) */
@@ -42,5 +43,26 @@ zt_status zt_cuda_use_gpu(int index);
  * no GPU is found and to "cuda" otherwise; callers that route by batch
  * size (the evaluator pool) look at the kind themselves. */
 zt_status zt_device_backend(zt_device d, const char *cpu_backend, const char **backend);
+
+/* As zt_device_backend, for nets of architecture cfg at precision prec
+ * (CPU side on `threads` threads), where AUTO with a GPU means the routed
+ * backend: the batch size from which the GPU is faster is measured (a few
+ * seconds: both devices timed at batch sizes 1, 2, 4, ... until the GPU
+ * wins twice running) or read from cache_dir/device_crossover.txt (keyed
+ * by the GPU, precision, threads and the net's config line; the file is
+ * written atomically; cache_dir NULL: no cache), registered for the net's
+ * shape and printed as one line on stderr. */
+zt_status zt_device_resolve(zt_device d, const zt_net_config *cfg, const char *cpu_backend,
+                            zt_precision prec, int threads, const char *cache_dir,
+                            const char **backend);
+
+/* Times zt_net_forward of `net` at batch B on random observations: the mean
+ * seconds per call over at least `seconds` (after warm-up calls). */
+zt_status zt_device_time_forward(zt_net *net, int B, double seconds, double *per_call);
+
+/* The routed backend's crossover for nets of graph g's shape (first batch
+ * size run on the GPU; INT_MAX: never). Set by zt_device_resolve. */
+struct zt_nn_graph;
+void zt_routed_set_crossover(const struct zt_nn_graph *g, int crossover);
 
 #endif

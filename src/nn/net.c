@@ -517,6 +517,7 @@ extern const zt_nn_backend zt_nn_backend_cpu;
 extern const zt_nn_backend zt_nn_backend_cpu __attribute__((weak));
 #endif
 extern const zt_nn_backend zt_nn_backend_cuda __attribute__((weak));
+extern const zt_nn_backend zt_nn_backend_routed; /* routed_backend.c: needs the CUDA one */
 
 zt_status zt_nn_backend_find(const char *name, const zt_nn_backend **out)
 {
@@ -529,6 +530,10 @@ zt_status zt_nn_backend_find(const char *name, const zt_nn_backend **out)
                 *out = all[i];
                 return ZT_OK;
             }
+    }
+    if (strcmp(name, "routed") == 0 && &zt_nn_backend_cuda) {
+        *out = &zt_nn_backend_routed;
+        return ZT_OK;
     }
     char known[128] = "";
     for (int i = 0; i < n; i++) {
@@ -556,7 +561,7 @@ zt_status zt_net_new(const zt_net_config *cfg, const char *backend, zt_precision
     if (threads < 1) return zt_fail(ZT_ERR_INVALID, "nn threads = %d must be at least 1", threads);
     const zt_nn_backend *be;
     ZT_TRY(zt_nn_backend_find(backend, &be));
-    if (be == &zt_nn_backend_cuda) {
+    if (be == &zt_nn_backend_cuda || be == &zt_nn_backend_routed) {
         char why[200];
         if (zt_cuda_gpu_count(why, sizeof why) == 0)
             return zt_fail(ZT_ERR_UNSUPPORTED, "no CUDA GPU found: %s", why);

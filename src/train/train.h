@@ -27,6 +27,7 @@
 #include "core/config.h"
 #include "core/status.h"
 #include "game/game.h"
+#include "nn/device.h"
 #include "nn/nn.h"
 #include "replay/replay.h"
 #include "selfplay/actor.h"
@@ -50,7 +51,8 @@ typedef struct zt_train_settings {
     int learner_threads;  /* threads of the learner's net */
     bool learner_threads_auto; /* learner.threads = 0: chosen from the cores */
     zt_evaluator_kind evaluator; /* selfplay.evaluator: private nets or one shared service */
-    char backend[32];
+    char backend[32];      /* the nets' backend, after `device` (docs/cuda.md) */
+    zt_device device;      /* device: auto (routed by batch size where a GPU is), cpu, cuda[:N] */
     zt_precision precision;
     zt_net_config net;
     zt_actor_config actor;
