@@ -6,6 +6,7 @@
 
 #include "core/alloc.h"
 #include "nn/backend.h"
+#include "nn/device.h"
 #include "nn/muzero.h"
 #include "nn/nn.h"
 
@@ -553,6 +554,7 @@ extern const zt_nn_backend zt_nn_backend_cpu;
 extern const zt_nn_backend zt_nn_backend_cpu __attribute__((weak));
 #endif
 extern const zt_nn_backend zt_nn_backend_cuda __attribute__((weak));
+extern const zt_nn_backend zt_nn_backend_routed; /* routed_backend.c: needs the CUDA one */
 
 zt_status zt_nn_backend_find(const char *name, const zt_nn_backend **out)
 {
@@ -566,6 +568,10 @@ zt_status zt_nn_backend_find(const char *name, const zt_nn_backend **out)
                 return ZT_OK;
             }
     }
+    if (strcmp(name, "routed") == 0 && &zt_nn_backend_cuda) {
+        *out = &zt_nn_backend_routed;
+        return ZT_OK;
+    }
     char known[128] = "";
     for (int i = 0; i < n; i++) {
         if (!all[i]) continue;
@@ -576,6 +582,10 @@ zt_status zt_nn_backend_find(const char *name, const zt_nn_backend **out)
         size_t len = strlen(known);
         snprintf(known + len, sizeof known - len, "%s%s", len ? ", " : "", all[i]->name);
     }
+    if (strcmp(name, "cuda") == 0)
+        return zt_fail(ZT_ERR_UNSUPPORTED,
+                       "no CUDA GPU found: this build has no CUDA backend (configure with "
+                       "-DZT_CUDA=ON)");
     return zt_fail(ZT_ERR_NOT_FOUND, "unknown nn backend '%s' (known: auto, %s)", name, known);
 }
 
@@ -588,6 +598,11 @@ zt_status zt_net_new(const zt_net_config *cfg, const char *backend, zt_precision
     if (threads < 1) return zt_fail(ZT_ERR_INVALID, "nn threads = %d must be at least 1", threads);
     const zt_nn_backend *be;
     ZT_TRY(zt_nn_backend_find(backend, &be));
+    if (be == &zt_nn_backend_cuda || be == &zt_nn_backend_routed) {
+        char why[200];
+        if (zt_cuda_gpu_count(why, sizeof why) == 0)
+            return zt_fail(ZT_ERR_UNSUPPORTED, "no CUDA GPU found: %s", why);
+    }
     if (precision == ZT_PRECISION_AUTO) precision = be->auto_precision();
     if (!be->supports(precision))
         return zt_fail(ZT_ERR_UNSUPPORTED, "nn backend '%s' cannot run %s here", be->name,

@@ -14,6 +14,7 @@
 #include "core/fileio.h"
 #include "core/thread.h"
 #include "game/sample.h"
+#include "nn/device.h"
 #include "search/settings.h"
 #include "train/train.h"
 
@@ -280,7 +281,15 @@ zt_status zt_run_nn_settings(zt_config *cfg, const char **backend, zt_precision 
 {
     const char *p;
     int64_t t;
+    const char *device;
+    zt_device d;
     ZT_TRY(zt_config_string(cfg, "backend", "auto", backend));
+    /* Playing and evaluating run batches of a few leaves, below any
+     * crossover: device=auto keeps them on the CPU; cuda[:N] asks for the
+     * GPU. */
+    ZT_TRY(zt_config_string(cfg, "device", "auto", &device));
+    ZT_TRY(zt_device_parse(device, &d));
+    if (d.kind == ZT_DEVICE_CUDA) ZT_TRY(zt_device_backend(d, *backend, backend));
     ZT_TRY(zt_config_string(cfg, "precision", "auto", &p));
     ZT_TRY(zt_precision_parse(p, prec));
     ZT_TRY(zt_config_int(cfg, "threads", zt_cpu_count(), 1, 1024, &t));

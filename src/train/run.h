@@ -80,8 +80,9 @@ zt_status zt_run_open_player(const char *path, const char *game_name, zt_config 
                              bool gumbel_noise, zt_game **game, zt_net **net,
                              zt_search_config *sc, char *from, size_t cap);
 
-/* Network settings from cfg: backend [auto], precision [auto], threads
- * [all cores]. *backend lives as long as cfg. */
+/* Network settings from cfg: backend [auto], device [auto: the CPU here;
+ * cuda or cuda:N: backend "cuda", or "no CUDA GPU found: ..."], precision
+ * [auto], threads [all cores]. *backend lives as long as cfg. */
 zt_status zt_run_nn_settings(zt_config *cfg, const char **backend, zt_precision *prec,
                              int *threads);
 

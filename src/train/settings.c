@@ -236,6 +236,18 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     const char *backend;
     ZT_TRY(zt_config_string(c, "backend", "auto", &backend));
     snprintf(S->backend, sizeof S->backend, "%s", backend);
+    /* device = cpu keeps `backend`; cuda[:N] puts every net on that GPU
+     * ("no CUDA GPU found: ..." without one); auto is the CPU without a GPU
+     * and is resolved with the run directory at start otherwise
+     * (zt_device_resolve: the measured crossover, cached in the run). */
+    const char *device;
+    ZT_TRY(zt_config_string(c, "device", "auto", &device));
+    ZT_TRY(zt_device_parse(device, &S->device));
+    if (S->device.kind == ZT_DEVICE_CUDA) {
+        const char *be;
+        ZT_TRY(zt_device_backend(S->device, S->backend, &be));
+        snprintf(S->backend, sizeof S->backend, "%s", be);
+    }
     const char *precision;
     ZT_TRY(zt_config_string(c, "precision", debug ? "fp32" : "auto", &precision));
     ZT_TRY(zt_precision_parse(precision, &S->precision));

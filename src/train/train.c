@@ -291,6 +291,16 @@ static zt_status setup(zt_train *t)
     /* remote actors: the learner takes this process's share of the cores */
     if (t->opt.remote && S->learner_threads_auto && t->opt.remote->learner_threads > 0)
         t->S.learner_threads = t->opt.remote->learner_threads;
+    if (S->device.kind == ZT_DEVICE_AUTO) {
+        /* With a GPU: the routed backend, its crossover measured for the
+         * actors' nets (one thread each, or the shared service's) and
+         * cached in the run directory. Without one: `backend` as read. */
+        const char *be;
+        int threads = S->evaluator == ZT_EVALUATOR_SHARED ? S->actors : 1;
+        ZT_TRY(zt_device_resolve(S->device, &S->net, S->backend, S->precision, threads, t->run,
+                                 &be));
+        snprintf(t->S.backend, sizeof t->S.backend, "%s", be);
+    }
     ZT_TRY(zt_replay_new(t->game, &S->replay, &t->rb));
     ZT_TRY(zt_learner_new(t->game, S, t->rb, &t->learner));
     if (t->opt.resume) ZT_TRY(load_checkpoint(t));

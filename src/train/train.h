@@ -27,6 +27,7 @@
 #include "core/config.h"
 #include "core/status.h"
 #include "game/game.h"
+#include "nn/device.h"
 #include "nn/nn.h"
 #include "replay/replay.h"
 #include "selfplay/actor.h"
@@ -59,7 +60,8 @@ typedef struct zt_train_settings {
     int learner_threads;  /* threads of the learner's net */
     bool learner_threads_auto; /* learner.threads = 0: chosen from the cores */
     zt_evaluator_kind evaluator; /* selfplay.evaluator: private nets or one shared service */
-    char backend[32];
+    char backend[32];      /* the nets' backend, after `device` (docs/cuda.md) */
+    zt_device device;      /* device: auto (routed by batch size where a GPU is), cpu, cuda[:N] */
     zt_precision precision; /* the learner's (int8 in the config: AUTO here) */
     /* Actors run int8 (precision = int8, or auto on a CPU with VNNI): each
      * published version is quantised and gated (train/int8_gate.h); one that
