@@ -493,7 +493,7 @@ static void test_equity(void)
     CHECK_OK(zt_trainer_new(net, &tc, &tr));
     float obs[3] = {1, 0, 1}, policy[2] = {1, 0}, target[5] = {1, 0, 0, 0, 0};
     uint8_t legal[2] = {1, 1};
-    zt_train_batch b = {1, obs, policy, legal, target};
+    zt_train_batch b = {.B = 1, .obs = obs, .policy_target = policy, .legal = legal, .value_target = target};
     zt_train_losses L;
     float *g = zt_xmalloc(zt_net_param_count(net) * sizeof(float));
     CHECK_OK(zt_trainer_loss_grad(tr, &b, &L, g));

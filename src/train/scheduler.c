@@ -285,6 +285,7 @@ static zt_status score_arena(zt_scheduler *L, zt_agent *agent, int64_t step, cha
     }
     L->baselines_scored = true;
     return ZT_OK;
+}
 
 enum { ARENA_INT8_CALIBRATION = 256 };
 
