@@ -1,7 +1,7 @@
 /* zeroth bench games: random legal playouts with reset, through the game
  * interface, for every game: steps/s on one core and on all cores. A step is
  * one player action (legal-action generation + random choice + apply); dice
- * rolls are chance steps, counted apart. Beside them, a plain Connect Four
+ * rolls and 2048's spawns are chance steps, counted apart. Beside them, a plain Connect Four
  * bitboard loop with no interface (inlined, no indirection) is the baseline
  * for the cost of the interface. */
 #include <stdio.h>
@@ -142,6 +142,7 @@ static const bench_game bench_games[] = {
     {"sim", {"vertices=6", "k=3", NULL}},
     {"sim", {"vertices=14", "k=4", NULL}},
     {"backgammon", {NULL}},
+    {"2048", {NULL}},
 };
 
 static void usage(FILE *f)

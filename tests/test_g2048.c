@@ -4,7 +4,7 @@
  * the notation and the symmetries' action permutation; and the baselines:
  * expectimax finds an obvious merge and scores more than random; the
  * arena's score runner (zt_arena_score) gives the games played one by one
- * whatever the concurrency. */
+ * whatever the concurrency; the net's value transform round-trips. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,6 +207,31 @@ static void test_symmetries(void)
     }
 }
 
+/* The net's value transform (game.h): h(3) = 1 + 3 eps, the inverse undoes
+ * it from 0 to a million points, the value scale maps to 1, and two-player
+ * values pass unchanged. */
+static void test_value_transform(void)
+{
+    CHECK(fabs(zt_value_h(3) - 1.003) < 1e-12 && fabs(zt_value_h(-3) + 1.003) < 1e-12, "h(3) = %g",
+          zt_value_h(3));
+    const double xs[] = {0, 0.5, 1, 4, 100, 1234, 65536, 1e6, -50};
+    for (size_t i = 0; i < sizeof xs / sizeof *xs; i++) {
+        double back = zt_value_h_inverse(zt_value_h(xs[i]));
+        CHECK(fabs(back - xs[i]) <= 1e-9 * (1 + fabs(xs[i])), "h^-1(h(%g)) = %.12g", xs[i], back);
+    }
+    CHECK(fabsf(zt_game_value_to_net(g, 1.0f) - 1.0f) < 1e-6f && zt_game_value_to_net(g, 0) == 0,
+          "value scale -> 1, nothing -> 0");
+    float v = 1000.0f / g->max_return, y = zt_game_value_to_net(g, v);
+    CHECK(y > 0.09f && y < 0.11f && fabsf(zt_game_value_from_net(g, y) - v) < 1e-6f,
+          "1000 points -> %g -> %g", y, zt_game_value_from_net(g, y) * g->max_return);
+    zt_game *ttt = NULL;
+    CHECK(zt_game_new("tictactoe", NULL, &ttt) == ZT_OK, "tictactoe");
+    if (ttt)
+        CHECK(zt_game_value_to_net(ttt, -0.5f) == -0.5f && zt_game_value_from_net(ttt, 0.25f) == 0.25f,
+              "two-player values change");
+    zt_game_free(ttt);
+}
+
 /* Mean score of `games` games of player spec, seeded. */
 static double mean_score(const char *spec, int games, uint64_t seed, int *top)
 {
@@ -308,6 +333,7 @@ int main(void)
     test_play();
     test_notation();
     test_symmetries();
+    test_value_transform();
     test_baselines(seed);
     test_arena_score(seed);
     zt_game_free(g);

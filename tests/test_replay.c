@@ -6,7 +6,8 @@
  * checkpoints round-trip exactly and corrupt or truncated ones are refused
  * naming the problem; the sampler thread yields exactly the synchronous
  * batches; trajectories of every registered game round-trip through bytes,
- * and damaged bytes are refused. */
+ * and damaged bytes are refused; a one-player game's (2048) value target is
+ * the points still to come, through the net's transform. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -927,6 +928,92 @@ static void test_sampler_thread(void)
     zt_game_free(g);
 }
 
+/* 2048: a stored position's outcome is (final score - the score banked in
+ * it) / max_return, exactly, never rising along a game; a sampled row's
+ * value is that outcome through zt_game_value_to_net. */
+static void test_one_player_targets(void)
+{
+    zt_game *g = make_game("2048");
+    if (!g) return;
+    zt_replay_config cfg;
+    zt_replay_config_default(&cfg);
+    cfg.capacity = 100000;
+    cfg.augment = false;
+    zt_replay *rb;
+    zt_replay_traj *traj;
+    CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_replay_traj_new(g, &traj) == ZT_OK, "%s", zt_error_message());
+    zt_rng rng;
+    zt_rng_seed(&rng, SEED, 9);
+    float policy[ZT_MAX_ACTIONS];
+    int64_t first = 0;
+    int bad = 0;
+    for (int game = 0; game < 3; game++) {
+        uint8_t s[ZT_MAX_STATE_BYTES];
+        double banked[4096];
+        int n = 0;
+        g->reset(g, s);
+        zt_replay_traj_clear(traj);
+        for (;;) {
+            int p = g->current_player(g, s);
+            if (p == ZT_TERMINAL) break;
+            if (p == ZT_CHANCE) {
+                int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+                float probs[ZT_MAX_CHANCE_OUTCOMES];
+                int k = g->chance_outcomes(g, s, outcomes, probs);
+                g->apply(g, s, outcomes[zt_rng_categorical(&rng, probs, k)]);
+                continue;
+            }
+            make_policy(g, s, &rng, false, policy);
+            zt_replay_traj_add(traj, s, policy, 0.25f, true);
+            float r[2];
+            g->returns(g, s, r);
+            if (n < 4096) banked[n++] = r[0];
+            uint16_t legal[ZT_MAX_ACTIONS];
+            int k = g->legal(g, s, legal);
+            g->apply(g, s, legal[zt_rng_below(&rng, (uint32_t)k)]);
+        }
+        float final[2];
+        g->returns(g, s, final);
+        CHECK(zt_replay_add_game(rb, traj, zt_game_value_of(g, s, 0), NULL) == ZT_OK, "%s",
+              zt_error_message());
+        float prev = INFINITY;
+        for (int i = 0; i < n && bad < 5; i++) {
+            zt_replay_position pos;
+            CHECK(zt_replay_get(rb, first + i, &pos, NULL) == ZT_OK, "%s", zt_error_message());
+            double want = final[0] - banked[i];
+            bool ok = (double)pos.outcome * g->max_return == want && pos.outcome <= prev &&
+                      pos.outcome >= 0;
+            CHECK(ok, "game %d ply %d: outcome %g x %g, want %g points still to come", game, i,
+                  pos.outcome, g->max_return, want);
+            bad += !ok;
+            prev = pos.outcome;
+        }
+        CHECK(prev == 0 || final[0] - banked[n - 1] == prev * g->max_return,
+              "the last position's target");
+        first += zt_replay_traj_length(traj);
+    }
+    zt_replay_batch b;
+    CHECK(zt_replay_batch_init(&b, g, 128, false) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_replay_sample(rb, &rng, &b) == ZT_OK, "%s", zt_error_message());
+    for (int r = 0; r < b.size && bad < 5; r++) {
+        zt_replay_position pos;
+        CHECK(zt_replay_get(rb, b.index[r], &pos, NULL) == ZT_OK, "%s", zt_error_message());
+        float y = zt_game_value_to_net(g, pos.outcome);
+        bool ok = b.value[r] == y && y >= 0 && y < 1 &&
+                  fabsf(zt_game_value_from_net(g, b.value[r]) - pos.outcome) <= 1e-5f * (1 + pos.outcome) &&
+                  b.root_value[r] == zt_game_value_to_net(g, pos.root_value);
+        CHECK(ok, "row %d: value %g, want h(%g) = %g", r, b.value[r], pos.outcome, y);
+        bad += !ok;
+    }
+    printf("one player (2048): %lld positions, targets are the points still to come\n",
+           (long long)first);
+    zt_replay_batch_free(&b);
+    zt_replay_traj_free(traj);
+    zt_replay_free(rb);
+    zt_game_free(g);
+}
+
 int main(void)
 {
     printf("seed %llu\n", (unsigned long long)SEED);
@@ -943,5 +1030,6 @@ int main(void)
     test_sampler_thread();
     for (int i = 0; i < zt_game_registry_count; i++) test_traj_bytes(zt_game_registry[i]);
     test_traj_other_game();
+    test_one_player_targets();
     return zt_test_finish("test_replay");
 }

@@ -329,6 +329,43 @@ static void test_constant_values(void)
     free(page);
 }
 
+/* A one-player run (2048): the model's mean scores draw a curve with its
+ * interval in a chart of their own, the baselines scored once stand as
+ * single records, and the summary gives each player's latest mean. Board
+ * games' pages have no such chart (test_full_run's count). */
+static void test_scores(void)
+{
+    char *m = NULL;
+    size_t len = 0;
+    add(&m, &len,
+        "{\"t\":1,\"step\":0,\"games\":0,\"positions\":0,\"kind\":\"score\",\"player\":\"random\","
+        "\"arena_games\":32,\"mean\":1078.75,\"ci95\":199.66,\"mean_lo\":879.09,"
+        "\"mean_hi\":1278.41,\"max\":2380}\n");
+    for (int i = 0; i < 5; i++)
+        add(&m, &len,
+            "{\"t\":%d,\"step\":%d,\"games\":%d,\"positions\":%d,\"kind\":\"score\","
+            "\"player\":\"model\",\"arena_games\":32,\"mean\":%d,\"ci95\":200,\"mean_lo\":%d,"
+            "\"mean_hi\":%d,\"max\":9000,\"top_level\":512}\n",
+            10 * i + 1, 100 * i, 30 * i, 3000 * i, 1800 + 500 * i, 1600 + 500 * i, 2000 + 500 * i);
+    write_metrics("scores", m);
+    free(m);
+    static char out[1 << 16];
+    int rc = report("scores", out, sizeof out);
+    CHECK(rc == 0, "scores: rc %d: %s", rc, out);
+    char *page = read_page("scores");
+    if (!page) return;
+    CHECK(strstr(out, "mean score 3800 +- 200") && strstr(out, "mean score 1079 +- 200"),
+          "scores: the summary:\n%s", out);
+    page_stats ps = check_charts("scores", page, 5);
+    const char *chart = strstr(page, "Strength: mean score");
+    /* 16 charts: the 14 of every run and the score pair, after Elo's */
+    CHECK(chart && chart > strstr(page, "Strength: Elo") &&
+              chart < strstr(page, "Strength: solver") && ps.charts == 16 && ps.curves >= 2,
+          "scores: %d charts, %d curves, score chart %s", ps.charts, ps.curves,
+          chart ? "present" : "missing");
+    free(page);
+}
+
 int main(void)
 {
     bin = getenv("ZT_BIN");
@@ -344,6 +381,7 @@ int main(void)
     test_full_run();
     test_single_records();
     test_constant_values();
+    test_scores();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) printf("note: could not remove %s\n", dir);

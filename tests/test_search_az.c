@@ -2,7 +2,10 @@
  * oracle the chosen move is optimal on the shared solved positions; with the
  * uniform evaluator root values converge to the exact values on small
  * tic-tac-toe positions; the NN cache and root cache save work without
- * changing results; observations reach an observation evaluator. */
+ * changing results; observations reach an observation evaluator. In 2048
+ * (one player) every transition carries its reward, a chance node's value
+ * is the exact expectation over the spawns with finished games worth
+ * nothing more, nothing is negated, and search takes the merge that pays. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +14,11 @@
 #include "agent/az_model.h"
 #include "agent/evaluators.h"
 #include "core/rng.h"
+#include "game/g2048.h"
 #include "game/solver.h"
 #include "search/nncache.h"
 #include "search/search.h"
+#include "search/settings.h"
 
 #include "zt_test.h"
 
@@ -354,6 +359,98 @@ static void backgammon_chance(void)
     zt_game_free(g);
 }
 
+/* 2048: an evaluator that values every position at G2048_POINTS points
+ * still to come, through the net's transform (game.h). */
+#define G2048_POINTS 100.0f
+
+static zt_status g2048_states(void *ctx, int B, const void *const *states, float *logits,
+                              float *value)
+{
+    const zt_game *g = ctx;
+    (void)states;
+    for (int b = 0; b < B; b++) {
+        for (int a = 0; a < g->num_actions; a++) logits[(size_t)b * g->num_actions + a] = 0;
+        value[b] = zt_game_value_to_net(g, G2048_POINTS / g->max_return);
+    }
+    return ZT_OK;
+}
+
+static void g2048_state(const zt_game *g, const char *text, uint8_t *s)
+{
+    memset(s, 0, ZT_MAX_STATE_BYTES);
+    CHECK(g->from_text(g, text, s) == ZT_OK, "'%s': %s", text, zt_error_message());
+}
+
+static void g2048_rewards(void)
+{
+    zt_game *g;
+    if (zt_game_new("2048", NULL, &g) != ZT_OK) {
+        CHECK(0, "2048: %s", zt_error_message());
+        return;
+    }
+    float scale = g->max_return, v = G2048_POINTS / scale;
+    zt_evaluator ev = {.ctx = g, .eval_states = g2048_states};
+    zt_model *m;
+    CHECK(zt_az_model_new(g, &ev, 4, NULL, &m) == ZT_OK, "az model: %s", zt_error_message());
+    enum { B = 1, A = 4, O = ZT_MAX_CHANCE_OUTCOMES };
+    float logits[A], value[B], reward[B], probs[O];
+    int8_t kind[B], player[B];
+    int num_outcomes[B], outcomes[O];
+    zt_model_output out = {logits, value, reward, kind, player, num_outcomes, outcomes, probs};
+    uint8_t root[ZT_MAX_STATE_BYTES], st[ZT_MAX_STATE_BYTES], next[ZT_MAX_STATE_BYTES];
+    const void *roots[1] = {root}, *states[1] = {st};
+    void *sts[1] = {st}, *nexts[1] = {next};
+
+    /* a move: its merges' points, into a chance node worth the value */
+    g2048_state(g, "2,2,4,8/0,0,0,0/0,0,0,0/0,0,0,0 16 move", root);
+    CHECK(m->initial(m, 1, roots, sts, &out) == ZT_OK, "initial");
+    CHECK(kind[0] == ZT_NODE_DECISION && player[0] == 0 && fabsf(value[0] - v) < 1e-6f &&
+              reward[0] == 0,
+          "root: kind %d player %d value %g (want %g)", kind[0], player[0], value[0], v);
+    int left = ZT_G2048_LEFT;
+    CHECK(m->recurrent(m, 1, states, &left, nexts, &out) == ZT_OK, "recurrent");
+    CHECK(kind[0] == ZT_NODE_CHANCE && player[0] == 0 && num_outcomes[0] == 26 &&
+              fabsf(reward[0] - 4 / scale) < 1e-9f && fabsf(value[0] - v) < 1e-6f,
+          "left: kind %d player %d outcomes %d reward %g (want %g) value %g (want %g)", kind[0],
+          player[0], num_outcomes[0], reward[0], 4 / scale, value[0], v);
+
+    /* one empty cell: a 2 (0.9) ends the game, a 4 (0.1) leaves a move */
+    g2048_state(g, "2,4,2,4/4,2,4,2/2,4,2,4/4,2,4,0 100 spawn", root);
+    CHECK(m->initial(m, 1, roots, sts, &out) == ZT_OK, "initial at a spawn");
+    CHECK(kind[0] == ZT_NODE_CHANCE && num_outcomes[0] == 2 && fabsf(value[0] - 0.1f * v) < 1e-6f,
+          "spawn: kind %d, %d outcomes, value %g (want 0.1 x %g)", kind[0], num_outcomes[0],
+          value[0], v);
+    int two = outcomes[0];
+    CHECK(m->recurrent(m, 1, states, &two, nexts, &out) == ZT_OK, "recurrent to the end");
+    CHECK(kind[0] == ZT_NODE_TERMINAL && reward[0] == 0 && value[0] == 0,
+          "the end: kind %d reward %g value %g (the banked score is no reward)", kind[0],
+          reward[0], value[0]);
+
+    /* search takes the move that merges the 1024s (left or right) */
+    g2048_state(g, "0,0,0,0/0,0,0,0/0,0,0,0/1024,1024,0,0 2048 move", root);
+    for (int alg = 0; alg < 2; alg++) {
+        zt_search_config cfg;
+        zt_search_config_default(&cfg, alg ? ZT_SEARCH_PUCT : ZT_SEARCH_GUMBEL);
+        cfg.num_simulations = 32;
+        cfg.tree_reuse = false;
+        cfg.gumbel_noise = false;
+        cfg.dirichlet_fraction = 0;
+        cfg.minmax_q = alg == 1;
+        zt_search_config_size(&cfg, g, 0);
+        zt_search *s;
+        CHECK(zt_search_new(&cfg, m, 1, &s) == ZT_OK, "search: %s", zt_error_message());
+        zt_search_begin(s, 0, root);
+        CHECK(zt_search_run(s) == ZT_OK, "search run: %s", zt_error_message());
+        int a = zt_search_choose(s, 0, 0.0f);
+        float rv = zt_search_root_value(s, 0);
+        CHECK(a == 1 || a == 3, "%s chose move %d, not the merge", alg ? "puct" : "gumbel", a);
+        CHECK(rv > v, "%s: root value %g not above the leaves' %g", alg ? "puct" : "gumbel", rv, v);
+        zt_search_free(s);
+    }
+    zt_model_free(m);
+    zt_game_free(g);
+}
+
 int main(void)
 {
     oracle_positions("tictactoe", "tictactoe/ttt_positions.txt", ZT_SEARCH_PUCT, 24);
@@ -364,5 +461,6 @@ int main(void)
     caches("tictactoe");
     caches("connect4");
     backgammon_chance();
+    g2048_rewards();
     return zt_test_finish("test_search_az");
 }

@@ -23,5 +23,6 @@ int zt_cmd_games(int argc, char **argv)
         zt_game_free(g);
     }
     printf("\nsim settings: --set vertices=N (4..18) --set k=K (3..6) --set variant=avoid|make\n");
+    printf("2048 settings: --set value_scale=POINTS (points per unit of value, default 65536)\n");
     return 0;
 }

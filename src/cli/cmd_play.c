@@ -23,11 +23,12 @@ static void usage(FILE *f)
                "Plays one game against a model (a weights file, a checkpoint or a run directory)\n"
                "in the terminal. Type a move in the game's notation (tictactoe: a cell 0..8;\n"
                "connect4: a column 1..7; sim: an edge u-v; backgammon: one checker move such as\n"
-               "24/18, bar/22 or 5/off, or a whole play '24/18 13/9'), 'moves' to list the legal\n"
-               "moves, 'quit' to leave.\n"
+               "24/18, bar/22 or 5/off, or a whole play '24/18 13/9'; 2048: up, right, down, left\n"
+               "or u, r, d, l), 'moves' to list the legal moves, 'quit' to leave. In a one-player\n"
+               "game (2048) you play alone, or with --first agent watch the agent play.\n"
                "  --sims S         simulations per agent move (0: the raw policy); short for\n"
                "                   --set search.sims=S\n"
-               "  --first WHO      who plays first, human (default) or agent\n"
+               "  --first WHO      who plays first, human (default) or agent (one player: who plays)\n"
                "  --seed N         seed of the dice and the search (default: the clock)\n"
                "  --set k=v        search settings search.KEY as for zeroth eval\n"
                "                   (search.algorithm=puct, ...; search.gumbel_noise default off)\n\n"
@@ -189,7 +190,11 @@ static int play_game(session *ss, int human, zt_rng *rng)
     const zt_game *g = ss->g;
     uint8_t s[ZT_MAX_STATE_BYTES];
     g->reset(g, s);
-    printf("%s: you play %s\n", g->title, human == 0 ? "first" : "second");
+    bool one_player = zt_game_num_players(g) == 1;
+    if (one_player)
+        printf("%s: %s\n", g->title, human == 0 ? "you play" : "the agent plays, you watch");
+    else
+        printf("%s: you play %s\n", g->title, human == 0 ? "first" : "second");
     bool shown = false;
     for (;;) {
         int p = g->current_player(g, s);
@@ -204,7 +209,9 @@ static int play_game(session *ss, int human, zt_rng *rng)
             g->apply(g, s, o);
             played(ss, o);
             int next = g->current_player(g, s);
-            printf("\nroll: %s%s\n", t, next == ZT_CHANCE ? " (no legal move)" : "");
+            /* two chance nodes in a row: the mover had no move (backgammon);
+             * in a one-player game, the opening spawns */
+            printf("\nroll: %s%s\n", t, next == ZT_CHANCE && !one_player ? " (no legal move)" : "");
             shown = false;
             continue;
         }
@@ -253,7 +260,9 @@ static int play_game(session *ss, int human, zt_rng *rng)
     show(g, s);
     float r[2];
     g->returns(g, s, r);
-    if (r[human] > 0)
+    if (one_player)
+        printf("game over: score %g\n", r[0]);
+    else if (r[human] > 0)
         printf("you win (%+g)\n", r[human]);
     else if (r[human] < 0)
         printf("the agent wins (%+g)\n", r[1 - human]);

@@ -52,12 +52,16 @@ static const char *const known_fields[] = {"t",
                                            "elo_hi",
                                            "n",
                                            "m",
-                                           "rate"};
+                                           "rate",
+                                           "mean",
+                                           "mean_lo",
+                                           "mean_hi",
+                                           "ci95"};
 #define NUM_FIELDS ((int)(sizeof known_fields / sizeof known_fields[0]))
 
 typedef struct record {
     char kind[NAME_LEN];
-    char opponent[NAME_LEN]; /* arena */
+    char opponent[NAME_LEN]; /* arena; a score record's player */
     char set[NAME_LEN];      /* positions */
     char metric[NAME_LEN];   /* positions: "mistakes" or "optimal" */
     double v[NUM_FIELDS];    /* NAN where absent */
@@ -149,7 +153,8 @@ static bool parse_record(const char *line, record *r)
             char text[NAME_LEN];
             if (!(p = parse_string(p, text, sizeof text))) return false;
             if (strcmp(key, "kind") == 0) memcpy(r->kind, text, sizeof text);
-            if (strcmp(key, "opponent") == 0) memcpy(r->opponent, text, sizeof text);
+            if (strcmp(key, "opponent") == 0 || strcmp(key, "player") == 0)
+                memcpy(r->opponent, text, sizeof text);
             if (strcmp(key, "set") == 0) memcpy(r->set, text, sizeof text);
             if (strcmp(key, "metric") == 0) memcpy(r->metric, text, sizeof text);
         } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
@@ -493,6 +498,8 @@ static void collect(chart *c, const record *recs, int n, xaxis xa, const char *k
             char name[2 * NAME_LEN];
             if (group && strcmp(group, "opponent") == 0)
                 snprintf(name, sizeof name, "vs %s", r->opponent[0] ? r->opponent : "?");
+            else if (group && strcmp(group, "player") == 0)
+                snprintf(name, sizeof name, "%s", r->opponent[0] ? r->opponent : "?");
             else if (group)
                 snprintf(name, sizeof name, "%s %s", r->set[0] ? r->set : "?",
                          r->metric[0] ? r->metric : "");
@@ -511,6 +518,7 @@ typedef struct panel {
     double y_scale;
     const char *group, *lo, *hi;
     bool from_zero;
+    bool if_any; /* drawn only when the run has records of its kind */
 } panel;
 
 /* In the order a user looks for them: strength, then loss, then throughput. */
@@ -524,7 +532,19 @@ static const panel panels[] = {
      "opponent",
      "elo_lo",
      "elo_hi",
+     false,
      false},
+    {"Strength: mean score (one-player games, 95 % interval; baselines once per process)",
+     "score",
+     "score",
+     {"mean", NULL},
+     {NULL},
+     1,
+     "player",
+     "mean_lo",
+     "mean_hi",
+     true,
+     true},
     {"Strength: solver test sets (mistake rate or optimal share)",
      "%",
      "positions",
@@ -534,7 +554,8 @@ static const panel panels[] = {
      "set",
      NULL,
      NULL,
-     true},
+     true,
+     false},
     {"Loss terms",
      "loss",
      "train",
@@ -544,6 +565,7 @@ static const panel panels[] = {
      NULL,
      NULL,
      NULL,
+     false,
      false},
     {"Self-play positions per second",
      "positions/s",
@@ -554,7 +576,8 @@ static const panel panels[] = {
      NULL,
      NULL,
      NULL,
-     true},
+     true,
+     false},
     {"Self-play games per second",
      "games/s",
      "selfplay",
@@ -564,7 +587,8 @@ static const panel panels[] = {
      NULL,
      NULL,
      NULL,
-     true},
+     true,
+     false},
     {"Network inferences per second",
      "inferences/s",
      "selfplay",
@@ -574,7 +598,8 @@ static const panel panels[] = {
      NULL,
      NULL,
      NULL,
-     true},
+     true,
+     false},
     {"Replay buffer",
      "positions",
      "selfplay",
@@ -584,7 +609,8 @@ static const panel panels[] = {
      NULL,
      NULL,
      NULL,
-     true},
+     true,
+     false},
 };
 
 /* ---- the summary: one table, on the page and on stdout ---- */
@@ -648,7 +674,8 @@ static void make_summary(const record *recs, int n, summary *sm)
     for (int i = 0; i < n; i++) {
         const record *r = &recs[i];
         bool arena = strcmp(r->kind, "arena") == 0, pos = strcmp(r->kind, "positions") == 0;
-        if (!arena && !pos) continue;
+        bool score = strcmp(r->kind, "score") == 0;
+        if (!arena && !pos && !score) continue;
         bool earlier = false;
         for (int j = 0; j < i && !earlier; j++)
             earlier = strcmp(recs[j].kind, r->kind) == 0 &&
@@ -663,7 +690,13 @@ static void make_summary(const record *recs, int n, summary *sm)
         char res[CELL] = "";
         size_t used = 0;
         double v, lo, hi, w, d, l, nn, m;
-        if (arena) {
+        if (score) {
+            if (field(last, "mean", &v))
+                used += (size_t)snprintf(res + used, CELL - used, "mean score %.0f", whole(v));
+            if (field(last, "ci95", &w) && used < CELL)
+                snprintf(res + used, CELL - used, " +- %.0f", whole(w));
+            add_row(sm, last, "%s", last->opponent[0] ? last->opponent : "?", res);
+        } else if (arena) {
             if (field(last, "elo", &v))
                 used += (size_t)snprintf(res + used, CELL - used, "Elo %+.0f", whole(v));
             if (field(last, "elo_lo", &lo) && field(last, "elo_hi", &hi) && used < CELL)
@@ -843,6 +876,9 @@ static zt_status write_report(const char *run, const record *recs, int n, int ba
     summary_html(&b, sm);
     for (size_t p = 0; p < sizeof panels / sizeof panels[0]; p++) {
         const panel *pn = &panels[p];
+        bool any = false;
+        for (int i = 0; i < n && !any; i++) any = strcmp(recs[i].kind, pn->kind) == 0;
+        if (pn->if_any && !any) continue; /* mean scores: one-player games only */
         put(&b, "<h2>");
         put_text(&b, pn->title);
         put(&b, "</h2><div class=\"row\">\n");

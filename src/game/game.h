@@ -7,8 +7,8 @@
  *  - Two players, 0 and 1; player 0 moves first (after any opening chance);
  *    or one player (num_players 1, 2048), who is player 0.
  *  - current_player() is 0 or 1 (only 0 in a one-player game), ZT_CHANCE at
- *    a chance node, ZT_TERMINAL at the end. At a chance node apply() takes an outcome id from
- *    chance_outcomes(), not a policy action.
+ *    a chance node, ZT_TERMINAL at the end. At a chance node apply() takes
+ *    an outcome id from chance_outcomes(), not a policy action.
  *  - Actions are 0..num_actions-1 (the policy head's size). legal() lists
  *    the legal ones in increasing order.
  *  - Observations are float32, laid out HWC (channels last, matching NHWC
@@ -30,6 +30,7 @@
 #ifndef ZT_GAME_GAME_H
 #define ZT_GAME_GAME_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -229,10 +230,10 @@ static inline float zt_game_reward(const zt_game *g, const void *before, const v
 /* The network's value of a one-player game is not linear in the points:
  * scores span 0 to hundreds of thousands, so the value head learns
  * h(points) / h(max_return) with h(x) = sign(x)(sqrt(|x| + 1) - 1) + eps x,
- * eps = 0.001, the invertible transform of MuZero's Atari value targets
- * (Pohlen et al. 2018, "Observe and Look Further", §3.2; Schrittwieser et
- * al. 2020, Appendix F), which keeps small and large returns apart within
- * tanh's range. Search adds rewards and values linearly (on the value
+ * eps = 0.001, the invertible transform of Pohlen et al. 2018 ("Observe
+ * and Look Further") that MuZero applies to its Atari value targets
+ * (Schrittwieser et al. 2020, Appendix F), which keeps small and large
+ * returns apart within tanh's range. Search adds rewards and values linearly (on the value
  * scale, points / max_return); these two convert between the two. Two-
  * player values are the same on both sides. */
 #define ZT_VALUE_H_EPS 0.001
@@ -240,14 +241,14 @@ static inline float zt_game_reward(const zt_game *g, const void *before, const v
 static inline double zt_value_h(double x)
 {
     double a = x < 0 ? -x : x;
-    double y = __builtin_sqrt(a + 1) - 1 + ZT_VALUE_H_EPS * a;
+    double y = sqrt(a + 1) - 1 + ZT_VALUE_H_EPS * a;
     return x < 0 ? -y : y;
 }
 
 static inline double zt_value_h_inverse(double y)
 {
     double a = y < 0 ? -y : y, e = ZT_VALUE_H_EPS;
-    double r = (__builtin_sqrt(1 + 4 * e * (a + 1 + e)) - 1) / (2 * e);
+    double r = (sqrt(1 + 4 * e * (a + 1 + e)) - 1) / (2 * e);
     double x = r * r - 1;
     return y < 0 ? -x : x;
 }

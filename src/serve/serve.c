@@ -479,10 +479,12 @@ static void put_state(zt_serve *srv, session *ss, zt_json_buf *b)
         zt_json_number(b, r[0]);
         zt_json_printf(b, ", ");
         zt_json_number(b, r[1]);
+        /* a one-player game (2048) ends with a score, returns[0] */
         zt_json_printf(b, "], \"result\": \"%s\"",
-                       r[ss->human] > 0   ? "win"
-                       : r[ss->human] < 0 ? "loss"
-                                          : "draw");
+                       zt_game_num_players(g) == 1 ? "score"
+                       : r[ss->human] > 0           ? "win"
+                       : r[ss->human] < 0           ? "loss"
+                                                    : "draw");
     } else {
         zt_json_printf(b, ", \"returns\": null, \"result\": %s", over ? "\"abandoned\"" : "null");
     }

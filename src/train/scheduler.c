@@ -260,9 +260,9 @@ static zt_status score_arena(zt_scheduler *L, zt_agent *agent, int64_t step, cha
     ZT_TRY(zt_arena_score(game, agent, &sc, &r));
     int top = r.num_levels ? r.level_value[r.num_levels - 1] : 0;
     metric(L, "score",
-           "\"player\":\"model\",\"arena_games\":%d,\"mean\":%.2f,\"ci95\":%.2f,\"max\":%.0f,"
-           "\"top_level\":%d",
-           r.games, r.mean, r.ci95, r.max, top);
+           "\"player\":\"model\",\"arena_games\":%d,\"mean\":%.2f,\"ci95\":%.2f,"
+           "\"mean_lo\":%.2f,\"mean_hi\":%.2f,\"max\":%.0f,\"top_level\":%d",
+           r.games, r.mean, r.ci95, r.mean - r.ci95, r.mean + r.ci95, r.max, top);
     append(summary, cap, used, "%sscore %.0f +- %.0f", *used ? ", " : "", r.mean, r.ci95);
     for (int i = 0; i < S->arena_num_opponents; i++) {
         const char *spec = S->arena_opponents[i];
@@ -277,8 +277,9 @@ static zt_status score_arena(zt_scheduler *L, zt_agent *agent, int64_t step, cha
             ZT_TRY(st);
             L->baseline_mean[i] = br.mean;
             metric(L, "score",
-                   "\"player\":\"%s\",\"arena_games\":%d,\"mean\":%.2f,\"ci95\":%.2f,\"max\":%.0f",
-                   spec, br.games, br.mean, br.ci95, br.max);
+                   "\"player\":\"%s\",\"arena_games\":%d,\"mean\":%.2f,\"ci95\":%.2f,"
+                   "\"mean_lo\":%.2f,\"mean_hi\":%.2f,\"max\":%.0f",
+                   spec, br.games, br.mean, br.ci95, br.mean - br.ci95, br.mean + br.ci95, br.max);
         }
         append(summary, cap, used, "%s%s %.0f", i ? ", " : " (", spec, L->baseline_mean[i]);
         if (i + 1 == S->arena_num_opponents) append(summary, cap, used, ")");
