@@ -185,6 +185,10 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_double(c, "selfplay.full_search_fraction", 1.0, 1e-3, 1.0,
                             &A->full_search_fraction));
     ZT_TRY(zt_config_int32(c, "selfplay.fast_sims", A->fast_simulations, 1, 1 << 20, &A->fast_simulations));
+    static const char *const fast_moves[] = {"search", "greedy", NULL};
+    int fast;
+    ZT_TRY(zt_config_choice(c, "selfplay.fast_moves", "search", fast_moves, &fast));
+    A->greedy_fast = fast == 1;
     ZT_TRY(zt_config_bool(c, "selfplay.resign", false, &A->resign));
     ZT_TRY(zt_config_float(c, "selfplay.resign_threshold", A->resign_threshold, -1, 1,
                      &A->resign_threshold));
