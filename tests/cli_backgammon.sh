@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Backgammon from the command line. The equity head (net.value = equity):
 # a tiny run trains with it (and with greedy fast moves) and its model plays
-# eval matches, with search and greedily (--greedy); tic-tac-toe refuses it. Against GNU Backgammon (skipped, exit 77, where gnubg is not
-# installed; scripts/install-deps.sh installs it): a tiny
+# eval matches, with search and greedily (--greedy); tic-tac-toe refuses it.
+# Against GNU Backgammon (skipped, exit 77, where gnubg is not installed;
+# scripts/install-deps.sh installs it): a tiny
 # run whose arena.opponents names gnubg:0 plays its arena matches against
 # gnubg to the end (every move of both sides checked legal by the arena,
 # each game counted with a result), and `zeroth eval --opponent gnubg:0`
-# plays a full match and reports points per game.
+# plays a full match and reports points per game; the arena's points per
+# game reach the metrics and the report's panel.
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
@@ -67,6 +69,14 @@ n=$(grep -c '"kind":"arena","opponent":"gnubg:0","arena_games":4,' "$run/metrics
 if grep '"opponent":"gnubg:0"' "$run/metrics.jsonl" | grep -qv '"draws":0,'; then
     fail "a backgammon game against gnubg ended without a winner"
 fi
+
+# The arena's points per game, in the metrics and as the report's panel.
+grep '"opponent":"gnubg:0"' "$run/metrics.jsonl" | grep -q '"points":-\{0,1\}[0-9.]*,"points_lo":' ||
+    fail "the arena records no points per game: $(grep arena "$run/metrics.jsonl")"
+out=$("$BIN" report "$run" 2>&1) || fail "report: $out"
+grep -q "Strength: points per game" "$run/report.html" 2>/dev/null ||
+    fail "the report has no points-per-game panel"
+printf '%s' "$out" | grep -q "vs gnubg:0 .* points per game" || fail "report summary: $out"
 
 out=$("$BIN" eval backgammon --model "$run" --opponent gnubg:0 --games 4 --sims 2 \
     --set backend=ref 2>&1) || fail "eval --opponent gnubg:0: $out"

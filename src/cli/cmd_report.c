@@ -50,6 +50,9 @@ static const char *const known_fields[] = {"t",
                                            "elo",
                                            "elo_lo",
                                            "elo_hi",
+                                           "points",
+                                           "points_lo",
+                                           "points_hi",
                                            "n",
                                            "m",
                                            "rate"};
@@ -511,6 +514,7 @@ typedef struct panel {
     double y_scale;
     const char *group, *lo, *hi;
     bool from_zero;
+    bool only_with_data; /* left out of runs without such records */
 } panel;
 
 /* In the order a user looks for them: strength, then loss, then throughput. */
@@ -524,7 +528,21 @@ static const panel panels[] = {
      "opponent",
      "elo_lo",
      "elo_hi",
+     false,
      false},
+    /* Games worth more than one point (backgammon): the arena records its
+     * points per game only there. */
+    {"Strength: points per game against arena opponents (95 % interval)",
+     "points per game",
+     "arena",
+     {"points", NULL},
+     {NULL},
+     1,
+     "opponent",
+     "points_lo",
+     "points_hi",
+     false,
+     true},
     {"Strength: solver test sets (mistake rate or optimal share)",
      "%",
      "positions",
@@ -534,7 +552,8 @@ static const panel panels[] = {
      "set",
      NULL,
      NULL,
-     true},
+     true,
+     false},
     {"Loss terms",
      "loss",
      "train",
@@ -544,6 +563,7 @@ static const panel panels[] = {
      NULL,
      NULL,
      NULL,
+     false,
      false},
     {"Self-play positions per second",
      "positions/s",
@@ -554,7 +574,8 @@ static const panel panels[] = {
      NULL,
      NULL,
      NULL,
-     true},
+     true,
+     false},
     {"Self-play games per second",
      "games/s",
      "selfplay",
@@ -564,7 +585,8 @@ static const panel panels[] = {
      NULL,
      NULL,
      NULL,
-     true},
+     true,
+     false},
     {"Network inferences per second",
      "inferences/s",
      "selfplay",
@@ -574,7 +596,8 @@ static const panel panels[] = {
      NULL,
      NULL,
      NULL,
-     true},
+     true,
+     false},
     {"Replay buffer",
      "positions",
      "selfplay",
@@ -584,7 +607,8 @@ static const panel panels[] = {
      NULL,
      NULL,
      NULL,
-     true},
+     true,
+     false},
 };
 
 /* ---- the summary: one table, on the page and on stdout ---- */
@@ -674,8 +698,12 @@ static void make_summary(const record *recs, int n, summary *sm)
                     (size_t)snprintf(res + used, CELL - used, "%sscore %.3f", used ? ", " : "", v);
             if (field(last, "wins", &w) && field(last, "draws", &d) && field(last, "losses", &l) &&
                 used < CELL)
-                snprintf(res + used, CELL - used, "%sW-D-L %.0f-%.0f-%.0f", used ? ", " : "",
-                         whole(w), whole(d), whole(l));
+                used += (size_t)snprintf(res + used, CELL - used, "%sW-D-L %.0f-%.0f-%.0f",
+                                         used ? ", " : "", whole(w), whole(d), whole(l));
+            if (field(last, "points", &v) && field(last, "points_lo", &lo) &&
+                field(last, "points_hi", &hi) && used < CELL)
+                snprintf(res + used, CELL - used, ", %+.3f [%+.3f, %+.3f] points per game",
+                         v + 0.0, lo + 0.0, hi + 0.0);
             add_row(sm, last, "vs %s", last->opponent[0] ? last->opponent : "?", res);
         } else {
             snprintf(res, CELL, "%s", last->metric[0] ? last->metric : "rate");
@@ -843,6 +871,14 @@ static zt_status write_report(const char *run, const record *recs, int n, int ba
     summary_html(&b, sm);
     for (size_t p = 0; p < sizeof panels / sizeof panels[0]; p++) {
         const panel *pn = &panels[p];
+        if (pn->only_with_data) {
+            bool any = false;
+            for (int i = 0; i < n && !any; i++) {
+                double v;
+                any = strcmp(recs[i].kind, pn->kind) == 0 && field(&recs[i], pn->fields[0], &v);
+            }
+            if (!any) continue;
+        }
         put(&b, "<h2>");
         put_text(&b, pn->title);
         put(&b, "</h2><div class=\"row\">\n");
