@@ -42,6 +42,10 @@ out=$("$BIN" eval backgammon --model "$eq" --opponent pubeval --games 2 --greedy
     --set backend=ref 2>&1) || fail "eval --greedy: $out"
 printf '%s\n' "$out" | grep -q "greedy, no search" && printf '%s\n' "$out" | grep -q "^2 games against pubeval" ||
     fail "eval --greedy: $out"
+out=$("$BIN" train backgammon --run "$dir/mix" --steps 1 --set learner.root_value_weight=0.5 2>&1) &&
+    fail "the equity head accepted learner.root_value_weight"
+printf '%s' "$out" | grep -q "root_value_weight = 0.5 needs net.value = scalar" ||
+    fail "root_value_weight with equity: $out"
 out=$("$BIN" train tictactoe --run "$dir/ttt" --steps 1 --set net.value=equity 2>&1) &&
     fail "tic-tac-toe accepted net.value=equity"
 printf '%s' "$out" | grep -q "equity head is for games of 1/2/3-point results" ||
