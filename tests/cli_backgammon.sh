@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Backgammon from the command line. The equity head (net.value = equity):
-# a tiny run trains with it and its model plays an eval match; tic-tac-toe
-# refuses it. Against GNU Backgammon (skipped, exit 77, where gnubg is not
-# installed; scripts/install-deps.sh installs it): a tiny
+# a tiny run trains with it (and with greedy fast moves) and its model plays
+# eval matches, with search and greedily (--greedy); tic-tac-toe refuses it.
+# Against GNU Backgammon (skipped, exit 77, where gnubg is not installed;
+# scripts/install-deps.sh installs it): a tiny
 # run whose arena.opponents names gnubg:0 plays its arena matches against
 # gnubg to the end (every move of both sides checked legal by the arena,
 # each game counted with a result), and `zeroth eval --opponent gnubg:0`
-# plays a full match and reports points per game.
+# plays a full match and reports points per game; the arena's points per
+# game reach the metrics and the report's panel.
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
@@ -25,7 +27,8 @@ tiny=(--set mode=deterministic --set games_per_actor=2 --set search.sims=4
 
 eq="$dir/equity"
 if ! "$BIN" train backgammon --run "$eq" --steps 2 --set net.value=equity --set arena.games=2 \
-    --set arena.opponents=pubeval "${tiny[@]}" >"$dir/equity.out" 2>&1; then
+    --set arena.opponents=pubeval --set selfplay.full_search_fraction=0.5 \
+    --set selfplay.fast_moves=greedy "${tiny[@]}" >"$dir/equity.out" 2>&1; then
     fail "train with net.value=equity: $(tail -n 3 "$dir/equity.out")"
 fi
 grep -q "value=equity:" "$eq/ckpt/$(cat "$eq/ckpt/latest" 2>/dev/null)/weights.safetensors" 2>/dev/null ||
@@ -35,6 +38,14 @@ grep '"kind":"train"' "$eq/metrics.jsonl" 2>/dev/null | tail -n 1 | grep -q '"lo
 out=$("$BIN" eval backgammon --model "$eq" --opponent pubeval --games 4 --sims 2 \
     --set backend=ref 2>&1) || fail "eval of the equity model: $out"
 printf '%s\n' "$out" | grep -q "^4 games against pubeval" || fail "equity eval: $out"
+out=$("$BIN" eval backgammon --model "$eq" --opponent pubeval --games 2 --greedy \
+    --set backend=ref 2>&1) || fail "eval --greedy: $out"
+printf '%s\n' "$out" | grep -q "greedy, no search" && printf '%s\n' "$out" | grep -q "^2 games against pubeval" ||
+    fail "eval --greedy: $out"
+out=$("$BIN" train backgammon --run "$dir/mix" --steps 1 --set learner.root_value_weight=0.5 2>&1) &&
+    fail "the equity head accepted learner.root_value_weight"
+printf '%s' "$out" | grep -q "root_value_weight = 0.5 needs net.value = scalar" ||
+    fail "root_value_weight with equity: $out"
 out=$("$BIN" train tictactoe --run "$dir/ttt" --steps 1 --set net.value=equity 2>&1) &&
     fail "tic-tac-toe accepted net.value=equity"
 printf '%s' "$out" | grep -q "equity head is for games of 1/2/3-point results" ||
@@ -62,6 +73,14 @@ n=$(grep -c '"kind":"arena","opponent":"gnubg:0","arena_games":4,' "$run/metrics
 if grep '"opponent":"gnubg:0"' "$run/metrics.jsonl" | grep -qv '"draws":0,'; then
     fail "a backgammon game against gnubg ended without a winner"
 fi
+
+# The arena's points per game, in the metrics and as the report's panel.
+grep '"opponent":"gnubg:0"' "$run/metrics.jsonl" | grep -q '"points":-\{0,1\}[0-9.]*,"points_lo":' ||
+    fail "the arena records no points per game: $(grep arena "$run/metrics.jsonl")"
+out=$("$BIN" report "$run" 2>&1) || fail "report: $out"
+grep -q "Strength: points per game" "$run/report.html" 2>/dev/null ||
+    fail "the report has no points-per-game panel"
+printf '%s' "$out" | grep -q "vs gnubg:0 .* points per game" || fail "report summary: $out"
 
 out=$("$BIN" eval backgammon --model "$run" --opponent gnubg:0 --games 4 --sims 2 \
     --set backend=ref 2>&1) || fail "eval --opponent gnubg:0: $out"

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/greedy.h"
 #include "arena/arena.h"
 #include "core/alloc.h"
 
@@ -117,6 +118,55 @@ zt_status zt_agent_policy_new(const zt_game *g, const zt_evaluator *ev, int max_
         return zt_fail(ZT_ERR_NOMEM, "policy agent: no memory for %d games", max_games);
     }
     *out = &pa->base;
+    return ZT_OK;
+}
+
+/* ---- greedy play ---- */
+
+typedef struct greedy_agent {
+    zt_agent base;
+    zt_greedy *greedy;
+} greedy_agent;
+
+static zt_status greedy_choose(zt_agent *a, int n, const int *slots, const void *const *states,
+                               zt_rng *const *rngs, int *actions)
+{
+    (void)rngs;
+    greedy_agent *ga = (greedy_agent *)a;
+    for (int i = 0; i < n; i++) {
+        float value;
+        ZT_TRY(zt_greedy_choose(ga->greedy, slots[i], states[i], &actions[i], &value));
+    }
+    return ZT_OK;
+}
+
+static void greedy_free(zt_agent *a)
+{
+    greedy_agent *ga = (greedy_agent *)a;
+    zt_greedy_free(ga->greedy);
+    free(ga);
+}
+
+zt_status zt_agent_greedy_new(const zt_game *g, const zt_evaluator *ev, int max_games,
+                              zt_agent **out)
+{
+    *out = NULL;
+    if (max_games < 1) return zt_fail(ZT_ERR_INVALID, "greedy agent: max_games %d < 1", max_games);
+    greedy_agent *ga = zt_xcalloc(1, sizeof *ga);
+    /* A turn's positions in batches of 256: backgammon's ordinary turns
+     * in one or two calls. */
+    zt_status st = zt_greedy_new(g, ev, max_games, 256, &ga->greedy);
+    if (st != ZT_OK) {
+        free(ga);
+        return st;
+    }
+    ga->base.game = g;
+    snprintf(ga->base.name, sizeof ga->base.name, "greedy");
+    ga->base.impl = ga;
+    ga->base.max_games = max_games;
+    ga->base.choose = greedy_choose;
+    ga->base.free = greedy_free;
+    *out = &ga->base;
     return ZT_OK;
 }
 

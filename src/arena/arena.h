@@ -60,6 +60,12 @@ zt_agent *zt_agent_from_player(zt_player *p, bool own);
 zt_status zt_agent_policy_new(const zt_game *g, const zt_evaluator *ev, int max_games,
                               zt_agent **out);
 
+/* Greedy play without search (agent/greedy.h): each turn ends where the
+ * evaluator's value is highest (backgammon: the best complete play, the
+ * opponent's roll averaged exactly). The evaluator context is borrowed. */
+zt_status zt_agent_greedy_new(const zt_game *g, const zt_evaluator *ev, int max_games,
+                              zt_agent **out);
+
 /* Search on the model the evaluator's net calls for (AlphaZero's, or MuZero's for a
  * MuZero net: agent/mz_model.h) over an evaluator: one
  * tree per game, all of them searched in lockstep, playing the search's

@@ -43,7 +43,8 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: zeroth eval GAME --model M --opponent X [--games N] [--sprt [--elo0 E0]\n"
-        "                        [--elo1 E1] [--alpha A] [--beta B]] [--sims S] [--set k=v]\n"
+        "                        [--elo1 E1] [--alpha A] [--beta B]] [--sims S] [--greedy]\n"
+        "                        [--set k=v]\n"
         "       zeroth eval GAME --model M --positions FILE [--limit N] [--sims S] [--set k=v]\n"
         "       zeroth eval GAME --model M [--games N] [--sims S] [--set k=v]  (one player)\n"
         "       zeroth eval GAME --player X [--games N] [--set k=v]             (one player)\n\n"
@@ -69,6 +70,9 @@ static void usage(FILE *f)
         "  --limit N      only the first N positions\n"
         "  --sims S       simulations per move (0: the raw policy's best move); short\n"
         "                 for --set search.sims=S\n"
+        "  --greedy       no search: each turn ends where the net's value is highest\n"
+        "                 (backgammon: the best complete play, as gnubg's 0-ply; the\n"
+        "                 opponent's roll averaged exactly); models on both sides\n"
         "  --seed N       seed of dice and the agents' randomness (default 1)\n"
         "  --set k=v      search settings, search.KEY (docs/search.md): search.algorithm\n"
         "                 (gumbel|puct), search.sims, search.leaves_per_tree,\n"
@@ -120,8 +124,10 @@ static zt_status model_open(const char *path, zt_config *cfg, model_agent *out)
     return st;
 }
 
-static zt_status model_agent_start(model_agent *m, const zt_search_config *sc, int max_games)
+static zt_status model_agent_start(model_agent *m, const zt_search_config *sc, bool greedy,
+                                   int max_games)
 {
+    if (greedy) return zt_agent_greedy_new(m->game, &m->ev, max_games, &m->agent);
     if (sc->num_simulations == 0) return zt_agent_policy_new(m->game, &m->ev, max_games, &m->agent);
     return zt_agent_search_new(m->game, &m->ev, sc, max_games, NULL, &m->agent);
 }
@@ -233,7 +239,7 @@ int zt_cmd_eval(int argc, char **argv)
     const char *player_spec = NULL;
     const char *games_arg = NULL, *limit_arg = NULL, *sims_arg = NULL, *seed_arg = NULL;
     const char *elo0_arg = NULL, *elo1_arg = NULL, *alpha_arg = NULL, *beta_arg = NULL;
-    bool sprt = false;
+    bool sprt = false, greedy = false;
     zt_status st = ZT_OK;
     int rc = 1;
     model_agent me = {0}, them = {0};
@@ -262,6 +268,8 @@ int zt_cmd_eval(int argc, char **argv)
             if (st != ZT_OK) goto fail;
         } else if (strcmp(argv[i], "--sprt") == 0) {
             sprt = true;
+        } else if (strcmp(argv[i], "--greedy") == 0) {
+            greedy = true;
         } else if ((rc = zt_cli_positional("eval", argv[i], (const char **const[]){&game_name}, 1)) != 0) {
             goto done;
         }
@@ -321,7 +329,7 @@ int zt_cmd_eval(int argc, char **argv)
     if ((st = zt_config_bool(cfg, "duplicate", true, &duplicate)) != ZT_OK) goto fail;
     if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
     search.seed = (uint64_t)seed;
-    if ((st = model_agent_start(&me, &search, positions ? 256 : (int)concurrency)) != ZT_OK)
+    if ((st = model_agent_start(&me, &search, greedy, positions ? 256 : (int)concurrency)) != ZT_OK)
         goto fail;
     const zt_game *g = me.game;
     if (zt_game_num_players(g) == 1 && (opponent || positions)) {
@@ -337,7 +345,9 @@ int zt_cmd_eval(int argc, char **argv)
     }
     char spec[256], what[128];
     zt_game_spec(g, spec, sizeof spec);
-    if (search.num_simulations == 0)
+    if (greedy)
+        snprintf(what, sizeof what, "greedy, no search");
+    else if (search.num_simulations == 0)
         snprintf(what, sizeof what, "raw policy");
     else
         snprintf(what, sizeof what, "%s, %d simulations",
@@ -384,7 +394,7 @@ int zt_cmd_eval(int argc, char **argv)
             rc = zt_cli_error("opponent '%s' plays '%s', not '%s'", opponent, theirs, spec);
             goto done;
         }
-        if ((st = model_agent_start(&them, &search, (int)concurrency)) != ZT_OK) goto fail;
+        if ((st = model_agent_start(&them, &search, greedy, (int)concurrency)) != ZT_OK) goto fail;
         opp_agent = them.agent;
         them.agent = NULL; /* freed as opp_agent */
     } else {

@@ -50,6 +50,9 @@ static const char *const known_fields[] = {"t",
                                            "elo",
                                            "elo_lo",
                                            "elo_hi",
+                                           "points",
+                                           "points_lo",
+                                           "points_hi",
                                            "n",
                                            "m",
                                            "rate",
@@ -518,7 +521,7 @@ typedef struct panel {
     double y_scale;
     const char *group, *lo, *hi;
     bool from_zero;
-    bool if_any; /* drawn only when the run has records of its kind */
+    bool only_with_data; /* left out of runs without such records */
 } panel;
 
 /* In the order a user looks for them: strength, then loss, then throughput. */
@@ -544,6 +547,19 @@ static const panel panels[] = {
      "mean_lo",
      "mean_hi",
      true,
+     true},
+    /* Games worth more than one point (backgammon): the arena records its
+     * points per game only there. */
+    {"Strength: points per game against arena opponents (95 % interval)",
+     "points per game",
+     "arena",
+     {"points", NULL},
+     {NULL},
+     1,
+     "opponent",
+     "points_lo",
+     "points_hi",
+     false,
      true},
     {"Strength: solver test sets (mistake rate or optimal share)",
      "%",
@@ -707,8 +723,12 @@ static void make_summary(const record *recs, int n, summary *sm)
                     (size_t)snprintf(res + used, CELL - used, "%sscore %.3f", used ? ", " : "", v);
             if (field(last, "wins", &w) && field(last, "draws", &d) && field(last, "losses", &l) &&
                 used < CELL)
-                snprintf(res + used, CELL - used, "%sW-D-L %.0f-%.0f-%.0f", used ? ", " : "",
-                         whole(w), whole(d), whole(l));
+                used += (size_t)snprintf(res + used, CELL - used, "%sW-D-L %.0f-%.0f-%.0f",
+                                         used ? ", " : "", whole(w), whole(d), whole(l));
+            if (field(last, "points", &v) && field(last, "points_lo", &lo) &&
+                field(last, "points_hi", &hi) && used < CELL)
+                snprintf(res + used, CELL - used, ", %+.3f [%+.3f, %+.3f] points per game",
+                         v + 0.0, lo + 0.0, hi + 0.0);
             add_row(sm, last, "vs %s", last->opponent[0] ? last->opponent : "?", res);
         } else {
             snprintf(res, CELL, "%s", last->metric[0] ? last->metric : "rate");
@@ -876,9 +896,14 @@ static zt_status write_report(const char *run, const record *recs, int n, int ba
     summary_html(&b, sm);
     for (size_t p = 0; p < sizeof panels / sizeof panels[0]; p++) {
         const panel *pn = &panels[p];
-        bool any = false;
-        for (int i = 0; i < n && !any; i++) any = strcmp(recs[i].kind, pn->kind) == 0;
-        if (pn->if_any && !any) continue; /* mean scores: one-player games only */
+        if (pn->only_with_data) {
+            bool any = false;
+            for (int i = 0; i < n && !any; i++) {
+                double v;
+                any = strcmp(recs[i].kind, pn->kind) == 0 && field(&recs[i], pn->fields[0], &v);
+            }
+            if (!any) continue;
+        }
         put(&b, "<h2>");
         put_text(&b, pn->title);
         put(&b, "</h2><div class=\"row\">\n");

@@ -11,6 +11,7 @@
 #include "core/timer.h"
 #include "search/nncache.h"
 #include "search/settings.h"
+#include "agent/greedy.h"
 
 /* One game in its slot. */
 typedef struct game_slot {
@@ -35,8 +36,9 @@ struct zt_actor {
     zt_nncache *cache;
     zt_model *model;
     zt_search *full, *fast; /* fast is NULL without playout-cap randomisation */
+    zt_greedy *greedy;      /* instead of fast with greedy_fast */
     game_slot *slots;
-    int8_t *searched;       /* per slot this step: 0 none, 1 full, 2 fast */
+    int8_t *searched;       /* per slot this step: 0 none, 1 full, 2 fast, 3 greedy */
     float *policy;          /* num_actions */
     uint64_t start[ZT_MAX_STATE_BYTES / 8];
     bool start_is_decision;
@@ -94,7 +96,7 @@ static zt_status make_searches(zt_actor *a, uint64_t seed)
     a->full_cfg.seed = seed;
     a->fast_cfg.seed = zt_hash_mix(seed ^ 0x5bd1e995u);
     ZT_TRY(zt_search_new(&a->full_cfg, a->model, a->cfg.games, &a->full));
-    if (a->cfg.full_search_fraction < 1.0)
+    if (a->cfg.full_search_fraction < 1.0 && !a->cfg.greedy_fast)
         ZT_TRY(zt_search_new(&a->fast_cfg, a->model, a->cfg.games, &a->fast));
     return build_root_cache(a);
 }
@@ -134,6 +136,8 @@ zt_status zt_actor_new(const zt_game *g, const zt_model_factory *mf, const zt_ev
         if (!a->cache) st = zt_fail(ZT_ERR_NOMEM, "actor: NN cache of %d entries", cfg->nncache_entries);
     }
     if (st == ZT_OK) st = mf->create(mf->ctx, g, &a->ev, max_batch, a->cache, &a->model);
+    if (st == ZT_OK && cfg->greedy_fast && cfg->full_search_fraction < 1.0)
+        st = zt_greedy_new(g, &a->ev, cfg->games, a->max_eval, &a->greedy);
     a->slots = zt_xcalloc((size_t)cfg->games, sizeof *a->slots);
     a->searched = zt_xcalloc((size_t)cfg->games, sizeof *a->searched);
     a->policy = zt_xcalloc((size_t)g->num_actions, sizeof *a->policy);
@@ -157,6 +161,7 @@ void zt_actor_free(zt_actor *a)
 {
     if (!a) return;
     free_searches(a);
+    zt_greedy_free(a->greedy);
     zt_model_free(a->model);
     zt_nncache_free(a->cache);
     if (a->slots)
@@ -339,7 +344,12 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
         ZT_TRY(reach_decision(a, t, sink, &ready));
         if (!ready) continue;
         game_slot *s = &a->slots[t];
-        bool full = !a->fast || zt_rng_uniform(&s->rng) < a->cfg.full_search_fraction;
+        bool full = (!a->fast && !a->greedy) ||
+                    zt_rng_uniform(&s->rng) < a->cfg.full_search_fraction;
+        if (!full && a->greedy) {
+            a->searched[t] = 3; /* chosen below, after the searches */
+            continue;
+        }
         zt_search_begin(full ? a->full : a->fast, t, s->state);
         a->searched[t] = full ? 1 : 2;
         any_full |= full;
@@ -361,13 +371,20 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
     a->stats.positions_valued += after.positions - before.positions;
     a->stats.nncache_hits += (after.positions - before.positions) - (after.evaluations - before.evaluations);
 
+    uint64_t greedy_evals = a->greedy ? zt_greedy_evaluations(a->greedy) : 0;
+    uint64_t greedy_calls = a->greedy ? zt_greedy_calls(a->greedy) : 0;
     for (int t = 0; t < G; t++) {
         if (!a->searched[t]) continue;
         game_slot *s = &a->slots[t];
-        bool full = a->searched[t] == 1;
+        bool full = a->searched[t] == 1, greedy = a->searched[t] == 3;
         zt_search *sr = full ? a->full : a->fast;
         int player = g->current_player(g, s->state);
-        float root_value = zt_search_root_value(sr, t);
+        int greedy_action = -1;
+        float root_value;
+        if (greedy)
+            ZT_TRY(zt_greedy_choose(a->greedy, t, s->state, &greedy_action, &root_value));
+        else
+            root_value = zt_search_root_value(sr, t);
         if (full) zt_search_policy(sr, t, a->policy);
         a->stats.moves++;
         a->stats.full_searches += full;
@@ -381,7 +398,7 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
             if (s->would_resign < 0) s->would_resign = player;
         }
         float temperature = s->ply < a->cfg.temperature_moves ? a->cfg.temperature : 0.0f;
-        int action = zt_search_choose(sr, t, temperature);
+        int action = greedy ? greedy_action : zt_search_choose(sr, t, temperature);
         /* the games served so far pay nothing before the end (board games;
          * the returns are the outcome), so the move's reward is 0 */
         zt_replay_traj_add_step(s->traj, s->state, full ? a->policy : NULL, root_value, full,
@@ -390,6 +407,12 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
         s->ply++;
         zt_search_played(a->full, t, action);
         if (a->fast) zt_search_played(a->fast, t, action);
+    }
+    if (a->greedy) {
+        uint64_t evals = zt_greedy_evaluations(a->greedy) - greedy_evals;
+        a->stats.inferences += evals;
+        a->stats.positions_valued += evals;
+        a->stats.net_calls += zt_greedy_calls(a->greedy) - greedy_calls;
     }
     /* Games that just ended are closed now rather than at the next step, so
      * that a generation is over as soon as its last move is played. */

@@ -36,6 +36,10 @@ typedef struct zt_actor_config {
      * fast_simulations whose positions are value targets only. */
     double full_search_fraction; /* 1: every move searched fully */
     int fast_simulations;
+    /* The moves without the full search are chosen greedily instead of by
+     * a fast search: the network's value of every end of the mover's turn,
+     * the best one played (agent/greedy.h; TD-Gammon's move choice). */
+    bool greedy_fast;
     /* PUCT: the first temperature_moves plies are sampled from the visit
      * counts at `temperature`, later ones take the most visited action.
      * Gumbel explores through its Gumbel noise and ignores these. */

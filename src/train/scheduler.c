@@ -359,18 +359,27 @@ static zt_status run_arena(zt_scheduler *L)
             st = zt_fail(st, "arena: %s", zt_gnubg_error(p));
         zt_agent_free(opponent);
         if (st != ZT_OK) break;
-        metric(L, "arena",
-               "\"opponent\":\"%s\",\"arena_games\":%d,\"wins\":%d,\"draws\":%d,\"losses\":%d,"
-               "\"score\":%.4f,\"elo\":%.1f,\"elo_lo\":%.1f,\"elo_hi\":%.1f,"
-               "\"points\":%.4f,\"points_lo\":%.4f,\"points_hi\":%.4f,\"duplicate\":%s",
-               spec, r.games, r.wins, r.draws, r.losses, r.elo.score, r.elo.elo, r.elo.lo,
-               r.elo.hi, r.points.mean, r.points.lo, r.points.hi, r.duplicate ? "true" : "false");
-        if (game->max_return > 1)
+        /* Points per game where a game can be worth more than one point
+         * (backgammon), with the dice duplicated or not. */
+        if (game->max_return > 1) {
+            metric(L, "arena",
+                   "\"opponent\":\"%s\",\"arena_games\":%d,\"wins\":%d,\"draws\":%d,"
+                   "\"losses\":%d,\"score\":%.4f,\"elo\":%.1f,\"elo_lo\":%.1f,\"elo_hi\":%.1f,"
+                   "\"points\":%.4f,\"points_lo\":%.4f,\"points_hi\":%.4f,\"duplicate\":%s",
+                   spec, r.games, r.wins, r.draws, r.losses, r.elo.score, r.elo.elo, r.elo.lo,
+                   r.elo.hi, r.points.mean, r.points.lo, r.points.hi,
+                   r.duplicate ? "true" : "false");
             append(summary, sizeof summary, &used, "%s%s %d-%d-%d %+.2f ppg", used ? ", " : "",
                    spec, r.wins, r.draws, r.losses, r.points.mean);
-        else
+        } else {
+            metric(L, "arena",
+                   "\"opponent\":\"%s\",\"arena_games\":%d,\"wins\":%d,\"draws\":%d,"
+                   "\"losses\":%d,\"score\":%.4f,\"elo\":%.1f,\"elo_lo\":%.1f,\"elo_hi\":%.1f",
+                   spec, r.games, r.wins, r.draws, r.losses, r.elo.score, r.elo.elo, r.elo.lo,
+                   r.elo.hi);
             append(summary, sizeof summary, &used, "%s%s %d-%d-%d", used ? ", " : "", spec,
                    r.wins, r.draws, r.losses);
+        }
     }
     const zt_position_set *sets = NULL;
     int nsets = S->arena_positions ? zt_game_position_sets(game, &sets) : 0;

@@ -265,6 +265,10 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_double(c, "selfplay.full_search_fraction", 1.0, 1e-3, 1.0,
                             &A->full_search_fraction));
     ZT_TRY(zt_config_int32(c, "selfplay.fast_sims", A->fast_simulations, 1, 1 << 20, &A->fast_simulations));
+    static const char *const fast_moves[] = {"search", "greedy", NULL};
+    int fast;
+    ZT_TRY(zt_config_choice(c, "selfplay.fast_moves", "search", fast_moves, &fast));
+    A->greedy_fast = fast == 1;
     ZT_TRY(zt_config_bool(c, "selfplay.resign", false, &A->resign));
     ZT_TRY(zt_config_float(c, "selfplay.resign_threshold", A->resign_threshold, -1, 1,
                      &A->resign_threshold));
@@ -307,6 +311,13 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_int32(c, "publish_every", 20, 1, 1 << 30, &S->publish_every));
     ZT_TRY(zt_config_int(c, "learner.min_positions", 2000, 1, INT64_C(1) << 36, &S->min_positions));
     ZT_TRY(zt_config_double(c, "learner.root_value_weight", 0.0, 0, 1, &S->root_value_weight));
+    /* The search's root value is one number: it mixes into a scalar target
+     * only, never into WDL or equity probabilities. */
+    if (S->root_value_weight > 0 && S->net.value_kind != ZT_VALUE_SCALAR)
+        return zt_fail(ZT_ERR_INVALID,
+                       "learner.root_value_weight = %g needs net.value = scalar (the search's "
+                       "root value is one number, not %s probabilities)",
+                       S->root_value_weight, S->net.value_kind == ZT_VALUE_WDL ? "WDL" : "equity");
     ZT_TRY(zt_config_bool(c, "learner.prefetch", !debug, &S->prefetch));
     ZT_TRY(zt_config_int32(c, "alternate.steps", 0, 0, 1 << 30, &S->alternate_steps));
 

@@ -1,0 +1,211 @@
+/* Greedy move choice (agent/greedy.h): in backgammon, over an evaluator
+ * that values positions by the pip race, the chosen turn is a play of
+ * highest value among every complete play the rules allow (enumerated
+ * independently by zt_bg_plays), its value is that play's, and the turn's
+ * later checker moves come from the plan without another network call; in
+ * tic-tac-toe over the exact oracle, greedy play by both sides draws; an
+ * actor with selfplay.fast_moves = greedy plays most moves without search
+ * and its games still end and reach the replay buffer. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/az_model.h"
+#include "agent/evaluators.h"
+#include "core/alloc.h"
+#include "core/rng.h"
+#include "game/backgammon.h"
+#include "selfplay/actor.h"
+#include "agent/greedy.h"
+
+#include "zt_test.h"
+
+static int pips(const uint8_t *side)
+{
+    int n = 0;
+    for (int i = 0; i < 25; i++) n += side[i] * (i + 1);
+    return n;
+}
+
+/* The race for the player to move: (opponent's pips - own pips) / 400,
+ * the same whatever the dice. */
+static float race_value(const bg_state *s)
+{
+    return (float)(pips(s->board[!s->turn]) - pips(s->board[s->turn])) / 400.0f;
+}
+
+static zt_status race_eval(void *ctx, int B, const void *const *states, float *logits,
+                           float *value)
+{
+    const zt_game *g = ctx;
+    memset(logits, 0, (size_t)B * (size_t)g->num_actions * sizeof *logits);
+    for (int i = 0; i < B; i++) value[i] = race_value(states[i]);
+    return ZT_OK;
+}
+
+static zt_status unused_eval(void *ctx, int B, const float *obs, float *logits, float *value)
+{
+    (void)ctx, (void)B, (void)obs, (void)logits, (void)value;
+    return zt_fail(ZT_ERR_INVALID, "observations asked of a state evaluator");
+}
+
+static void test_backgammon(uint64_t seed)
+{
+    zt_game *g;
+    if (zt_game_new("backgammon", NULL, &g) != ZT_OK) {
+        CHECK(0, "backgammon: %s", zt_error_message());
+        return;
+    }
+    zt_evaluator ev = {.ctx = g, .eval = unused_eval, .eval_states = race_eval};
+    zt_greedy *gr;
+    /* a small batch, so that a turn's positions take several calls */
+    CHECK(zt_greedy_new(g, &ev, 1, 37, &gr) == ZT_OK, "%s", zt_error_message());
+    bg_playlist *pl = zt_xmalloc(sizeof *pl);
+    zt_rng rng;
+    zt_rng_seed(&rng, seed, 1);
+    int turns = 0, hits = 0;
+    for (int game = 0; game < 6; game++) {
+        bg_state s;
+        zt_bg_reset(&s);
+        while (g->current_player(g, &s) != ZT_TERMINAL) {
+            if (g->current_player(g, &s) == ZT_CHANCE) {
+                int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+                float probs[ZT_MAX_CHANCE_OUTCOMES];
+                int n = g->chance_outcomes(g, &s, outcomes, probs);
+                g->apply(g, &s, outcomes[zt_rng_categorical(&rng, probs, n)]);
+                continue;
+            }
+            /* Every complete play, and the best race value after it. */
+            zt_bg_plays(&s, pl);
+            float best = -2;
+            for (int i = 0; i < pl->count; i++) {
+                bg_state after = pl->plays[i].after;
+                float v = zt_game_is_terminal(g, &after) ? zt_game_value_of(g, &after, s.turn)
+                                                          : -race_value(&after);
+                /* after.turn is the opponent (to roll): its race negated */
+                if (v > best) best = v;
+            }
+            int mover = s.turn, action;
+            float value;
+            uint64_t calls = zt_greedy_calls(gr);
+            CHECK(zt_greedy_choose(gr, 0, &s, &action, &value) == ZT_OK, "%s", zt_error_message());
+            CHECK(fabsf(value - best) < 1e-5f, "turn %d: greedy value %g, best play %g", turns,
+                  value, best);
+            uint64_t after_first = zt_greedy_calls(gr);
+            g->apply(g, &s, action);
+            while (g->current_player(g, &s) == mover) {
+                float v2;
+                CHECK(zt_greedy_choose(gr, 0, &s, &action, &v2) == ZT_OK && v2 == value,
+                      "turn %d: the rest of the plan", turns);
+                g->apply(g, &s, action);
+            }
+            CHECK(zt_greedy_calls(gr) == after_first, "turn %d: the plan was valued again", turns);
+            hits += after_first > calls;
+            /* the turn ended in a position worth the best play's value */
+            float got = zt_game_is_terminal(g, &s) ? zt_game_value_of(g, &s, mover)
+                                                   : -race_value(&s);
+            CHECK(fabsf(got - best) < 1e-6f, "turn %d: played to %g, best %g", turns, got, best);
+            turns++;
+        }
+    }
+    printf("backgammon: %d turns chosen greedily (%d valued), %llu positions in %llu calls\n",
+           turns, hits, (unsigned long long)zt_greedy_evaluations(gr),
+           (unsigned long long)zt_greedy_calls(gr));
+    CHECK(turns > 100, "only %d turns", turns);
+    free(pl);
+    zt_greedy_free(gr);
+    zt_game_free(g);
+}
+
+/* Tic-tac-toe over the exact oracle: greedy play is perfect play, a draw. */
+static void test_tictactoe(void)
+{
+    zt_game *g;
+    if (zt_game_new("tictactoe", NULL, &g) != ZT_OK) {
+        CHECK(0, "tictactoe: %s", zt_error_message());
+        return;
+    }
+    zt_evaluator ev;
+    CHECK(zt_evaluator_oracle_new(g, &ev) == ZT_OK, "oracle: %s", zt_error_message());
+    zt_greedy *gr;
+    CHECK(zt_greedy_new(g, &ev, 2, 16, &gr) == ZT_OK, "%s", zt_error_message());
+    uint64_t s[ZT_MAX_STATE_BYTES / 8];
+    g->reset(g, s);
+    int plies = 0;
+    while (!zt_game_is_terminal(g, s)) {
+        int action;
+        float value;
+        CHECK(zt_greedy_choose(gr, plies & 1, s, &action, &value) == ZT_OK, "%s",
+              zt_error_message());
+        CHECK(value == 0, "ply %d: perfect play values the position %g, not a draw", plies, value);
+        g->apply(g, s, action);
+        plies++;
+    }
+    CHECK(plies == 9 && zt_game_value_of(g, s, 0) == 0, "greedy oracle play: %d plies, %g", plies,
+          zt_game_value_of(g, s, 0));
+    zt_greedy_free(gr);
+    zt_evaluator_oracle_free(&ev);
+    zt_game_free(g);
+}
+
+/* An actor whose fast moves are greedy: few full searches, every game over
+ * and stored, and with the oracle every game a draw. */
+static void test_actor(void)
+{
+    zt_game *g;
+    if (zt_game_new("tictactoe", NULL, &g) != ZT_OK) return;
+    zt_evaluator ev;
+    CHECK(zt_evaluator_oracle_new(g, &ev) == ZT_OK, "oracle: %s", zt_error_message());
+    zt_actor_config ac;
+    zt_actor_config_default(&ac);
+    ac.games = 4;
+    ac.search.num_simulations = 8;
+    ac.root_cache = false;
+    ac.nncache = false;
+    ac.full_search_fraction = 0.1;
+    ac.greedy_fast = true;
+    zt_replay_config rc;
+    zt_replay_config_default(&rc);
+    rc.capacity = 10000;
+    zt_replay *rb = NULL;
+    zt_actor *a = NULL;
+    zt_model_factory mf = zt_az_model_factory();
+    CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
+    CHECK(zt_actor_new(g, &mf, &ev, &ac, &a) == ZT_OK, "actor: %s", zt_error_message());
+    if (!a || !rb) return;
+    zt_traj_sink sink = zt_traj_sink_replay(rb);
+    for (int step = 0; step < 400; step++)
+        CHECK(zt_actor_step(a, &sink) == ZT_OK, "step: %s", zt_error_message());
+    zt_actor_stats as = zt_actor_get_stats(a);
+    zt_replay_stats rs = zt_replay_get_stats(rb);
+    printf("tictactoe actor: %llu moves, %llu full searches, %llu games\n",
+           (unsigned long long)as.moves, (unsigned long long)as.full_searches,
+           (unsigned long long)as.games);
+    CHECK(as.games >= 100 && rs.games == (int64_t)as.games_added && as.games_added == as.games,
+          "%llu games, %llu added", (unsigned long long)as.games,
+          (unsigned long long)as.games_added);
+    CHECK(as.full_searches > 0 && as.full_searches * 5 < as.moves, "%llu full of %llu moves",
+          (unsigned long long)as.full_searches, (unsigned long long)as.moves);
+    CHECK(as.inferences > 0, "greedy moves asked the evaluator nothing");
+    /* Perfect play by both sides: every stored position's outcome is a draw. */
+    int decisive = 0;
+    for (int64_t i = 0; i < rs.positions; i++) {
+        zt_replay_position pos;
+        if (zt_replay_get(rb, i, &pos, NULL) == ZT_OK && pos.outcome != 0) decisive++;
+    }
+    CHECK(decisive == 0, "%d positions of decided games under perfect play", decisive);
+    zt_actor_free(a);
+    zt_replay_free(rb);
+    zt_evaluator_oracle_free(&ev);
+    zt_game_free(g);
+}
+
+int main(void)
+{
+    uint64_t seed = zt_test_seed(20261126);
+    test_backgammon(seed);
+    test_tictactoe();
+    test_actor();
+    return zt_test_finish("test_greedy");
+}
