@@ -688,41 +688,71 @@ INLINE void epilogue(const qconv *c, const qtensor *out, const qtensor *res, __m
     }
 }
 
+/* The sums live in named variables, not an array, and each product is an
+ * asm statement that adds into its sum in place: from the intrinsic, GCC 12
+ * copied every sum to a second register and, short of registers with 24
+ * sums, stored them on the stack after each product. np and noc are
+ * constants where this is inlined, so the unused sums and products vanish.
+ * AT&T order: vpdpbusd w (s8), x (u8), sum. */
+#define DPBUSD(sum, x, w) __asm__("vpdpbusd %2, %1, %0" : "+v"(sum) : "v"(x), "v"(w))
+#define ACC_ROW(i)                                                                                 \
+    __m512i a##i##0 = _mm512_setzero_si512(), a##i##1 = a##i##0, a##i##2 = a##i##0,               \
+            a##i##3 = a##i##0
+#define DOT_ROW(i)                                                                                 \
+    if (np > i) {                                                                                  \
+        int32_t four;                                                                              \
+        memcpy(&four, s##i + 4 * gq, 4);                                                           \
+        __m512i x = _mm512_set1_epi32(four);                                                       \
+        DPBUSD(a##i##0, x, w0);                                             \
+        if (noc > 1) DPBUSD(a##i##1, x, w1);                                \
+        if (noc > 2) DPBUSD(a##i##2, x, w2);                                \
+        if (noc > 3) DPBUSD(a##i##3, x, w3);                                \
+    }
+#define EPI_ROW(i)                                                                                 \
+    if (np > i) {                                                                                  \
+        epilogue(c, out, res, a##i##0, ocb0 * CBLK, a->dst[i], a->res[i]);                        \
+        if (noc > 1) epilogue(c, out, res, a##i##1, (ocb0 + 1) * CBLK, a->dst[i], a->res[i]);     \
+        if (noc > 2) epilogue(c, out, res, a##i##2, (ocb0 + 2) * CBLK, a->dst[i], a->res[i]);     \
+        if (noc > 3) epilogue(c, out, res, a##i##3, (ocb0 + 3) * CBLK, a->dst[i], a->res[i]);     \
+    }
+
 INLINE void tile(const qconv *c, const qtensor *out, const qtensor *res, const tile_args *a,
                  int np, int ocb0, int noc)
 {
-    __m512i acc[NP][NOC];
-#pragma GCC unroll 8
-    for (int i = 0; i < np; i++)
-#pragma GCC unroll 4
-        for (int j = 0; j < noc; j++) acc[i][j] = _mm512_setzero_si512();
+    ACC_ROW(0);
+    ACC_ROW(1);
+    ACC_ROW(2);
+    ACC_ROW(3);
+    ACC_ROW(4);
+    ACC_ROW(5);
     const int8_t *w = c->w + (size_t)ocb0 * c->ocb_stride;
+    size_t ocs = c->ocb_stride;
     for (int t = 0; t < c->ntaps; t++) {
-        const uint8_t *s[NP];
         int off = c->tap_off[t];
-#pragma GCC unroll 8
-        for (int i = 0; i < np; i++) s[i] = a->src[i] + off;
+        const uint8_t *s0 = a->src[0] + off, *s1 = np > 1 ? a->src[1] + off : s0;
+        const uint8_t *s2 = np > 2 ? a->src[2] + off : s0, *s3 = np > 3 ? a->src[3] + off : s0;
+        const uint8_t *s4 = np > 4 ? a->src[4] + off : s0, *s5 = np > 5 ? a->src[5] + off : s0;
         const int8_t *wt = w + (size_t)t * c->k4 * 64;
         for (int gq = 0; gq < c->k4; gq++) {
-            __m512i wv[NOC];
-#pragma GCC unroll 4
-            for (int j = 0; j < noc; j++)
-                wv[j] = _mm512_load_si512((const void *)(wt + j * c->ocb_stride + (size_t)gq * 64));
-#pragma GCC unroll 8
-            for (int i = 0; i < np; i++) {
-                int32_t four;
-                memcpy(&four, s[i] + 4 * gq, 4);
-                __m512i x = _mm512_set1_epi32(four);
-#pragma GCC unroll 4
-                for (int j = 0; j < noc; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], x, wv[j]);
-            }
+            const int8_t *wg = wt + (size_t)gq * 64;
+            __m512i w0 = _mm512_load_si512((const void *)wg);
+            __m512i w1 = noc > 1 ? _mm512_load_si512((const void *)(wg + ocs)) : w0;
+            __m512i w2 = noc > 2 ? _mm512_load_si512((const void *)(wg + 2 * ocs)) : w0;
+            __m512i w3 = noc > 3 ? _mm512_load_si512((const void *)(wg + 3 * ocs)) : w0;
+            DOT_ROW(0)
+            DOT_ROW(1)
+            DOT_ROW(2)
+            DOT_ROW(3)
+            DOT_ROW(4)
+            DOT_ROW(5)
         }
     }
-#pragma GCC unroll 8
-    for (int i = 0; i < np; i++)
-#pragma GCC unroll 4
-        for (int j = 0; j < noc; j++)
-            epilogue(c, out, res, acc[i][j], (ocb0 + j) * CBLK, a->dst[i], a->res[i]);
+    EPI_ROW(0)
+    EPI_ROW(1)
+    EPI_ROW(2)
+    EPI_ROW(3)
+    EPI_ROW(4)
+    EPI_ROW(5)
 }
 
 #define TILE_FN(NPV, NOCV)                                                                       \
