@@ -72,7 +72,7 @@ typedef struct learner_rank {
     int learners;   /* dist.learners */
     zt_dist_dp *dp; /* with several learners */
 
-    size_t weights_n;      /* floats of the learner's net */
+    size_t weights_n;      /* floats of a published version */
     weights_msg *latest;   /* the newest version (a reference) */
     weights_msg *spare;    /* a buffer to poll the next version into */
     uint64_t have_version; /* latest's version at the learner's store */
@@ -443,7 +443,9 @@ static zt_status remote_start(void *ctx, const zt_train_remote_run *run)
     L->config_sent = true;
     ZT_TRY(st);
     ZT_TRY(zt_replay_traj_new(run->game, &L->scratch));
-    L->weights_n = weight_floats(zt_learner_net(run->learner));
+    /* with int8 actors the versions end in the int8 tail */
+    L->weights_n = weight_floats(zt_learner_net(run->learner)) +
+                   zt_learner_weights_tail(run->learner);
     if (L->learners > 1) {
         /* collective with the other learners, which have the config */
         int64_t step = zt_learner_get_counters(run->learner).step;
