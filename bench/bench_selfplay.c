@@ -28,6 +28,7 @@
 #include "core/rng.h"
 #include "core/thread.h"
 #include "core/timer.h"
+#include "game/sample.h"
 #include "nn/nn.h"
 #include "replay/replay.h"
 #include "selfplay/actor.h"
@@ -93,14 +94,31 @@ static zt_status row_settings(const bench_args *A, const char *const *extra, zt_
 
 /* ---- self-play ---- */
 
-/* He initialisation from the run's seed (ctx: the seed). */
+typedef struct init_ctx {
+    const zt_train_settings *S;
+    const zt_game *g;
+} init_ctx;
+
+enum { INT8_CALIBRATION = 128 };
+
+/* He initialisation from the run's seed; for int8 actors then int8, its
+ * ranges calibrated on random-play positions (training calibrates on
+ * replay positions, in the learner). */
 static zt_status init_weights(zt_net *net, void *ctx)
 {
+    const init_ctx *c = ctx;
     zt_rng init;
-    zt_rng_seed(&init, *(const uint64_t *)ctx, 0x6e657421ULL);
+    zt_rng_seed(&init, c->S->seed, 0x6e657421ULL);
     zt_net_init(net, &init);
     zt_net_params_changed(net);
-    return ZT_OK;
+    if (!c->S->int8_actors) return ZT_OK;
+    ZT_TRY(zt_net_set_precision(net, ZT_PRECISION_INT8));
+    const int *sh = c->g->obs_shape;
+    float *obs = zt_xmalloc((size_t)INT8_CALIBRATION * sh[0] * sh[1] * sh[2] * sizeof(float));
+    zt_game_sample_observations(c->g, &init, INT8_CALIBRATION, obs, NULL);
+    zt_status st = zt_net_calibrate(net, INT8_CALIBRATION, obs);
+    free(obs);
+    return st;
 }
 
 typedef struct actor_run {
@@ -226,12 +244,13 @@ static zt_status measure_selfplay(const zt_game *g, const zt_train_settings *S, 
     zt_status st = zt_evaluator_pool_new(&S->net, S->backend, S->precision, S->evaluator, n,
                                          zt_actor_eval_batch(g, &S->actor), n, &pool);
     zt_model_factory mf = zt_model_factory_for_evaluator();
+    init_ctx ic = {S, g};
     for (int i = 0; i < n && st == ZT_OK; i++) {
         zt_actor_config ac = S->actor;
         ac.id = i;
         /* the same He-initialised weights in every net, as after a
          * publication; the root cache is built for them */
-        st = zt_evaluator_pool_update(pool, i, 1, init_weights, (void *)&S->seed);
+        st = zt_evaluator_pool_update(pool, i, 1, init_weights, &ic);
         zt_evaluator ev = zt_evaluator_pool_client(pool, i);
         if (st == ZT_OK) st = zt_actor_new(g, &mf, &ev, &ac, &runs[i].actor);
         if (st != ZT_OK) break;
@@ -489,6 +508,9 @@ static int run(const bench_args *A)
             rows[nrows++] = (row){.name = "K=4 leaves per tree (default K=1: off)",
                                   .sets = {"search.leaves_per_tree=4"},
                                   .turns_on = true};
+        if (S.int8_actors)
+            rows[nrows++] = (row){.name = "int8 actors off (precision=bf16)",
+                                  .sets = {"precision=bf16"}};
         if (bf16)
             rows[nrows++] = (row){.name = "bf16 off (precision=fp32)", .sets = {"precision=fp32"}};
         else
@@ -521,7 +543,7 @@ static int run(const bench_args *A)
         g->name, S.actors, S.actor.games,
         S.actor.search.algorithm == ZT_SEARCH_GUMBEL ? "gumbel" : "puct",
         S.actor.search.num_simulations, K, arch, zt_net_backend_name(probe),
-        zt_precision_name(zt_net_precision(probe)), A->seconds, zt_cpu_count(), load[0]);
+        S.int8_actors ? "int8" : zt_precision_name(zt_net_precision(probe)), A->seconds, zt_cpu_count(), load[0]);
     zt_net_free(probe);
     zt_game_free(g);
     zt_config_free(cfg);

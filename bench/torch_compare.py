@@ -262,7 +262,9 @@ def torch_train_step_rate(model, arch, batch, min_time, repeats):
 
 
 def zeroth_numbers(zeroth, nets, batches, threads, quick):
-    cmd = [zeroth, "bench", "nn", "--json", "--threads", str(threads)]
+    # fp32 and bf16 only: PyTorch's int8 path is not timed here, so Zeroth's
+    # int8 rows (bench nn's default "all") would compare unlike with like.
+    cmd = [zeroth, "bench", "nn", "--json", "--threads", str(threads), "--precision", "both"]
     for n in nets:
         cmd += ["--net", n]
     for b in batches:

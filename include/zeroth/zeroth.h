@@ -216,7 +216,8 @@ typedef struct zeroth_net zeroth_net_t;
 /* Loads a network from `path`: a weights file (.safetensors), a checkpoint
  * directory or a run directory (its latest checkpoint). The file names its
  * architecture and game. settings (NULL or "" for defaults): backend=auto|
- * cpu|ref, precision=auto|fp32|bf16, threads=N (default all cores). */
+ * cpu|ref, precision=auto|fp32|bf16|int8 (int8: calibrated on random-play
+ * positions), threads=N (default all cores). */
 ZEROTH_API zeroth_status zeroth_net_open(const char *path, const char *settings,
                                          zeroth_net_t **out);
 ZEROTH_API void zeroth_net_free(zeroth_net_t *net);

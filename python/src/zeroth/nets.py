@@ -40,7 +40,7 @@ class Net:
         net = zeroth.Net.load("runs/c4")        # or a ckpt dir, or a .safetensors
         logits, value = net.forward(obs)        # (n, A) float32, (n,) float32
 
-    backend: auto | cpu | ref; precision: auto | fp32 | bf16; threads: the
+    backend: auto | cpu | ref; precision: auto | fp32 | bf16 | int8; threads: the
     threads one forward call may use (default: all cores)."""
 
     def __init__(self, path, backend=None, precision=None, threads=None):

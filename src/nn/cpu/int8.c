@@ -460,37 +460,69 @@ zt_status zt_int8_ranges_set(zt_int8_plan *p, const float *ranges)
 
 /* ---- fp32 ops (the calibration forward, and layer norm/tanh at use) ---- */
 
+/* 64 output channels (masks m) of one output pixel from o0: sum over the
+ * valid taps and input channels, weights wt[tap][ic][oc]; two input
+ * channels at a time into separate sums, 8 independent FMA chains. */
+TARGET static void f_conv_pixel(const float *x, const float *wt, float *out, const float *b,
+                                zt_nn_shape s, int oc, int k, int n, int yy, int xx)
+{
+    int pad = k / 2;
+    for (int o0 = 0; o0 < oc; o0 += 64) {
+        __mmask16 m[4];
+        __m512 acc[4], acc2[4];
+        for (int j = 0; j < 4; j++) {
+            int left = oc - o0 - 16 * j;
+            m[j] = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1u);
+            acc[j] = b ? _mm512_maskz_loadu_ps(m[j], b + o0 + 16 * j) : _mm512_setzero_ps();
+            acc2[j] = _mm512_setzero_ps();
+        }
+        for (int ky = 0; ky < k; ky++) {
+            int iy = yy + ky - pad;
+            if (iy < 0 || iy >= s.h) continue;
+            for (int kx = 0; kx < k; kx++) {
+                int ix = xx + kx - pad;
+                if (ix < 0 || ix >= s.w) continue;
+                const float *in = x + (((size_t)n * s.h + iy) * s.w + ix) * s.c;
+                const float *wk = wt + (size_t)(ky * k + kx) * s.c * oc + o0;
+                int ic = 0;
+                for (; ic + 1 < s.c; ic += 2) {
+                    __m512 v0 = _mm512_set1_ps(in[ic]), v1 = _mm512_set1_ps(in[ic + 1]);
+                    const float *w0 = wk + (size_t)ic * oc, *w1 = w0 + oc;
+#pragma GCC unroll 4
+                    for (int j = 0; j < 4; j++) {
+                        acc[j] = _mm512_fmadd_ps(v0, _mm512_maskz_loadu_ps(m[j], w0 + 16 * j), acc[j]);
+                        acc2[j] = _mm512_fmadd_ps(v1, _mm512_maskz_loadu_ps(m[j], w1 + 16 * j), acc2[j]);
+                    }
+                }
+                if (ic < s.c) {
+                    __m512 v0 = _mm512_set1_ps(in[ic]);
+                    const float *w0 = wk + (size_t)ic * oc;
+#pragma GCC unroll 4
+                    for (int j = 0; j < 4; j++)
+                        acc[j] = _mm512_fmadd_ps(v0, _mm512_maskz_loadu_ps(m[j], w0 + 16 * j), acc[j]);
+                }
+            }
+        }
+        for (int j = 0; j < 4; j++)
+            _mm512_mask_storeu_ps(out + o0 + 16 * j, m[j], _mm512_add_ps(acc[j], acc2[j]));
+    }
+}
+
 static void f_conv(const zt_int8_plan *p, const zt_nn_op *op, int B, const float *x, float *y,
                    float *wt)
 {
     zt_nn_shape s = p->fg.tensors[op->in[0]];
-    int oc = p->fg.tensors[op->out].c, k = op->k, pad = k / 2;
+    int oc = p->fg.tensors[op->out].c, k = op->k;
     const float *w = fparam(p, op->p[0]);
     const float *b = op->p[1] >= 0 ? fparam(p, op->p[1]) : NULL;
-    /* wt: [ky][kx][ic][oc], so the innermost loop runs over output channels. */
+    /* wt: [ky][kx][ic][oc], so that 16 output channels are one load. */
     for (int o = 0; o < oc; o++)
         for (int e = 0; e < k * k * s.c; e++) wt[(size_t)e * oc + o] = w[(size_t)o * k * k * s.c + e];
     for (int n = 0; n < B; n++)
         for (int yy = 0; yy < s.h; yy++)
-            for (int xx = 0; xx < s.w; xx++) {
-                float *out = y + (((size_t)n * s.h + yy) * s.w + xx) * oc;
-                for (int o = 0; o < oc; o++) out[o] = b ? b[o] : 0.0f;
-                for (int ky = 0; ky < k; ky++) {
-                    int iy = yy + ky - pad;
-                    if (iy < 0 || iy >= s.h) continue;
-                    for (int kx = 0; kx < k; kx++) {
-                        int ix = xx + kx - pad;
-                        if (ix < 0 || ix >= s.w) continue;
-                        const float *in = x + (((size_t)n * s.h + iy) * s.w + ix) * s.c;
-                        const float *wk = wt + (size_t)(ky * k + kx) * s.c * oc;
-                        for (int ic = 0; ic < s.c; ic++) {
-                            float v = in[ic];
-                            const float *wr = wk + (size_t)ic * oc;
-                            for (int o = 0; o < oc; o++) out[o] += v * wr[o];
-                        }
-                    }
-                }
-            }
+            for (int xx = 0; xx < s.w; xx++)
+                f_conv_pixel(x, wt, y + (((size_t)n * s.h + yy) * s.w + xx) * oc, b, s, oc, k, n, yy,
+                             xx);
 }
 
 static void f_dense(const zt_int8_plan *p, const zt_nn_op *op, int B, const float *x, float *y)
@@ -592,9 +624,15 @@ zt_status zt_int8_calibrate(zt_int8_plan *p, int B, const float *obs)
             if (!q->u8) continue;
             float *lo = &p->ranges[2 * q->range], *hi = lo + 1;
             size_t cnt = (size_t)n * zt_nn_shape_size(q->s);
+            float mn = *lo, mx = *hi, bad = 0.0f;
             for (size_t e = 0; e < cnt; e++) {
                 float v = act[t][e];
-                if (!isfinite(v)) {
+                mn = v < mn ? v : mn;
+                mx = v > mx ? v : mx;
+                bad += v * 0.0f; /* NaN once any value is NaN or infinite */
+            }
+            {
+                if (!(bad == 0.0f)) {
                     act[g->input] = NULL;
                     for (int u = 0; u < g->ntensors; u++) free(act[u]);
                     free(act);
@@ -602,8 +640,8 @@ zt_status zt_int8_calibrate(zt_int8_plan *p, int B, const float *obs)
                     p->calibrated = false;
                     return zt_fail(ZT_ERR_INVALID, "int8 calibration met a non-finite activation");
                 }
-                *lo = fminf(*lo, v);
-                *hi = fmaxf(*hi, v);
+                *lo = mn;
+                *hi = mx;
             }
         }
     }
@@ -650,41 +688,71 @@ INLINE void epilogue(const qconv *c, const qtensor *out, const qtensor *res, __m
     }
 }
 
+/* The sums live in named variables, not an array, and each product is an
+ * asm statement that adds into its sum in place: from the intrinsic, GCC 12
+ * copied every sum to a second register and, short of registers with 24
+ * sums, stored them on the stack after each product. np and noc are
+ * constants where this is inlined, so the unused sums and products vanish.
+ * AT&T order: vpdpbusd w (s8), x (u8), sum. */
+#define DPBUSD(sum, x, w) __asm__("vpdpbusd %2, %1, %0" : "+v"(sum) : "v"(x), "v"(w))
+#define ACC_ROW(i)                                                                                 \
+    __m512i a##i##0 = _mm512_setzero_si512(), a##i##1 = a##i##0, a##i##2 = a##i##0,               \
+            a##i##3 = a##i##0
+#define DOT_ROW(i)                                                                                 \
+    if (np > i) {                                                                                  \
+        int32_t four;                                                                              \
+        memcpy(&four, s##i + 4 * gq, 4);                                                           \
+        __m512i x = _mm512_set1_epi32(four);                                                       \
+        DPBUSD(a##i##0, x, w0);                                             \
+        if (noc > 1) DPBUSD(a##i##1, x, w1);                                \
+        if (noc > 2) DPBUSD(a##i##2, x, w2);                                \
+        if (noc > 3) DPBUSD(a##i##3, x, w3);                                \
+    }
+#define EPI_ROW(i)                                                                                 \
+    if (np > i) {                                                                                  \
+        epilogue(c, out, res, a##i##0, ocb0 * CBLK, a->dst[i], a->res[i]);                        \
+        if (noc > 1) epilogue(c, out, res, a##i##1, (ocb0 + 1) * CBLK, a->dst[i], a->res[i]);     \
+        if (noc > 2) epilogue(c, out, res, a##i##2, (ocb0 + 2) * CBLK, a->dst[i], a->res[i]);     \
+        if (noc > 3) epilogue(c, out, res, a##i##3, (ocb0 + 3) * CBLK, a->dst[i], a->res[i]);     \
+    }
+
 INLINE void tile(const qconv *c, const qtensor *out, const qtensor *res, const tile_args *a,
                  int np, int ocb0, int noc)
 {
-    __m512i acc[NP][NOC];
-#pragma GCC unroll 8
-    for (int i = 0; i < np; i++)
-#pragma GCC unroll 4
-        for (int j = 0; j < noc; j++) acc[i][j] = _mm512_setzero_si512();
+    ACC_ROW(0);
+    ACC_ROW(1);
+    ACC_ROW(2);
+    ACC_ROW(3);
+    ACC_ROW(4);
+    ACC_ROW(5);
     const int8_t *w = c->w + (size_t)ocb0 * c->ocb_stride;
+    size_t ocs = c->ocb_stride;
     for (int t = 0; t < c->ntaps; t++) {
-        const uint8_t *s[NP];
         int off = c->tap_off[t];
-#pragma GCC unroll 8
-        for (int i = 0; i < np; i++) s[i] = a->src[i] + off;
+        const uint8_t *s0 = a->src[0] + off, *s1 = np > 1 ? a->src[1] + off : s0;
+        const uint8_t *s2 = np > 2 ? a->src[2] + off : s0, *s3 = np > 3 ? a->src[3] + off : s0;
+        const uint8_t *s4 = np > 4 ? a->src[4] + off : s0, *s5 = np > 5 ? a->src[5] + off : s0;
         const int8_t *wt = w + (size_t)t * c->k4 * 64;
         for (int gq = 0; gq < c->k4; gq++) {
-            __m512i wv[NOC];
-#pragma GCC unroll 4
-            for (int j = 0; j < noc; j++)
-                wv[j] = _mm512_load_si512((const void *)(wt + j * c->ocb_stride + (size_t)gq * 64));
-#pragma GCC unroll 8
-            for (int i = 0; i < np; i++) {
-                int32_t four;
-                memcpy(&four, s[i] + 4 * gq, 4);
-                __m512i x = _mm512_set1_epi32(four);
-#pragma GCC unroll 4
-                for (int j = 0; j < noc; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], x, wv[j]);
-            }
+            const int8_t *wg = wt + (size_t)gq * 64;
+            __m512i w0 = _mm512_load_si512((const void *)wg);
+            __m512i w1 = noc > 1 ? _mm512_load_si512((const void *)(wg + ocs)) : w0;
+            __m512i w2 = noc > 2 ? _mm512_load_si512((const void *)(wg + 2 * ocs)) : w0;
+            __m512i w3 = noc > 3 ? _mm512_load_si512((const void *)(wg + 3 * ocs)) : w0;
+            DOT_ROW(0)
+            DOT_ROW(1)
+            DOT_ROW(2)
+            DOT_ROW(3)
+            DOT_ROW(4)
+            DOT_ROW(5)
         }
     }
-#pragma GCC unroll 8
-    for (int i = 0; i < np; i++)
-#pragma GCC unroll 4
-        for (int j = 0; j < noc; j++)
-            epilogue(c, out, res, acc[i][j], (ocb0 + j) * CBLK, a->dst[i], a->res[i]);
+    EPI_ROW(0)
+    EPI_ROW(1)
+    EPI_ROW(2)
+    EPI_ROW(3)
+    EPI_ROW(4)
+    EPI_ROW(5)
 }
 
 #define TILE_FN(NPV, NOCV)                                                                       \
