@@ -172,7 +172,7 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     if (S->device.kind == ZT_DEVICE_CUDA) {
         const char *be;
         ZT_TRY(zt_device_backend(S->device, S->backend, &be));
-        snprintf(S->backend, sizeof S->backend, "%s", be);
+        if (be != S->backend) snprintf(S->backend, sizeof S->backend, "%s", be);
     }
     const char *precision;
     ZT_TRY(zt_config_string(c, "precision", debug ? "fp32" : "auto", &precision));

@@ -299,7 +299,7 @@ static zt_status setup(zt_train *t)
         int threads = S->evaluator == ZT_EVALUATOR_SHARED ? S->actors : 1;
         ZT_TRY(zt_device_resolve(S->device, &S->net, S->backend, S->precision, threads, t->run,
                                  &be));
-        snprintf(t->S.backend, sizeof t->S.backend, "%s", be);
+        if (be != S->backend) snprintf(t->S.backend, sizeof t->S.backend, "%s", be);
     }
     ZT_TRY(zt_replay_new(t->game, &S->replay, &t->rb));
     ZT_TRY(zt_learner_new(t->game, S, t->rb, &t->learner));
