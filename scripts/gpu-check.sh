@@ -5,7 +5,7 @@
 #       fills .gpu-carry/ (ignored by git) with what the GPU machine's image
 #       lacks: inih's and oneDNN's headers and libraries (a small sysroot),
 #       and a fallback build of zeroth and test_cuda made here with
-#       ZT_CUDA=ON and ZT_NATIVE=OFF, in case the build there fails.
+#       ZT_CUDA=ON for any AVX-512 CPU, in case the build there fails.
 #   scripts/gpu-check.sh run    on the GPU machine, from the repository root,
 #       with .gpu-carry carried along; results go to $OUT (default
 #       ./gpu-check-out), at most 8 files:
@@ -55,13 +55,16 @@ libdir=${prefix}/lib
 Name: inih
 Description: simple .INI file parser (carried)
 Version: 55
-Libs: ${libdir}/libinih.a
+Libs: -L${libdir} -linih
 Cflags: -I${includedir}
 EOF
     # The fallback build: no MPI, no HTTP server (fewer libraries to carry),
-    # portable code for the other machine's CPU.
+    # code for any AVX-512 CPU (x86-64-v4: Sapphire Rapids, Zen 4) rather
+    # than this one; the CPU backend's kernels need AVX-512.
+    rm -f build-gpu/CMakeCache.txt # pkg-config results are cached
     PKG_CONFIG_LIBDIR="$CARRY/sysroot/lib/pkgconfig" cmake -S . -B build-gpu \
         -DCMAKE_BUILD_TYPE=Release -DZT_CUDA=ON -DZT_NATIVE=OFF -DZT_MPI=OFF \
+        -DCMAKE_C_FLAGS=-march=x86-64-v4 \
         -DCMAKE_C_COMPILER_LAUNCHER=ccache >/dev/null
     cmake --build build-gpu -j2 --target zeroth test_cuda >/dev/null
     cp build-gpu/zeroth build-gpu/test_cuda "$CARRY/bin/"
@@ -89,7 +92,7 @@ run() {
         command -v gcc && gcc --version | head -1
         command -v pkg-config || echo "no pkg-config"
         ls /usr/local/cuda/lib64/libcublas* 2>&1 | head
-        python3 -c 'import nvidia.cublas, os; print("pip cublas:", os.path.dirname(nvidia.cublas.__file__))' 2>&1
+        python3 -c 'import nvidia.cublas as m; print("pip cublas:", list(m.__path__)[0])' 2>&1
         ldconfig -p | grep -E 'libcuda\.so|libcublas' | head
     } >"$OUT/env.txt" 2>&1
 
@@ -99,7 +102,7 @@ run() {
         [ -e "$d/libcublas.so.13" ] && blas_dirs="$blas_dirs:$d"
     done
     local pip_blas
-    pip_blas=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(os.path.dirname(nvidia.cublas.__file__), "lib"))' 2>/dev/null || true)
+    pip_blas=$(python3 -c 'import nvidia.cublas as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null || true)
     [ -n "$pip_blas" ] && [ -d "$pip_blas" ] && blas_dirs="$blas_dirs:$pip_blas"
     export LD_LIBRARY_PATH="$CARRY/sysroot/lib${blas_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" >>"$OUT/env.txt"
@@ -123,7 +126,7 @@ run() {
         note "build: ok ($((SECONDS - t0)) s)"
     elif [ -x "$CARRY/bin/zeroth" ]; then
         BIN=$CARRY/bin
-        note "build: FAILED there (see build.log); using the carried build (ZT_NATIVE=OFF)"
+        note "build: FAILED there (see build.log); using the carried build (x86-64-v4)"
     else
         note "build: FAILED and nothing carried; stop"
         return 1
