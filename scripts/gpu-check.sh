@@ -12,7 +12,9 @@
 #         env.txt          GPU, driver, toolkit, what links (ldd)
 #         build.log        configure + build with ZT_CUDA=ON (16 cores)
 #         test_cuda.log    every op, four nets, a train step, the shared evaluator
-#         bench_devices.txt  zeroth bench devices (CPU against GPU, crossover)
+#                          (nets and evaluator again with ZT_CUDA_GRAPHS=1)
+#         bench_devices.txt  zeroth bench devices (CPU against GPU, crossover),
+#                          then c4-64x5 again with ZT_CUDA_GRAPHS=1
 #         bench_nn_cuda.txt  bench nn --backend cuda (inference and train steps)
 #         train_smoke.log  a short training run with device=cuda and one with auto
 #         torch_compare.txt  bench/torch_compare.py --device cuda (last; 150 s cap)
@@ -147,6 +149,13 @@ run() {
     t=$SECONDS
     timeout 150 "$BIN/zeroth" bench devices --seconds 0.25 >"$OUT/bench_devices.txt" 2>&1 &&
         note "bench devices: ok ($((SECONDS - t)) s)" || note "bench devices: FAILED"
+    t=$SECONDS
+    {
+        echo
+        echo "== again with ZT_CUDA_GRAPHS=1 (inference replayed from CUDA graphs up to batch 256)"
+        ZT_CUDA_GRAPHS=1 timeout 60 "$BIN/zeroth" bench devices --net c4-64x5 --seconds 0.25
+    } >>"$OUT/bench_devices.txt" 2>&1 &&
+        note "bench devices, CUDA graphs: ok ($((SECONDS - t)) s)" || note "bench devices, CUDA graphs: FAILED"
     t=$SECONDS
     {
         timeout 60 "$BIN/zeroth" bench nn --backend cuda --net c4-64x5 --precision both \

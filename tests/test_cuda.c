@@ -19,7 +19,9 @@
  * on the GPU against the same step on the CPU backend (weights after the
  * step within 1e-4 of the update's scale, losses within 1e-4), and the
  * shared evaluator over a GPU net serving four client threads, each
- * client's rows equal to a CPU net's. */
+ * client's rows equal to a CPU net's. The nets and the shared evaluator run
+ * a second time with ZT_CUDA_GRAPHS=1 (inference replayed from captured
+ * CUDA graphs), held to the same bounds. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -617,6 +619,11 @@ int main(void)
            "gradients (L2) %.2g\n",
            worst_fp32_fwd, worst_fp32_grad, worst_bf16_fwd, worst_bf16_grad);
     train_step_case(&r);
+    shared_evaluator_case(&r);
+    /* Inference again through CUDA graphs (read when a plan is made). */
+    setenv("ZT_CUDA_GRAPHS", "1", 1);
+    printf("test_cuda: again with ZT_CUDA_GRAPHS=1\n");
+    whole_nets(cuda, &r);
     shared_evaluator_case(&r);
     if (zt_test_failures) {
         printf("test_cuda: %d FAILED\n", zt_test_failures);

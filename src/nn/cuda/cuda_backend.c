@@ -25,7 +25,14 @@
  * and come down once per backward, then are added to the caller's array;
  * updated running statistics come down after a training forward that
  * updates them, so the net's host arrays stay the truth. `threads` is
- * unused: one stream per plan, a plan used by one thread at a time. */
+ * unused: one stream per plan, a plan used by one thread at a time.
+ *
+ * CUDA graphs (opt-in, ZT_CUDA_GRAPHS=1 when the plan is made, not yet run
+ * on a GPU): an inference call of at most GRAPH_MAX_BATCH rows is captured
+ * once per batch size (input copy, every kernel and GEMM, output copy) and
+ * replayed, which saves the launch overhead that dominates small batches.
+ * cuBLAS gets a workspace of its own so that nothing allocates during
+ * capture; graphs die with the buffers they point into (reserve). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -134,6 +141,14 @@ zt_status zt_cuda_set_default_device(int index)
 
 /* ---- the plan ---- */
 
+enum { GRAPH_MAX_BATCH = 256, GRAPH_WORKSPACE = 32 << 20 };
+
+/* A captured inference call for one batch size. */
+typedef struct graph_entry {
+    int B;
+    cudaGraphExec_t exec;
+} graph_entry;
+
 /* One step of the inference program: op `op` of the folded graph writing
  * tensor `out`, with a fused residual input (-1: none) and activation. */
 typedef struct infer_step {
@@ -186,6 +201,10 @@ struct zt_nn_plan {
     void *dylow;                /* the incoming gradient in bf16 (training) */
     float *h_in, *h_out;        /* pinned */
     float *h_buf;               /* pinned, max(param_floats, state_floats) */
+    bool use_graphs;            /* ZT_CUDA_GRAPHS=1 */
+    void *blas_workspace;       /* cuBLAS's, with graphs */
+    graph_entry *graphs;
+    int ngraphs, graphs_cap;
 };
 
 static zt_status cu_fail(const char *what, cudaError_t e)
@@ -362,8 +381,15 @@ static zt_precision cuda_auto_precision(void)
     return ZT_PRECISION_BF16;
 }
 
+static void free_graphs(zt_nn_plan *p)
+{
+    for (int i = 0; i < p->ngraphs; i++) cudaGraphExecDestroy(p->graphs[i].exec);
+    p->ngraphs = 0;
+}
+
 static void free_buffers(zt_nn_plan *p)
 {
+    free_graphs(p);
     for (int t = 0; t < p->g->ntensors; t++) {
         cudaFree(p->act[t]);
         cudaFree(p->grad[t]);
@@ -406,6 +432,8 @@ static void cuda_plan_free(zt_nn_plan *p)
     free(p->mean);
     free(p->invstd);
     free(p->steps);
+    free(p->graphs);
+    cudaFree(p->blas_workspace);
     dev_params_free(&p->train);
     dev_params_free(&p->infer);
     cudaFree(p->scale);
@@ -442,6 +470,12 @@ static zt_status plan_init(zt_nn_plan *p)
     BLAS(cublasSetStream(p->blas, p->stream));
     /* fp32 stays IEEE fp32 products (no TF32), as the reference. */
     BLAS(cublasSetMathMode(p->blas, CUBLAS_DEFAULT_MATH));
+    const char *graphs = getenv("ZT_CUDA_GRAPHS");
+    p->use_graphs = graphs && strcmp(graphs, "1") == 0;
+    if (p->use_graphs) {
+        CU(cudaMalloc(&p->blas_workspace, GRAPH_WORKSPACE));
+        BLAS(cublasSetWorkspace(p->blas, p->blas_workspace, GRAPH_WORKSPACE));
+    }
     float *fparams, *fstate;
     zt_nn_graph_fold_bn(g, p->params, p->state, &p->fg, &fparams, &fstate);
     free(fparams);
@@ -631,16 +665,22 @@ static const float *bias_ptr(const zt_nn_graph *g, const dev_params *d, const zt
     return op->p[1] >= 0 ? d->params + param_off(g, op->p[1]) : NULL;
 }
 
-static zt_status upload_input(zt_nn_plan *p, int B, const float *in, float *dst)
+/* The input goes up from h_in, which the caller filled. */
+static zt_status queue_upload(zt_nn_plan *p, int B, float *dst)
 {
     size_t n = (size_t)B * zt_nn_shape_size(p->g->tensors[p->g->input]);
-    memcpy(p->h_in, in, n * sizeof(float));
     CU(cudaMemcpyAsync(dst, p->h_in, n * sizeof(float), cudaMemcpyHostToDevice, p->stream));
     return ZT_OK;
 }
 
-/* Copies graph outputs (device arrays src[o]) to the caller's outs. */
-static zt_status download_outputs(zt_nn_plan *p, int B, float *const *src, float *const *outs)
+static zt_status upload_input(zt_nn_plan *p, int B, const float *in, float *dst)
+{
+    memcpy(p->h_in, in, (size_t)B * zt_nn_shape_size(p->g->tensors[p->g->input]) * sizeof(float));
+    return queue_upload(p, B, dst);
+}
+
+/* The graph outputs (device arrays src[o]) come down into h_out. */
+static zt_status queue_download(zt_nn_plan *p, int B, float *const *src)
 {
     const zt_nn_graph *g = p->g;
     size_t off = 0;
@@ -650,9 +690,16 @@ static zt_status download_outputs(zt_nn_plan *p, int B, float *const *src, float
                            p->stream));
         off += n;
     }
+    return ZT_OK;
+}
+
+/* Waits for the stream, then copies h_out to the caller's outs. */
+static zt_status finish_outputs(zt_nn_plan *p, int B, float *const *outs)
+{
+    const zt_nn_graph *g = p->g;
     CU(cudaStreamSynchronize(p->stream));
     CU(cudaGetLastError());
-    off = 0;
+    size_t off = 0;
     for (int o = 0; o < g->noutputs; o++) {
         size_t n = (size_t)B * zt_nn_shape_size(g->tensors[g->outputs[o]]);
         memcpy(outs[o], p->h_out + off, n * sizeof(float));
@@ -661,12 +708,18 @@ static zt_status download_outputs(zt_nn_plan *p, int B, float *const *src, float
     return ZT_OK;
 }
 
-static zt_status infer_forward(zt_nn_plan *p, int B, const float *in, float *const *outs)
+static zt_status download_outputs(zt_nn_plan *p, int B, float *const *src, float *const *outs)
 {
-    if (p->fold_dirty) ZT_TRY(refold(p));
+    ZT_TRY(queue_download(p, B, src));
+    return finish_outputs(p, B, outs);
+}
+
+/* Queues one inference call: h_in up, the program, outputs into h_out. */
+static zt_status infer_queue(zt_nn_plan *p, int B)
+{
     const zt_nn_graph *g = &p->fg;
     const dev_params *d = &p->infer;
-    ZT_TRY(upload_input(p, B, in, p->fact[g->input]));
+    ZT_TRY(queue_upload(p, B, p->fact[g->input]));
     for (int s = 0; s < p->nsteps; s++) {
         const infer_step *st = &p->steps[s];
         const zt_nn_op *op = &g->ops[st->op];
@@ -705,7 +758,49 @@ static zt_status infer_forward(zt_nn_plan *p, int B, const float *in, float *con
     }
     float *src[4];
     for (int o = 0; o < g->noutputs; o++) src[o] = p->fact[g->outputs[o]];
-    return download_outputs(p, B, src, outs);
+    return queue_download(p, B, src);
+}
+
+/* The captured call for batch B, captured now if new; NULL when capture
+ * fails (graphs are then off for this plan, and the call runs plainly). */
+static cudaGraphExec_t graph_for(zt_nn_plan *p, int B)
+{
+    for (int i = 0; i < p->ngraphs; i++)
+        if (p->graphs[i].B == B) return p->graphs[i].exec;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    if (cudaStreamBeginCapture(p->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        (void)cudaGetLastError();
+        p->use_graphs = false;
+        return NULL;
+    }
+    zt_status s = infer_queue(p, B);
+    cudaError_t e = cudaStreamEndCapture(p->stream, &graph);
+    if (s == ZT_OK && e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (s != ZT_OK || e != cudaSuccess) {
+        (void)cudaGetLastError();
+        fprintf(stderr, "zeroth: cuda: CUDA graph capture failed (%s); running without graphs\n",
+                s != ZT_OK ? zt_error_message() : cudaGetErrorString(e));
+        p->use_graphs = false;
+        return NULL;
+    }
+    if (p->ngraphs == p->graphs_cap) {
+        p->graphs_cap = p->graphs_cap ? 2 * p->graphs_cap : 16;
+        p->graphs = zt_xrealloc(p->graphs, (size_t)p->graphs_cap * sizeof *p->graphs);
+    }
+    p->graphs[p->ngraphs++] = (graph_entry){.B = B, .exec = exec};
+    return exec;
+}
+
+static zt_status infer_forward(zt_nn_plan *p, int B, const float *in, float *const *outs)
+{
+    if (p->fold_dirty) ZT_TRY(refold(p));
+    memcpy(p->h_in, in, (size_t)B * zt_nn_shape_size(p->g->tensors[p->g->input]) * sizeof(float));
+    cudaGraphExec_t exec = p->use_graphs && B <= GRAPH_MAX_BATCH ? graph_for(p, B) : NULL;
+    if (exec) CU(cudaGraphLaunch(exec, p->stream));
+    else ZT_TRY(infer_queue(p, B));
+    return finish_outputs(p, B, outs);
 }
 
 static zt_status train_forward(zt_nn_plan *p, int B, const float *in, float *const *outs,
