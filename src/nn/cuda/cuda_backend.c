@@ -87,8 +87,8 @@ static void probe(void)
     /* A device counts when this build's kernels run on it (sm_90 code and
      * compute_90 PTX: Hopper and later). */
     struct cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess &&
-        cudaSetDevice(0) == cudaSuccess && !zt_cu_kernels_runnable()) {
+    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess && cudaSetDevice(0) == cudaSuccess &&
+        !zt_cu_kernels_runnable()) {
         snprintf(probe_why, sizeof probe_why,
                  "%s (compute capability %d.%d) cannot run this build's kernels "
                  "(CMAKE_CUDA_ARCHITECTURES)",
@@ -187,10 +187,10 @@ struct zt_nn_plan {
 
     int cap;
     bool cap_training;
-    float **act;  /* per tensor of g (training) */
-    float **grad; /* per tensor of g (training) */
-    float **fact; /* per tensor of fg (inference) */
-    float **mean, **invstd; /* per op of g: C (bn) or cap (ln) */
+    float **act;                /* per tensor of g (training) */
+    float **grad;               /* per tensor of g (training) */
+    float **fact;               /* per tensor of fg (inference) */
+    float **mean, **invstd;     /* per op of g: C (bn) or cap (ln) */
     float *ln_mean, *ln_invstd; /* inference layer norm scratch, cap */
     float *scale, *shift;       /* batch norm scratch, widest C */
     double *sums;               /* 2 x widest C */
@@ -327,15 +327,14 @@ static zt_status dev_params_upload(zt_nn_plan *p, const zt_nn_graph *g, dev_para
                                    const float *params, const float *state)
 {
     memcpy(p->h_buf, params, g->param_floats * sizeof(float));
-    CU(cudaMemcpyAsync(d->params, p->h_buf, g->param_floats * sizeof(float),
-                       cudaMemcpyHostToDevice, p->stream));
+    CU(cudaMemcpyAsync(d->params, p->h_buf, g->param_floats * sizeof(float), cudaMemcpyHostToDevice,
+                       p->stream));
     if (p->bf16)
         for (int i = 0; i < g->nops; i++) {
             const zt_nn_op *op = &g->ops[i];
             if (!is_gemm(op)) continue;
             const zt_nn_param *w = &g->params[op->p[0]];
-            zt_cu_cast(p->stream, d->params + w->offset, d->wlow + d->wlow_off[i], true,
-                       w->count);
+            zt_cu_cast(p->stream, d->params + w->offset, d->wlow + d->wlow_off[i], true, w->count);
         }
     /* The pinned buffer is reused for the state: wait for the first copy. */
     CU(cudaStreamSynchronize(p->stream));
@@ -503,8 +502,8 @@ static zt_status plan_init(zt_nn_plan *p)
     return dev_params_upload(p, g, &p->train, p->params, p->state);
 }
 
-static zt_status cuda_plan_new(const zt_nn_graph *g, float *params, float *state,
-                               zt_precision prec, int threads, zt_nn_plan **out)
+static zt_status cuda_plan_new(const zt_nn_graph *g, float *params, float *state, zt_precision prec,
+                               int threads, zt_nn_plan **out)
 {
     (void)threads;
     char why[200];
@@ -629,8 +628,7 @@ static cudaDataType_t low_type(const zt_nn_plan *p)
 }
 
 /* The weight operand of GEMM op i: bf16 copy or fp32 parameters. */
-static const void *weight_ptr(const zt_nn_plan *p, const zt_nn_graph *g, const dev_params *d,
-                              int i)
+static const void *weight_ptr(const zt_nn_plan *p, const zt_nn_graph *g, const dev_params *d, int i)
 {
     if (p->bf16) return d->wlow + d->wlow_off[i];
     return d->params + param_off(g, g->ops[i].p[0]);
@@ -739,21 +737,26 @@ static zt_status infer_queue(zt_nn_plan *p, int B)
         case ZT_OP_BN: {
             size_t rows = (size_t)B * sh.h * sh.w;
             zt_cu_bn_finalize(p->stream, NULL, rows, sh.c, d->params + param_off(g, op->p[0]),
-                              d->params + param_off(g, op->p[1]),
-                              d->state + param_off(g, op->p[2]),
-                              d->state + param_off(g, op->p[3]), false, false, NULL, NULL,
-                              p->scale, p->shift);
+                              d->params + param_off(g, op->p[1]), d->state + param_off(g, op->p[2]),
+                              d->state + param_off(g, op->p[3]), false, false, NULL, NULL, p->scale,
+                              p->shift);
             zt_cu_bn_apply(p->stream, x, y, rows, sh.c, p->scale, p->shift);
             break;
         }
         case ZT_OP_LN:
             zt_cu_ln_forward(p->stream, x, y, B, (int)zt_nn_shape_size(sh),
-                             d->params + param_off(g, op->p[0]),
-                             d->params + param_off(g, op->p[1]), p->ln_mean, p->ln_invstd);
+                             d->params + param_off(g, op->p[0]), d->params + param_off(g, op->p[1]),
+                             p->ln_mean, p->ln_invstd);
             break;
-        case ZT_OP_RELU: zt_cu_relu(p->stream, x, y, n); break;
-        case ZT_OP_TANH: zt_cu_tanh(p->stream, x, y, n); break;
-        case ZT_OP_ADD: zt_cu_add(p->stream, x, p->fact[op->in[1]], y, n); break;
+        case ZT_OP_RELU:
+            zt_cu_relu(p->stream, x, y, n);
+            break;
+        case ZT_OP_TANH:
+            zt_cu_tanh(p->stream, x, y, n);
+            break;
+        case ZT_OP_ADD:
+            zt_cu_add(p->stream, x, p->fact[op->in[1]], y, n);
+            break;
         }
     }
     float *src[4];
@@ -798,8 +801,10 @@ static zt_status infer_forward(zt_nn_plan *p, int B, const float *in, float *con
     if (p->fold_dirty) ZT_TRY(refold(p));
     memcpy(p->h_in, in, (size_t)B * zt_nn_shape_size(p->g->tensors[p->g->input]) * sizeof(float));
     cudaGraphExec_t exec = p->use_graphs && B <= GRAPH_MAX_BATCH ? graph_for(p, B) : NULL;
-    if (exec) CU(cudaGraphLaunch(exec, p->stream));
-    else ZT_TRY(infer_queue(p, B));
+    if (exec)
+        CU(cudaGraphLaunch(exec, p->stream));
+    else
+        ZT_TRY(infer_queue(p, B));
     return finish_outputs(p, B, outs);
 }
 
@@ -827,10 +832,8 @@ static zt_status train_forward(zt_nn_plan *p, int B, const float *in, float *con
         case ZT_OP_BN: {
             size_t rows = (size_t)B * sh.h * sh.w;
             zt_cu_bn_stats(p->stream, x, rows, sh.c, p->sums);
-            zt_cu_bn_finalize(p->stream, p->sums, rows, sh.c,
-                              d->params + param_off(g, op->p[0]),
-                              d->params + param_off(g, op->p[1]),
-                              d->state + param_off(g, op->p[2]),
+            zt_cu_bn_finalize(p->stream, p->sums, rows, sh.c, d->params + param_off(g, op->p[0]),
+                              d->params + param_off(g, op->p[1]), d->state + param_off(g, op->p[2]),
                               d->state + param_off(g, op->p[3]), true, update, p->mean[i],
                               p->invstd[i], p->scale, p->shift);
             zt_cu_bn_apply(p->stream, x, y, rows, sh.c, p->scale, p->shift);
@@ -838,12 +841,18 @@ static zt_status train_forward(zt_nn_plan *p, int B, const float *in, float *con
         }
         case ZT_OP_LN:
             zt_cu_ln_forward(p->stream, x, y, B, (int)zt_nn_shape_size(sh),
-                             d->params + param_off(g, op->p[0]),
-                             d->params + param_off(g, op->p[1]), p->mean[i], p->invstd[i]);
+                             d->params + param_off(g, op->p[0]), d->params + param_off(g, op->p[1]),
+                             p->mean[i], p->invstd[i]);
             break;
-        case ZT_OP_RELU: zt_cu_relu(p->stream, x, y, n); break;
-        case ZT_OP_TANH: zt_cu_tanh(p->stream, x, y, n); break;
-        case ZT_OP_ADD: zt_cu_add(p->stream, x, p->act[op->in[1]], y, n); break;
+        case ZT_OP_RELU:
+            zt_cu_relu(p->stream, x, y, n);
+            break;
+        case ZT_OP_TANH:
+            zt_cu_tanh(p->stream, x, y, n);
+            break;
+        case ZT_OP_ADD:
+            zt_cu_add(p->stream, x, p->act[op->in[1]], y, n);
+            break;
         }
     }
     float *src[4];
@@ -916,8 +925,7 @@ static zt_status cuda_backward(zt_nn_plan *p, int B, const float *const *d_outs,
     const dev_params *dp = &p->train;
     for (int t = 0; t < g->ntensors; t++)
         CU(cudaMemsetAsync(p->grad[t], 0,
-                           (size_t)B * zt_nn_shape_size(g->tensors[t]) * sizeof(float),
-                           p->stream));
+                           (size_t)B * zt_nn_shape_size(g->tensors[t]) * sizeof(float), p->stream));
     CU(cudaMemsetAsync(p->d_grads, 0, g->param_floats * sizeof(float), p->stream));
     /* The output gradients go up through h_out, then into grad (+=: an
      * output may also feed another op). */
@@ -944,7 +952,9 @@ static zt_status cuda_backward(zt_nn_plan *p, int B, const float *const *d_outs,
         size_t n = (size_t)B * zt_nn_shape_size(g->tensors[op->out]);
         switch (op->kind) {
         case ZT_OP_CONV:
-        case ZT_OP_DENSE: ZT_TRY(gemm_backward(p, i, B, dy, dx)); break;
+        case ZT_OP_DENSE:
+            ZT_TRY(gemm_backward(p, i, B, dy, dx));
+            break;
         case ZT_OP_BN:
             zt_cu_bn_backward(p->stream, dy, p->act[op->in[0]], dx, (size_t)B * sh.h * sh.w, sh.c,
                               p->mean[i], p->invstd[i], dp->params + param_off(g, op->p[0]),
