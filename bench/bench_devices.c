@@ -20,8 +20,8 @@
 typedef struct device_net {
     const char *name;
     const char *game;
-    int channels, blocks;    /* resnet; 0: the game's default */
-    int mlp_hidden;          /* mlp; 0: the game's default */
+    int channels, blocks; /* resnet; 0: the game's default */
+    int mlp_hidden;       /* mlp; 0: the game's default */
 } device_net;
 
 static const device_net device_nets[] = {
@@ -91,7 +91,8 @@ static zt_status bench_net(const device_net *dn, zt_precision prec, int threads,
     double tc[NBATCH], tg[NBATCH], tr[NBATCH];
     for (int i = 0; i < NBATCH && st == ZT_OK; i++) {
         st = zt_device_time_forward(cpu, device_batches[i], seconds, &tc[i]);
-        if (st == ZT_OK && cuda) st = zt_device_time_forward(cuda, device_batches[i], seconds, &tg[i]);
+        if (st == ZT_OK && cuda)
+            st = zt_device_time_forward(cuda, device_batches[i], seconds, &tg[i]);
     }
     const char *cprec = cpu ? zt_precision_name(zt_net_precision(cpu)) : "";
     const char *gprec = cuda ? zt_precision_name(zt_net_precision(cuda)) : "";
@@ -131,8 +132,7 @@ static zt_status bench_net(const device_net *dn, zt_precision prec, int threads,
             if (cuda) {
                 double best = tc[i] < tg[i] ? tc[i] : tg[i];
                 printf("%6d %10.3f %12.0f %10.3f %12.0f %7.2fx %10.3f %8.2f\n", B, tc[i] * 1e3,
-                       B / tc[i], tg[i] * 1e3, B / tg[i], tc[i] / tg[i], tr[i] * 1e3,
-                       tr[i] / best);
+                       B / tc[i], tg[i] * 1e3, B / tg[i], tc[i] / tg[i], tr[i] * 1e3, tr[i] / best);
             } else {
                 printf("%6d %10.3f %12.0f\n", B, tc[i] * 1e3, B / tc[i]);
             }
@@ -205,14 +205,17 @@ int zt_bench_devices(int argc, char **argv)
     if (!json_out) {
         printf("CPU: %d threads (backend auto, %s)\n", threads,
                prec == ZT_PRECISION_AUTO ? "its fastest precision" : zt_precision_name(prec));
-        if (gpus > 0) printf("GPU: %s (%d found; the first is used)\n", name, gpus);
-        else printf("GPU: none found (%s)\n", why);
+        if (gpus > 0)
+            printf("GPU: %s (%d found; the first is used)\n", name, gpus);
+        else
+            printf("GPU: none found (%s)\n", why);
     } else {
         printf("{\"cpu_threads\":%d,\"gpu\":\"%s\"}\n", threads, gpus > 0 ? name : "none");
     }
     for (size_t k = 0; k < sizeof device_nets / sizeof device_nets[0]; k++) {
         bool chosen = nnets == 0;
-        for (int j = 0; j < nnets; j++) chosen = chosen || strcmp(nets[j], device_nets[k].name) == 0;
+        for (int j = 0; j < nnets; j++)
+            chosen = chosen || strcmp(nets[j], device_nets[k].name) == 0;
         if (!chosen) continue;
         zt_status st = bench_net(&device_nets[k], prec, threads, seconds, gpus > 0);
         if (st != ZT_OK) return zt_cli_fail(st);

@@ -20,6 +20,7 @@
 #include "core/thread.h"
 #include "core/timer.h"
 #include "nn/backend.h"
+#include "nn/device.h"
 #include "nn/nn.h"
 #include "nn/safetensors.h"
 
@@ -481,6 +482,11 @@ int zt_bench_nn(int argc, char **argv)
     const zt_nn_backend *be;
     zt_status st = zt_nn_backend_find(backend, &be);
     if (st != ZT_OK) return zt_cli_fail(st);
+    if (strcmp(be->name, "cuda") == 0 || strcmp(be->name, "routed") == 0) {
+        char why[200];
+        if (zt_cuda_gpu_count(why, sizeof why) == 0)
+            return zt_cli_error("no CUDA GPU found: %s", why);
+    }
     zt_precision precs[3];
     int nprecs = 0;
     bool all = strcmp(precision, "all") == 0, both = strcmp(precision, "both") == 0;

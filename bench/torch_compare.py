@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Zeroth's networks against PyTorch on the CPU, on the very same weights.
+"""Zeroth's networks against PyTorch on the CPU or a GPU, on the very same weights.
 
 For each benchmark net (`zeroth bench nn --export DIR` writes its weights and
 a reference input/output pair as safetensors) this script
@@ -13,7 +13,11 @@ a reference input/output pair as safetensors) this script
   4. runs `zeroth bench nn --json` in the same process tree, on the same
      threads, and prints Zeroth / PyTorch ratios (medians of repeated runs).
 
-Usage: bench/torch_compare.py [--zeroth build/zeroth] [--threads N]
+With --device cuda both sides run on the first GPU: Zeroth's cuda backend
+against PyTorch eager fp32, bf16 autocast and torch.compile (default and
+"reduce-overhead", i.e. CUDA graphs); timings synchronise the device.
+
+Usage: bench/torch_compare.py [--zeroth build/zeroth] [--threads N] [--device cpu|cuda]
          [--batches 1,8,32,64,256,1024,4096] [--nets c4-64x5,c4-128x10,bg-mlp] [--quick]
 Set up with `make torch-compare` (a virtual environment with torch from PyPI).
 """
@@ -181,16 +185,26 @@ def check_outputs(name, arch, model, io_path):
     return ok
 
 
+DEVICE = "cpu"
+
+
+def sync():
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
 def time_call(fn, x, min_time, repeats):
     """Median over `repeats` runs of the mean seconds per call."""
     fn(x)
     fn(x)
+    sync()
     runs = []
     for _ in range(repeats):
         n, t0 = 0, time.perf_counter()
         while True:
             fn(x)
             n += 1
+            sync()
             dt = time.perf_counter() - t0
             if dt >= min_time:
                 break
@@ -207,11 +221,23 @@ def torch_variants(model, arch, example):
             return model(x)
 
     def autocast(x):
-        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.inference_mode(), torch.autocast(DEVICE, dtype=torch.bfloat16):
             return model(x)
 
     variants["fp32 eager"] = eager
     variants["bf16 autocast"] = autocast
+    if DEVICE == "cuda":
+        for mode in ("default", "reduce-overhead"):
+            try:
+                compiled = torch.compile(model, mode=mode, dynamic=False)
+
+                def comp(x, compiled=compiled):
+                    with torch.inference_mode(), torch.autocast("cuda", dtype=torch.bfloat16):
+                        return compiled(x)
+                variants[f"torch.compile bf16 {mode}"] = comp
+            except Exception as e:
+                print(f"  (torch.compile {mode} unavailable: {type(e).__name__}: {e})")
+        return variants
     try:
         with torch.no_grad():
             ts = torch.jit.freeze(torch.jit.trace(model, example))
@@ -246,10 +272,11 @@ def torch_train_step_rate(model, arch, batch, min_time, repeats):
         else torch.randn(batch, arch["h"] * arch["w"] * arch["c"])
     target = torch.softmax(torch.randn(batch, arch["actions"]), dim=1)
     vt = torch.rand(batch, 1) * 2 - 1
+    x, target, vt = x.to(DEVICE), target.to(DEVICE), vt.to(DEVICE)
 
     def step(_):
         opt.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast(DEVICE, dtype=torch.bfloat16):
             p, v = model(x)
         loss = -(target * torch.log_softmax(p.float(), 1)).sum(1).mean() + \
             F.mse_loss(v.float().reshape(-1, 1)[:, :1], vt)
@@ -265,6 +292,8 @@ def zeroth_numbers(zeroth, nets, batches, threads, quick):
     # fp32 and bf16 only: PyTorch's int8 path is not timed here, so Zeroth's
     # int8 rows (bench nn's default "all") would compare unlike with like.
     cmd = [zeroth, "bench", "nn", "--json", "--threads", str(threads), "--precision", "both"]
+    if DEVICE == "cuda":
+        cmd += ["--backend", "cuda"]
     for n in nets:
         cmd += ["--net", n]
     for b in batches:
@@ -284,13 +313,19 @@ def main():
     ap.add_argument("--batches", default="1,8,32,64,256,1024,4096")
     ap.add_argument("--nets", default="c4-64x5,c4-128x10,bg-mlp")
     ap.add_argument("--quick", action="store_true", help="shorter timings (smoke test)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = ap.parse_args()
+    global DEVICE
+    DEVICE = args.device
     torch.set_num_threads(args.threads)
     batches = [int(b) for b in args.batches.split(",")]
     nets = args.nets.split(",")
     min_time, repeats = (0.05, 1) if args.quick else (0.3, 5)
-    print(f"PyTorch {torch.__version__} on CPU, {args.threads} threads; "
-          f"oneDNN (mkldnn) {torch.backends.mkldnn.is_available()}")
+    if DEVICE == "cuda":
+        print(f"PyTorch {torch.__version__} on {torch.cuda.get_device_name(0)}")
+    else:
+        print(f"PyTorch {torch.__version__} on CPU, {args.threads} threads; "
+              f"oneDNN (mkldnn) {torch.backends.mkldnn.is_available()}")
 
     with tempfile.TemporaryDirectory() as tmp:
         export = [args.zeroth, "bench", "nn", "--export", tmp]
@@ -300,7 +335,7 @@ def main():
         zrows = zeroth_numbers(args.zeroth, nets, batches, args.threads, args.quick)
         zbest = {}
         for r in zrows:
-            if "batch" in r and r.get("threads") == args.threads:
+            if "batch" in r and (DEVICE == "cuda" or r.get("threads") == args.threads):
                 key = (r["net"], r["batch"])
                 if r["inf_per_s"] > zbest.get(key, (0.0, ""))[0]:
                     zbest[key] = (r["inf_per_s"], r["precision"])
@@ -315,10 +350,11 @@ def main():
         for name in nets:
             arch, model = load_zeroth(os.path.join(tmp, name + ".safetensors"))
             ok &= check_outputs(name, arch, model, os.path.join(tmp, name + ".io.safetensors"))
+            model = model.to(DEVICE)
             for b in batches:
                 shape = (b, arch["c"], arch["h"], arch["w"]) if arch["kind"] == "resnet" \
                     else (b, arch["h"] * arch["w"] * arch["c"])
-                x = torch.randn(*shape)
+                x = torch.randn(*shape).to(DEVICE)
                 best = (0.0, "")
                 for vname, fn in torch_variants(model, arch, x).items():
                     try:
@@ -332,6 +368,7 @@ def main():
                 print(f"{name:<10} {b:>6} {z[0]:>13.0f} {best[0]:>12.0f} {best[1]:<20} "
                       f"{z[0] / best[0]:>6.2f}", flush=True)
             t_rate = torch_train_step_rate(model, arch, 256, min_time, repeats)
+            model = model.cpu()
             z_rate = ztrain.get(name, float("nan"))
             print(f"{name:<10} train step batch 256: zeroth {z_rate:.0f} samples/s, "
                   f"PyTorch bf16 autocast {t_rate:.0f} samples/s, ratio {z_rate / t_rate:.2f}")

@@ -19,7 +19,9 @@
  * on the GPU against the same step on the CPU backend (weights after the
  * step within 1e-4 of the update's scale, losses within 1e-4), and the
  * shared evaluator over a GPU net serving four client threads, each
- * client's rows equal to a CPU net's. */
+ * client's rows equal to a CPU net's. The nets and the shared evaluator run
+ * a second time with ZT_CUDA_GRAPHS=1 (inference replayed from captured
+ * CUDA graphs), held to the same bounds. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -63,8 +65,7 @@ static void check_device_names(void)
     zt_device d;
     CHECK(zt_device_parse("auto", &d) == ZT_OK && d.kind == ZT_DEVICE_AUTO, "auto");
     CHECK(zt_device_parse("cpu", &d) == ZT_OK && d.kind == ZT_DEVICE_CPU, "cpu");
-    CHECK(zt_device_parse("cuda", &d) == ZT_OK && d.kind == ZT_DEVICE_CUDA && d.index == 0,
-          "cuda");
+    CHECK(zt_device_parse("cuda", &d) == ZT_OK && d.kind == ZT_DEVICE_CUDA && d.index == 0, "cuda");
     CHECK(zt_device_parse("cuda:3", &d) == ZT_OK && d.kind == ZT_DEVICE_CUDA && d.index == 3,
           "cuda:3");
     char buf[32];
@@ -118,8 +119,8 @@ static void check_no_gpu(const char *why)
         free(state);
         zt_nn_graph_free(&g);
     } else {
-        CHECK(starts_with(zt_error_message(), "no CUDA GPU found: "),
-              "unbuilt cuda backend: %s", zt_error_message());
+        CHECK(starts_with(zt_error_message(), "no CUDA GPU found: "), "unbuilt cuda backend: %s",
+              zt_error_message());
     }
 }
 
@@ -157,8 +158,8 @@ static void side_new(side *s, const zt_nn_backend *be, const zt_nn_graph *g, flo
     s->state = zt_xmalloc((g->state_floats + 1) * sizeof(float));
     memcpy(s->state, state, g->state_floats * sizeof(float));
     for (int o = 0; o < g->noutputs; o++)
-        s->outs[o] = zt_xmalloc((size_t)max_b * zt_nn_shape_size(g->tensors[g->outputs[o]]) *
-                                sizeof(float));
+        s->outs[o] =
+            zt_xmalloc((size_t)max_b * zt_nn_shape_size(g->tensors[g->outputs[o]]) * sizeof(float));
     s->grads = zt_xmalloc((g->param_floats + 1) * sizeof(float));
     s->d_in = zt_xmalloc((size_t)max_b * zt_nn_shape_size(g->tensors[g->input]) * sizeof(float));
     MUST(be->plan_new(g, params, s->state, prec, 1, &s->plan));
@@ -234,8 +235,8 @@ static void run_graph(const char *name, zt_nn_graph *g, const zt_nn_backend *cud
     float *in = zt_xmalloc((size_t)max_b * in_size * sizeof(float));
     float *d_outs[4];
     for (int o = 0; o < g->noutputs; o++)
-        d_outs[o] = zt_xmalloc((size_t)max_b * zt_nn_shape_size(g->tensors[g->outputs[o]]) *
-                               sizeof(float));
+        d_outs[o] =
+            zt_xmalloc((size_t)max_b * zt_nn_shape_size(g->tensors[g->outputs[o]]) * sizeof(float));
     float *init = zt_xmalloc((g->param_floats + 1) * sizeof(float));
     side ref, emu, fp, bf;
     side_new(&ref, &zt_nn_backend_ref, g, params, state, ZT_PRECISION_FP32, max_b);
@@ -248,8 +249,7 @@ static void run_graph(const char *name, zt_nn_graph *g, const zt_nn_backend *cud
         int B = batches[bi];
         fill_normal(r, in, (size_t)B * in_size, 1.0);
         for (int o = 0; o < g->noutputs; o++)
-            fill_normal(r, d_outs[o], (size_t)B * zt_nn_shape_size(g->tensors[g->outputs[o]]),
-                        1.0);
+            fill_normal(r, d_outs[o], (size_t)B * zt_nn_shape_size(g->tensors[g->outputs[o]]), 1.0);
         for (int pass = 0; pass < 2; pass++) {
             bool training = pass == 1;
             const char *what = training ? "training forward" : "inference";
@@ -260,14 +260,14 @@ static void run_graph(const char *name, zt_nn_graph *g, const zt_nn_backend *cud
             }
             for (int o = 0; o < g->noutputs; o++) {
                 double e = out_err(g, B, &fp, &ref, o, 1e-12);
-                CHECK(e <= TOL_FP32, "%s fp32 %s B=%d output %d: relative error %.3g", name,
-                      what, B, o, e);
+                CHECK(e <= TOL_FP32, "%s fp32 %s B=%d output %d: relative error %.3g", name, what,
+                      B, o, e);
                 if (e > worst_fp32_fwd) worst_fp32_fwd = e;
                 double eb = out_err(g, B, &bf, &ref, o, BF16_OUT_SCALE);
                 double ee = out_err(g, B, &emu, &ref, o, BF16_OUT_SCALE);
                 CHECK(eb <= BF16_FACTOR * ee + BF16_FWD_MARGIN,
-                      "%s bf16 %s B=%d output %d: relative error %.3g (emulation %.3g)", name,
-                      what, B, o, eb, ee);
+                      "%s bf16 %s B=%d output %d: relative error %.3g (emulation %.3g)", name, what,
+                      B, o, eb, ee);
                 if (eb > worst_bf16_fwd) worst_bf16_fwd = eb;
             }
         }
@@ -280,8 +280,8 @@ static void run_graph(const char *name, zt_nn_graph *g, const zt_nn_backend *cud
         fill_normal(r, init, g->param_floats, 0.1);
         for (int k = 0; k < 4; k++) {
             memcpy(all[k]->grads, init, g->param_floats * sizeof(float));
-            MUST(all[k]->be->backward(all[k]->plan, B, (const float *const *)d_outs,
-                                      all[k]->grads, all[k]->d_in));
+            MUST(all[k]->be->backward(all[k]->plan, B, (const float *const *)d_outs, all[k]->grads,
+                                      all[k]->d_in));
         }
         double floor = 0.01 * grad_scale(g, ref.grads, init);
         double floor_bf = 0.05 * grad_scale(g, ref.grads, init);
@@ -305,8 +305,7 @@ static void run_graph(const char *name, zt_nn_graph *g, const zt_nn_backend *cud
         double eb = rel_err_floor(bf.d_in, ref.d_in, (size_t)B * in_size, 1e-12);
         double ee = rel_err_floor(emu.d_in, ref.d_in, (size_t)B * in_size, 1e-12);
         CHECK(eb <= BF16_FACTOR * ee + BF16_GRAD_MARGIN,
-              "%s bf16 B=%d input gradient: relative error %.3g (emulation %.3g)", name, B, eb,
-              ee);
+              "%s bf16 B=%d input gradient: relative error %.3g (emulation %.3g)", name, B, eb, ee);
 
         /* A second pass without the update or the input gradient adds on
          * top of the first one's gradients. */
@@ -321,8 +320,8 @@ static void run_graph(const char *name, zt_nn_graph *g, const zt_nn_backend *cud
             const zt_nn_param *p = &g->params[i];
             if (!p->trainable) continue;
             e = grad_err(p, fp.grads, ref.grads, init, floor, false);
-            CHECK(e <= 2 * TOL_FP32, "%s fp32 B=%d accumulated gradient of %s: error %.3g", name,
-                  B, p->name, e);
+            CHECK(e <= 2 * TOL_FP32, "%s fp32 B=%d accumulated gradient of %s: error %.3g", name, B,
+                  p->name, e);
         }
         CHECK(rel_err_floor(fp.state, ref.state, g->state_floats, 1e-12) <= TOL_FP32,
               "%s B=%d: running statistics moved without update_stats", name, B);
@@ -367,14 +366,38 @@ static void single_ops(const zt_nn_backend *cuda, zt_rng *r)
         if (kind == 4) s = (zt_nn_shape){3, 3, 5};
         int x = zt_nn_graph_input(&g, s), y = -1;
         switch (kind) {
-        case 0: name = "op conv 3x3 + bias"; y = zt_nn_graph_conv(&g, "c", x, 9, 3, true); break;
-        case 1: name = "op conv 1x1"; y = zt_nn_graph_conv(&g, "c", x, 4, 1, false); break;
-        case 2: name = "op dense + bias"; y = zt_nn_graph_dense(&g, "d", x, 11, true); break;
-        case 3: name = "op batch norm"; y = zt_nn_graph_bn(&g, "bn", x); break;
-        case 4: name = "op layer norm"; y = zt_nn_graph_ln(&g, "ln", x); break;
-        case 5: name = "op relu"; y = zt_nn_graph_relu(&g, x); break;
-        case 6: name = "op tanh"; y = zt_nn_graph_tanh(&g, x); break;
-        case 7: name = "op add"; y = zt_nn_graph_add(&g, x, zt_nn_graph_tanh(&g, x)); break;
+        case 0:
+            name = "op conv 3x3 + bias";
+            y = zt_nn_graph_conv(&g, "c", x, 9, 3, true);
+            break;
+        case 1:
+            name = "op conv 1x1";
+            y = zt_nn_graph_conv(&g, "c", x, 4, 1, false);
+            break;
+        case 2:
+            name = "op dense + bias";
+            y = zt_nn_graph_dense(&g, "d", x, 11, true);
+            break;
+        case 3:
+            name = "op batch norm";
+            y = zt_nn_graph_bn(&g, "bn", x);
+            break;
+        case 4:
+            name = "op layer norm";
+            y = zt_nn_graph_ln(&g, "ln", x);
+            break;
+        case 5:
+            name = "op relu";
+            y = zt_nn_graph_relu(&g, x);
+            break;
+        case 6:
+            name = "op tanh";
+            y = zt_nn_graph_tanh(&g, x);
+            break;
+        case 7:
+            name = "op add";
+            y = zt_nn_graph_add(&g, x, zt_nn_graph_tanh(&g, x));
+            break;
         }
         zt_nn_graph_output(&g, y);
         run_graph(name, &g, cuda, r);
@@ -451,8 +474,8 @@ static void train_step_case(zt_rng *r)
         for (int a = 0; a < A; a++) pt[b * A + a] = (float)(pt[b * A + a] / sum);
         vt[b] = (float)(2 * zt_rng_uniform(r) - 1);
     }
-    zt_train_batch batch = {.B = B, .obs = obs, .policy_target = pt, .legal = legal,
-                            .value_target = vt};
+    zt_train_batch batch = {
+        .B = B, .obs = obs, .policy_target = pt, .legal = legal, .value_target = vt};
     zt_train_config tc;
     zt_train_config_default(&tc);
     tc.optimizer = ZT_OPT_SGD;
@@ -481,11 +504,12 @@ static void train_step_case(zt_rng *r)
         if (!(d <= diff)) diff = d;
         if (m > moved) moved = m;
     }
-    CHECK(diff / moved <= 1e-3, "weights after two steps: GPU and CPU differ by %.3g of the "
-          "update", diff / moved);
-    double st = rel_err_floor(zt_net_state(gpu), zt_net_state(cpu),
-                              zt_net_graph(cpu)->state_floats,
-                              1e-12);
+    CHECK(diff / moved <= 1e-3,
+          "weights after two steps: GPU and CPU differ by %.3g of the "
+          "update",
+          diff / moved);
+    double st =
+        rel_err_floor(zt_net_state(gpu), zt_net_state(cpu), zt_net_graph(cpu)->state_floats, 1e-12);
     CHECK(st <= 1e-4, "running statistics after two steps differ by %.3g", st);
     printf("test_cuda: train step: loss GPU %.6f CPU %.6f, weights within %.2g of the update\n",
            lg.total, lc.total, diff / moved);
@@ -545,10 +569,12 @@ static void shared_evaluator_case(zt_rng *r)
     for (int c = 0; c < CLIENTS; c++) {
         float *obs = zt_xmalloc(rows * obs_size * sizeof(float));
         for (size_t i = 0; i < rows * obs_size; i++) obs[i] = zt_rng_uniform(r) < 0.3 ? 1.0f : 0;
-        jobs[c] = (client_job){.ev = zt_eval_service_client(svc, c), .obs = obs,
+        jobs[c] = (client_job){.ev = zt_eval_service_client(svc, c),
+                               .obs = obs,
                                .logits = zt_xcalloc(rows * actions, sizeof(float)),
                                .values = zt_xcalloc(rows, sizeof(float)),
-                               .obs_size = obs_size, .actions = actions};
+                               .obs_size = obs_size,
+                               .actions = actions};
         pthread_create(&threads[c], NULL, client_main, &jobs[c]);
     }
     for (int c = 0; c < CLIENTS; c++) pthread_join(threads[c], NULL);
@@ -562,8 +588,8 @@ static void shared_evaluator_case(zt_rng *r)
             int B = 1 + round % CLIENT_BATCH;
             size_t row = (size_t)round * CLIENT_BATCH;
             MUST(zt_net_forward(cpu, B, jobs[c].obs + row * obs_size, lc, vc));
-            double e = rel_err_floor(jobs[c].logits + row * actions, lc, (size_t)B * actions,
-                                     1e-12);
+            double e =
+                rel_err_floor(jobs[c].logits + row * actions, lc, (size_t)B * actions, 1e-12);
             double ev = rel_err_floor(jobs[c].values + row, vc, (size_t)B, 1e-3);
             if (e > worst) worst = e;
             if (ev > worst) worst = ev;
@@ -573,8 +599,11 @@ static void shared_evaluator_case(zt_rng *r)
         free(jobs[c].values);
     }
     CHECK(worst <= TOL_FP32, "shared GPU evaluator rows differ from the CPU net's by %.3g", worst);
-    CHECK(st.positions == (uint64_t)CLIENTS * ROUNDS * (1 + CLIENT_BATCH) / 2,
-          "the service counted %llu positions", (unsigned long long)st.positions);
+    uint64_t expect = 0;
+    for (int round = 0; round < ROUNDS; round++)
+        expect += (uint64_t)CLIENTS * (1 + round % CLIENT_BATCH);
+    CHECK(st.positions == expect, "the service counted %llu positions, not %llu",
+          (unsigned long long)st.positions, (unsigned long long)expect);
     printf("test_cuda: shared evaluator: %llu calls for %llu positions from %d clients, worst "
            "error %.2g\n",
            (unsigned long long)st.calls, (unsigned long long)st.positions, CLIENTS, worst);
@@ -595,8 +624,7 @@ int main(void)
             printf("test_cuda: %d FAILED\n", zt_test_failures);
             return 1;
         }
-        printf("test_cuda: skipped: no GPU (%s); device names and the no-GPU errors passed\n",
-               why);
+        printf("test_cuda: skipped: no GPU (%s); device names and the no-GPU errors passed\n", why);
         return 77;
     }
     char name[256];
@@ -615,6 +643,11 @@ int main(void)
            "gradients (L2) %.2g\n",
            worst_fp32_fwd, worst_fp32_grad, worst_bf16_fwd, worst_bf16_grad);
     train_step_case(&r);
+    shared_evaluator_case(&r);
+    /* Inference again through CUDA graphs (read when a plan is made). */
+    setenv("ZT_CUDA_GRAPHS", "1", 1);
+    printf("test_cuda: again with ZT_CUDA_GRAPHS=1\n");
+    whole_nets(cuda, &r);
     shared_evaluator_case(&r);
     if (zt_test_failures) {
         printf("test_cuda: %d FAILED\n", zt_test_failures);

@@ -23,9 +23,12 @@ zt_status zt_cuda_set_default_device(int index);
 zt_status zt_device_parse(const char *text, zt_device *out)
 {
     out->index = 0;
-    if (strcmp(text, "auto") == 0) out->kind = ZT_DEVICE_AUTO;
-    else if (strcmp(text, "cpu") == 0) out->kind = ZT_DEVICE_CPU;
-    else if (strcmp(text, "cuda") == 0) out->kind = ZT_DEVICE_CUDA;
+    if (strcmp(text, "auto") == 0)
+        out->kind = ZT_DEVICE_AUTO;
+    else if (strcmp(text, "cpu") == 0)
+        out->kind = ZT_DEVICE_CPU;
+    else if (strcmp(text, "cuda") == 0)
+        out->kind = ZT_DEVICE_CUDA;
     else if (strncmp(text, "cuda:", 5) == 0 && text[5] >= '0' && text[5] <= '9') {
         char *end;
         long v = strtol(text + 5, &end, 10);
@@ -43,10 +46,14 @@ zt_status zt_device_parse(const char *text, zt_device *out)
 
 void zt_device_format(zt_device d, char *buf, size_t cap)
 {
-    if (d.kind == ZT_DEVICE_AUTO) snprintf(buf, cap, "auto");
-    else if (d.kind == ZT_DEVICE_CPU) snprintf(buf, cap, "cpu");
-    else if (d.index == 0) snprintf(buf, cap, "cuda");
-    else snprintf(buf, cap, "cuda:%d", d.index);
+    if (d.kind == ZT_DEVICE_AUTO)
+        snprintf(buf, cap, "auto");
+    else if (d.kind == ZT_DEVICE_CPU)
+        snprintf(buf, cap, "cpu");
+    else if (d.index == 0)
+        snprintf(buf, cap, "cuda");
+    else
+        snprintf(buf, cap, "cuda:%d", d.index);
 }
 
 int zt_cuda_gpu_count(char *why, size_t cap)
@@ -66,8 +73,9 @@ zt_status zt_cuda_gpu_name(int index, char *buf, size_t cap)
 #else
     (void)index;
     if (cap) buf[0] = '\0';
-    return zt_fail(ZT_ERR_UNSUPPORTED,
-                   "no CUDA GPU found: this build has no CUDA backend (configure with -DZT_CUDA=ON)");
+    return zt_fail(
+        ZT_ERR_UNSUPPORTED,
+        "no CUDA GPU found: this build has no CUDA backend (configure with -DZT_CUDA=ON)");
 #endif
 }
 
@@ -153,7 +161,8 @@ static int cached_crossover(const char *path, const char *key)
         if (nl) *nl = '\0';
         char *space = strchr(line, ' ');
         if (space && strcmp(space + 1, key) == 0) {
-            if (strncmp(line, "never ", 6) == 0) found = INT_MAX;
+            if (strncmp(line, "never ", 6) == 0)
+                found = INT_MAX;
             else {
                 char *end;
                 long v = strtol(line, &end, 10);
@@ -183,8 +192,10 @@ static zt_status cache_crossover(const char *path, const char *key, int crossove
             n += (size_t)snprintf(out + n, cap - n, "%s\n", line);
         line = nl ? nl + 1 : NULL;
     }
-    if (crossover == INT_MAX) n += (size_t)snprintf(out + n, cap - n, "never %s\n", key);
-    else n += (size_t)snprintf(out + n, cap - n, "%d %s\n", crossover, key);
+    if (crossover == INT_MAX)
+        n += (size_t)snprintf(out + n, cap - n, "never %s\n", key);
+    else
+        n += (size_t)snprintf(out + n, cap - n, "%d %s\n", crossover, key);
     zt_status st = zt_write_file_atomic(path, out, n);
     free(old);
     free(out);
@@ -269,7 +280,8 @@ zt_status zt_device_resolve(zt_device d, const zt_net_config *cfg, const char *c
         fprintf(stderr, "device auto: the CPU was faster than %s at every batch up to 4096%s\n",
                 gpu, cached ? " (cached)" : "");
     else
-        fprintf(stderr, "device auto: batches of %d and more run on %s, smaller ones on the CPU%s\n",
+        fprintf(stderr,
+                "device auto: batches of %d and more run on %s, smaller ones on the CPU%s\n",
                 crossover, gpu, cached ? " (cached)" : "");
     *backend = "routed";
     return ZT_OK;

@@ -553,7 +553,11 @@ extern const zt_nn_backend zt_nn_backend_cpu;
 #else
 extern const zt_nn_backend zt_nn_backend_cpu __attribute__((weak));
 #endif
+#ifdef ZT_HAVE_CUDA
+extern const zt_nn_backend zt_nn_backend_cuda;
+#else
 extern const zt_nn_backend zt_nn_backend_cuda __attribute__((weak));
+#endif
 extern const zt_nn_backend zt_nn_backend_routed; /* routed_backend.c: needs the CUDA one */
 
 zt_status zt_nn_backend_find(const char *name, const zt_nn_backend **out)
@@ -568,7 +572,7 @@ zt_status zt_nn_backend_find(const char *name, const zt_nn_backend **out)
                 return ZT_OK;
             }
     }
-    if (strcmp(name, "routed") == 0 && &zt_nn_backend_cuda) {
+    if (strcmp(name, "routed") == 0 && all[0]) {
         *out = &zt_nn_backend_routed;
         return ZT_OK;
     }

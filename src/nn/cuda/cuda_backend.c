@@ -25,7 +25,14 @@
  * and come down once per backward, then are added to the caller's array;
  * updated running statistics come down after a training forward that
  * updates them, so the net's host arrays stay the truth. `threads` is
- * unused: one stream per plan, a plan used by one thread at a time. */
+ * unused: one stream per plan, a plan used by one thread at a time.
+ *
+ * CUDA graphs (opt-in, ZT_CUDA_GRAPHS=1 when the plan is made, not yet run
+ * on a GPU): an inference call of at most GRAPH_MAX_BATCH rows is captured
+ * once per batch size (input copy, every kernel and GEMM, output copy) and
+ * replayed, which saves the launch overhead that dominates small batches.
+ * cuBLAS gets a workspace of its own so that nothing allocates during
+ * capture; graphs die with the buffers they point into (reserve). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -80,8 +87,8 @@ static void probe(void)
     /* A device counts when this build's kernels run on it (sm_90 code and
      * compute_90 PTX: Hopper and later). */
     struct cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess &&
-        cudaSetDevice(0) == cudaSuccess && !zt_cu_kernels_runnable()) {
+    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess && cudaSetDevice(0) == cudaSuccess &&
+        !zt_cu_kernels_runnable()) {
         snprintf(probe_why, sizeof probe_why,
                  "%s (compute capability %d.%d) cannot run this build's kernels "
                  "(CMAKE_CUDA_ARCHITECTURES)",
@@ -134,6 +141,14 @@ zt_status zt_cuda_set_default_device(int index)
 
 /* ---- the plan ---- */
 
+enum { GRAPH_MAX_BATCH = 256, GRAPH_WORKSPACE = 32 << 20 };
+
+/* A captured inference call for one batch size. */
+typedef struct graph_entry {
+    int B;
+    cudaGraphExec_t exec;
+} graph_entry;
+
 /* One step of the inference program: op `op` of the folded graph writing
  * tensor `out`, with a fused residual input (-1: none) and activation. */
 typedef struct infer_step {
@@ -172,10 +187,10 @@ struct zt_nn_plan {
 
     int cap;
     bool cap_training;
-    float **act;  /* per tensor of g (training) */
-    float **grad; /* per tensor of g (training) */
-    float **fact; /* per tensor of fg (inference) */
-    float **mean, **invstd; /* per op of g: C (bn) or cap (ln) */
+    float **act;                /* per tensor of g (training) */
+    float **grad;               /* per tensor of g (training) */
+    float **fact;               /* per tensor of fg (inference) */
+    float **mean, **invstd;     /* per op of g: C (bn) or cap (ln) */
     float *ln_mean, *ln_invstd; /* inference layer norm scratch, cap */
     float *scale, *shift;       /* batch norm scratch, widest C */
     double *sums;               /* 2 x widest C */
@@ -186,6 +201,10 @@ struct zt_nn_plan {
     void *dylow;                /* the incoming gradient in bf16 (training) */
     float *h_in, *h_out;        /* pinned */
     float *h_buf;               /* pinned, max(param_floats, state_floats) */
+    bool use_graphs;            /* ZT_CUDA_GRAPHS=1 */
+    void *blas_workspace;       /* cuBLAS's, with graphs */
+    graph_entry *graphs;
+    int ngraphs, graphs_cap;
 };
 
 static zt_status cu_fail(const char *what, cudaError_t e)
@@ -308,15 +327,14 @@ static zt_status dev_params_upload(zt_nn_plan *p, const zt_nn_graph *g, dev_para
                                    const float *params, const float *state)
 {
     memcpy(p->h_buf, params, g->param_floats * sizeof(float));
-    CU(cudaMemcpyAsync(d->params, p->h_buf, g->param_floats * sizeof(float),
-                       cudaMemcpyHostToDevice, p->stream));
+    CU(cudaMemcpyAsync(d->params, p->h_buf, g->param_floats * sizeof(float), cudaMemcpyHostToDevice,
+                       p->stream));
     if (p->bf16)
         for (int i = 0; i < g->nops; i++) {
             const zt_nn_op *op = &g->ops[i];
             if (!is_gemm(op)) continue;
             const zt_nn_param *w = &g->params[op->p[0]];
-            zt_cu_cast(p->stream, d->params + w->offset, d->wlow + d->wlow_off[i], true,
-                       w->count);
+            zt_cu_cast(p->stream, d->params + w->offset, d->wlow + d->wlow_off[i], true, w->count);
         }
     /* The pinned buffer is reused for the state: wait for the first copy. */
     CU(cudaStreamSynchronize(p->stream));
@@ -362,8 +380,15 @@ static zt_precision cuda_auto_precision(void)
     return ZT_PRECISION_BF16;
 }
 
+static void free_graphs(zt_nn_plan *p)
+{
+    for (int i = 0; i < p->ngraphs; i++) cudaGraphExecDestroy(p->graphs[i].exec);
+    p->ngraphs = 0;
+}
+
 static void free_buffers(zt_nn_plan *p)
 {
+    free_graphs(p);
     for (int t = 0; t < p->g->ntensors; t++) {
         cudaFree(p->act[t]);
         cudaFree(p->grad[t]);
@@ -406,6 +431,8 @@ static void cuda_plan_free(zt_nn_plan *p)
     free(p->mean);
     free(p->invstd);
     free(p->steps);
+    free(p->graphs);
+    cudaFree(p->blas_workspace);
     dev_params_free(&p->train);
     dev_params_free(&p->infer);
     cudaFree(p->scale);
@@ -442,6 +469,12 @@ static zt_status plan_init(zt_nn_plan *p)
     BLAS(cublasSetStream(p->blas, p->stream));
     /* fp32 stays IEEE fp32 products (no TF32), as the reference. */
     BLAS(cublasSetMathMode(p->blas, CUBLAS_DEFAULT_MATH));
+    const char *graphs = getenv("ZT_CUDA_GRAPHS");
+    p->use_graphs = graphs && strcmp(graphs, "1") == 0;
+    if (p->use_graphs) {
+        CU(cudaMalloc(&p->blas_workspace, GRAPH_WORKSPACE));
+        BLAS(cublasSetWorkspace(p->blas, p->blas_workspace, GRAPH_WORKSPACE));
+    }
     float *fparams, *fstate;
     zt_nn_graph_fold_bn(g, p->params, p->state, &p->fg, &fparams, &fstate);
     free(fparams);
@@ -469,8 +502,8 @@ static zt_status plan_init(zt_nn_plan *p)
     return dev_params_upload(p, g, &p->train, p->params, p->state);
 }
 
-static zt_status cuda_plan_new(const zt_nn_graph *g, float *params, float *state,
-                               zt_precision prec, int threads, zt_nn_plan **out)
+static zt_status cuda_plan_new(const zt_nn_graph *g, float *params, float *state, zt_precision prec,
+                               int threads, zt_nn_plan **out)
 {
     (void)threads;
     char why[200];
@@ -595,8 +628,7 @@ static cudaDataType_t low_type(const zt_nn_plan *p)
 }
 
 /* The weight operand of GEMM op i: bf16 copy or fp32 parameters. */
-static const void *weight_ptr(const zt_nn_plan *p, const zt_nn_graph *g, const dev_params *d,
-                              int i)
+static const void *weight_ptr(const zt_nn_plan *p, const zt_nn_graph *g, const dev_params *d, int i)
 {
     if (p->bf16) return d->wlow + d->wlow_off[i];
     return d->params + param_off(g, g->ops[i].p[0]);
@@ -631,16 +663,22 @@ static const float *bias_ptr(const zt_nn_graph *g, const dev_params *d, const zt
     return op->p[1] >= 0 ? d->params + param_off(g, op->p[1]) : NULL;
 }
 
-static zt_status upload_input(zt_nn_plan *p, int B, const float *in, float *dst)
+/* The input goes up from h_in, which the caller filled. */
+static zt_status queue_upload(zt_nn_plan *p, int B, float *dst)
 {
     size_t n = (size_t)B * zt_nn_shape_size(p->g->tensors[p->g->input]);
-    memcpy(p->h_in, in, n * sizeof(float));
     CU(cudaMemcpyAsync(dst, p->h_in, n * sizeof(float), cudaMemcpyHostToDevice, p->stream));
     return ZT_OK;
 }
 
-/* Copies graph outputs (device arrays src[o]) to the caller's outs. */
-static zt_status download_outputs(zt_nn_plan *p, int B, float *const *src, float *const *outs)
+static zt_status upload_input(zt_nn_plan *p, int B, const float *in, float *dst)
+{
+    memcpy(p->h_in, in, (size_t)B * zt_nn_shape_size(p->g->tensors[p->g->input]) * sizeof(float));
+    return queue_upload(p, B, dst);
+}
+
+/* The graph outputs (device arrays src[o]) come down into h_out. */
+static zt_status queue_download(zt_nn_plan *p, int B, float *const *src)
 {
     const zt_nn_graph *g = p->g;
     size_t off = 0;
@@ -650,9 +688,16 @@ static zt_status download_outputs(zt_nn_plan *p, int B, float *const *src, float
                            p->stream));
         off += n;
     }
+    return ZT_OK;
+}
+
+/* Waits for the stream, then copies h_out to the caller's outs. */
+static zt_status finish_outputs(zt_nn_plan *p, int B, float *const *outs)
+{
+    const zt_nn_graph *g = p->g;
     CU(cudaStreamSynchronize(p->stream));
     CU(cudaGetLastError());
-    off = 0;
+    size_t off = 0;
     for (int o = 0; o < g->noutputs; o++) {
         size_t n = (size_t)B * zt_nn_shape_size(g->tensors[g->outputs[o]]);
         memcpy(outs[o], p->h_out + off, n * sizeof(float));
@@ -661,12 +706,18 @@ static zt_status download_outputs(zt_nn_plan *p, int B, float *const *src, float
     return ZT_OK;
 }
 
-static zt_status infer_forward(zt_nn_plan *p, int B, const float *in, float *const *outs)
+static zt_status download_outputs(zt_nn_plan *p, int B, float *const *src, float *const *outs)
 {
-    if (p->fold_dirty) ZT_TRY(refold(p));
+    ZT_TRY(queue_download(p, B, src));
+    return finish_outputs(p, B, outs);
+}
+
+/* Queues one inference call: h_in up, the program, outputs into h_out. */
+static zt_status infer_queue(zt_nn_plan *p, int B)
+{
     const zt_nn_graph *g = &p->fg;
     const dev_params *d = &p->infer;
-    ZT_TRY(upload_input(p, B, in, p->fact[g->input]));
+    ZT_TRY(queue_upload(p, B, p->fact[g->input]));
     for (int s = 0; s < p->nsteps; s++) {
         const infer_step *st = &p->steps[s];
         const zt_nn_op *op = &g->ops[st->op];
@@ -686,26 +737,75 @@ static zt_status infer_forward(zt_nn_plan *p, int B, const float *in, float *con
         case ZT_OP_BN: {
             size_t rows = (size_t)B * sh.h * sh.w;
             zt_cu_bn_finalize(p->stream, NULL, rows, sh.c, d->params + param_off(g, op->p[0]),
-                              d->params + param_off(g, op->p[1]),
-                              d->state + param_off(g, op->p[2]),
-                              d->state + param_off(g, op->p[3]), false, false, NULL, NULL,
-                              p->scale, p->shift);
+                              d->params + param_off(g, op->p[1]), d->state + param_off(g, op->p[2]),
+                              d->state + param_off(g, op->p[3]), false, false, NULL, NULL, p->scale,
+                              p->shift);
             zt_cu_bn_apply(p->stream, x, y, rows, sh.c, p->scale, p->shift);
             break;
         }
         case ZT_OP_LN:
             zt_cu_ln_forward(p->stream, x, y, B, (int)zt_nn_shape_size(sh),
-                             d->params + param_off(g, op->p[0]),
-                             d->params + param_off(g, op->p[1]), p->ln_mean, p->ln_invstd);
+                             d->params + param_off(g, op->p[0]), d->params + param_off(g, op->p[1]),
+                             p->ln_mean, p->ln_invstd);
             break;
-        case ZT_OP_RELU: zt_cu_relu(p->stream, x, y, n); break;
-        case ZT_OP_TANH: zt_cu_tanh(p->stream, x, y, n); break;
-        case ZT_OP_ADD: zt_cu_add(p->stream, x, p->fact[op->in[1]], y, n); break;
+        case ZT_OP_RELU:
+            zt_cu_relu(p->stream, x, y, n);
+            break;
+        case ZT_OP_TANH:
+            zt_cu_tanh(p->stream, x, y, n);
+            break;
+        case ZT_OP_ADD:
+            zt_cu_add(p->stream, x, p->fact[op->in[1]], y, n);
+            break;
         }
     }
     float *src[4];
     for (int o = 0; o < g->noutputs; o++) src[o] = p->fact[g->outputs[o]];
-    return download_outputs(p, B, src, outs);
+    return queue_download(p, B, src);
+}
+
+/* The captured call for batch B, captured now if new; NULL when capture
+ * fails (graphs are then off for this plan, and the call runs plainly). */
+static cudaGraphExec_t graph_for(zt_nn_plan *p, int B)
+{
+    for (int i = 0; i < p->ngraphs; i++)
+        if (p->graphs[i].B == B) return p->graphs[i].exec;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    if (cudaStreamBeginCapture(p->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        (void)cudaGetLastError();
+        p->use_graphs = false;
+        return NULL;
+    }
+    zt_status s = infer_queue(p, B);
+    cudaError_t e = cudaStreamEndCapture(p->stream, &graph);
+    if (s == ZT_OK && e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (s != ZT_OK || e != cudaSuccess) {
+        (void)cudaGetLastError();
+        fprintf(stderr, "zeroth: cuda: CUDA graph capture failed (%s); running without graphs\n",
+                s != ZT_OK ? zt_error_message() : cudaGetErrorString(e));
+        p->use_graphs = false;
+        return NULL;
+    }
+    if (p->ngraphs == p->graphs_cap) {
+        p->graphs_cap = p->graphs_cap ? 2 * p->graphs_cap : 16;
+        p->graphs = zt_xrealloc(p->graphs, (size_t)p->graphs_cap * sizeof *p->graphs);
+    }
+    p->graphs[p->ngraphs++] = (graph_entry){.B = B, .exec = exec};
+    return exec;
+}
+
+static zt_status infer_forward(zt_nn_plan *p, int B, const float *in, float *const *outs)
+{
+    if (p->fold_dirty) ZT_TRY(refold(p));
+    memcpy(p->h_in, in, (size_t)B * zt_nn_shape_size(p->g->tensors[p->g->input]) * sizeof(float));
+    cudaGraphExec_t exec = p->use_graphs && B <= GRAPH_MAX_BATCH ? graph_for(p, B) : NULL;
+    if (exec)
+        CU(cudaGraphLaunch(exec, p->stream));
+    else
+        ZT_TRY(infer_queue(p, B));
+    return finish_outputs(p, B, outs);
 }
 
 static zt_status train_forward(zt_nn_plan *p, int B, const float *in, float *const *outs,
@@ -732,10 +832,8 @@ static zt_status train_forward(zt_nn_plan *p, int B, const float *in, float *con
         case ZT_OP_BN: {
             size_t rows = (size_t)B * sh.h * sh.w;
             zt_cu_bn_stats(p->stream, x, rows, sh.c, p->sums);
-            zt_cu_bn_finalize(p->stream, p->sums, rows, sh.c,
-                              d->params + param_off(g, op->p[0]),
-                              d->params + param_off(g, op->p[1]),
-                              d->state + param_off(g, op->p[2]),
+            zt_cu_bn_finalize(p->stream, p->sums, rows, sh.c, d->params + param_off(g, op->p[0]),
+                              d->params + param_off(g, op->p[1]), d->state + param_off(g, op->p[2]),
                               d->state + param_off(g, op->p[3]), true, update, p->mean[i],
                               p->invstd[i], p->scale, p->shift);
             zt_cu_bn_apply(p->stream, x, y, rows, sh.c, p->scale, p->shift);
@@ -743,12 +841,18 @@ static zt_status train_forward(zt_nn_plan *p, int B, const float *in, float *con
         }
         case ZT_OP_LN:
             zt_cu_ln_forward(p->stream, x, y, B, (int)zt_nn_shape_size(sh),
-                             d->params + param_off(g, op->p[0]),
-                             d->params + param_off(g, op->p[1]), p->mean[i], p->invstd[i]);
+                             d->params + param_off(g, op->p[0]), d->params + param_off(g, op->p[1]),
+                             p->mean[i], p->invstd[i]);
             break;
-        case ZT_OP_RELU: zt_cu_relu(p->stream, x, y, n); break;
-        case ZT_OP_TANH: zt_cu_tanh(p->stream, x, y, n); break;
-        case ZT_OP_ADD: zt_cu_add(p->stream, x, p->act[op->in[1]], y, n); break;
+        case ZT_OP_RELU:
+            zt_cu_relu(p->stream, x, y, n);
+            break;
+        case ZT_OP_TANH:
+            zt_cu_tanh(p->stream, x, y, n);
+            break;
+        case ZT_OP_ADD:
+            zt_cu_add(p->stream, x, p->act[op->in[1]], y, n);
+            break;
         }
     }
     float *src[4];
@@ -821,8 +925,7 @@ static zt_status cuda_backward(zt_nn_plan *p, int B, const float *const *d_outs,
     const dev_params *dp = &p->train;
     for (int t = 0; t < g->ntensors; t++)
         CU(cudaMemsetAsync(p->grad[t], 0,
-                           (size_t)B * zt_nn_shape_size(g->tensors[t]) * sizeof(float),
-                           p->stream));
+                           (size_t)B * zt_nn_shape_size(g->tensors[t]) * sizeof(float), p->stream));
     CU(cudaMemsetAsync(p->d_grads, 0, g->param_floats * sizeof(float), p->stream));
     /* The output gradients go up through h_out, then into grad (+=: an
      * output may also feed another op). */
@@ -849,7 +952,9 @@ static zt_status cuda_backward(zt_nn_plan *p, int B, const float *const *d_outs,
         size_t n = (size_t)B * zt_nn_shape_size(g->tensors[op->out]);
         switch (op->kind) {
         case ZT_OP_CONV:
-        case ZT_OP_DENSE: ZT_TRY(gemm_backward(p, i, B, dy, dx)); break;
+        case ZT_OP_DENSE:
+            ZT_TRY(gemm_backward(p, i, B, dy, dx));
+            break;
         case ZT_OP_BN:
             zt_cu_bn_backward(p->stream, dy, p->act[op->in[0]], dx, (size_t)B * sh.h * sh.w, sh.c,
                               p->mean[i], p->invstd[i], dp->params + param_off(g, op->p[0]),

@@ -25,8 +25,8 @@ bool zt_cu_kernels_runnable(void);
 
 /* col[(n,y,x)][(ky,kx,c)] = x[n, y+ky-k/2, x+kx-k/2, c] (zero outside):
  * B*H*W rows of k*k*C; k = 1 is a plain conversion. */
-void zt_cu_im2col(cudaStream_t s, const float *x, void *col, bool bf16, int B, int H, int W,
-                  int C, int k);
+void zt_cu_im2col(cudaStream_t s, const float *x, void *col, bool bf16, int B, int H, int W, int C,
+                  int k);
 /* dx[n,iy,ix,c] += sum over (ky,kx) of dcol[(n, iy-ky+k/2, ix-kx+k/2)][(ky,kx,c)]. */
 void zt_cu_col2im_add(cudaStream_t s, const float *dcol, float *dx, int B, int H, int W, int C,
                       int k);
