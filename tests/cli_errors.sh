@@ -54,6 +54,23 @@ for cmd in games perft solve moves bench; do
 done
 expect_ok --help
 
+# The device key (docs/cuda.md): a bad name always; asking for a GPU where
+# none is found (bench devices says which) is "no CUDA GPU found: why",
+# before any run directory is made.
+tmp_run=$(mktemp -d)/run
+expect_error "unknown device 'gpu'" train tictactoe --run "$tmp_run" --set device=gpu
+expect_error "unknown device 'cuda:x'" train tictactoe --run "$tmp_run" --set device=cuda:x
+if "$BIN" bench devices --help >/dev/null 2>&1 && ! "$BIN" bench devices --net bg-mlp512 \
+    --seconds 0.001 2>/dev/null | grep -q '^GPU: none found'; then
+    echo "cli_errors: a GPU is present: the no-GPU errors are test_cuda's to check there"
+else
+    expect_error "no CUDA GPU found: " train tictactoe --run "$tmp_run" --set device=cuda
+    expect_error "no CUDA GPU found: " train tictactoe --run "$tmp_run" --set backend=cuda
+    expect_error "no CUDA GPU found: " bench nn --backend cuda --net c4-64x5 --batch 1
+    [ -e "$tmp_run" ] && { echo "FAIL: device=cuda without a GPU made $tmp_run"; fails=$((fails + 1)); }
+fi
+rm -rf "$(dirname "$tmp_run")"
+
 # The count is the last line of perft.
 last=$("$BIN" perft tictactoe 9 | tail -n 1)
 [ "$last" = "127872" ] || { echo "FAIL: perft tictactoe 9 = $last, want 127872"; fails=$((fails + 1)); }

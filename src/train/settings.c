@@ -243,6 +243,8 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     const char *device;
     ZT_TRY(zt_config_string(c, "device", "auto", &device));
     ZT_TRY(zt_device_parse(device, &S->device));
+    /* backend=cuda reads as device=cuda (the GPU checked here, early). */
+    if (strcmp(S->backend, "cuda") == 0) S->device.kind = ZT_DEVICE_CUDA;
     if (S->device.kind == ZT_DEVICE_CUDA) {
         const char *be;
         ZT_TRY(zt_device_backend(S->device, S->backend, &be));
