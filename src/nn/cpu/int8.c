@@ -21,9 +21,11 @@
  * zmm sums) per call; per 4 input channels one broadcast of each position's
  * 4 u8 and one load of 16 x 4 s8 weights per 16 output channels. Positions
  * are split across OpenMP threads. */
+#include <cpuid.h>
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +60,12 @@ typedef struct qtensor {
     bool f_borrowed; /* f is the caller's input */
 } qtensor;
 
+/* A oneDNN int8 convolution for one batch size, with its memories. */
+typedef struct dn_prim {
+    dnnl_primitive_t prim;
+    dnnl_memory_t src, wei, bias, dst;
+} dn_prim;
+
 /* One conv or dense with what is fused into it. */
 typedef struct qconv {
     int op;
@@ -73,7 +81,17 @@ typedef struct qconv {
     float *wscale, *bias;          /* per output channel */
     float *mul, *add;              /* the epilogue: y = S * mul + add */
     float res_scale, res_shift;    /* residual dequantisation: q * scale + shift */
+    /* On AMX, convs between ReLU'd u8 tensors run oneDNN's int8 primitive
+     * (AMX tiles) instead of our kernel: */
+    bool dnnl;
+    int8_t *plain;                 /* [cs_out][cs_in][k][k] codes (oihw) */
+    float *oscale, *dbias;         /* per stored output channel */
+    float sum_scale;               /* the residual's codes into the output's */
+    dn_prim *dp;                   /* per batch size 1..ndp, built on first use */
+    int ndp;
 } qconv;
+
+static void dn_free(qconv *c);
 
 enum { STEP_QCONV, STEP_FLOAT, STEP_QUANT, STEP_DEQUANT };
 
@@ -99,6 +117,8 @@ struct zt_int8_plan {
     int nranges;
     float *ranges;      /* [nranges][2] */
     int cap;
+    dnnl_engine_t eng;  /* when any qconv runs on oneDNN */
+    dnnl_stream_t stream;
 };
 
 static size_t round_up(size_t x, size_t m)
@@ -129,6 +149,57 @@ static void add_step(zt_int8_plan *p, int kind, int idx)
 {
     p->steps = zt_xrealloc(p->steps, (size_t)(p->nsteps + 1) * sizeof *p->steps);
     p->steps[p->nsteps++] = (qstep){kind, idx};
+}
+
+/* Whether oneDNN's int8 convolutions run on AMX here (CPUID.(7,0):EDX[25]
+ * AMX-INT8, and a oneDNN allowed to use it); ZT_INT8_DNNL=0 keeps every
+ * conv on our kernel, to compare. */
+static bool dnnl_amx(void)
+{
+    const char *env = getenv("ZT_INT8_DNNL");
+    if (env && strcmp(env, "0") == 0) return false;
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 25))) return false;
+    unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+    return (isa & (unsigned)dnnl_cpu_isa_avx512_core_amx) == (unsigned)dnnl_cpu_isa_avx512_core_amx;
+}
+
+/* Which convs run on oneDNN, and the border pixels of every u8 tensor. A
+ * oneDNN conv reads and writes dense NHWC (no border) u8 codes of zero
+ * point 0: its input and its residual come from ReLU'd qconvs, and it ends
+ * in a ReLU itself. A tensor one of our k x k convs reads keeps its border;
+ * a oneDNN conv touching such a tensor runs our kernel instead. */
+static void choose_dnnl(zt_int8_plan *p)
+{
+    const zt_nn_graph *g = &p->fg;
+    bool amx = dnnl_amx();
+    bool *relu_out = zt_xcalloc((size_t)g->ntensors, sizeof *relu_out);
+    for (int k = 0; k < p->nqc; k++)
+        if (p->qc[k].relu) relu_out[p->qc[k].out] = true;
+    for (int k = 0; k < p->nqc; k++) {
+        qconv *c = &p->qc[k];
+        c->dnnl = amx && g->ops[c->op].kind == ZT_OP_CONV && c->relu && relu_out[c->in] &&
+                  p->t[c->out].u8 && (c->res < 0 || (relu_out[c->res] && p->t[c->res].u8));
+    }
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int t = 0; t < g->ntensors; t++) p->t[t].pad = 0;
+        for (int k = 0; k < p->nqc; k++) {
+            const qconv *c = &p->qc[k];
+            const zt_nn_op *op = &g->ops[c->op];
+            if (!c->dnnl && op->kind == ZT_OP_CONV && op->k / 2 > p->t[c->in].pad)
+                p->t[c->in].pad = op->k / 2;
+        }
+        for (int k = 0; k < p->nqc; k++) {
+            qconv *c = &p->qc[k];
+            if (c->dnnl &&
+                (p->t[c->in].pad || p->t[c->out].pad || (c->res >= 0 && p->t[c->res].pad))) {
+                c->dnnl = false;
+                changed = true;
+            }
+        }
+    }
+    free(relu_out);
 }
 
 static void build(zt_int8_plan *p)
@@ -170,9 +241,7 @@ static void build(zt_int8_plan *p)
         const zt_nn_op *op = &g->ops[i];
         if (p->fused[i]) continue;
         if (op->kind == ZT_OP_CONV || op->kind == ZT_OP_DENSE) {
-            qtensor *in = &p->t[op->in[0]];
-            in->u8 = true;
-            if (op->kind == ZT_OP_CONV && op->k / 2 > in->pad) in->pad = op->k / 2;
+            p->t[op->in[0]].u8 = true;
         } else {
             for (int j = 0; j < 2; j++)
                 if (op->in[j] >= 0) p->t[op->in[j]].need_f = true;
@@ -184,6 +253,7 @@ static void build(zt_int8_plan *p)
         if (p->qc[k].res >= 0 && !p->t[p->qc[k].res].u8) p->t[p->qc[k].res].need_f = true;
     for (int k = 0; k < p->nqc; k++)
         if (!p->t[p->qc[k].out].u8) p->t[p->qc[k].out].need_f = true;
+    choose_dnnl(p);
     for (int t = 0; t < g->ntensors; t++) {
         qtensor *q = &p->t[t];
         if (!q->u8) continue;
@@ -243,6 +313,11 @@ static void build(zt_int8_plan *p)
         c->mul = zt_aligned_alloc(64, no * sizeof(float));
         c->add = zt_aligned_alloc(64, no * sizeof(float));
         ZT_ASSERT(c->w && c->mul && c->add);
+        if (c->dnnl) {
+            c->plain = zt_xcalloc(no * (size_t)in->cs * (size_t)c->ntaps, 1);
+            c->oscale = zt_xcalloc(no, sizeof(float));
+            c->dbias = zt_xcalloc(no, sizeof(float));
+        }
     }
 }
 
@@ -289,6 +364,8 @@ static void quantise_weights(zt_int8_plan *p)
                 }
                 size_t grp = ch / 4, lane = ch % 4;
                 wb[(tap * (size_t)c->k4 + grp) * 64 + lane] = (int8_t)v;
+                if (c->plain) /* oihw: [o][ch][tap] */
+                    c->plain[((size_t)o * (size_t)in->cs + ch) * (size_t)c->ntaps + tap] = (int8_t)v;
                 sum += (int32_t)v;
             }
             c->wsum[o] = sum;
@@ -324,6 +401,13 @@ zt_status zt_int8_plan_new(const zt_nn_graph *g, const float *params, const floa
     zt_nn_graph_fold_bn(g, params, state, &p->fg, &p->fp, &p->fs);
     build(p);
     p->dirty = true;
+    bool any = false;
+    for (int k = 0; k < p->nqc; k++) any = any || p->qc[k].dnnl;
+    if (any && (dnnl_engine_create(&p->eng, dnnl_cpu, 0) != dnnl_success ||
+                dnnl_stream_create(&p->stream, p->eng, dnnl_stream_default_flags) != dnnl_success)) {
+        zt_int8_plan_free(p);
+        return zt_fail(ZT_ERR_UNSUPPORTED, "oneDNN engine for int8 convs cannot be made");
+    }
     *out = p;
     return ZT_OK;
 }
@@ -353,7 +437,13 @@ void zt_int8_plan_free(zt_int8_plan *p)
         free(c->bias);
         zt_aligned_free(c->mul);
         zt_aligned_free(c->add);
+        dn_free(c);
+        free(c->plain);
+        free(c->oscale);
+        free(c->dbias);
     }
+    if (p->stream) dnnl_stream_destroy(p->stream);
+    if (p->eng) dnnl_engine_destroy(p->eng);
     free(p->qc);
     free(p->t);
     free(p->steps);
@@ -431,6 +521,18 @@ static void apply_ranges(zt_int8_plan *p)
         if (c->res >= 0 && p->t[c->res].u8) {
             c->res_scale = p->t[c->res].scale;
             c->res_shift = -p->t[c->res].scale * (float)p->t[c->res].zp;
+        }
+        if (c->dnnl) {
+            /* ReLU'd tensors: every zero point is 0 (their ranges start at 0) */
+            const qtensor *out = &p->t[c->out];
+            ZT_ASSERT(in->zp == 0 && out->zp == 0 && (c->res < 0 || p->t[c->res].zp == 0));
+            for (int o = 0; o < c->nocb * CBLK; o++) {
+                bool real = o < c->cout;
+                c->oscale[o] = real ? in->scale * c->wscale[o] * out->inv_scale : 0.0f;
+                c->dbias[o] = real ? c->bias[o] / (in->scale * c->wscale[o]) : 0.0f;
+            }
+            c->sum_scale = c->res >= 0 ? p->t[c->res].scale * out->inv_scale : 0.0f;
+            dn_free(c); /* built again with these scales at first use */
         }
     }
     fill_zero_codes(p);
@@ -807,6 +909,122 @@ static void run_blocks(const zt_int8_plan *p, const qconv *c, long first, long l
     }
 }
 
+static void dn_free(qconv *c)
+{
+    for (int b = 0; b < c->ndp; b++) {
+        dn_prim *d = &c->dp[b];
+        if (d->prim) dnnl_primitive_destroy(d->prim);
+        if (d->src) dnnl_memory_destroy(d->src);
+        if (d->wei) dnnl_memory_destroy(d->wei);
+        if (d->bias) dnnl_memory_destroy(d->bias);
+        if (d->dst) dnnl_memory_destroy(d->dst);
+    }
+    free(c->dp);
+    c->dp = NULL;
+    c->ndp = 0;
+}
+
+#define DN_TRY(what, call)                                                                         \
+    do {                                                                                           \
+        dnnl_status_t r_ = (call);                                                                 \
+        if (r_ != dnnl_success) {                                                                  \
+            st = zt_fail(ZT_ERR_UNSUPPORTED, "oneDNN int8 conv: %s failed (%d)", what, (int)r_);  \
+            goto done;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+/* The primitive of conv c at batch B with the current scales: u8 NHWC in
+ * and out, s8 weights reordered from c->plain, f32 bias in the sum's units
+ * (oneDNN adds it before the output scales), then the residual (sum) and
+ * the ReLU as post-ops. */
+static zt_status dn_build(zt_int8_plan *p, qconv *c, int B, dn_prim *d)
+{
+    zt_status st = ZT_OK;
+    const zt_nn_op *op = &p->fg.ops[c->op];
+    const qtensor *in = &p->t[c->in], *out = &p->t[c->out];
+    int k = op->k;
+    dnnl_memory_desc_t src, wei, wplain, bia, dst;
+    dnnl_dims_t sd = {B, in->cs, in->s.h, in->s.w}, dd = {B, out->cs, out->s.h, out->s.w};
+    dnnl_dims_t wd = {out->cs, in->cs, k, k}, bd = {out->cs};
+    dnnl_dims_t strides = {1, 1}, pad = {k / 2, k / 2};
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL, rpd = NULL;
+    dnnl_primitive_t reorder = NULL;
+    dnnl_memory_t mplain = NULL;
+    DN_TRY("src desc", dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_u8, dnnl_nhwc));
+    DN_TRY("dst desc", dnnl_memory_desc_init_by_tag(&dst, 4, dd, dnnl_u8, dnnl_nhwc));
+    DN_TRY("weights desc", dnnl_memory_desc_init_by_tag(&wei, 4, wd, dnnl_s8, dnnl_format_tag_any));
+    DN_TRY("weights desc", dnnl_memory_desc_init_by_tag(&wplain, 4, wd, dnnl_s8, dnnl_oihw));
+    DN_TRY("bias desc", dnnl_memory_desc_init_by_tag(&bia, 1, bd, dnnl_f32, dnnl_x));
+    dnnl_convolution_desc_t cd;
+    DN_TRY("conv desc", dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference,
+                                                            dnnl_convolution_direct, &src, &wei,
+                                                            &bia, &dst, strides, pad, pad));
+    DN_TRY("attr", dnnl_primitive_attr_create(&attr));
+    DN_TRY("post ops", dnnl_post_ops_create(&po));
+    if (c->res >= 0) DN_TRY("sum", dnnl_post_ops_append_sum(po, c->sum_scale));
+    DN_TRY("relu", dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
+    DN_TRY("set post ops", dnnl_primitive_attr_set_post_ops(attr, po));
+    DN_TRY("output scales", dnnl_primitive_attr_set_output_scales(attr, out->cs, 1 << 1, c->oscale));
+    DN_TRY("primitive desc", dnnl_primitive_desc_create(&pd, &cd, attr, p->eng, NULL));
+    DN_TRY("primitive", dnnl_primitive_create(&d->prim, pd));
+    const dnnl_memory_desc_t *wq = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    DN_TRY("weights", dnnl_memory_create(&d->wei, wq, p->eng, DNNL_MEMORY_ALLOCATE));
+    DN_TRY("plain weights", dnnl_memory_create(&mplain, &wplain, p->eng, c->plain));
+    DN_TRY("reorder desc", dnnl_reorder_primitive_desc_create(&rpd, &wplain, p->eng, wq, p->eng, NULL));
+    DN_TRY("reorder", dnnl_primitive_create(&reorder, rpd));
+    dnnl_exec_arg_t rargs[2] = {{DNNL_ARG_FROM, mplain}, {DNNL_ARG_TO, d->wei}};
+    DN_TRY("reorder run", dnnl_primitive_execute(reorder, p->stream, 2, rargs));
+    DN_TRY("reorder wait", dnnl_stream_wait(p->stream));
+    DN_TRY("bias", dnnl_memory_create(&d->bias, &bia, p->eng, c->dbias));
+    DN_TRY("src", dnnl_memory_create(&d->src, &src, p->eng, DNNL_MEMORY_NONE));
+    DN_TRY("dst", dnnl_memory_create(&d->dst, &dst, p->eng, DNNL_MEMORY_NONE));
+done:
+    if (reorder) dnnl_primitive_destroy(reorder);
+    if (rpd) dnnl_primitive_desc_destroy(rpd);
+    if (mplain) dnnl_memory_destroy(mplain);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (po) dnnl_post_ops_destroy(po);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+static zt_status run_dnnl(zt_int8_plan *p, qconv *c, int B)
+{
+    if (B > c->ndp) {
+        c->dp = zt_xrealloc(c->dp, (size_t)B * sizeof *c->dp);
+        memset(c->dp + c->ndp, 0, (size_t)(B - c->ndp) * sizeof *c->dp);
+        c->ndp = B;
+    }
+    dn_prim *d = &c->dp[B - 1];
+    /* before the build too: oneDNN sizes a primitive's work split by the
+     * threads OpenMP would give it then (2 threads' barriers on a 1-thread
+     * net made every call 15-25 ms on the loaded machine) */
+    omp_set_num_threads(p->threads);
+    if (!d->prim) {
+        zt_status st = dn_build(p, c, B, d);
+        if (st != ZT_OK) {
+            if (d->prim) dnnl_primitive_destroy(d->prim);
+            memset(d, 0, sizeof *d);
+            return st;
+        }
+    }
+    const qtensor *in = &p->t[c->in], *out = &p->t[c->out];
+    if (c->res >= 0) memcpy(out->q, p->t[c->res].q, (size_t)B * out->qstride);
+    zt_status st = ZT_OK;
+    DN_TRY("src handle", dnnl_memory_set_data_handle(d->src, in->q));
+    DN_TRY("dst handle", dnnl_memory_set_data_handle(d->dst, out->q));
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, d->src},
+                               {DNNL_ARG_WEIGHTS, d->wei},
+                               {DNNL_ARG_BIAS, d->bias},
+                               {DNNL_ARG_DST, d->dst}};
+    DN_TRY("execute", dnnl_primitive_execute(d->prim, p->stream, 4, args));
+    DN_TRY("wait", dnnl_stream_wait(p->stream));
+done:
+    return st;
+}
+
 static void run_qconv(const zt_int8_plan *p, const qconv *c, int B)
 {
     long npos = (long)B * c->ho * c->wo, nblk = (npos + NP - 1) / NP;
@@ -868,7 +1086,10 @@ zt_status zt_int8_forward(zt_int8_plan *p, int B, const float *in, float *const 
     for (int s = 0; s < p->nsteps; s++) {
         const qstep *st = &p->steps[s];
         switch (st->kind) {
-        case STEP_QCONV: run_qconv(p, &p->qc[st->idx], B); break;
+        case STEP_QCONV:
+            if (p->qc[st->idx].dnnl) ZT_TRY(run_dnnl(p, &p->qc[st->idx], B));
+            else run_qconv(p, &p->qc[st->idx], B);
+            break;
         case STEP_QUANT: quantise(p, st->idx, B, p->t[st->idx].f); break;
         case STEP_DEQUANT: dequantise(p, st->idx, B); break;
         case STEP_FLOAT: {
