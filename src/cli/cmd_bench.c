@@ -11,6 +11,7 @@ static void usage(FILE *f)
                "  games    random playouts per game: steps/s per core and on all cores\n"
                "  search   tree cost per simulation with a free evaluator\n"
                "  nn       network inference and training throughput\n"
+               "  muzero   MuZero's initial and recurrent inference and unrolled train step\n"
                "  selfplay self-play positions/s against the network alone; --ablate: each\n"
                "           optimisation turned off in turn\n"
                "  dist     under mpirun: the learner rank's trajectory ingest and weight\n"
@@ -30,8 +31,9 @@ int zt_cmd_bench(int argc, char **argv)
     if (strcmp(argv[1], "games") == 0) return zt_bench_games(argc - 1, argv + 1);
     if (strcmp(argv[1], "search") == 0) return zt_bench_search(argc - 1, argv + 1);
     if (strcmp(argv[1], "nn") == 0) return zt_bench_nn(argc - 1, argv + 1);
+    if (strcmp(argv[1], "muzero") == 0) return zt_bench_muzero(argc - 1, argv + 1);
     if (strcmp(argv[1], "selfplay") == 0) return zt_bench_selfplay(argc - 1, argv + 1);
     if (strcmp(argv[1], "dist") == 0) return zt_bench_dist(argc - 1, argv + 1);
-    return zt_cli_error("bench: unknown benchmark '%s' (games, search, nn, selfplay, dist)",
+    return zt_cli_error("bench: unknown benchmark '%s' (games, search, nn, muzero, selfplay, dist)",
                         argv[1]);
 }
