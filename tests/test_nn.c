@@ -330,8 +330,11 @@ static void dataset_free(dataset *d)
 
 static zt_train_batch dataset_batch(const dataset *d)
 {
-    return (zt_train_batch){
-        .B = d->B, .obs = d->obs, .policy_target = d->policy, .legal = d->legal, .value_target = d->value};
+    return (zt_train_batch){.B = d->B,
+                            .obs = d->obs,
+                            .policy_target = d->policy,
+                            .legal = d->legal,
+                            .value_target = d->value};
 }
 
 static void check_net_gradient(const char *what, const zt_net_config *cfg, int B, int micro)

@@ -78,8 +78,11 @@ static zt_train_batch make_batch(batch_data *d, zt_rng *r)
         d->policy[n * 12 + zt_rng_below(r, 12)] = 1;
         d->value[n] = (float)(zt_rng_uniform(r) * 2 - 1);
     }
-    return (zt_train_batch){
-        .B = 16, .obs = d->obs, .policy_target = d->policy, .legal = d->legal, .value_target = d->value};
+    return (zt_train_batch){.B = 16,
+                            .obs = d->obs,
+                            .policy_target = d->policy,
+                            .legal = d->legal,
+                            .value_target = d->value};
 }
 
 static bool same_outputs(zt_net *a, zt_net *b, const float *obs, int B)

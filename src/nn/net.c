@@ -78,7 +78,8 @@ zt_status zt_net_config_check(const zt_net_config *cfg)
         if (cfg->num_actions != cfg->in_h * cfg->in_w && cfg->num_actions > 4096)
             return zt_fail(ZT_ERR_INVALID,
                            "a muzero net needs an action plane each for its %d actions (at most "
-                           "4096)", cfg->num_actions);
+                           "4096)",
+                           cfg->num_actions);
     }
     if (cfg->kind == ZT_NET_RESNET || cfg->kind == ZT_NET_MUZERO) {
         ZT_TRY(check_range("channels", cfg->channels, 1, 4096));
@@ -133,11 +134,12 @@ zt_status zt_net_config_parse(const char *text, zt_net_config *cfg)
             n = 0;
     } else if (strncmp(text, "muzero ", 7) == 0) {
         c.kind = ZT_NET_MUZERO;
-        if (sscanf(text, "muzero in=%dx%dx%d actions=%d value=%15[a-z]:%d ch=%d blocks=%d dyn=%d "
-                         "pred=%d pol=%d valc=%d%n",
+        if (sscanf(text,
+                   "muzero in=%dx%dx%d actions=%d value=%15[a-z]:%d ch=%d blocks=%d dyn=%d "
+                   "pred=%d pol=%d valc=%d%n",
                    &c.in_h, &c.in_w, &c.in_c, &c.num_actions, value, &c.value_hidden, &c.channels,
-                   &c.blocks, &c.dyn_blocks, &c.pred_blocks, &c.policy_channels,
-                   &c.value_channels, &n) != 12)
+                   &c.blocks, &c.dyn_blocks, &c.pred_blocks, &c.policy_channels, &c.value_channels,
+                   &n) != 12)
             n = 0;
     } else if (strncmp(text, "mlp ", 4) == 0) {
         c.kind = ZT_NET_MLP;
@@ -616,8 +618,10 @@ zt_status zt_net_new(const zt_net_config *cfg, const char *backend, zt_precision
     net->backend = be;
     net->precision = precision;
     net->threads = threads;
-    if (cfg->kind == ZT_NET_MUZERO) net->mz = zt_mz_new(cfg, &net->graph);
-    else zt_nn_graph_build(&net->graph, cfg);
+    if (cfg->kind == ZT_NET_MUZERO)
+        net->mz = zt_mz_new(cfg, &net->graph);
+    else
+        zt_nn_graph_build(&net->graph, cfg);
     net->params = zt_aligned_alloc(ZT_CACHE_LINE, (net->graph.param_floats + 1) * sizeof(float));
     net->state = zt_aligned_alloc(ZT_CACHE_LINE, (net->graph.state_floats + 1) * sizeof(float));
     if (!net->params || !net->state) {
@@ -625,9 +629,10 @@ zt_status zt_net_new(const zt_net_config *cfg, const char *backend, zt_precision
         zt_net_free(net);
         return zt_fail(ZT_ERR_NOMEM, "no memory for a net of %zu parameters", count);
     }
-    zt_status s = net->mz ? zt_mz_plans_new(net->mz, be, net->params, net->state, precision, threads)
-                          : be->plan_new(&net->graph, net->params, net->state, precision, threads,
-                                         &net->plan);
+    zt_status s =
+        net->mz
+            ? zt_mz_plans_new(net->mz, be, net->params, net->state, precision, threads)
+            : be->plan_new(&net->graph, net->params, net->state, precision, threads, &net->plan);
     if (s != ZT_OK) {
         zt_net_free(net);
         return s;
@@ -797,8 +802,10 @@ size_t zt_net_param_count(const zt_net *net)
 
 void zt_net_params_changed(zt_net *net)
 {
-    if (net->mz) zt_mz_params_changed(net->mz);
-    else if (net->backend->params_changed) net->backend->params_changed(net->plan);
+    if (net->mz)
+        zt_mz_params_changed(net->mz);
+    else if (net->backend->params_changed)
+        net->backend->params_changed(net->plan);
 }
 
 const zt_nn_graph *zt_net_graph(const zt_net *net)

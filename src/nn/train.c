@@ -231,7 +231,8 @@ static zt_status micro_batch(zt_trainer *t, const zt_train_batch *b, int off, in
                              bool update_stats, float *grads, zt_train_losses *acc)
 {
     zt_net *net = t->net;
-    if (zt_net_mz(net)) return zt_mz_micro_batch(zt_net_mz(net), &t->cfg, b, off, B, update_stats, grads, acc);
+    if (zt_net_mz(net))
+        return zt_mz_micro_batch(zt_net_mz(net), &t->cfg, b, off, B, update_stats, grads, acc);
     const zt_net_config *cfg = zt_net_config_of(net);
     const zt_nn_backend *be = zt_net_backend(net);
     zt_nn_plan *plan = zt_net_plan(net);

@@ -250,8 +250,8 @@ size_t zt_record_length(const zt_record_layout *l, const uint8_t *p, size_t avai
         policy = 2 * (size_t)count;
     }
     if ((flags & RECORD_REWARD) && !(flags & RECORD_ACTION)) return 0;
-    size_t step = (flags & RECORD_ACTION ? (size_t)l->action_bytes : 0) +
-                  (flags & RECORD_REWARD ? 2 : 0);
+    size_t step =
+        (flags & RECORD_ACTION ? (size_t)l->action_bytes : 0) + (flags & RECORD_REWARD ? 2 : 0);
     size_t len = head + l->compact_size + 2 + policy + step;
     return len <= avail ? len : 0;
 }

@@ -182,11 +182,11 @@ typedef struct zt_replay_batch {
      * (a hash of the position index and step). Steps searched with the fast
      * budget have mask 0 as well. */
     int unroll;
-    float *u_policy;   /* B x (K + 1) x num_actions */
-    uint8_t *u_mask;   /* B x (K + 1): 1 where the policy is a target */
-    float *u_value;    /* B x (K + 1) */
-    int32_t *u_action; /* B x K */
-    float *u_reward;   /* B x K */
+    float *u_policy;      /* B x (K + 1) x num_actions */
+    uint8_t *u_mask;      /* B x (K + 1): 1 where the policy is a target */
+    float *u_value;       /* B x (K + 1) */
+    int32_t *u_action;    /* B x K */
+    float *u_reward;      /* B x K */
     zt_rng rng_after;     /* sampler: the rng state after drawing this batch */
     zt_status status;     /* sampler: how drawing it went */
     uint8_t *scratch_;    /* records copied out under the lock */

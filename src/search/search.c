@@ -1063,7 +1063,7 @@ void zt_search_played(zt_search *s, int t, int action)
     if (!sl->has_root) return;
     zt_tree *tr = &sl->tree;
     int c = s->cfg.tree_reuse && !s->model->root_from_initial ? zt_tree_find_child(tr, 0, action)
-                                                               : ZT_TREE_NONE;
+                                                              : ZT_TREE_NONE;
     if (c == ZT_TREE_NONE || tr->nodes[c].kind == ZT_NODE_NEW || tr->nodes[c].kind == ZT_NODE_TERMINAL) {
         reset_slot(s, sl);
         return;

@@ -156,7 +156,8 @@ zt_status zt_serve_new(const zt_serve_config *c, zt_serve **out)
     size_t obs = (size_t)g->obs_shape[0] * (size_t)g->obs_shape[1] * (size_t)g->obs_shape[2];
     srv->obs = zt_xcalloc(obs, sizeof(float));
     srv->logits = zt_xcalloc((size_t)g->num_actions, sizeof(float));
-    zt_status st = zt_model_for_evaluator(g, &srv->cfg.ev, c->search.leaves_per_round, NULL, &srv->model);
+    zt_status st =
+        zt_model_for_evaluator(g, &srv->cfg.ev, c->search.leaves_per_round, NULL, &srv->model);
     if (st != ZT_OK) {
         zt_serve_free(srv);
         return st;

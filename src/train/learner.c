@@ -319,7 +319,8 @@ int zt_learner_mean_losses(const zt_learner *l, zt_train_losses *mean)
     if (l->loss_count == 0) return 0;
     double k = 1.0 / l->loss_count;
     *mean = l->loss_sum;
-    mean->policy *= k, mean->value *= k, mean->reward *= k, mean->l2 *= k, mean->total *= k, mean->grad_norm *= k;
+    mean->policy *= k, mean->value *= k, mean->reward *= k, mean->l2 *= k, mean->total *= k,
+        mean->grad_norm *= k;
     mean->lr = l->last_loss.lr;
     return l->loss_count;
 }

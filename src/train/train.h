@@ -54,7 +54,7 @@ typedef enum zt_train_algorithm {
 typedef struct zt_train_settings {
     uint64_t seed;
     zt_train_algorithm algorithm;
-    int unroll;           /* muzero.unroll: K, steps of the unrolled loss */
+    int unroll; /* muzero.unroll: K, steps of the unrolled loss */
     zt_train_mode mode;
     int actors;           /* actor threads */
     int learner_threads;  /* threads of the learner's net */

@@ -1,0 +1,209 @@
+/* zeroth bench muzero: MuZero's network calls with the training settings of
+ * a game (configs/GAME.ini with algorithm = muzero, then --config / --set):
+ * initial inference (h then f) and recurrent inference (g then f) in states
+ * per second at each batch size, on one thread as an actor runs them, and
+ * the unrolled train step (K = muzero.unroll) at learner.batch on the
+ * learner's threads, in samples and steps per second. One line per
+ * measurement, with the load average beside it (the machine is shared). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/alloc.h"
+#include "core/config.h"
+#include "core/rng.h"
+#include "core/timer.h"
+#include "train/train.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: zeroth bench muzero [GAME] [--seconds S] [--batch B ...] [--config FILE] "
+               "[--set k=v ...]\n\n"
+               "MuZero's network calls with the training settings of GAME (default tictactoe;\n"
+               "algorithm = muzero is imposed, so the muzero.* keys size the nets): initial and\n"
+               "recurrent inference states/s on one thread at each batch (default 1 8 32 64 256),\n"
+               "and the unrolled train step (muzero.unroll steps, learner.batch samples).\n"
+               "  --seconds S   time per measurement (default 2)\n");
+}
+
+static double load_average(void)
+{
+    double l = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f && fscanf(f, "%lf", &l) != 1) l = 0;
+    if (f) fclose(f);
+    return l;
+}
+
+typedef struct buffers {
+    float *obs, *hidden, *next, *policy, *value, *reward;
+    int *actions;
+} buffers;
+
+static zt_status measure_inference(zt_net *net, const zt_net_config *c, int B, double seconds,
+                                   zt_rng *rng, bool recurrent, double *per_s)
+{
+    size_t obs_n = (size_t)c->in_h * c->in_w * c->in_c, hs = zt_net_hidden_size(c);
+    buffers b = {.obs = malloc((size_t)B * obs_n * sizeof(float)),
+                 .hidden = malloc((size_t)B * hs * sizeof(float)),
+                 .next = malloc((size_t)B * hs * sizeof(float)),
+                 .policy = malloc((size_t)B * c->num_actions * sizeof(float)),
+                 .value = malloc((size_t)B * sizeof(float)),
+                 .reward = malloc((size_t)B * sizeof(float)),
+                 .actions = malloc((size_t)B * sizeof(int))};
+    zt_status st = b.obs && b.hidden && b.next && b.policy && b.value && b.reward && b.actions
+                       ? zt_net_reserve(net, B)
+                       : zt_fail(ZT_ERR_NOMEM, "bench muzero: no memory for batch %d", B);
+    for (size_t i = 0; st == ZT_OK && i < (size_t)B * obs_n; i++)
+        b.obs[i] = zt_rng_uniform(rng) < 0.3 ? 1.0f : 0.0f;
+    for (int i = 0; st == ZT_OK && i < B; i++)
+        b.actions[i] = (int)zt_rng_below(rng, (uint32_t)c->num_actions);
+    if (st == ZT_OK) st = zt_net_initial(net, B, b.obs, b.hidden, b.policy, b.value);
+    int calls = 0;
+    double t0 = zt_now_s(), t = 0;
+    while (st == ZT_OK && t < seconds) {
+        st = recurrent ? zt_net_recurrent(net, B, b.hidden, b.actions, b.next, b.reward, b.policy,
+                                          b.value)
+                       : zt_net_initial(net, B, b.obs, b.next, b.policy, b.value);
+        calls++;
+        t = zt_now_s() - t0;
+    }
+    *per_s = (double)calls * B / t;
+    free(b.obs), free(b.hidden), free(b.next), free(b.policy), free(b.value), free(b.reward);
+    free(b.actions);
+    return st;
+}
+
+static zt_status measure_train(const zt_train_settings *S, double seconds, zt_rng *rng,
+                               double *steps_per_s)
+{
+    const zt_net_config *c = &S->net;
+    zt_net *net;
+    ZT_TRY(zt_net_new(c, S->backend, S->precision, S->learner_threads, &net));
+    zt_net_init(net, rng);
+    int B = S->batch, K = S->unroll, A = c->num_actions;
+    size_t obs_n = (size_t)c->in_h * c->in_w * c->in_c, rows = (size_t)B * (K + 1);
+    float *obs = zt_xmalloc((size_t)B * obs_n * sizeof(float));
+    float *policy = zt_xcalloc(rows * A, sizeof(float)), *value = zt_xmalloc(rows * sizeof(float));
+    float *reward = zt_xcalloc((size_t)B * K, sizeof(float));
+    int32_t *actions = zt_xmalloc((size_t)B * K * sizeof(int32_t));
+    uint8_t *mask = zt_xmalloc(rows);
+    for (size_t i = 0; i < (size_t)B * obs_n; i++) obs[i] = zt_rng_uniform(rng) < 0.3 ? 1.0f : 0.0f;
+    for (size_t r = 0; r < rows; r++) {
+        policy[r * A + zt_rng_below(rng, (uint32_t)A)] = 1;
+        value[r] = (float)(2 * zt_rng_uniform(rng) - 1);
+        mask[r] = 1;
+    }
+    for (size_t i = 0; i < (size_t)B * K; i++) actions[i] = (int32_t)zt_rng_below(rng, (uint32_t)A);
+    zt_trainer *t = NULL;
+    zt_status st = zt_trainer_new(net, &S->optimizer, &t);
+    zt_train_batch tb = {.B = B,
+                         .obs = obs,
+                         .policy_target = policy,
+                         .value_target = value,
+                         .unroll = K,
+                         .actions = actions,
+                         .policy_mask = mask,
+                         .reward_target = reward};
+    zt_train_losses L;
+    if (st == ZT_OK) st = zt_trainer_step(t, &tb, &L); /* sizes everything */
+    int steps = 0;
+    double t0 = zt_now_s(), el = 0;
+    while (st == ZT_OK && el < seconds) {
+        st = zt_trainer_step(t, &tb, &L);
+        steps++;
+        el = zt_now_s() - t0;
+    }
+    *steps_per_s = steps / el;
+    zt_trainer_free(t);
+    free(obs), free(policy), free(value), free(reward), free(actions), free(mask);
+    zt_net_free(net);
+    return st;
+}
+
+int zt_bench_muzero(int argc, char **argv)
+{
+    double seconds = 2;
+    int batches[16], nb = 0;
+    const char *game = NULL;
+    bool has_config = false;
+    zt_status st = ZT_OK;
+    for (int i = 1; i < argc && st == ZT_OK; i++) {
+        const char *v;
+        if (zt_cli_is_help(argv[i])) {
+            usage(stdout);
+            return 0;
+        }
+        if (zt_cli_flag_value(argc, argv, &i, "--seconds", &v, &st)) {
+            char *end;
+            seconds = st == ZT_OK ? strtod(v, &end) : 0;
+            if (st == ZT_OK && (*end || !(seconds > 0) || seconds > 600))
+                st = zt_fail(ZT_ERR_INVALID, "--seconds: expected a number in (0, 600], got '%s'",
+                             v);
+        } else if (zt_cli_flag_value(argc, argv, &i, "--batch", &v, &st)) {
+            char *end;
+            long b = st == ZT_OK ? strtol(v, &end, 10) : 0;
+            if (st == ZT_OK && (*end || b < 1 || b > 65536 || nb == 16))
+                st = zt_fail(ZT_ERR_INVALID, "--batch: expected at most 16 of 1..65536, got '%s'",
+                             v);
+            else if (st == ZT_OK)
+                batches[nb++] = (int)b;
+        } else if (zt_cli_skip_config_arg(argc, argv, &i, &has_config, &st)) {
+            continue;
+        } else if (argv[i][0] == '-') {
+            st = zt_fail(ZT_ERR_INVALID, "unknown flag '%s' (see zeroth bench muzero --help)",
+                         argv[i]);
+        } else if (!game) {
+            game = argv[i];
+        } else {
+            st = zt_fail(ZT_ERR_INVALID, "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (st != ZT_OK) return zt_cli_fail(st);
+    if (nb == 0) {
+        static const int dflt[] = {1, 8, 32, 64, 256};
+        for (nb = 0; nb < 5; nb++) batches[nb] = dflt[nb];
+    }
+    zt_config *cfg = zt_config_new();
+    const char *name = NULL;
+    zt_game *g = NULL;
+    zt_train_settings S;
+    st = zt_cli_layered_config(argc, argv, NULL, game ? game : "tictactoe", cfg, &name);
+    if (st == ZT_OK) zt_config_put(cfg, "algorithm", "muzero");
+    if (st == ZT_OK) st = zt_game_new(name, cfg, &g);
+    if (st == ZT_OK) st = zt_train_settings_read(cfg, g, &S);
+    if (st == ZT_OK) st = zt_config_check_unused(cfg);
+    zt_net *net = NULL;
+    if (st == ZT_OK) st = zt_net_new(&S.net, S.backend, S.precision, 1, &net);
+    if (st == ZT_OK) {
+        char arch[256];
+        zt_net_config_format(&S.net, arch, sizeof arch);
+        printf("bench muzero %s: net %s on %s/%s, load %.2f\n", name, arch,
+               zt_net_backend_name(net), zt_precision_name(zt_net_precision(net)), load_average());
+    }
+    zt_rng rng;
+    zt_rng_seed(&rng, 7, 0);
+    if (net) zt_net_init(net, &rng);
+    for (int r = 0; r < 2 && st == ZT_OK; r++)
+        for (int i = 0; i < nb && st == ZT_OK; i++) {
+            double per_s;
+            st = measure_inference(net, &S.net, batches[i], seconds, &rng, r == 1, &per_s);
+            if (st == ZT_OK)
+                printf("%-9s 1 thread  batch %5d  %10.0f states/s\n", r ? "recurrent" : "initial",
+                       batches[i], per_s);
+            fflush(stdout);
+        }
+    if (st == ZT_OK) {
+        double sps;
+        st = measure_train(&S, seconds, &rng, &sps);
+        if (st == ZT_OK)
+            printf("train     %d thread(s) batch %5d  K=%d  %8.1f steps/s  %10.0f samples/s\n",
+                   S.learner_threads, S.batch, S.unroll, sps, sps * S.batch);
+    }
+    zt_net_free(net);
+    zt_game_free(g);
+    zt_config_free(cfg);
+    if (st != ZT_OK) return zt_cli_fail(st);
+    return 0;
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The commands on a MuZero run (algorithm = muzero): a tiny run trains and
+# checkpoints; eval plays it against random with its search and with the raw
+# policy and judges positions; play takes a move and quits; report writes the
+# page; bench selfplay runs its actors; a bare weights file plays as the
+# MuZero net its architecture names.
+set -u
+BIN=${ZT_BIN:-build/zeroth}
+SRC=${ZT_SOURCE_DIR:-.}
+fails=0
+dir=$(mktemp -d /tmp/zt_cli_muzero_XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+
+tiny=(--set algorithm=muzero --set mode=deterministic --set games_per_actor=8
+      --set search.sims=8 --set learner.batch=16 --set learner.min_positions=40
+      --set arena.games=2 --set arena.positions_limit=10 --set selfplay.root_cache_sims=8
+      --set muzero.unroll=3 --set precision=fp32)
+run="$dir/run"
+if ! "$BIN" train tictactoe --run "$run" --steps 3 "${tiny[@]}" >"$dir/train.log" 2>&1; then
+    fail "train: the tiny muzero run failed: $(tail -n 2 "$dir/train.log")"
+fi
+grep -q '^algorithm = muzero' "$run/config.ini" 2>/dev/null || fail "config.ini does not say muzero"
+
+out=$("$BIN" eval tictactoe --model "$run" --opponent random --games 4 --sims 4 2>&1) ||
+    fail "eval with search: $out"
+printf '%s' "$out" | grep -q 'W-D-L' || fail "eval with search printed no W-D-L: $out"
+out=$("$BIN" eval tictactoe --model "$run" --opponent random --games 4 --sims 0 2>&1) ||
+    fail "eval with the raw policy: $out"
+positions=$(ls "$SRC"/../shared/data/tictactoe/ttt_positions.txt "$SRC"/tests/data/tictactoe/ttt_positions.txt 2>/dev/null | head -n 1)
+if [ -n "$positions" ]; then
+    out=$("$BIN" eval tictactoe --model "$run" --positions "$positions" --limit 20 --sims 4 2>&1) ||
+        fail "eval --positions: $out"
+    printf '%s' "$out" | grep -q 'optimal' || fail "eval --positions printed no result: $out"
+fi
+out=$(printf '4\nquit\n' | "$BIN" play tictactoe --model "$run" --first human --sims 4 2>&1) ||
+    fail "play: $out"
+printf '%s' "$out" | grep -q 'abandoned' || fail "play did not take the move and quit: $out"
+out=$("$BIN" report "$run" 2>&1) || fail "report: $out"
+[ -s "$run/report.html" ] || fail "report wrote no page"
+out=$("$BIN" bench selfplay tictactoe --seconds 3 --set algorithm=muzero --set games_per_actor=8 \
+    --set search.sims=8 --set selfplay.root_cache_sims=8 2>&1) || fail "bench selfplay: $out"
+printf '%s' "$out" | grep -q 'net muzero' || fail "bench selfplay did not run a muzero net: $out"
+
+weights="$run/ckpt/$(cat "$run/ckpt/latest" 2>/dev/null)/weights.safetensors"
+out=$("$BIN" eval tictactoe --model "$weights" --opponent random --games 2 2>&1)
+rc=$?
+if [ "$rc" -ne 0 ]; then
+    fail "a bare muzero weights file: $out"
+fi
+
+if [ "$fails" -ne 0 ]; then
+    echo "cli_muzero: $fails failures"
+    exit 1
+fi
+echo "cli_muzero: all checks passed"
