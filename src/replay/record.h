@@ -87,8 +87,9 @@ zt_status zt_record_decode(const zt_record_layout *l, const zt_game *g, const ui
                            size_t len, void *state, zt_record_view *view);
 
 /* Rewrites the record at p (len bytes, valid) in place with a fresh
- * search's policy (num_actions floats over the legal actions, positive sum;
- * ignored for a record without a policy) and root value, and marks it RECORD_REANALYSED. The length stays: a dense
+ * search's policy (num_actions floats, positive sum over the legal
+ * actions, the others ignored; unused for a record without a policy) and
+ * root value, and marks it RECORD_REANALYSED. The length stays: a dense
  * policy is rewritten whole; a sparse one of P pairs keeps the P actions
  * the new policy weights most (ties to the lower action), renormalised, so
  * that the game's other records need not move. Returns the L1 distance
