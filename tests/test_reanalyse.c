@@ -5,9 +5,9 @@
  * fresh search of each position gives; reanalyse.fraction outside [0, 1] is
  * refused; a deterministic run with reanalyse.fraction 0 trains bit for bit
  * as one without the key, one with 0.5 trains differently, logs
- * "reanalyse" records and resumes exactly; and a short tic-tac-toe run with
- * reanalyse.fraction 0.5 still reaches perfect play (skipped under the
- * sanitizers, like test_train's). */
+ * "reanalyse" records and resumes exactly; a MuZero run reanalyses too;
+ * and a short tic-tac-toe run with reanalyse.fraction 0.5 still reaches
+ * perfect play (skipped under the sanitizers, like test_train's). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -401,6 +401,26 @@ static void test_deterministic(void)
     free(metrics);
 }
 
+/* A MuZero run reanalyses with its learned model (the same model factory
+ * as its actors) and logs its records. */
+static void test_muzero(void)
+{
+    char run[400];
+    snprintf(run, sizeof run, "%s/muzero", tmp_root);
+    static const char *const more[] = {"algorithm=muzero", "reanalyse.fraction=0.5", NULL};
+    zt_status st = train(run, false, 0, 40, deterministic, more);
+    CHECK(st == ZT_OK, "muzero run: %s", zt_error_message());
+    char path[500], *metrics;
+    size_t len;
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
+    CHECK(zt_read_file(path, &metrics, &len) == ZT_OK, "no %s", path);
+    if (zt_test_failures) return;
+    const char *key = "\"kind\":\"reanalyse\",\"reanalysed\":";
+    const char *r = strstr(metrics, key);
+    CHECK(r && atol(r + strlen(key)) > 0, "no reanalyse record with positions in %s", path);
+    free(metrics);
+}
+
 static void test_perfect_play(void)
 {
     if (SANITIZED) {
@@ -444,6 +464,7 @@ int main(void)
     test_fresh_search();
     test_settings();
     test_deterministic();
+    test_muzero();
     test_perfect_play();
     if (zt_test_failures == 0) {
         char cmd[300];

@@ -67,11 +67,6 @@ void zt_reanalyser_free(zt_reanalyser *r)
     free(r);
 }
 
-void zt_reanalyser_weights_changed(zt_reanalyser *r)
-{
-    (void)r;
-}
-
 /* One batched search over the n <= trees positions in r->drawn, written
  * back into rb. */
 static zt_status refresh_round(zt_reanalyser *r, zt_search *s, zt_replay *rb, int n)

@@ -10,8 +10,8 @@
  * A reanalyser owns its search and model (built by an injected model
  * factory over an injected evaluator, as an actor's); it borrows the game
  * and the evaluator, which must outlive it, and whoever owns the
- * evaluator's net changes its weights between calls (then
- * zt_reanalyser_weights_changed). One thread uses it at a time. Which
+ * evaluator's net changes its weights between calls (the reanalyser
+ * caches no evaluation, so nothing goes stale). One thread uses it at a time. Which
  * positions a call refreshes depends only on its `stream` and the buffer,
  * so a deterministic run that reanalyses at fixed points repeats exactly. */
 #ifndef ZT_REPLAY_REANALYSE_H
@@ -48,10 +48,6 @@ void zt_reanalyser_free(zt_reanalyser *r);
 
 /* The largest batch the reanalyser sends its evaluator. */
 int zt_reanalyser_eval_batch(const zt_game *g, const zt_reanalyse_config *cfg);
-
-/* After the evaluator's weights changed (nothing cached today: kept so that
- * a cache can be added without changing callers). */
-void zt_reanalyser_weights_changed(zt_reanalyser *r);
 
 /* Refreshes `count` positions drawn uniformly (with replacement) from rb's
  * sampling window with a random stream of (seed, stream): each is decoded,

@@ -69,7 +69,6 @@ zt_status zt_reanalysis_after_publish(zt_reanalysis *w, const zt_net *net, zt_re
         memcpy(dst.data, src.data, src.count * sizeof(float));
     }
     zt_net_params_changed(w->net);
-    zt_reanalyser_weights_changed(w->ra);
     return zt_reanalyser_run(w->ra, rb, count, stream);
 }
 
