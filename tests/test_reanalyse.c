@@ -4,8 +4,9 @@
  * tic-tac-toe positions with a fixed net leaves in the buffer exactly what a
  * fresh search of each position gives; reanalyse.fraction outside [0, 1] is
  * refused; a deterministic run with reanalyse.fraction 0 trains bit for bit
- * as one without the key, one with 0.5 trains differently, logs
- * "reanalyse" records and resumes exactly; a MuZero run reanalyses too;
+ * as one without the key, one with 0.5 trains differently (and
+ * differently again with value_mix 0), logs "reanalyse" records and
+ * resumes exactly; a MuZero run reanalyses too;
  * and a short tic-tac-toe run with reanalyse.fraction 0.5 still reaches
  * perfect play (skipped under the sanitizers, like test_train's). */
 #include <math.h>
@@ -368,10 +369,12 @@ static void test_deterministic(void)
     char run[400], a[500], b[500];
     static const char *const off[] = {"reanalyse.fraction=0", NULL};
     static const char *const on[] = {"reanalyse.fraction=0.5", "reanalyse.simulations=8", NULL};
-    static const char *const names[] = {"plain", "off", "on", "resumed"};
-    for (int i = 0; i < 4; i++) {
+    static const char *const outcome[] = {"reanalyse.fraction=0.5", "reanalyse.simulations=8",
+                                          "reanalyse.value_mix=0", NULL};
+    static const char *const names[] = {"plain", "off", "on", "resumed", "outcome"};
+    for (int i = 0; i < 5; i++) {
         snprintf(run, sizeof run, "%s/%s", tmp_root, names[i]);
-        const char *const *more = i == 0 ? NULL : i == 1 ? off : on;
+        const char *const *more = i == 0 ? NULL : i == 1 ? off : i == 4 ? outcome : on;
         zt_status st = train(run, false, 0, i == 3 ? HALF : STEPS, deterministic, more);
         CHECK(st == ZT_OK, "%s run: %s", names[i], zt_error_message());
         if (i == 3) {
@@ -386,6 +389,9 @@ static void test_deterministic(void)
     CHECK(!same_file(a, b), "reanalyse.fraction=0.5 changed nothing: %s", b);
     weights_of(a, sizeof a, "resumed", STEPS);
     CHECK(same_file(a, b), "a resumed reanalyse run differs: %s vs %s", a, b);
+    /* the fresh root values enter the value targets by value_mix */
+    weights_of(a, sizeof a, "outcome", STEPS);
+    CHECK(!same_file(a, b), "reanalyse.value_mix changed nothing: %s vs %s", a, b);
     snprintf(a, sizeof a, "%s/on/metrics.jsonl", tmp_root);
     char *metrics;
     size_t len;
