@@ -59,7 +59,10 @@ static const char *const known_fields[] = {"t",
                                            "mean",
                                            "mean_lo",
                                            "mean_hi",
-                                           "ci95"};
+                                           "ci95",
+                                           "reanalysed",
+                                           "policy_l1",
+                                           "busy"};
 #define NUM_FIELDS ((int)(sizeof known_fields / sizeof known_fields[0]))
 
 typedef struct record {
@@ -627,6 +630,28 @@ static const panel panels[] = {
      NULL,
      true,
      false},
+    {"Reanalyse: positions refreshed per second",
+     "positions/s",
+     "reanalyse",
+     {"rate", NULL},
+     {"positions/s", NULL},
+     1,
+     NULL,
+     NULL,
+     NULL,
+     true,
+     true},
+    {"Reanalyse: mean L1 change of the stored policies",
+     "L1",
+     "reanalyse",
+     {"policy_l1", NULL},
+     {"L1", NULL},
+     1,
+     NULL,
+     NULL,
+     NULL,
+     true,
+     true},
 };
 
 /* ---- the summary: one table, on the page and on stdout ---- */

@@ -341,3 +341,70 @@ static zt_status decode_policy(const zt_record_layout *l, const zt_game *g, cons
     *qp = q;
     return ZT_OK;
 }
+
+/* ---- reanalyse: rewriting a record in place ---- */
+
+double zt_record_refit(const zt_record_layout *l, const zt_game *g, uint8_t *p, size_t len,
+                       const float *policy, float root_value)
+{
+    ZT_ASSERT(zt_record_length(l, p, len) == len && isfinite(root_value));
+    uint8_t flags = p[0];
+    size_t head = (p[1] & 0x80) ? 3 : 2;
+    int count = (p[1] & 0x7f) | ((p[1] & 0x80) ? p[2] << 7 : 0);
+    uint8_t *q = p + head + l->compact_size;
+    put_u16(q, zt_record_half_from_float(root_value));
+    q += 2;
+    p[0] = (uint8_t)(flags | RECORD_REANALYSED);
+    if (!(flags & ZT_REPLAY_FULL_SEARCH)) return 0;
+    /* the old policy, for the distance */
+    double old_p[ZT_MAX_ACTIONS] = {0}, new_p[ZT_MAX_ACTIONS] = {0};
+    zt_record_view view;
+    uint8_t decoded[ZT_MAX_STATE_BYTES];
+    zt_status st = zt_record_decode(l, g, p, len, decoded, &view);
+    ZT_ASSERT(st == ZT_OK);
+    (void)st;
+    for (int i = 0; i < view.num_pairs; i++)
+        old_p[view.actions[i]] = (double)view.weights[i] / ZT_REPLAY_WEIGHT_SUM;
+    uint16_t legal[ZT_MAX_ACTIONS], chosen[ZT_MAX_ACTIONS], qw[ZT_MAX_ACTIONS];
+    int num_legal = g->legal(g, decoded, legal), n;
+    double w[ZT_MAX_ACTIONS];
+    if (flags & RECORD_SPARSE) {
+        /* the `count` most weighted legal actions, then in increasing order */
+        bool taken[ZT_MAX_ACTIONS] = {false};
+        for (n = 0; n < count; n++) {
+            int best = -1;
+            for (int i = 0; i < num_legal; i++)
+                if (!taken[i] && (best < 0 || policy[legal[i]] > policy[legal[best]])) best = i;
+            ZT_ASSERT(best >= 0);
+            taken[best] = true;
+        }
+        n = 0;
+        for (int i = 0; i < num_legal; i++)
+            if (taken[i]) chosen[n++] = legal[i];
+    } else {
+        n = num_legal;
+        memcpy(chosen, legal, sizeof(uint16_t) * (size_t)n);
+    }
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += w[i] = policy[chosen[i]];
+    ZT_ASSERT(sum > 0);
+    zt_record_quantise(w, n, qw);
+    if (flags & RECORD_SPARSE) {
+        for (int i = 0; i < n; i++) {
+            if (l->action_bytes == 1)
+                *q++ = (uint8_t)chosen[i];
+            else {
+                put_u16(q, chosen[i]);
+                q += 2;
+            }
+        }
+    }
+    for (int i = 0; i < n - 1; i++) {
+        put_u16(q, qw[i]);
+        q += 2;
+    }
+    double l1 = 0;
+    for (int i = 0; i < n; i++) new_p[chosen[i]] = (double)qw[i] / ZT_REPLAY_WEIGHT_SUM;
+    for (int a = 0; a < l->num_actions; a++) l1 += fabs(new_p[a] - old_p[a]);
+    return l1;
+}

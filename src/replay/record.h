@@ -18,7 +18,9 @@
  *   reward   with RECORD_REWARD (only beside RECORD_ACTION, only when not
  *            0): the reward of that move, IEEE half float
  * Weights sum to exactly ZT_REPLAY_WEIGHT_SUM. Records without the two
- * optional fields are the ones every earlier version wrote. */
+ * optional fields are the ones every earlier version wrote.
+ * RECORD_REANALYSED marks a record whose policy and root value a reanalyse
+ * search rewrote in place (zt_record_refit); its length never changes. */
 #ifndef ZT_REPLAY_RECORD_H
 #define ZT_REPLAY_RECORD_H
 
@@ -33,7 +35,9 @@
 #define RECORD_SPARSE 0x02u
 #define RECORD_ACTION 0x04u
 #define RECORD_REWARD 0x08u
-#define RECORD_KNOWN_FLAGS (ZT_REPLAY_FULL_SEARCH | RECORD_SPARSE | RECORD_ACTION | RECORD_REWARD)
+#define RECORD_REANALYSED 0x10u
+#define RECORD_KNOWN_FLAGS \
+    (ZT_REPLAY_FULL_SEARCH | RECORD_SPARSE | RECORD_ACTION | RECORD_REWARD | RECORD_REANALYSED)
 #define RECORD_MAX_COUNT 16383 /* two varint bytes */
 /* Seed of the checkpoint checksum (zt_hash_bytes); tests forge checksums. */
 #define ZT_REPLAY_HASH_SEED 0x7a7265706c6179ULL
@@ -81,6 +85,17 @@ typedef struct zt_record_view {
  * ZT_ERR_CORRUPT naming the problem. */
 zt_status zt_record_decode(const zt_record_layout *l, const zt_game *g, const uint8_t *p,
                            size_t len, void *state, zt_record_view *view);
+
+/* Rewrites the record at p (len bytes, valid) in place with a fresh
+ * search's policy (num_actions floats, positive sum over the legal
+ * actions, the others ignored; unused for a record without a policy) and
+ * root value, and marks it RECORD_REANALYSED. The length stays: a dense
+ * policy is rewritten whole; a sparse one of P pairs keeps the P actions
+ * the new policy weights most (ties to the lower action), renormalised, so
+ * that the game's other records need not move. Returns the L1 distance
+ * between the old and new stored policies (0 without a policy). */
+double zt_record_refit(const zt_record_layout *l, const zt_game *g, uint8_t *p, size_t len,
+                       const float *policy, float root_value);
 
 /* Largest-remainder rounding of n non-negative weights (positive sum) to
  * integers summing exactly to ZT_REPLAY_WEIGHT_SUM; each within one unit of

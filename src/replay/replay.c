@@ -376,12 +376,37 @@ zt_status zt_replay_get(zt_replay *rb, int64_t index, zt_replay_position *pos, f
     pos->root_value = view.root_value;
     pos->action = view.action;
     pos->reward = view.reward;
+    pos->reanalysed = (view.flags & RECORD_REANALYSED) != 0;
     pos->outcome = outcome_for(rb->game, pos->state, return0);
     if (policy) {
         memset(policy, 0, sizeof(float) * (size_t)rb->game->num_actions);
         for (int i = 0; i < view.num_pairs; i++)
             policy[view.actions[i]] = (float)view.weights[i] / (float)ZT_REPLAY_WEIGHT_SUM;
     }
+    return ZT_OK;
+}
+
+zt_status zt_replay_refresh(zt_replay *rb, int64_t index, const float *policy, float root_value,
+                            double *l1, bool *had_policy)
+{
+    ZT_ASSERT(isfinite(root_value));
+    pthread_mutex_lock(&rb->mutex);
+    int64_t first = rb->positions_seen - rb->positions;
+    if (index < first || index >= rb->positions_seen) {
+        pthread_mutex_unlock(&rb->mutex);
+        return zt_fail(ZT_ERR_NOT_FOUND, "replay: position %lld is no longer stored",
+                       (long long)index);
+    }
+    int64_t game;
+    size_t len;
+    /* the ring is written only here and in zt_replay_add_game, both under
+     * the lock; a record keeps its length, so the walk stays valid */
+    uint8_t *p = (uint8_t *)find_record(rb, index, &game, &len);
+    bool has = (p[0] & ZT_REPLAY_FULL_SEARCH) != 0;
+    double d = zt_record_refit(&rb->layout, rb->game, p, len, policy, root_value);
+    pthread_mutex_unlock(&rb->mutex);
+    if (l1) *l1 = d;
+    if (had_policy) *had_policy = has;
     return ZT_OK;
 }
 
@@ -415,6 +440,7 @@ static size_t lay_out(zt_replay_batch *b, uint8_t *base, bool wdl)
     b->policy_weight = carve(base, &at, B * sizeof(float));
     b->value = carve(base, &at, B * sizeof(float));
     b->root_value = carve(base, &at, B * sizeof(float));
+    b->reanalysed = carve(base, &at, B * sizeof(float));
     b->wdl = wdl ? carve(base, &at, B * 3 * sizeof(float)) : NULL;
     b->index = carve(base, &at, B * sizeof(int64_t));
     b->sym = carve(base, &at, B * sizeof(int32_t));
@@ -502,6 +528,7 @@ static zt_status build_row(zt_replay *rb, zt_replay_batch *b, int r)
     /* the network learns values through the game's transform (game.h) */
     b->value[r] = zt_game_value_to_net(g, z);
     b->root_value[r] = zt_game_value_to_net(g, view.root_value);
+    b->reanalysed[r] = (view.flags & RECORD_REANALYSED) ? 1.0f : 0.0f;
     if (b->wdl) {
         float *wdl = b->wdl + (size_t)r * 3;
         wdl[0] = z > 0;

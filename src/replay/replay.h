@@ -147,9 +147,21 @@ typedef struct zt_replay_position {
     int ply; /* index of the position in its game */
     int action;   /* the action taken from it, or -1 when not recorded */
     float reward; /* that move's reward (0 when not recorded) */
+    bool reanalysed; /* its targets were refreshed (zt_replay_refresh) */
 } zt_replay_position;
 
 zt_status zt_replay_get(zt_replay *rb, int64_t index, zt_replay_position *pos, float *policy);
+
+/* Reanalyse (replay/reanalyse.h): rewrites the stored targets of position
+ * `index` in place with a fresh search's policy (num_actions floats, 0 on
+ * illegal actions; unused when the position has no policy target) and root
+ * value, marking it reanalysed. The record keeps its length (record.h,
+ * zt_record_refit: a sparse policy keeps its number of actions). *l1 (may
+ * be NULL) receives the L1 distance between the old and the new stored
+ * policy, *had_policy whether there was one. ZT_ERR_NOT_FOUND if the
+ * position is no longer stored (evicted since it was drawn). */
+zt_status zt_replay_refresh(zt_replay *rb, int64_t index, const float *policy, float root_value,
+                            double *l1, bool *had_policy);
 
 /* ---- sampling ---- */
 
@@ -169,6 +181,7 @@ typedef struct zt_replay_batch {
                            * the points still to come, through
                            * zt_game_value_to_net) */
     float *root_value;    /* B: the search's root value (zt_game_value_to_net) */
+    float *reanalysed;    /* B: 1 where a reanalyse search refreshed the targets */
     float *wdl;           /* B x 3 (win, draw, loss one-hot), or NULL if not wanted */
     int64_t *index;       /* B: absolute position index sampled */
     int32_t *sym;         /* B: symmetry applied */

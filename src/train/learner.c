@@ -185,12 +185,15 @@ zt_status zt_learner_step(zt_learner *l)
             zt_equity_targets(b->value[i] * l->game->max_return,
                               l->value_target + (size_t)i * ZT_EQ_OUTPUTS);
         vt = l->value_target;
-    } else if (S->root_value_weight > 0) {
+    } else if (S->root_value_weight > 0 || S->reanalyse_fraction > 0) {
         /* A mix of outcome and search value (Wu 2019 and others): less
-         * noisy than the outcome alone. */
-        float w = (float)S->root_value_weight;
-        for (int i = 0; i < b->size; i++)
-            l->value_target[i] = (1 - w) * b->value[i] + w * b->root_value[i];
+         * noisy than the outcome alone. A reanalysed position mixes in its
+         * fresh root value by reanalyse.value_mix instead. */
+        float w = (float)S->root_value_weight, m = (float)S->reanalyse_value_mix;
+        for (int i = 0; i < b->size; i++) {
+            float wi = b->reanalysed[i] != 0 ? m : w;
+            l->value_target[i] = (1 - wi) * b->value[i] + wi * b->root_value[i];
+        }
         vt = l->value_target;
     }
     zt_train_batch tb = {.B = b->size,

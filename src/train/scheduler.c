@@ -111,6 +111,17 @@ static void metric(zt_scheduler *L, const char *kind, const char *fmt, ...)
     fflush(L->metrics);
 }
 
+void zt_scheduler_metric(zt_scheduler *L, const char *kind, const char *fmt, ...)
+{
+    if (!L->metrics) return;
+    char body[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof body, fmt, ap);
+    va_end(ap);
+    metric(L, kind, "%s", body);
+}
+
 static totals current_totals(zt_scheduler *L)
 {
     zt_actor_stats a = zt_runner_stats(L->p.runner);

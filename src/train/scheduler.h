@@ -57,6 +57,10 @@ double zt_scheduler_elapsed(const zt_scheduler *s);
  * checkpoints and the arena only where `boundary` says the state is
  * consistent for them (alternate mode: between phases). */
 zt_status zt_scheduler_tick(zt_scheduler *s, bool boundary);
+/* Appends a record of `kind` to metrics.jsonl: the common fields (t, step,
+ * games, positions, kind), then fmt's (JSON members, without braces). */
+void zt_scheduler_metric(zt_scheduler *s, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* The last metrics records and log line of an invocation. */
 void zt_scheduler_final_report(zt_scheduler *s);
 

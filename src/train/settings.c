@@ -346,6 +346,10 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
                        "root value is one number, not %s probabilities)",
                        S->root_value_weight, S->net.value_kind == ZT_VALUE_WDL ? "WDL" : "equity");
     ZT_TRY(zt_config_bool(c, "learner.prefetch", !debug, &S->prefetch));
+    ZT_TRY(zt_config_double(c, "reanalyse.fraction", 0.0, 0, 1, &S->reanalyse_fraction));
+    ZT_TRY(zt_config_int32(c, "reanalyse.simulations", 0, 0, 1 << 20, &S->reanalyse_simulations));
+    ZT_TRY(zt_config_double(c, "reanalyse.value_mix", 0.5, 0, 1, &S->reanalyse_value_mix));
+    ZT_TRY(zt_config_int32(c, "reanalyse.trees", 64, 1, 1 << 16, &S->reanalyse_trees));
     ZT_TRY(zt_config_int32(c, "alternate.steps", 0, 0, 1 << 30, &S->alternate_steps));
 
     ZT_TRY(zt_config_double(c, "checkpoint.minutes", 10, 0, 1e6, &S->checkpoint_minutes));

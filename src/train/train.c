@@ -21,6 +21,7 @@
 #include "core/timer.h"
 #include "selfplay/runner.h"
 #include "train/learner.h"
+#include "train/reanalysis.h"
 #include "train/run.h"
 #include "train/remote.h"
 #include "train/scheduler.h"
@@ -44,6 +45,7 @@ struct zt_train {
     zt_learner *learner;
     zt_runner *runner;
     zt_scheduler *sched;
+    zt_reanalysis *reanalysis; /* NULL: reanalyse.fraction 0 */
     zt_dir_lock *lock; /* RUN/lock, held from open to free */
 
     /* the alternate schedule's place, saved in checkpoints */
@@ -125,6 +127,22 @@ static bool should_pause(zt_train *t)
     return t->until_time > 0 && zt_now_s() >= t->until_time;
 }
 
+/* ---- reanalyse ---- */
+
+/* Publishes the learner's weights, then (reanalyse on) refreshes stored
+ * targets with them for the `steps` learner steps since the last time. */
+static zt_status publish(zt_train *t, int64_t steps)
+{
+    zt_learner_publish(t->learner);
+    if (!t->reanalysis) return ZT_OK;
+    /* the stream is the step, not the version number: a resumed run
+     * publishes once more at its start, so versions shift but steps don't */
+    zt_status st = zt_reanalysis_after_publish(t->reanalysis, zt_learner_net(t->learner), t->rb,
+                                               steps, (uint64_t)step_of(t));
+    if (st == ZT_OK) zt_reanalysis_report(t->reanalysis, t->sched, false);
+    return st;
+}
+
 /* ---- concurrent mode ---- */
 
 /* The actors may lead the learner by this many positions beyond the replay
@@ -162,7 +180,8 @@ static zt_status run_concurrent(zt_train *t)
         bool wait = zt_runner_wait_if(t->runner, learner_ahead, t, 0.05);
         if (!wait) {
             st = zt_learner_step(t->learner);
-            if (st == ZT_OK && step_of(t) % t->S.publish_every == 0) zt_learner_publish(t->learner);
+            if (st == ZT_OK && step_of(t) % t->S.publish_every == 0)
+                st = publish(t, t->S.publish_every);
         }
         if (st == ZT_OK) st = zt_scheduler_tick(t->sched, true);
     }
@@ -203,8 +222,8 @@ static zt_status run_alternate(zt_train *t)
         zt_learner_pause(t->learner);
         if (st != ZT_OK || stopping) break;
         if (t->phase_steps > 0) {
-            zt_learner_publish(t->learner);
-            st = zt_runner_pull_weights(t->runner);
+            st = publish(t, t->phase_steps);
+            if (st == ZT_OK) st = zt_runner_pull_weights(t->runner);
             t->phase_steps = 0;
         }
         if (st == ZT_OK) st = zt_scheduler_tick(t->sched, true);
@@ -303,6 +322,7 @@ static zt_status setup(zt_train *t)
     }
     ZT_TRY(zt_replay_new(t->game, &S->replay, &t->rb));
     ZT_TRY(zt_learner_new(t->game, S, t->rb, &t->learner));
+    ZT_TRY(zt_reanalysis_new(t->game, S, &t->reanalysis));
     if (t->opt.resume) ZT_TRY(load_checkpoint(t));
     t->sink = zt_traj_sink_replay(t->rb);
     zt_runner_config rc = {.actors = t->opt.remote ? 0 : S->actors,
@@ -395,6 +415,7 @@ void zt_train_free(zt_train *t)
     if (t->remote_started) t->opt.remote->stop(t->opt.remote->ctx);
     zt_runner_free(t->runner);
     zt_scheduler_free(t->sched);
+    zt_reanalysis_free(t->reanalysis);
     zt_learner_free(t->learner);
     zt_replay_free(t->rb);
     zt_game_free(t->game);
@@ -504,6 +525,7 @@ zt_train_progress zt_train_get_progress(const zt_train *t)
 zt_status zt_train_close(zt_train *t)
 {
     zt_progress_clear();
+    if (t->reanalysis) zt_reanalysis_report(t->reanalysis, t->sched, true);
     zt_scheduler_final_report(t->sched);
     zt_status st = ZT_OK;
     /* a last look at the final weights, unless interrupted */

@@ -77,6 +77,14 @@ typedef struct zt_train_settings {
     int publish_every;       /* learner steps between weight publications */
     int64_t min_positions;   /* positions in the buffer before training starts */
     double root_value_weight; /* value target: (1 - w) outcome + w root value */
+    /* Reanalyse (replay/reanalyse.h): after each publication the learner's
+     * thread searches fraction x batch x (steps since the last one) stored
+     * positions again with the new weights and rewrites their targets. */
+    double reanalyse_fraction;   /* 0: off */
+    int reanalyse_simulations;   /* 0: selfplay.simulations */
+    double reanalyse_value_mix;  /* a reanalysed position's value target:
+                                  * (1 - m) outcome + m fresh root value */
+    int reanalyse_trees;         /* positions searched at once */
     bool prefetch;           /* sampler thread */
     int alternate_steps;     /* alternate: steps per phase (0: from replay_ratio) */
     double checkpoint_minutes;

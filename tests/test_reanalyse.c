@@ -1,0 +1,481 @@
+/* Reanalyse (replay/reanalyse.h, train/reanalysis.h): a record rewritten in
+ * place keeps its length and holds the new policy (dense: whole; sparse:
+ * its P most weighted actions) and root value; reanalysing stored
+ * tic-tac-toe positions with a fixed net leaves in the buffer exactly what a
+ * fresh search of each position gives; reanalyse.fraction outside [0, 1] is
+ * refused; a deterministic run with reanalyse.fraction 0 trains bit for bit
+ * as one without the key, one with 0.5 trains differently (and
+ * differently again with value_mix 0), logs "reanalyse" records and
+ * resumes exactly; a MuZero run reanalyses too;
+ * and a short tic-tac-toe run with reanalyse.fraction 0.5 still reaches
+ * perfect play (skipped under the sanitizers, like test_train's). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "agent/az_model.h"
+#include "agent/evaluator.h"
+#include "core/config.h"
+#include "core/fileio.h"
+#include "core/log.h"
+#include "core/rng.h"
+#include "game/game.h"
+#include "replay/reanalyse.h"
+#include "replay/record.h"
+#include "replay/replay.h"
+#include "search/search.h"
+#include "search/settings.h"
+#include "train/train.h"
+
+#include "zt_test.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+static char tmp_root[256];
+
+/* ---- the record rewritten in place ---- */
+
+static void test_refit(void)
+{
+    zt_game *g;
+    CHECK(zt_game_new("tictactoe", NULL, &g) == ZT_OK, "tictactoe: %s", zt_error_message());
+    zt_record_layout l;
+    zt_record_layout_init(&l, g);
+    uint8_t state[ZT_MAX_STATE_BYTES], out[ZT_MAX_STATE_BYTES];
+    g->reset(g, state);
+    float uniform[ZT_MAX_ACTIONS] = {0}, one[ZT_MAX_ACTIONS] = {0}, fresh[ZT_MAX_ACTIONS] = {0};
+    for (int a = 0; a < 9; a++) uniform[a] = 1;
+    one[4] = 1;
+    /* the fresh policy: weights 1..9, the largest on action 8 */
+    for (int a = 0; a < 9; a++) fresh[a] = (float)(a + 1);
+    uint8_t rec[256], ref[256];
+
+    /* dense: rewritten whole, the same bytes as a fresh encoding but the flag */
+    size_t len = zt_record_encode(&l, g, state, uniform, 0.25f, true, rec);
+    size_t want = zt_record_encode(&l, g, state, fresh, -0.5f, true, ref);
+    CHECK(len == want && !(rec[0] & RECORD_SPARSE), "dense record of %zu bytes (%zu)", len, want);
+    double l1 = zt_record_refit(&l, g, rec, len, fresh, -0.5f);
+    CHECK(rec[0] == (ref[0] | RECORD_REANALYSED) && memcmp(rec + 1, ref + 1, len - 1) == 0,
+          "a dense record rewritten differs from the fresh encoding");
+    double expect = 0;
+    for (int a = 0; a < 9; a++) expect += fabs((a + 1) / 45.0 - 1 / 9.0);
+    CHECK(fabs(l1 - expect) < 1e-3, "dense L1 %.5f, want %.5f", l1, expect);
+    zt_record_view v;
+    CHECK(zt_record_length(&l, rec, len) == len, "rewritten dense record unreadable");
+    CHECK(zt_record_decode(&l, g, rec, len, out, &v) == ZT_OK && v.root_value == -0.5f &&
+              (v.flags & RECORD_REANALYSED),
+          "dense: root %.3f flags %#x", v.root_value, v.flags);
+
+    /* sparse of one pair: keeps one action, the new policy's largest */
+    len = zt_record_encode(&l, g, state, one, 0.0f, true, rec);
+    CHECK(rec[0] & RECORD_SPARSE, "a one-action policy is not sparse");
+    size_t len0 = len;
+    l1 = zt_record_refit(&l, g, rec, len, fresh, 0.75f);
+    CHECK(zt_record_length(&l, rec, len) == len0, "sparse record changed length");
+    CHECK(zt_record_decode(&l, g, rec, len, out, &v) == ZT_OK && v.num_pairs == 1 &&
+              v.actions[0] == 8 && v.weights[0] == ZT_REPLAY_WEIGHT_SUM && v.root_value == 0.75f,
+          "sparse: %d pairs, action %d weight %d root %.3f", v.num_pairs, v.actions[0],
+          v.weights[0], v.root_value);
+    CHECK(fabs(l1 - 2.0) < 1e-9, "sparse L1 %.5f, want 2", l1);
+
+    /* no policy: the root value alone */
+    len = zt_record_encode(&l, g, state, NULL, 0.0f, false, rec);
+    l1 = zt_record_refit(&l, g, rec, len, fresh, 0.5f);
+    CHECK(l1 == 0 && zt_record_decode(&l, g, rec, len, out, &v) == ZT_OK && v.num_pairs == 0 &&
+              v.root_value == 0.5f && !(v.flags & ZT_REPLAY_FULL_SEARCH),
+          "value-only record: %d pairs root %.3f", v.num_pairs, v.root_value);
+    zt_game_free(g);
+}
+
+/* ---- reanalysed targets are a fresh search's ---- */
+
+static zt_status init_weights(zt_net *net, void *ctx)
+{
+    (void)ctx;
+    zt_rng rng;
+    zt_rng_seed(&rng, 11, 0);
+    zt_net_init(net, &rng);
+    zt_net_params_changed(net);
+    return ZT_OK;
+}
+
+/* Random tic-tac-toe games into rb: policies uniform (dense records), on
+ * one action (sparse) or none (value targets only), in turn. */
+static void fill_replay(const zt_game *g, zt_replay *rb, int games)
+{
+    zt_replay_traj *t;
+    CHECK(zt_replay_traj_new(g, &t) == ZT_OK, "traj: %s", zt_error_message());
+    zt_rng rng;
+    zt_rng_seed(&rng, 5, 1);
+    int n = 0;
+    for (int i = 0; i < games; i++) {
+        uint8_t s[ZT_MAX_STATE_BYTES];
+        g->reset(g, s);
+        zt_replay_traj_clear(t);
+        while (g->current_player(g, s) >= 0) {
+            uint16_t legal[ZT_MAX_ACTIONS];
+            int k = g->legal(g, s, legal);
+            float p[ZT_MAX_ACTIONS] = {0};
+            int kind = n++ % 3;
+            if (kind == 0)
+                for (int j = 0; j < k; j++) p[legal[j]] = 1;
+            else
+                p[legal[0]] = 1;
+            zt_replay_traj_add(t, s, kind == 2 ? NULL : p, 0.0f, kind != 2);
+            g->apply(g, s, legal[zt_rng_below(&rng, (uint32_t)k)]);
+        }
+        CHECK(zt_replay_add_game(rb, t, zt_game_value_of(g, s, 0), NULL) == ZT_OK, "add: %s",
+              zt_error_message());
+    }
+    zt_replay_traj_free(t);
+}
+
+static void test_fresh_search(void)
+{
+    zt_game *g;
+    CHECK(zt_game_new("tictactoe", NULL, &g) == ZT_OK, "tictactoe: %s", zt_error_message());
+    zt_replay_config rc;
+    zt_replay_config_default(&rc);
+    rc.capacity = 5000;
+    zt_replay *rb;
+    CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
+    fill_replay(g, rb, 6);
+    zt_replay_stats rs = zt_replay_get_stats(rb);
+
+    zt_reanalyse_config cfg = {.trees = 4, .seed = 3};
+    zt_search_config_default(&cfg.search, ZT_SEARCH_PUCT); /* no noise: a search is a function */
+    cfg.search.num_simulations = 24;
+    cfg.search.leaves_per_round = 1;
+    zt_net_config nc;
+    zt_net_config_default(&nc, g->obs_shape[0], g->obs_shape[1], g->obs_shape[2], g->num_actions);
+    nc.channels = 8;
+    nc.blocks = 1;
+    zt_evaluator_pool *pool = NULL;
+    CHECK(zt_evaluator_pool_new(&nc, "ref", ZT_PRECISION_FP32, ZT_EVALUATOR_PRIVATE, 1,
+                                zt_reanalyser_eval_batch(g, &cfg), 1, &pool) == ZT_OK,
+          "pool: %s", zt_error_message());
+    if (!pool) return;
+    CHECK(zt_evaluator_pool_update(pool, 0, 1, init_weights, NULL) == ZT_OK, "weights: %s",
+          zt_error_message());
+    zt_evaluator ev = zt_evaluator_pool_client(pool, 0);
+    zt_model_factory mf = zt_az_model_factory();
+    zt_reanalyser *ra;
+    CHECK(zt_reanalyser_new(g, &mf, &ev, &cfg, &ra) == ZT_OK, "reanalyser: %s",
+          zt_error_message());
+
+    /* before: the stored targets, to compare the L1 the reanalyser reports */
+    int64_t first = rs.positions_seen - rs.positions, n = rs.positions;
+    float *before = calloc((size_t)n * 9, sizeof(float));
+    int64_t *index = calloc((size_t)n, sizeof *index);
+    for (int64_t i = 0; i < n; i++) {
+        zt_replay_position pos;
+        index[i] = first + i;
+        CHECK(zt_replay_get(rb, first + i, &pos, before + i * 9) == ZT_OK, "get");
+    }
+    CHECK(zt_reanalyser_refresh(ra, rb, index, (int)n, 7) == ZT_OK, "refresh: %s",
+          zt_error_message());
+    zt_reanalyse_stats st = zt_reanalyser_get_stats(ra);
+    CHECK(st.positions == n && st.skipped == 0, "refreshed %lld of %lld", (long long)st.positions,
+          (long long)n);
+
+    /* a fresh search of each position, one tree, from the same model kind */
+    zt_model *model;
+    CHECK(mf.create(mf.ctx, g, &ev, 1, NULL, &model) == ZT_OK, "model: %s", zt_error_message());
+    zt_search_config sc = cfg.search;
+    zt_search_config_size(&sc, g, 0);
+    zt_search *s;
+    CHECK(zt_search_new(&sc, model, 1, &s) == ZT_OK, "search: %s", zt_error_message());
+    int dense = 0, sparse = 0, valued = 0;
+    double l1_sum = 0;
+    for (int64_t i = 0; i < n && zt_test_failures == 0; i++) {
+        zt_replay_position pos;
+        float stored[ZT_MAX_ACTIONS], fresh[ZT_MAX_ACTIONS];
+        CHECK(zt_replay_get(rb, first + i, &pos, stored) == ZT_OK, "get");
+        CHECK(pos.reanalysed, "position %lld not marked reanalysed", (long long)i);
+        zt_search_forget(s, 0);
+        zt_search_begin(s, 0, pos.state);
+        CHECK(zt_search_run(s) == ZT_OK, "run: %s", zt_error_message());
+        zt_search_policy(s, 0, fresh);
+        float value = zt_search_root_value(s, 0);
+        CHECK(pos.root_value == zt_record_half_to_float(zt_record_half_from_float(value)),
+              "position %lld: root value %.5f, a fresh search %.5f", (long long)i, pos.root_value,
+              value);
+        int kind = (int)(i % 3); /* as fill_replay stored them */
+        if (!(pos.flags & ZT_REPLAY_FULL_SEARCH)) {
+            valued++;
+            continue;
+        }
+        double d = 0;
+        for (int a = 0; a < 9; a++) d += fabs(stored[a] - before[i * 9 + a]);
+        l1_sum += d;
+        if (kind == 0) {
+            dense++;
+            for (int a = 0; a < 9; a++)
+                CHECK(fabsf(stored[a] - fresh[a]) <= 1.0f / ZT_REPLAY_WEIGHT_SUM + 1e-6f,
+                      "position %lld action %d: stored %.6f, fresh %.6f", (long long)i, a,
+                      stored[a], fresh[a]);
+        } else {
+            /* one pair: the fresh search's most weighted action, all of it */
+            sparse++;
+            int best = 0;
+            for (int a = 1; a < 9; a++)
+                if (fresh[a] > fresh[best]) best = a;
+            CHECK(stored[best] == 1.0f, "position %lld: sparse keeps not action %d", (long long)i,
+                  best);
+        }
+    }
+    CHECK(dense > 0 && sparse > 0 && valued > 0, "kinds: %d dense %d sparse %d value-only", dense,
+          sparse, valued);
+    CHECK(st.policies == dense + sparse && fabs(st.policy_l1 - l1_sum) < 1e-3,
+          "reported %lld policies L1 %.4f, measured %d, %.4f", (long long)st.policies,
+          st.policy_l1, dense + sparse, l1_sum);
+    printf("fresh search: %lld positions (%d dense, %d sparse, %d value only), mean L1 %.3f\n",
+           (long long)n, dense, sparse, valued, l1_sum / (dense + sparse));
+
+    /* drawn from the window: the count refreshed, the same draw for the same stream */
+    zt_reanalyser_free(ra);
+    CHECK(zt_reanalyser_new(g, &mf, &ev, &cfg, &ra) == ZT_OK, "reanalyser: %s",
+          zt_error_message());
+    CHECK(zt_reanalyser_run(ra, rb, 10, 1) == ZT_OK, "run: %s", zt_error_message());
+    CHECK(zt_reanalyser_get_stats(ra).positions == 10, "run refreshed %lld",
+          (long long)zt_reanalyser_get_stats(ra).positions);
+    zt_search_free(s);
+    zt_model_free(model);
+    zt_reanalyser_free(ra);
+    zt_evaluator_pool_free(pool);
+    zt_replay_free(rb);
+    free(before);
+    free(index);
+    zt_game_free(g);
+}
+
+/* ---- settings ---- */
+
+static zt_status read_settings(const char *key, const char *value, zt_train_settings *S)
+{
+    zt_config *cfg = zt_config_new();
+    zt_game *g = NULL;
+    zt_config_put(cfg, key, value);
+    zt_status st = zt_game_new("tictactoe", NULL, &g);
+    if (st == ZT_OK) st = zt_train_settings_read(cfg, g, S);
+    zt_game_free(g);
+    zt_config_free(cfg);
+    return st;
+}
+
+static void test_settings(void)
+{
+    zt_train_settings S;
+    CHECK(read_settings("game", "tictactoe", &S) == ZT_OK && S.reanalyse_fraction == 0 &&
+              S.reanalyse_value_mix == 0.5 && S.reanalyse_simulations == 0,
+          "defaults: fraction %.2f mix %.2f sims %d", S.reanalyse_fraction, S.reanalyse_value_mix,
+          S.reanalyse_simulations);
+    CHECK(read_settings("reanalyse.fraction", "0.5", &S) == ZT_OK && S.reanalyse_fraction == 0.5,
+          "fraction 0.5: %s", zt_error_message());
+    static const char *const bad[][2] = {{"reanalyse.fraction", "1.5"},
+                                         {"reanalyse.fraction", "-0.1"},
+                                         {"reanalyse.fraction", "half"},
+                                         {"reanalyse.value_mix", "2"},
+                                         {"reanalyse.simulations", "-1"},
+                                         {"reanalyse.trees", "0"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        zt_status st = read_settings(bad[i][0], bad[i][1], &S);
+        CHECK(st != ZT_OK && strstr(zt_error_message(), bad[i][0]) &&
+                  !strchr(zt_error_message(), '\n'),
+              "%s = %s: accepted or unnamed (%s)", bad[i][0], bad[i][1], zt_error_message());
+    }
+}
+
+/* ---- training ---- */
+
+static const char *tictactoe_ini(char *buf, size_t cap)
+{
+    const char *src = getenv("ZT_SOURCE_DIR");
+    snprintf(buf, cap, "%s/configs/tictactoe.ini", src ? src : ".");
+    struct stat sb;
+    return stat(buf, &sb) == 0 ? buf : NULL;
+}
+
+static zt_status train(const char *run, bool resume, double minutes, int64_t steps,
+                       const char *const *sets, const char *const *more)
+{
+    zt_config *cfg = zt_config_new();
+    char ini[512], path[512];
+    zt_status st;
+    if (resume) {
+        snprintf(path, sizeof path, "%s/config.ini", run);
+        st = zt_config_load_file(cfg, path);
+    } else {
+        const char *p = tictactoe_ini(ini, sizeof ini);
+        st = p ? zt_config_load_file(cfg, p) : zt_fail(ZT_ERR_NOT_FOUND, "configs/tictactoe.ini");
+    }
+    for (int i = 0; st == ZT_OK && !resume && sets && sets[i]; i++)
+        st = zt_config_set(cfg, sets[i]);
+    for (int i = 0; st == ZT_OK && !resume && more && more[i]; i++)
+        st = zt_config_set(cfg, more[i]);
+    if (st == ZT_OK) {
+        zt_train_options opt = {.game = resume ? NULL : "tictactoe",
+                                .config = cfg,
+                                .run_dir = run,
+                                .resume = resume,
+                                .minutes = minutes,
+                                .steps = steps,
+                                .quiet = true};
+        st = zt_train_run(&opt);
+    }
+    zt_config_free(cfg);
+    return st;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+    char *da, *db;
+    size_t la, lb;
+    if (zt_read_file(a, &da, &la) != ZT_OK) return false;
+    if (zt_read_file(b, &db, &lb) != ZT_OK) {
+        free(da);
+        return false;
+    }
+    bool same = la == lb && memcmp(da, db, la) == 0;
+    free(da);
+    free(db);
+    return same;
+}
+
+static const char *const deterministic[] = {
+    "mode=deterministic", "seed=3", "games_per_actor=8", "search.sims=8",
+    "selfplay.root_cache_sims=16", "learner.batch=32", "learner.min_positions=64",
+    "replay_ratio=4", "arena.games=0", "arena.positions=0", "checkpoint.minutes=1000", NULL};
+
+static void weights_of(char *buf, size_t cap, const char *run, int step)
+{
+    snprintf(buf, cap, "%s/%s/ckpt/%08d/weights.safetensors", tmp_root, run, step);
+}
+
+static void test_deterministic(void)
+{
+    enum { STEPS = 120, HALF = 50 };
+    char run[400], a[500], b[500];
+    static const char *const off[] = {"reanalyse.fraction=0", NULL};
+    static const char *const on[] = {"reanalyse.fraction=0.5", "reanalyse.simulations=8", NULL};
+    static const char *const outcome[] = {"reanalyse.fraction=0.5", "reanalyse.simulations=8",
+                                          "reanalyse.value_mix=0", NULL};
+    static const char *const names[] = {"plain", "off", "on", "resumed", "outcome"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(run, sizeof run, "%s/%s", tmp_root, names[i]);
+        const char *const *more = i == 0 ? NULL : i == 1 ? off : i == 4 ? outcome : on;
+        zt_status st = train(run, false, 0, i == 3 ? HALF : STEPS, deterministic, more);
+        CHECK(st == ZT_OK, "%s run: %s", names[i], zt_error_message());
+        if (i == 3) {
+            st = train(run, true, 0, STEPS, NULL, NULL);
+            CHECK(st == ZT_OK, "resumed run: %s", zt_error_message());
+        }
+    }
+    weights_of(a, sizeof a, "plain", STEPS);
+    weights_of(b, sizeof b, "off", STEPS);
+    CHECK(same_file(a, b), "reanalyse.fraction=0 changed training: %s vs %s", a, b);
+    weights_of(b, sizeof b, "on", STEPS);
+    CHECK(!same_file(a, b), "reanalyse.fraction=0.5 changed nothing: %s", b);
+    weights_of(a, sizeof a, "resumed", STEPS);
+    CHECK(same_file(a, b), "a resumed reanalyse run differs: %s vs %s", a, b);
+    /* the fresh root values enter the value targets by value_mix */
+    weights_of(a, sizeof a, "outcome", STEPS);
+    CHECK(!same_file(a, b), "reanalyse.value_mix changed nothing: %s vs %s", a, b);
+    snprintf(a, sizeof a, "%s/on/metrics.jsonl", tmp_root);
+    char *metrics;
+    size_t len;
+    CHECK(zt_read_file(a, &metrics, &len) == ZT_OK, "no %s", a);
+    if (zt_test_failures) return;
+    const char *r = strstr(metrics, "\"kind\":\"reanalyse\",\"reanalysed\":");
+    CHECK(r != NULL, "no reanalyse record in %s", a);
+    if (r) {
+        long done = atol(r + strlen("\"kind\":\"reanalyse\",\"reanalysed\":"));
+        CHECK(done > 0, "reanalysed %ld", done);
+        CHECK(strstr(r, "\"policy_l1\":") && strstr(r, "\"rate\":"), "record fields: %.160s", r);
+    }
+    free(metrics);
+}
+
+/* A MuZero run reanalyses with its learned model (the same model factory
+ * as its actors) and logs its records. */
+static void test_muzero(void)
+{
+    char run[400];
+    snprintf(run, sizeof run, "%s/muzero", tmp_root);
+    static const char *const more[] = {"algorithm=muzero", "reanalyse.fraction=0.5", NULL};
+    zt_status st = train(run, false, 0, 40, deterministic, more);
+    CHECK(st == ZT_OK, "muzero run: %s", zt_error_message());
+    char path[500], *metrics;
+    size_t len;
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
+    CHECK(zt_read_file(path, &metrics, &len) == ZT_OK, "no %s", path);
+    if (zt_test_failures) return;
+    const char *key = "\"kind\":\"reanalyse\",\"reanalysed\":";
+    const char *r = strstr(metrics, key);
+    CHECK(r && atol(r + strlen(key)) > 0, "no reanalyse record with positions in %s", path);
+    free(metrics);
+}
+
+static void test_perfect_play(void)
+{
+    if (SANITIZED) {
+        printf("perfect play with reanalyse: skipped under the sanitizers\n");
+        return;
+    }
+    char run[400];
+    snprintf(run, sizeof run, "%s/perfect", tmp_root);
+    static const char *const sets[] = {"arena.stop_on_perfect=1", "seed=7",
+                                       "arena.opponents=random", "reanalyse.fraction=0.5", NULL};
+    /* about a minute on two idle cores (reanalyse takes most of the
+     * learner's time); the bound leaves room for a loaded machine */
+    printf("perfect play with reanalyse.fraction=0.5: seed 7, at most 240 s\n");
+    zt_status st = train(run, false, 240.0 / 60, 0, sets, NULL);
+    CHECK(st == ZT_OK, "training failed: %s", zt_error_message());
+    char path[500], *metrics;
+    size_t len;
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
+    CHECK(zt_read_file(path, &metrics, &len) == ZT_OK, "no %s", path);
+    if (zt_test_failures) return;
+    const char *t =
+        strstr(metrics, "\"set\":\"ttt_positions\",\"metric\":\"optimal\",\"n\":4520,\"m\":4520");
+    CHECK(t != NULL, "no arena record of optimal 4520/4520 in %s", path);
+    CHECK(strstr(metrics, "\"kind\":\"reanalyse\"") != NULL, "no reanalyse record in %s", path);
+    if (t) {
+        while (t > metrics && t[-1] != '\n') t--;
+        printf("perfect play with reanalyse: %.80s\n", t);
+    }
+    free(metrics);
+}
+
+int main(void)
+{
+    zt_log_set_level(ZT_LOG_WARN);
+    snprintf(tmp_root, sizeof tmp_root, "/tmp/zt_test_reanalyse.XXXXXX");
+    if (!mkdtemp(tmp_root)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_refit();
+    test_fresh_search();
+    test_settings();
+    test_deterministic();
+    test_muzero();
+    test_perfect_play();
+    if (zt_test_failures == 0) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
+        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_root);
+    }
+    return zt_test_finish("test_reanalyse");
+}
