@@ -263,6 +263,9 @@ int zt_cmd_eval(int argc, char **argv)
                100.0 * (pr.report_mistakes ? pr.mistakes : pr.optimal) / (double)pr.positions,
                pr.report_mistakes ? "mistakes" : "optimal");
         printf("%s\n", line);
+        char bands[256];
+        zt_positions_format_bands(&pr, bands, sizeof bands);
+        if (bands[0]) printf("by depth: %s\n", bands);
         rc = 0;
         goto done;
     }

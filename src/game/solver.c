@@ -19,6 +19,8 @@ void zt_solver_free(zt_solver *sv)
     if (sv) sv->free(sv);
 }
 
+const char *const zt_band_names[ZT_BANDS] = {"opening", "middle", "end"};
+
 /* ---- position files ---- */
 
 static bool is_blank(char c)
@@ -102,6 +104,7 @@ zt_status zt_position_file_next(zt_position_file *pf, zt_solver *sv, zt_position
         pf->text[end] = '\0';
         if (end > at && pf->text[end - 1] == '\r') pf->text[end - 1] = '\0';
         memset(pos, 0, sizeof *pos); /* parsers set only what the line gives */
+        pos->band = ZT_BAND_NONE;
         zt_status st = sv->parse_line(sv, pf->text + at, pos);
         if (st != ZT_OK)
             return zt_fail(st, "%s:%ld: %s", pf->name, pf->line_no, zt_error_message());
