@@ -282,14 +282,18 @@ static zt_status solve_all(maker *m)
             mp.remaining = zt_posmaker_remaining(c->plies, sol->score);
             mp.rating = zt_posmaker_rate(cfg, mp.remaining, sol->nodes);
             if (cfg->want[band][mp.rating] && r->per[band][mp.rating] < cfg->per_set) {
-                /* The weak solve of the children, on the table just filled;
-                 * never cut (the limit is for rating, not for labelling). */
-                sv->node_limit = 0;
-                st = sv->solve(sv, s, true, sol);
-                sv->node_limit = cfg->max_nodes;
-                if (st != ZT_OK) break;
-                ZT_ASSERT(sol->score == mp.score);
+                /* The weak solve of the children, on the table just filled:
+                 * what the arena would otherwise pay at every evaluation.
+                 * It often takes more than the score's (a move that does
+                 * not win must be proved so), and is held to the same
+                 * limit. */
+                if ((st = sv->solve(sv, s, true, sol)) != ZT_OK) break;
                 r->nodes += sol->nodes;
+                if (sol->cut) {
+                    r->cut++;
+                    goto next;
+                }
+                ZT_ASSERT(sol->score == mp.score);
                 snprintf(mp.moves, sizeof mp.moves, "%s", c->moves);
                 mp.num_moves = sol->num_moves;
                 for (int j = 0; j < sol->num_moves; j++) mp.best[j] = (uint8_t)sol->moves[j];
@@ -299,6 +303,7 @@ static zt_status solve_all(maker *m)
                 r->set_seconds[band][mp.rating] += zt_now_s() - t0;
             }
         }
+    next:
         if (cfg->progress) cfg->progress(cfg->progress_ctx, 1, i + 1, m->count, r->count);
     }
     free(sol);

@@ -45,8 +45,9 @@ typedef struct zt_posmaker_config {
     bool want[ZT_BANDS][ZT_RATINGS];
     zt_rating_kind rating;
     uint64_t nodes_medium, nodes_hard; /* ZT_RATE_NODES thresholds */
-    /* Solver budgets: a position whose exact solve would take more than
-     * max_nodes is skipped (counted in `cut`); solving stops once all
+    /* Solver budgets: a position whose exact solve, or whose label (the
+     * children's weak solves), would take more than max_nodes is left out
+     * (counted in `cut`); solving stops once all
      * solves together took budget_nodes (0: no limit). Both are node
      * counts, not seconds, so the result does not depend on the machine. */
     uint64_t max_nodes, budget_nodes;
@@ -74,7 +75,7 @@ typedef struct zt_posmaker_result {
     int64_t unique;     /* of them, distinct up to symmetry */
     int64_t wins_now;   /* unique ones the side to move wins at once (left out) */
     int64_t solved;     /* candidates solved */
-    int64_t cut;        /* of them, stopped at max_nodes (left out) */
+    int64_t cut;        /* of them, stopped at max_nodes, rating or label (left out) */
     uint64_t nodes;     /* all solves together */
     double play_seconds, solve_seconds;
     double set_seconds[ZT_BANDS][ZT_RATINGS]; /* solving the kept ones */

@@ -46,8 +46,9 @@ static void usage(FILE *f)
         "                   nodes: the nodes of the exact solve on an empty table:\n"
         "                   easy < --nodes-medium (default 20000) <= medium <\n"
         "                   --nodes-hard (default 1000000) <= hard\n"
-        "  --max-nodes N    skip positions whose solve takes more nodes (default\n"
-        "                   200000000, about a minute)\n"
+        "  --max-nodes N    leave out positions whose solve, or label (the weak solve\n"
+        "                   of its moves), takes more nodes (default 20000000, a few\n"
+        "                   seconds)\n"
         "  --budget N       stop solving after N nodes in all (default 0: no limit)\n"
         "  --set k=v        network settings for --model (backend, precision, threads)\n"
         "The same flags and seed give the same files.\n");
@@ -179,7 +180,7 @@ int zt_cmd_positions(int argc, char **argv)
                              .rating = ZT_RATE_REMAINING,
                              .nodes_medium = 20000,
                              .nodes_hard = 1000000,
-                             .max_nodes = 200000000};
+                             .max_nodes = 20000000};
     uint64_t v;
     if (seed_arg) {
         if (!parse_u64("--seed", seed_arg, 0, UINT64_MAX, &v)) goto bad;
