@@ -31,7 +31,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: zeroth COMMAND [ARGS]   (zeroth COMMAND --help for its flags)\n\n"
                "Trains and measures game-playing agents (AlphaZero family).\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nglobal flags: --help, --version\n");
 }
 
