@@ -303,10 +303,11 @@ int zt_cmd_positions(int argc, char **argv)
     if (used < sizeof header)
         snprintf(header + used, sizeof header - used,
                  "\nline: <moves> <score> <value-preserving columns>; rating by %s\n"
-                 "players: %s%s%s; noise %g; %d games, %lld positions, %lld distinct, "
+                 "players: %s%s%s%s; noise %g; %d games, %lld positions, %lld distinct, "
                  "%lld won at once (left out), %lld solved, %lld over %llu nodes (left out)",
                  mc.rating == ZT_RATE_NODES ? "solver nodes" : "plies left under perfect play",
-                 players_arg, model_path ? ", model " : "", model_path ? model_path : "",
+                 players_arg, model_path && players_arg[0] ? ", " : "",
+                 model_path ? "model " : "", model_path ? model_path : "",
                  mc.noise, mc.games, (long long)res.positions, (long long)res.unique,
                  (long long)res.wins_now, (long long)res.solved, (long long)res.cut,
                  (unsigned long long)mc.max_nodes);
