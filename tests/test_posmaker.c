@@ -172,7 +172,7 @@ static void test_parser(const zt_game *g, zt_solver *sv)
     zt_position pos;
     memset(&pos, 0, sizeof pos);
     CHECK(sv->parse_line(sv, "4453 18 35", &pos) == ZT_OK, "%s", zt_error_message());
-    CHECK(pos.has_moves && pos.expected.num_moves == 2 && pos.expected.moves[0] == 2 &&
+    CHECK(pos.has_moves && pos.has_band && pos.expected.num_moves == 2 && pos.expected.moves[0] == 2 &&
               pos.expected.moves[1] == 4 && pos.band == ZT_BAND_OPENING,
           "");
     (void)g;

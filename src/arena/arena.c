@@ -296,7 +296,7 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
         st = zt_position_file_next(&pf, sv, pos, &got);
         if (st != ZT_OK || !got) break;
         judged *j = &jd[n];
-        j->band = pos->band;
+        j->band = pos->has_band ? pos->band : ZT_BAND_NONE;
         if (pos->has_moves) {
             j->num_moves = pos->expected.num_moves;
             memcpy(j->moves, pos->expected.moves, sizeof(uint16_t) * (size_t)j->num_moves);

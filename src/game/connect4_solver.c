@@ -281,6 +281,7 @@ static zt_status parse_line(zt_solver *solver, const char *line, zt_position *po
     memcpy(moves, nf > 0 ? f[0].text : "", len);
     moves[len] = '\0';
     ZT_TRY(g->from_text(g, moves, pos->state));
+    pos->has_band = true;
     pos->band = depth_band((int)len);
     if (nf < 2) return ZT_OK;
     char text[16], *end;

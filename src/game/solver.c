@@ -104,7 +104,6 @@ zt_status zt_position_file_next(zt_position_file *pf, zt_solver *sv, zt_position
         pf->text[end] = '\0';
         if (end > at && pf->text[end - 1] == '\r') pf->text[end - 1] = '\0';
         memset(pos, 0, sizeof *pos); /* parsers set only what the line gives */
-        pos->band = ZT_BAND_NONE;
         zt_status st = sv->parse_line(sv, pf->text + at, pos);
         if (st != ZT_OK)
             return zt_fail(st, "%s:%ld: %s", pf->name, pf->line_no, zt_error_message());

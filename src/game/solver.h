@@ -37,8 +37,8 @@ extern const char *const zt_band_names[ZT_BANDS];
 typedef struct zt_position {
     uint8_t state[ZT_MAX_STATE_BYTES];
     bool has_value, has_score, has_moves, has_best;
-    int band;             /* ZT_BAND_*: the position's depth band, ZT_BAND_NONE
-                             where the game has none */
+    bool has_band;        /* the game sorts positions into depth bands */
+    int band;             /* ZT_BAND_*, when has_band */
     zt_solution expected; /* the fields the file gives */
 } zt_position;
 
