@@ -162,8 +162,8 @@ static void test_solver_limits(const zt_game *g, zt_solver *sv)
 
 static void test_parser(const zt_game *g, zt_solver *sv)
 {
-    const char *bad[] = {"4453 18 9", "4453 18 44", "4453 18 31", "4453 18 3 4", "4453 x",
-                         "4453 18 3x"};
+    const char *bad[] = {"4453 18 9",   "4453 18 44", "4453 18 31",
+                         "4453 18 3 4", "4453 x",     "4453 18 3x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         zt_position pos;
         memset(&pos, 0, sizeof pos);
@@ -172,8 +172,9 @@ static void test_parser(const zt_game *g, zt_solver *sv)
     zt_position pos;
     memset(&pos, 0, sizeof pos);
     CHECK(sv->parse_line(sv, "4453 18 35", &pos) == ZT_OK, "%s", zt_error_message());
-    CHECK(pos.has_moves && pos.has_band && pos.expected.num_moves == 2 && pos.expected.moves[0] == 2 &&
-              pos.expected.moves[1] == 4 && pos.band == ZT_BAND_OPENING,
+    CHECK(pos.has_moves && pos.has_band && pos.expected.num_moves == 2 &&
+              pos.expected.moves[0] == 2 && pos.expected.moves[1] == 4 &&
+              pos.band == ZT_BAND_OPENING,
           "");
     (void)g;
 }
@@ -259,8 +260,9 @@ static void test_maker(const zt_game *g, zt_solver *sv, uint64_t seed)
     int off = 0;
     for (int i = 0; i < rn.count; i++) {
         const zt_made_position *p = &rn.kept[i];
-        int want = p->nodes >= 2000 ? ZT_RATING_HARD : p->nodes >= 50 ? ZT_RATING_MEDIUM
-                                                                       : ZT_RATING_EASY;
+        int want = p->nodes >= 2000 ? ZT_RATING_HARD
+                   : p->nodes >= 50 ? ZT_RATING_MEDIUM
+                                    : ZT_RATING_EASY;
         off += want != p->rating;
     }
     CHECK(rn.count > 0 && off == 0, "%d of %d rated off their node counts", off, rn.count);

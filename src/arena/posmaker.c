@@ -277,8 +277,8 @@ static zt_status solve_all(maker *m)
         if (sol->cut) {
             r->cut++;
         } else {
-            zt_made_position mp = {.plies = c->plies, .score = sol->score, .nodes = sol->nodes,
-                                   .band = band};
+            zt_made_position mp = {
+                .plies = c->plies, .score = sol->score, .nodes = sol->nodes, .band = band};
             mp.remaining = zt_posmaker_remaining(c->plies, sol->score);
             mp.rating = zt_posmaker_rate(cfg, mp.remaining, sol->nodes);
             if (cfg->want[band][mp.rating] && r->per[band][mp.rating] < cfg->per_set) {

@@ -33,13 +33,13 @@ typedef enum zt_rating_kind {
 } zt_rating_kind;
 
 typedef struct zt_posmaker_config {
-    uint64_t seed;  /* every random choice derives from it */
-    int games;      /* games played to draw positions from */
+    uint64_t seed; /* every random choice derives from it */
+    int games;     /* games played to draw positions from */
     /* Game i is self-play of players[i % num_players] (both sides). */
     zt_agent *const *players;
     int num_players;
-    double noise;   /* share of moves replaced by a uniformly random legal move */
-    int per_set;    /* positions kept per (band, rating) set */
+    double noise; /* share of moves replaced by a uniformly random legal move */
+    int per_set;  /* positions kept per (band, rating) set */
     /* Which sets to fill (want[band][rating]); candidates of a band none of
      * whose sets is wanted, or all full, are not solved. */
     bool want[ZT_BANDS][ZT_RATINGS];
@@ -71,12 +71,12 @@ typedef struct zt_posmaker_result {
     zt_made_position *kept; /* in the order drawn; count of them */
     int count;
     int per[ZT_BANDS][ZT_RATINGS]; /* kept per set */
-    int64_t positions;  /* non-terminal positions in the games played */
-    int64_t unique;     /* of them, distinct up to symmetry */
-    int64_t wins_now;   /* unique ones the side to move wins at once (left out) */
-    int64_t solved;     /* candidates solved */
-    int64_t cut;        /* of them, stopped at max_nodes, rating or label (left out) */
-    uint64_t nodes;     /* all solves together */
+    int64_t positions;             /* non-terminal positions in the games played */
+    int64_t unique;                /* of them, distinct up to symmetry */
+    int64_t wins_now;              /* unique ones the side to move wins at once (left out) */
+    int64_t solved;                /* candidates solved */
+    int64_t cut;                   /* of them, stopped at max_nodes, rating or label (left out) */
+    uint64_t nodes;                /* all solves together */
     double play_seconds, solve_seconds;
     double set_seconds[ZT_BANDS][ZT_RATINGS]; /* solving the kept ones */
 } zt_posmaker_result;

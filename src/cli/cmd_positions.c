@@ -16,42 +16,40 @@
 
 static void usage(FILE *f)
 {
-    fprintf(
-        f,
-        "usage: zeroth positions connect4 --out DIR [--seed S] [--games N] [--per-set N]\n"
-        "                        [--players LIST] [--model M [--sims S]] [--noise P]\n"
-        "                        [--sets LIST] [--rating remaining|nodes]\n"
-        "                        [--nodes-medium N] [--nodes-hard N] [--max-nodes N]\n"
-        "                        [--budget N] [--set k=v]\n\n"
-        "Makes solver test sets from play, the way Pascal Pons made his Test_L*_R*:\n"
-        "positions of self-play games (each game: one player on both sides, a share of\n"
-        "moves random), deduplicated up to mirror symmetry, without those the side to\n"
-        "move wins at once, labelled by the exact solver, and sorted by depth band\n"
-        "(opening 1..14 plies, middle 15..28, end 29..41: Pons' L1, L2, L3) and rating\n"
-        "(easy, medium, hard). Writes DIR/<band>_<rating> for each set asked for,\n"
-        "lines '<moves> <score> <value-preserving columns>' that eval --positions reads.\n"
-        "  --out DIR        where the sets go (made if missing; files replaced atomically)\n"
-        "  --seed S         every random choice derives from it (default 1)\n"
-        "  --games N        games played (default 4000)\n"
-        "  --per-set N      positions per set (default 300)\n"
-        "  --players LIST   comma-separated players: random, perfect, alphabeta:D\n"
-        "                   (default alphabeta:2,alphabeta:4,alphabeta:6)\n"
-        "  --model M        also a model's self-play (search settings of its run,\n"
-        "                   with Gumbel noise; --sims S overrides the simulations)\n"
-        "  --noise P        share of moves replaced by a random legal move (default 0.15)\n"
-        "  --sets LIST      band:rating pairs, e.g. middle:medium,opening:hard\n"
-        "                   (default: all nine)\n"
-        "  --rating R       remaining (default): Pons' measure, the plies left to the end\n"
-        "                   under perfect play: easy <= 14, medium 15..28, hard >= 29;\n"
-        "                   nodes: the nodes of the exact solve on an empty table:\n"
-        "                   easy < --nodes-medium (default 20000) <= medium <\n"
-        "                   --nodes-hard (default 1000000) <= hard\n"
-        "  --max-nodes N    leave out positions whose solve, or label (the weak solve\n"
-        "                   of its moves), takes more nodes (default 20000000, a few\n"
-        "                   seconds)\n"
-        "  --budget N       stop solving after N nodes in all (default 0: no limit)\n"
-        "  --set k=v        network settings for --model (backend, precision, threads)\n"
-        "The same flags and seed give the same files.\n");
+    fprintf(f, "usage: zeroth positions connect4 --out DIR [--seed S] [--games N] [--per-set N]\n"
+               "                        [--players LIST] [--model M [--sims S]] [--noise P]\n"
+               "                        [--sets LIST] [--rating remaining|nodes]\n"
+               "                        [--nodes-medium N] [--nodes-hard N] [--max-nodes N]\n"
+               "                        [--budget N] [--set k=v]\n\n"
+               "Makes solver test sets from play, the way Pascal Pons made his Test_L*_R*:\n"
+               "positions of self-play games (each game: one player on both sides, a share of\n"
+               "moves random), deduplicated up to mirror symmetry, without those the side to\n"
+               "move wins at once, labelled by the exact solver, and sorted by depth band\n"
+               "(opening 1..14 plies, middle 15..28, end 29..41: Pons' L1, L2, L3) and rating\n"
+               "(easy, medium, hard). Writes DIR/<band>_<rating> for each set asked for,\n"
+               "lines '<moves> <score> <value-preserving columns>' that eval --positions reads.\n"
+               "  --out DIR        where the sets go (made if missing; files replaced atomically)\n"
+               "  --seed S         every random choice derives from it (default 1)\n"
+               "  --games N        games played (default 4000)\n"
+               "  --per-set N      positions per set (default 300)\n"
+               "  --players LIST   comma-separated players: random, perfect, alphabeta:D\n"
+               "                   (default alphabeta:2,alphabeta:4,alphabeta:6)\n"
+               "  --model M        also a model's self-play (search settings of its run,\n"
+               "                   with Gumbel noise; --sims S overrides the simulations)\n"
+               "  --noise P        share of moves replaced by a random legal move (default 0.15)\n"
+               "  --sets LIST      band:rating pairs, e.g. middle:medium,opening:hard\n"
+               "                   (default: all nine)\n"
+               "  --rating R       remaining (default): Pons' measure, the plies left to the end\n"
+               "                   under perfect play: easy <= 14, medium 15..28, hard >= 29;\n"
+               "                   nodes: the nodes of the exact solve on an empty table:\n"
+               "                   easy < --nodes-medium (default 20000) <= medium <\n"
+               "                   --nodes-hard (default 1000000) <= hard\n"
+               "  --max-nodes N    leave out positions whose solve, or label (the weak solve\n"
+               "                   of its moves), takes more nodes (default 20000000, a few\n"
+               "                   seconds)\n"
+               "  --budget N       stop solving after N nodes in all (default 0: no limit)\n"
+               "  --set k=v        network settings for --model (backend, precision, threads)\n"
+               "The same flags and seed give the same files.\n");
 }
 
 static bool parse_u64(const char *flag, const char *text, uint64_t lo, uint64_t hi, uint64_t *out)
@@ -84,9 +82,9 @@ static zt_status parse_sets(const char *text, bool want[ZT_BANDS][ZT_RATINGS])
         size_t len = strcspn(p, ",");
         const char *colon = memchr(p, ':', len);
         int band = colon ? find_name(zt_band_names, ZT_BANDS, p, (size_t)(colon - p)) : -1;
-        int rating = colon ? find_name(zt_rating_names, ZT_RATINGS, colon + 1,
-                                       len - (size_t)(colon + 1 - p))
-                           : -1;
+        int rating =
+            colon ? find_name(zt_rating_names, ZT_RATINGS, colon + 1, len - (size_t)(colon + 1 - p))
+                  : -1;
         if (band < 0 || rating < 0)
             return zt_fail(ZT_ERR_INVALID,
                            "--sets: bad set '%.*s' (expected BAND:RATING, bands opening, middle, "
@@ -162,8 +160,8 @@ int zt_cmd_positions(int argc, char **argv)
             zt_cli_flag_value(argc, argv, &i, "--max-nodes", &max_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--budget", &budget_arg, &st)) {
             if (st != ZT_OK) goto fail;
-        } else if ((rc = zt_cli_positional("positions", argv[i],
-                                           (const char **const[]){&game_name}, 1)) != 0) {
+        } else if ((rc = zt_cli_positional("positions", argv[i], (const char **const[]){&game_name},
+                                           1)) != 0) {
             goto done;
         }
     }
@@ -221,8 +219,7 @@ int zt_cmd_positions(int argc, char **argv)
         goto done;
     }
     if (max_arg && !parse_u64("--max-nodes", max_arg, 1, UINT64_MAX, &mc.max_nodes)) goto bad;
-    if (budget_arg && !parse_u64("--budget", budget_arg, 0, UINT64_MAX, &mc.budget_nodes))
-        goto bad;
+    if (budget_arg && !parse_u64("--budget", budget_arg, 0, UINT64_MAX, &mc.budget_nodes)) goto bad;
     if (sets_arg) {
         if ((st = parse_sets(sets_arg, mc.want)) != ZT_OK) goto fail;
     } else {
@@ -306,11 +303,10 @@ int zt_cmd_positions(int argc, char **argv)
                  "players: %s%s%s%s; noise %g; %d games, %lld positions, %lld distinct, "
                  "%lld won at once (left out), %lld solved, %lld over %llu nodes (left out)",
                  mc.rating == ZT_RATE_NODES ? "solver nodes" : "plies left under perfect play",
-                 players_arg, model_path && players_arg[0] ? ", " : "",
-                 model_path ? "model " : "", model_path ? model_path : "",
-                 mc.noise, mc.games, (long long)res.positions, (long long)res.unique,
-                 (long long)res.wins_now, (long long)res.solved, (long long)res.cut,
-                 (unsigned long long)mc.max_nodes);
+                 players_arg, model_path && players_arg[0] ? ", " : "", model_path ? "model " : "",
+                 model_path ? model_path : "", mc.noise, mc.games, (long long)res.positions,
+                 (long long)res.unique, (long long)res.wins_now, (long long)res.solved,
+                 (long long)res.cut, (unsigned long long)mc.max_nodes);
     printf("%d games in %.1f s: %lld positions, %lld distinct up to symmetry, %lld won at once "
            "(left out)\n",
            mc.games, res.play_seconds, (long long)res.positions, (long long)res.unique,
