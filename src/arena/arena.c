@@ -279,6 +279,7 @@ void zt_match_format(const zt_match_result *r, bool with_sprt, char *buf, size_t
 #define POSITIONS_BATCH 256
 
 typedef struct judged {
+    int band; /* ZT_BAND_* */
     int num_moves;
     uint16_t moves[ZT_MAX_ACTIONS];
 } judged;
@@ -304,8 +305,13 @@ static zt_status judge_batch(zt_agent *agent, int n, uint8_t *states, size_t str
     }
     ZT_TRY(agent->choose(agent, n, slots, ptrs, rng_ptrs, actions));
     for (int i = 0; i < n; i++) {
+        bool ok = keeps_value(&jd[i], actions[i]);
         out->positions++;
-        out->optimal += keeps_value(&jd[i], actions[i]);
+        out->optimal += ok;
+        if (jd[i].band >= 0 && jd[i].band < ZT_BANDS) {
+            out->band_positions[jd[i].band]++;
+            out->band_optimal[jd[i].band] += ok;
+        }
     }
     out->mistakes = out->positions - out->optimal;
     return ZT_OK;
@@ -349,6 +355,7 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
         st = zt_position_file_next(&pf, sv, pos, &got);
         if (st != ZT_OK || !got) break;
         judged *j = &jd[n];
+        j->band = pos->has_band ? pos->band : ZT_BAND_NONE;
         if (pos->has_moves) {
             j->num_moves = pos->expected.num_moves;
             memcpy(j->moves, pos->expected.moves, sizeof(uint16_t) * (size_t)j->num_moves);
@@ -393,4 +400,20 @@ void zt_positions_format(const zt_positions_result *r, char *buf, size_t cap)
         snprintf(buf, cap, "mistakes %d/%d", r->mistakes, r->positions);
     else
         snprintf(buf, cap, "optimal %d/%d", r->optimal, r->positions);
+}
+
+void zt_positions_format_bands(const zt_positions_result *r, char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int b = 0; b < ZT_BANDS && used < cap; b++) {
+        int m = r->band_positions[b];
+        if (m == 0) continue;
+        int k = r->report_mistakes ? m - r->band_optimal[b] : r->band_optimal[b];
+        int w = snprintf(buf + used, cap - used, "%s%s %s %d/%d (%.2f %%)", used ? ", " : "",
+                         zt_band_names[b], r->report_mistakes ? "mistakes" : "optimal", k, m,
+                         100.0 * k / m);
+        if (w < 0) return;
+        used += (size_t)w;
+    }
 }

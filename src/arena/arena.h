@@ -23,6 +23,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "game/game.h"
+#include "game/solver.h"
 #include "search/nncache.h"
 #include "search/search.h"
 
@@ -224,6 +225,9 @@ typedef struct zt_positions_result {
     int mistakes;  /* positions - optimal: a win turned into a draw or loss, a draw into a loss */
     bool report_mistakes; /* "mistakes N/M", else "optimal N/M": the judge of the
                            * game's position set of that name (game.h) */
+    /* The same by depth band (ZT_BAND_*), for games whose positions have
+     * bands (Connect Four); positions without one are counted only above. */
+    int band_positions[ZT_BANDS], band_optimal[ZT_BANDS];
 } zt_positions_result;
 
 typedef struct zt_positions_config {
@@ -252,5 +256,9 @@ zt_status zt_arena_positions(const zt_game *g, zt_agent *agent, const char *path
 
 /* "optimal 4520/4520" or "mistakes 12/1000". */
 void zt_positions_format(const zt_positions_result *r, char *buf, size_t cap);
+
+/* The bands with positions: "opening mistakes 3/120 (2.50 %), middle
+ * mistakes 1/80 (1.25 %)"; "" when no position has a band. */
+void zt_positions_format_bands(const zt_positions_result *r, char *buf, size_t cap);
 
 #endif

@@ -74,6 +74,7 @@ void zt_cli_positions_progress(zt_positions_config *pc, zt_progress_meter *m);
 
 int zt_cmd_perft(int argc, char **argv);
 int zt_cmd_solve(int argc, char **argv);
+int zt_cmd_positions(int argc, char **argv);
 int zt_cmd_moves(int argc, char **argv);
 int zt_cmd_bench(int argc, char **argv);
 int zt_cmd_games(int argc, char **argv);

@@ -66,7 +66,8 @@ static void usage(FILE *f)
         "                 error rates A and B (default 0.05)\n"
         "  --positions F  a position file of ../shared/data: last line 'optimal N/M'\n"
         "                 or 'mistakes N/M', as the game's set of that name is judged\n"
-        "                 (connect4: mistakes)\n"
+        "                 (connect4: mistakes, also by depth band: opening 1..14\n"
+        "                 plies, middle 15..28, end 29..41)\n"
         "  --limit N      only the first N positions\n"
         "  --sims S       simulations per move (0: the raw policy's best move); short\n"
         "                 for --set search.sims=S\n"
@@ -371,6 +372,9 @@ int zt_cmd_eval(int argc, char **argv)
                100.0 * (pr.report_mistakes ? pr.mistakes : pr.optimal) / (double)pr.positions,
                pr.report_mistakes ? "mistakes" : "optimal");
         printf("%s\n", line);
+        char bands[256];
+        zt_positions_format_bands(&pr, bands, sizeof bands);
+        if (bands[0]) printf("by depth: %s\n", bands);
         rc = 0;
         goto done;
     }

@@ -16,6 +16,7 @@ static const command commands[] = {
     {"games", zt_cmd_games, "list the games and their settings"},
     {"perft", zt_cmd_perft, "count action sequences of a given depth (rules check)"},
     {"solve", zt_cmd_solve, "exact values of positions from a file"},
+    {"positions", zt_cmd_positions, "make solver test sets from play (connect4)"},
     {"moves", zt_cmd_moves, "backgammon: the legal plays for a position and roll"},
     {"train", zt_cmd_train, "train an agent by self-play"},
     {"eval", zt_cmd_eval, "strength of a model against an opponent or a position set"},
@@ -30,7 +31,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: zeroth COMMAND [ARGS]   (zeroth COMMAND --help for its flags)\n\n"
                "Trains and measures game-playing agents (AlphaZero family).\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nglobal flags: --help, --version\n");
 }
 

@@ -401,17 +401,23 @@ static zt_status create(zt_config *cfg, zt_game *g)
     return ZT_OK;
 }
 
-/* Pascal Pons' test sets (middle game, easy and medium), quoted as mistakes. */
+/* Pascal Pons' test sets (middle game and end game, easy), and ours made
+ * his way by `zeroth positions` (tests/data/README.md): medium opening and
+ * middle-game positions and hard opening ones, where a net that plays
+ * Pons' easy sets well still errs. All quoted as mistakes. */
 static const zt_position_set c4_sets[] = {
     {"connect4/Test_L2_R1", ZT_JUDGE_MISTAKES},
     {"connect4/Test_L3_R1", ZT_JUDGE_MISTAKES},
+    {"connect4/middle_medium", ZT_JUDGE_MISTAKES},
+    {"connect4/opening_medium", ZT_JUDGE_MISTAKES},
+    {"connect4/opening_hard", ZT_JUDGE_MISTAKES},
 };
 
 static int c4_position_sets(const zt_game *g, const zt_position_set **sets)
 {
     (void)g;
     *sets = c4_sets;
-    return 2;
+    return (int)(sizeof c4_sets / sizeof c4_sets[0]);
 }
 
 static const zt_baseline c4_baselines[] = {
@@ -426,7 +432,8 @@ const zt_game_def zt_game_connect4 = {
     .solver = zt_solver_new_connect4,
     .position_sets = c4_position_sets,
     .baselines = c4_baselines,
-    /* Each Pons set has 1000 positions; 200 keep an arena to seconds. */
+    /* Each Pons set has 1000 positions, ours 300; 200 of each keep an
+     * arena to seconds. */
     .arena_opponents = "random,alphabeta:6",
     .arena_positions_limit = 200,
 };

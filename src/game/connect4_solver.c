@@ -5,6 +5,7 @@
  * left, null-window searches bisecting the score range, a transposition table
  * of bounds, centre-first ordering refined by the threats a move creates, and
  * pruning of moves that let the opponent win at once. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,16 +15,25 @@
 #include "game/solver.h"
 
 /* 2^23 entries of 8 bytes (64 MiB), allocated once with the solver; an entry
- * is the full 49-bit key with one bound in the top byte, 0 when empty. */
+ * is the full 49-bit key, the table's generation in the next 7 bits and one
+ * bound in the top byte, 0 when empty. forget() moves to a new generation,
+ * which makes every older entry a miss without touching the table; the
+ * table is cleared only when the 7 bits wrap. */
 #define TT_BITS 23
 #define TT_KEY_MASK ((1ULL << 49) - 1)
+#define TT_GEN_SHIFT 49
+#define TT_GEN_MAX 127u
+#define TT_MATCH_MASK ((1ULL << 56) - 1) /* key and generation */
 #define TT_LOWER 0x80u /* the stored score is a lower bound (else upper) */
 #define TT_OFFSET 32   /* scores lie in [-21, 21] */
 
 typedef struct c4_solver {
     uint64_t *table;
+    uint64_t gen; /* 1..TT_GEN_MAX, shifted into place by tt_tag */
     uint64_t nodes;
     uint64_t solves;
+    uint64_t limit; /* nodes (of the running total) at which a solve stops; 0 none */
+    bool cut;       /* the running solve passed `limit`: unwind, store nothing */
 } c4_solver;
 
 static const int column_order[C4_WIDTH] = {3, 2, 4, 1, 5, 0, 6};
@@ -36,7 +46,7 @@ static inline size_t tt_index(uint64_t key)
 static inline void tt_store(c4_solver *sv, uint64_t key, int score, bool lower)
 {
     uint64_t tag = (uint64_t)(score + TT_OFFSET) | (lower ? TT_LOWER : 0);
-    sv->table[tt_index(key)] = key | tag << 56;
+    sv->table[tt_index(key)] = key | sv->gen << TT_GEN_SHIFT | tag << 56;
 }
 
 /* Score of the side to move in (cur, mask) after n plies, within the window
@@ -45,7 +55,8 @@ static inline void tt_store(c4_solver *sv, uint64_t key, int score, bool lower)
  * win with its next stone (the caller checks). */
 static int negamax(c4_solver *sv, uint64_t cur, uint64_t mask, int n, int alpha, int beta)
 {
-    sv->nodes++;
+    if (++sv->nodes == sv->limit) sv->cut = true;
+    if (sv->cut) return 0; /* unwinding: the caller ignores every result */
     uint64_t possible = c4_playable(mask);
     uint64_t opp = cur ^ mask;
     uint64_t opp_wins = c4_winning_cells(opp, mask);
@@ -75,7 +86,7 @@ static int negamax(c4_solver *sv, uint64_t cur, uint64_t mask, int n, int alpha,
 
     uint64_t key = c4_key(cur, mask);
     uint64_t e = sv->table[tt_index(key)];
-    if (e && (e & TT_KEY_MASK) == key) {
+    if ((e & TT_MATCH_MASK) == (key | sv->gen << TT_GEN_SHIFT)) {
         unsigned tag = (unsigned)(e >> 56);
         int bound = (int)(tag & ~TT_LOWER) - TT_OFFSET;
         if (tag & TT_LOWER) {
@@ -108,6 +119,7 @@ static int negamax(c4_solver *sv, uint64_t cur, uint64_t mask, int n, int alpha,
 
     for (int i = 0; i < count; i++) {
         int v = -negamax(sv, opp, mask | moves[i], n + 1, -beta, -alpha);
+        if (sv->cut) return 0;
         if (v >= beta) {
             tt_store(sv, key, v, true);
             return v;
@@ -183,44 +195,111 @@ static zt_status solve(zt_solver *solver, const void *s, bool want_moves, zt_sol
         return zt_fail(ZT_ERR_INVALID, "connect4 solver: the position is already over");
     sv->solves++;
     int n = st->plies;
-    out->score = solve_score(sv, st->current, st->mask, n);
-    out->value = sign(out->score);
+    uint64_t start = sv->nodes;
+    sv->limit = solver->node_limit ? start + solver->node_limit + 1 : 0;
+    sv->cut = false;
     out->num_moves = 0;
     out->num_best = 0;
-    if (!want_moves) return ZT_OK;
-    for (int col = 0; col < C4_WIDTH; col++) {
+    out->cut = false;
+    out->score = solve_score(sv, st->current, st->mask, n);
+    out->value = sign(out->score);
+    for (int col = 0; want_moves && !sv->cut && col < C4_WIDTH; col++) {
         if (st->mask & c4_top_cell(col)) continue;
         if (keeps_value(sv, st->current, st->mask, n, col, out->value))
             out->moves[out->num_moves++] = (uint16_t)col;
     }
+    out->nodes = sv->nodes - start;
+    if (sv->cut) {
+        /* Bounds stored before the cut are sound, but the solve's own are
+         * not all stored: nothing is wrong in the table, it is kept. */
+        out->cut = true;
+        out->nodes = solver->node_limit;
+        out->score = out->value = out->num_moves = 0;
+    }
+    sv->limit = 0;
+    sv->cut = false;
     return ZT_OK;
 }
 
-/* Pons' test-set line: "<moves> <score>", the score optional. */
+static void forget(zt_solver *solver)
+{
+    c4_solver *sv = solver->impl;
+    if (++sv->gen > TT_GEN_MAX) {
+        memset(sv->table, 0, sizeof(uint64_t) << TT_BITS);
+        sv->gen = 1;
+    }
+}
+
+/* Pascal Pons' levels of his test sets by plies played: L1 (opening) up to
+ * 14, L2 (middle) up to 28, L3 (end) beyond (his Test_L2_R1 holds 15..28,
+ * Test_L3_R1 29..41). */
+static int depth_band(int plies)
+{
+    return plies <= 14 ? ZT_BAND_OPENING : plies <= 28 ? ZT_BAND_MIDDLE : ZT_BAND_END;
+}
+
+/* The optional third field: the value-preserving columns, 1..7 increasing
+ * ("345"), which spares a reader the solve of the position's children. */
+static zt_status parse_moves(zt_field f, const void *state, zt_position *pos)
+{
+    const c4_state st = c4_load(state);
+    int last = -1;
+    pos->expected.num_moves = 0;
+    for (size_t i = 0; i < f.len; i++) {
+        int col = f.text[i] - '1';
+        if (col < 0 || col >= C4_WIDTH || col <= last)
+            return zt_fail(ZT_ERR_INVALID,
+                           "connect4: bad value-preserving moves '%.*s' (columns 1..7, "
+                           "increasing)",
+                           (int)(f.len < 30 ? f.len : 30), f.text);
+        if (st.mask & c4_top_cell(col))
+            return zt_fail(ZT_ERR_INVALID, "connect4: value-preserving move %d is a full column",
+                           col + 1);
+        pos->expected.moves[pos->expected.num_moves++] = (uint16_t)col;
+        last = col;
+    }
+    pos->has_moves = true;
+    return ZT_OK;
+}
+
+/* Pons' test-set line: "<moves> <score>", the score optional; our own sets
+ * (zeroth positions) add the value-preserving columns: "<moves> <score>
+ * <columns>". */
 static zt_status parse_line(zt_solver *solver, const char *line, zt_position *pos)
 {
     const zt_game *g = solver->game;
+    zt_field f[3];
+    int nf = zt_fields_split(line, f, 3);
+    if (nf > 3)
+        return zt_fail(ZT_ERR_INVALID,
+                       "connect4: more than three fields (expected '<moves> [<score> [<columns>]]')");
     char moves[C4_CELLS + 2];
-    size_t len = strcspn(line, " \t");
+    size_t len = nf > 0 ? f[0].len : 0;
     if (len > C4_CELLS)
         return zt_fail(ZT_ERR_INVALID, "connect4: move string of %zu plies (at most %d)", len,
                        C4_CELLS);
-    memcpy(moves, line, len);
+    memcpy(moves, nf > 0 ? f[0].text : "", len);
     moves[len] = '\0';
     ZT_TRY(g->from_text(g, moves, pos->state));
-    const char *rest = line + len;
-    while (*rest == ' ' || *rest == '\t') rest++;
-    if (*rest == '\0') return ZT_OK;
-    char *end;
-    long score = strtol(rest, &end, 10);
-    while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n') end++;
-    if (end == rest || *end != '\0' || score < -C4_CELLS / 2 || score > C4_CELLS / 2)
+    pos->has_band = true;
+    pos->band = depth_band((int)len);
+    if (nf < 2) return ZT_OK;
+    char text[16], *end;
+    long score = LONG_MAX;
+    if (f[1].len < sizeof text) {
+        memcpy(text, f[1].text, f[1].len);
+        text[f[1].len] = '\0';
+        score = strtol(text, &end, 10);
+        if (end == text || *end != '\0') score = LONG_MAX;
+    }
+    if (score < -C4_CELLS / 2 || score > C4_CELLS / 2)
         return zt_fail(ZT_ERR_INVALID,
-                       "connect4: bad score '%.30s%s' (expected an integer in [-21, 21])", rest,
-                       strlen(rest) > 30 ? "..." : "");
+                       "connect4: bad score '%.*s%s' (expected an integer in [-21, 21])",
+                       (int)(f[1].len < 30 ? f[1].len : 30), f[1].text, f[1].len > 30 ? "..." : "");
     pos->has_score = pos->has_value = true;
     pos->expected.score = (int)score;
     pos->expected.value = sign((int)score);
+    if (nf == 3) ZT_TRY(parse_moves(f[2], pos->state, pos));
     return ZT_OK;
 }
 
@@ -274,6 +353,8 @@ zt_status zt_solver_new_connect4(const zt_game *g, zt_solver **out)
     s->agrees = agrees;
     s->stats = stats;
     s->free = solver_free;
+    s->forget = forget;
+    sv->gen = 1;
     *out = s;
     return ZT_OK;
 }

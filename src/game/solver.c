@@ -19,6 +19,8 @@ void zt_solver_free(zt_solver *sv)
     if (sv) sv->free(sv);
 }
 
+const char *const zt_band_names[ZT_BANDS] = {"opening", "middle", "end"};
+
 /* ---- position files ---- */
 
 static bool is_blank(char c)

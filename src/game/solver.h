@@ -20,12 +20,25 @@ typedef struct zt_solution {
     uint16_t moves[ZT_MAX_ACTIONS];
     int num_best;  /* moves that also achieve `score` (Sim), if asked for */
     uint16_t best[ZT_MAX_ACTIONS];
+    uint64_t nodes; /* positions this solve searched (0 where the solver does not
+                       count them): a measure of how hard the position is */
+    bool cut;       /* the solve stopped at the solver's node_limit: only
+                       `nodes` is set */
 } zt_solution;
+
+/* Depth bands of a position, for breaking a mistake rate down by them. The
+ * games that have them say where they start (Connect Four: Pascal Pons'
+ * levels of his test sets, opening 1..14 plies, middle 15..28, end 29..41). */
+enum { ZT_BAND_NONE = -1, ZT_BAND_OPENING = 0, ZT_BAND_MIDDLE, ZT_BAND_END, ZT_BANDS };
+/* "opening", "middle", "end". */
+extern const char *const zt_band_names[ZT_BANDS];
 
 /* One line of a shared position file. */
 typedef struct zt_position {
     uint8_t state[ZT_MAX_STATE_BYTES];
     bool has_value, has_score, has_moves, has_best;
+    bool has_band;        /* the game sorts positions into depth bands */
+    int band;             /* ZT_BAND_*, when has_band */
     zt_solution expected; /* the fields the file gives */
 } zt_position;
 
@@ -43,6 +56,13 @@ struct zt_solver {
     /* Statistics line after a run (nodes searched, table use), may be NULL. */
     void (*stats)(zt_solver *sv, char *buf, size_t cap);
     void (*free)(zt_solver *sv);
+    /* Optional (NULL if absent): forget what earlier solves learnt (the
+     * transposition table), so that the next solve's `nodes` depend on its
+     * position alone, not on what was solved before. */
+    void (*forget)(zt_solver *sv);
+    /* > 0: a solve that would search more nodes than this stops and reports
+     * `cut` (solvers that count nodes); 0: no limit. Set by the caller. */
+    uint64_t node_limit;
 };
 
 /* ---- position files ----

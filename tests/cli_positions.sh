@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# zeroth positions: the same seed writes the same files and another seed
+# other ones; the files carry how they were made and read back through
+# solve (every label agrees with the solver); bad flags get one-line
+# errors. zeroth eval --positions breaks the mistake rate down by depth
+# band, the bands' counts adding up to the whole.
+set -u
+BIN=${ZT_BIN:-build/zeroth}
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+
+expect_error() {
+    local want=$1; shift
+    local err rc lines
+    err=$("$BIN" "$@" 2>&1 >/dev/null); rc=$?
+    lines=$(printf '%s' "$err" | grep -c '')
+    if [ "$rc" -eq 0 ] || [ "$lines" -ne 1 ] || ! printf '%s' "$err" | grep -qF -- "$want"; then
+        fail "zeroth ${*:0:4} ... -> rc=$rc, stderr ($lines lines): ${err:0:300} (wanted '${want:0:100}')"
+    fi
+}
+
+make_sets() { # DIR SEED
+    "$BIN" positions connect4 --out "$1" --seed "$2" --games 40 --per-set 15 \
+        --players random,alphabeta:2 --sets opening:easy,middle:easy,middle:medium,end:easy \
+        --max-nodes 300000 >"$1.out" 2>&1 ||
+        fail "positions --seed $2: $(cat "$1.out")"
+}
+make_sets "$tmp/a" 5
+make_sets "$tmp/b" 5
+make_sets "$tmp/c" 6
+for set in opening_easy middle_easy middle_medium end_easy; do
+    [ -s "$tmp/a/$set" ] || { fail "no $set"; continue; }
+    # (the header names the output directory)
+    cmp -s <(grep -v '^#' "$tmp/a/$set") <(grep -v '^#' "$tmp/b/$set") ||
+        fail "$set differs for the same seed"
+    cmp -s <(grep -v '^#' "$tmp/a/$set") <(grep -v '^#' "$tmp/c/$set") &&
+        fail "$set is the same for another seed"
+    grep -q '^# made by: zeroth positions connect4 --out' "$tmp/a/$set" || fail "$set: no header"
+    n=$(grep -vc '^#' "$tmp/a/$set")
+    [ "$n" -eq 15 ] || fail "$set: $n positions, not 15"
+    # Every line: moves, score, columns; the solver agrees with all three.
+    out=$("$BIN" solve connect4 --positions "$tmp/a/$set" --quiet 2>&1) || fail "solve $set: $out"
+    printf '%s\n' "$out" | grep -q '^agree 15/15$' || fail "solve $set: $out"
+done
+# Depth bands by plies: opening 1..14, middle 15..28, end 29..41.
+awk '!/^#/ { n = length($1); if (n > 14) exit 1 }' "$tmp/a/opening_easy" ||
+    fail "opening_easy has a position beyond 14 plies"
+awk '!/^#/ { n = length($1); if (n < 15 || n > 28) exit 1 }' "$tmp/a/middle_easy" ||
+    fail "middle_easy has a position outside 15..28 plies"
+awk '!/^#/ { n = length($1); if (n < 29) exit 1 }' "$tmp/a/end_easy" ||
+    fail "end_easy has a position before ply 29"
+grep -q "distinct up to symmetry" "$tmp/a.out" || fail "no summary: $(cat "$tmp/a.out")"
+
+expect_error "only connect4" positions tictactoe --out "$tmp/t"
+expect_error "--sets: bad set 'middle:tough'" positions connect4 --out "$tmp/t" --sets middle:tough
+expect_error "--rating: expected remaining or nodes" positions connect4 --out "$tmp/t" --rating x
+expect_error "--games: expected an integer" positions connect4 --out "$tmp/t" --games 0
+expect_error "--noise: expected a number in [0, 1]" positions connect4 --out "$tmp/t" --noise 2
+expect_error "unknown player" positions connect4 --out "$tmp/t" --players nobody
+expect_error "--nodes-hard (10) must be above" positions connect4 --out "$tmp/t" --nodes-hard 10
+
+# eval by depth band: a tiny model, a file with positions of all three bands.
+run="$tmp/run"
+"$BIN" train connect4 --run "$run" --steps 1 --set learner.min_positions=64 \
+    --set net.channels=8 --set net.blocks=1 --set arena.games=0 --set arena.positions=0 \
+    --set actors=1 --set games_per_actor=8 >/dev/null 2>&1 || fail "train connect4 failed"
+{
+    echo "# three bands"
+    grep -v '^#' "$tmp/a/middle_medium" | head -n 3
+    # one without its columns: eval solves it
+    grep -v '^#' "$tmp/a/middle_easy" | head -n 1 | cut -d' ' -f1-2
+    grep -v '^#' "$tmp/a/end_easy" | head -n 3
+    grep -v '^#' "$tmp/a/opening_easy" | head -n 2
+} >"$tmp/mixed"
+out=$("$BIN" eval connect4 --model "$run" --positions "$tmp/mixed" --sims 0 2>&1) ||
+    fail "eval mixed: $out"
+line=$(printf '%s\n' "$out" | grep '^by depth: ')
+[ -n "$line" ] || fail "no band line: $out"
+for band in "opening mistakes [0-9]+/2 " "middle mistakes [0-9]+/4 " "end mistakes [0-9]+/3 "; do
+    printf '%s' "$line" | grep -Eq "$band" || fail "'$band' not in: $line"
+done
+# The bands' mistakes add up to the total.
+total=$(printf '%s\n' "$out" | sed -n 's/^mistakes \([0-9]*\)\/9$/\1/p')
+sum=$(printf '%s' "$line" | grep -Eo 'mistakes [0-9]+' | awk '{ s += $2 } END { print s }')
+[ -n "$total" ] && [ "$total" = "$sum" ] || fail "bands sum to $sum, total '$total': $out"
+# A set of one band prints that band alone.
+out=$("$BIN" eval connect4 --model "$run" --positions "$ZT_DATA_DIR/connect4/Test_L3_R1" \
+    --limit 20 --sims 0 2>&1) || fail "eval L3: $out"
+printf '%s\n' "$out" | grep -Eq '^by depth: end mistakes [0-9]+/20 \([0-9.]+ %\)$' ||
+    fail "L3 band line: $out"
+
+[ "$fails" -eq 0 ] && echo "cli_positions: all checks passed"
+exit $((fails > 0))
