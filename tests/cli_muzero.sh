@@ -3,7 +3,8 @@
 # checkpoints; eval plays it against random with its search and with the raw
 # policy and judges positions; play takes a move and quits; report writes the
 # page; bench selfplay runs its actors; a bare weights file plays as the
-# MuZero net its architecture names.
+# MuZero net its architecture names; 2048 (one player) trains and reports a
+# score; backgammon is refused in one line.
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 SRC=${ZT_SOURCE_DIR:-.}
@@ -51,6 +52,33 @@ out=$("$BIN" eval tictactoe --model "$weights" --opponent random --games 2 2>&1)
 rc=$?
 if [ "$rc" -ne 0 ]; then
     fail "a bare muzero weights file: $out"
+fi
+
+# 2048 (one player, rewards on every move): a short deterministic run
+# trains and its arena reports a mean score (no learning bar: a few
+# hundred steps of MuZero do not reach one on two cores).
+run2048="$dir/run2048"
+if ! "$BIN" train 2048 --run "$run2048" --steps 100 --set algorithm=muzero --set mode=deterministic \
+    --set arena.games=8 --set arena.opponents=random --set arena.minutes=0 \
+    --set learner.min_positions=300 --set learner.batch=32 --set search.sims=8 \
+    --set games_per_actor=16 --set muzero.unroll=3 --set precision=fp32 \
+    >"$dir/train2048.log" 2>&1; then
+    fail "train 2048 with muzero: $(tail -n 2 "$dir/train2048.log")"
+fi
+score=$(grep '"kind":"score"' "$run2048/metrics.jsonl" 2>/dev/null | grep '"player":"model"' |
+    tail -n 1 | sed 's/.*"mean":\([0-9.]*\).*/\1/')
+if [ -z "$score" ] || ! awk -v s="$score" 'BEGIN { exit !(s > 0) }'; then
+    fail "train 2048 with muzero reported no mean score"
+else
+    echo "train 2048 with muzero: mean score $score after 100 steps"
+fi
+
+# backgammon's turns are several moves by one player: refused in one line
+out=$("$BIN" train backgammon --run "$dir/bg" --steps 1 --set algorithm=muzero 2>&1)
+rc=$?
+if [ "$rc" -eq 0 ] || ! printf '%s' "$out" | grep -q "do not alternate move by move" ||
+    [ "$(printf '%s\n' "$out" | grep -c .)" -ne 1 ]; then
+    fail "train backgammon with muzero was not refused in one line (rc $rc): $out"
 fi
 
 if [ "$fails" -ne 0 ]; then

@@ -1,6 +1,7 @@
 /* Tests of the MuZero model (src/agent/mz_model.c) under the search: its
  * outputs are the net's (root masked by the real game, players alternating
- * below it), its hidden-state store holds exactly one reference per
+ * below it; a one-player game's player kept and its values and rewards
+ * read back through the game's value transform), its hidden-state store holds exactly one reference per
  * evaluated node of every tree after each move (PUCT and Gumbel, the root
  * cache on, tree reuse asked for and declined, also with evaluator calls
  * failing) and none once
@@ -221,6 +222,82 @@ static void check_lifetime(const char *game_name, zt_search_algorithm alg, int f
     zt_game_free(g);
 }
 
+/* A one-player game (2048): the model keeps player 0 at every depth (so
+ * the search never negates), and reads the net's value and reward back
+ * through zt_game_value_from_net, the inverse of the targets' transform. */
+static void test_one_player(void)
+{
+    zt_rng r;
+    zt_rng_seed(&r, seed, 5);
+    zt_game *g;
+    CHECK_OK(zt_game_new("2048", NULL, &g));
+    if (!g) return;
+    zt_net *net = small_net(g, &r);
+    zt_net_evaluator *ne;
+    CHECK_OK(zt_net_evaluator_new(net, 4, &ne));
+    zt_evaluator ev = zt_net_evaluator_get(ne);
+    zt_model *m;
+    CHECK_OK(zt_mz_model_new(g, &ev, 4, &m));
+    int A = g->num_actions;
+    uint8_t root[ZT_MAX_STATE_BYTES];
+    g->reset(g, root);
+    while (g->current_player(g, root) == ZT_CHANCE) { /* the opening tiles */
+        int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+        float probs[ZT_MAX_CHANCE_OUTCOMES];
+        int k = g->chance_outcomes(g, root, outcomes, probs);
+        g->apply(g, root, outcomes[zt_rng_categorical(&r, probs, k)]);
+    }
+    CHECK(g->current_player(g, root) == 0 && A <= 16, "a 2048 decision at the root");
+    uint8_t st[4][32];
+    float logits[16], value[1], reward[1], outp[1];
+    int8_t kind[1], player[1];
+    int nout[1];
+    zt_model_output out = {.logits = logits,
+                           .value = value,
+                           .reward = reward,
+                           .kind = kind,
+                           .player = player,
+                           .num_outcomes = nout,
+                           .outcomes = NULL,
+                           .outcome_probs = outp};
+    const void *roots[1] = {root};
+    void *states[1] = {st[0]};
+    CHECK_OK(m->initial(m, 1, roots, states, &out));
+    size_t hs = zt_net_hidden_size(zt_net_config_of(net));
+    float *h = zt_xmalloc(hs * sizeof(float)), *h2 = zt_xmalloc(hs * sizeof(float));
+    float *obs = zt_xmalloc((size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2] *
+                            sizeof(float));
+    float pl[16], v, rw;
+    g->observe(g, root, obs);
+    CHECK_OK(zt_net_initial(net, 1, obs, h, pl, &v));
+    CHECK(player[0] == 0 && value[0] == zt_game_value_from_net(g, v) && reward[0] == 0,
+          "root: player %d value %g (net %g)", player[0], value[0], v);
+    for (int depth = 1; depth <= 3; depth++) {
+        int action = depth % A;
+        const void *from[1] = {st[depth - 1]};
+        void *to[1] = {st[depth]};
+        CHECK_OK(m->recurrent(m, 1, from, &action, to, &out));
+        CHECK_OK(zt_net_recurrent(net, 1, h, &action, h2, &rw, pl, &v));
+        memcpy(h, h2, hs * sizeof(float));
+        CHECK(kind[0] == ZT_NODE_DECISION && player[0] == 0,
+              "depth %d: player %d, the one player throughout", depth, player[0]);
+        CHECK(value[0] == zt_game_value_from_net(g, v) && reward[0] == zt_game_value_from_net(g, rw),
+              "depth %d: value %g reward %g, net %g %g", depth, value[0], reward[0], v, rw);
+        /* from_net is odd and increasing: the sign survives, no negation */
+        CHECK((value[0] > 0) == (v > 0) && (reward[0] > 0) == (rw > 0), "depth %d: signs", depth);
+    }
+    const void *all[4] = {st[0], st[1], st[2], st[3]};
+    m->release(m, 4, all);
+    CHECK(zt_mz_model_live_states(m) == 0, "all released");
+    free(h);
+    free(h2);
+    free(obs);
+    zt_model_free(m);
+    zt_net_evaluator_free(ne);
+    zt_net_free(net);
+    zt_game_free(g);
+}
+
 static void test_refusals(void)
 {
     zt_game *g;
@@ -242,6 +319,7 @@ int main(void)
     check_lifetime("connect4", ZT_SEARCH_GUMBEL, 0);
     check_lifetime("tictactoe", ZT_SEARCH_PUCT, 13);
     check_lifetime("connect4", ZT_SEARCH_GUMBEL, 23);
+    test_one_player();
     test_refusals();
     return zt_test_finish("test_mz_model");
 }

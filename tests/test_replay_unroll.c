@@ -4,7 +4,8 @@
  * policies and per-player outcomes, steps past the end are absorbing (no
  * policy target, outcomes alternating, reward 0), a symmetry maps every
  * step's policy and action alike, the sampler thread gives the synchronous
- * batches, and games recorded without actions are refused. */
+ * batches, and games recorded without actions are refused; a one-player
+ * game (2048) unrolls to its moves' rewards and the return-to-go. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +177,112 @@ static void test_unroll(zt_game *g)
     zt_replay_free(rb);
 }
 
+/* 2048: a game played at random and recorded as the actor records it
+ * (each move's reward the points its merges bank, the spawn after it
+ * paying nothing); every unrolled step's value is the return-to-go (the
+ * points of the moves from it on, added up here by hand) and its reward
+ * the move's points, both through zt_game_value_to_net; past the end the
+ * value and the reward are 0. */
+static void test_one_player_unroll(void)
+{
+    zt_game *g;
+    CHECK_OK(zt_game_new("2048", NULL, &g));
+    if (!g) return;
+    enum { MAX = 4096 };
+    static double points[MAX]; /* the points of the move from position i */
+    zt_replay_traj *t;
+    CHECK_OK(zt_replay_traj_new(g, &t));
+    zt_rng rng;
+    zt_rng_seed(&rng, 11, 2);
+    uint8_t s[ZT_MAX_STATE_BYTES], before[ZT_MAX_STATE_BYTES];
+    g->reset(g, s);
+    int n = 0;
+    float policy[ZT_MAX_ACTIONS];
+    for (;;) {
+        int p = g->current_player(g, s);
+        if (p == ZT_TERMINAL) break;
+        if (p == ZT_CHANCE) {
+            int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+            float probs[ZT_MAX_CHANCE_OUTCOMES];
+            int k = g->chance_outcomes(g, s, outcomes, probs);
+            float r0[2], r1[2];
+            g->returns(g, s, r0);
+            g->apply(g, s, outcomes[zt_rng_categorical(&rng, probs, k)]);
+            g->returns(g, s, r1);
+            CHECK(r0[0] == r1[0], "a spawn pays nothing");
+            continue;
+        }
+        CHECK(n < MAX, "the test game is too long");
+        if (n >= MAX) break;
+        uint16_t legal[ZT_MAX_ACTIONS];
+        int k = g->legal(g, s, legal);
+        int a = legal[zt_rng_below(&rng, (uint32_t)k)];
+        memset(policy, 0, sizeof policy);
+        policy[a] = 1;
+        memcpy(before, s, g->state_size);
+        float r0[2], r1[2];
+        g->returns(g, s, r0);
+        g->apply(g, s, a);
+        g->returns(g, s, r1);
+        points[n] = (double)r1[0] - r0[0];
+        zt_replay_traj_add_step(t, before, policy, 0, true, a, zt_game_reward(g, before, s));
+        n++;
+    }
+    CHECK(n > 20, "a game of %d moves", n);
+    double total = 0;
+    for (int i = 0; i < n; i++) total += points[i];
+    float final[2];
+    g->returns(g, s, final);
+    CHECK(total == final[0], "the moves' points %g add up to the final score %g", total,
+          final[0]);
+    zt_replay_config c;
+    zt_replay_config_default(&c);
+    c.capacity = 100000;
+    c.window_c = 0;
+    zt_replay *rb;
+    CHECK_OK(zt_replay_new(g, &c, &rb));
+    CHECK_OK(zt_replay_add_game(rb, t, zt_game_value_of(g, s, 0), NULL));
+    enum { K = 5, B = 256 };
+    zt_replay_batch b;
+    CHECK_OK(zt_replay_batch_init_unroll(&b, g, B, false, K));
+    CHECK_OK(zt_replay_sample(rb, &rng, &b));
+    int bad = 0;
+    bool near_end = false;
+    for (int r = 0; r < B && bad < 5; r++) {
+        int ply = (int)b.index[r];
+        near_end |= ply + K >= n;
+        for (int k = 0; k <= K; k++) {
+            int at = ply + k;
+            size_t row = (size_t)r * (K + 1) + k;
+            double to_go = 0; /* by hand: the points of the moves from `at` on */
+            for (int i = at; i < n; i++) to_go += points[i];
+            float want = at < n ? zt_game_value_to_net(g, (float)(to_go / g->max_return)) : 0.0f;
+            bool ok = fabsf(b.u_value[row] - want) <= 1e-6f * (1 + fabsf(want)) &&
+                      (at < n || b.u_mask[row] == 0);
+            CHECK(ok, "row %d step %d (move %d of %d): value %g, want h(%g points) = %g", r, k, at,
+                  n, b.u_value[row], to_go, want);
+            bad += !ok;
+            if (k == K) break;
+            float reward = b.u_reward[(size_t)r * K + k];
+            /* the record keeps the reward as a half float */
+            float want_r = at < n ? zt_game_value_to_net(g, (float)(points[at] / g->max_return))
+                                  : 0.0f;
+            ok = fabsf(reward - want_r) <= 2e-3f * want_r && (want_r > 0) == (reward > 0);
+            CHECK(ok, "row %d step %d: reward %g, want h(%g points) = %g", r, k, reward,
+                  at < n ? points[at] : 0.0, want_r);
+            bad += !ok;
+        }
+        CHECK(b.value[r] == b.u_value[(size_t)r * (K + 1)], "step 0's value is the row's");
+    }
+    CHECK(near_end, "the batch covers the game's end");
+    printf("2048 unroll: %d moves, %g points; values are the points still to come\n", n,
+           total);
+    zt_replay_batch_free(&b);
+    zt_replay_free(rb);
+    zt_replay_traj_free(t);
+    zt_game_free(g);
+}
+
 int main(void)
 {
     zt_game *g;
@@ -184,5 +291,6 @@ int main(void)
     test_records(g);
     test_unroll(g);
     zt_game_free(g);
+    test_one_player_unroll();
     return zt_test_finish("test_replay_unroll");
 }

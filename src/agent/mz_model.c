@@ -22,6 +22,7 @@ typedef struct mz_model {
     zt_evaluator ev;
     size_t hs;
     size_t obs_size;
+    bool one_player; /* 2048: no alternation, values and rewards transformed */
     /* the store: hidden states by handle, their reference counts, the free
      * handles; it grows (doubling) when every handle is taken */
     float *hidden;
@@ -136,7 +137,9 @@ static zt_status mz_initial(zt_model *base, int B, const void *const *roots, voi
         float *lg = out->logits + (size_t)i * A;
         memcpy(lg, m->logits + (size_t)r * A, (size_t)A * sizeof(float));
         mask_illegal(g, roots[i], lg);
-        decision_output(out, i, cp, m->values[r], 0.0f);
+        float v = m->values[r];
+        if (m->one_player) v = zt_game_value_from_net(g, v);
+        decision_output(out, i, cp, v, 0.0f);
     }
     return ZT_OK;
 }
@@ -163,13 +166,22 @@ static zt_status mz_recurrent(zt_model *base, int B, const void *const *states, 
     for (int i = 0; i < B; i++) {
         const mz_state *st = states[i];
         mz_state *nx = next[i];
-        int player = 1 - st->player; /* turns alternate */
+        /* two players: turns alternate; one player moves throughout */
+        int player = m->one_player ? st->player : 1 - st->player;
         memset(nx, 0, sizeof *nx);
         nx->handle = take_handle(m, m->out_hidden + (size_t)i * m->hs);
         nx->player = (int8_t)player;
         memcpy(out->logits + (size_t)i * A, m->logits + (size_t)i * A, (size_t)A * sizeof(float));
-        /* g's reward is the acting player's, as model.h's reward is */
-        decision_output(out, i, player, m->values[i], m->rewards[i]);
+        /* g's reward is the acting player's, as model.h's reward is; a
+         * one-player net's value and reward are on the transformed scale
+         * they were trained on (replay's targets), and the search adds them
+         * on the linear one (q = reward + value) */
+        float v = m->values[i], r = m->rewards[i];
+        if (m->one_player) {
+            v = zt_game_value_from_net(m->game, v);
+            r = zt_game_value_from_net(m->game, r);
+        }
+        decision_output(out, i, player, v, r);
     }
     return ZT_OK;
 }
@@ -234,6 +246,7 @@ zt_status zt_mz_model_new(const zt_game *g, const zt_evaluator *ev, int max_batc
     m->ev = *ev;
     m->hs = ev->hidden_size;
     m->obs_size = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    m->one_player = zt_game_num_players(g) == 1;
     size_t n = (size_t)max_batch, A = (size_t)g->num_actions;
     m->obs = malloc(n * m->obs_size * sizeof(float));
     m->in_hidden = malloc(n * m->hs * sizeof(float));

@@ -6,10 +6,15 @@
  * model's own store; a model state in the tree is a handle into it with the
  * perspective player, counted through model.h's retain and release.
  *
- * Players: the games it serves alternate turns (two players, zero-sum), so
- * a child's perspective player is the other one and search negates values
- * between them (model.h). Chance positions are Stochastic MuZero's and are
- * refused at the root.
+ * Players: a two-player game's turns alternate (zero-sum), so a child's
+ * perspective player is the other one and search negates values between
+ * them (model.h); a one-player game's (2048) player moves throughout and
+ * nothing is negated, and its net's values and rewards are read back
+ * through zt_game_value_from_net (replay trains them through
+ * zt_game_value_to_net). Chance below the root (2048's spawn) is folded
+ * into the dynamics, which learn its expectation; chance positions at the
+ * root are Stochastic MuZero's and are refused. Games whose players do not
+ * alternate move by move (backgammon) are refused by the run's settings.
  *
  * The caller owns the model (zt_model_free); the game and the evaluator
  * (which must offer initial and recurrent: a MuZero net's) are borrowed. */

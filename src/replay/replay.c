@@ -565,14 +565,22 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
             }
             b->u_mask[base + k] = (view.flags & ZT_REPLAY_FULL_SEARCH) != 0;
             last_player = g->current_player(g, state);
-            b->u_value[base + k] = outcome_for(g, state, h.return0);
+            /* through the game's transform, as AlphaZero's targets
+             * (build_row); identity for two players */
+            b->u_value[base + k] = zt_game_value_to_net(g, outcome_for(g, state, h.return0));
             if (view.action < 0 && k + 1 < h.steps)
                 return zt_fail(ZT_ERR_CORRUPT,
                                "replay position without the action taken: a muzero run needs "
                                "games recorded with their actions");
             if (view.action >= 0)
                 action = sym != 0 ? g->sym_action(g, sym, view.action) : view.action;
-            reward = view.reward;
+            /* the reward head learns rewards through the value transform
+             * too (the model reads both back with zt_game_value_from_net) */
+            reward = zt_game_value_to_net(g, view.reward);
+        } else if (zt_game_num_players(g) == 1) {
+            /* absorbing, one player: nothing more to come, and no reward */
+            b->u_mask[base + k] = 0;
+            b->u_value[base + k] = 0;
         } else {
             /* absorbing: turns go on alternating after the last position */
             b->u_mask[base + k] = 0;

@@ -191,9 +191,12 @@ typedef struct zt_replay_batch {
      * actions and rewards: n * K + k, the move from step k). Past the end
      * of the game the position is absorbing (MuZero appendix G): no policy
      * target (mask 0), the value the final outcome for the player who would
-     * be to move (turns alternating), reward 0, and an arbitrary action
-     * (a hash of the position index and step). Steps searched with the fast
-     * budget have mask 0 as well. */
+     * be to move (turns alternating; a one-player game: 0, nothing more to
+     * come), reward 0, and an arbitrary action (a hash of the position
+     * index and step). Steps searched with the fast budget have mask 0 as
+     * well. A one-player game's values are the return-to-go (the points
+     * still to come, undiscounted) and its rewards the recorded ones, both
+     * through zt_game_value_to_net like `value`. */
     int unroll;
     float *u_policy;      /* B x (K + 1) x num_actions */
     uint8_t *u_mask;      /* B x (K + 1): 1 where the policy is a target */

@@ -399,11 +399,19 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
         }
         float temperature = s->ply < a->cfg.temperature_moves ? a->cfg.temperature : 0.0f;
         int action = greedy ? greedy_action : zt_search_choose(sr, t, temperature);
-        /* the games served so far pay nothing before the end (board games;
-         * the returns are the outcome), so the move's reward is 0 */
-        zt_replay_traj_add_step(s->traj, s->state, full ? a->policy : NULL, root_value, full,
-                                a->cfg.record_actions ? action : -1, 0.0f);
+        /* The move's reward (model.h: the acting player's): a two-player
+         * game's is 0 (its returns are the outcome); a one-player game's is
+         * the score the move banks (2048: its merges). A chance node that
+         * follows (2048's spawn) pays nothing, so the records' rewards sum
+         * to the game's final return. Both are recorded for MuZero only
+         * (AlphaZero's records stay as small as before). */
+        uint8_t moved_from[ZT_MAX_STATE_BYTES];
+        memcpy(moved_from, s->state, g->state_size);
         g->apply(g, s->state, action);
+        bool steps = a->cfg.record_actions;
+        zt_replay_traj_add_step(s->traj, moved_from, full ? a->policy : NULL, root_value, full,
+                                steps ? action : -1,
+                                steps ? zt_game_reward(g, moved_from, s->state) : 0.0f);
         s->ply++;
         zt_search_played(a->full, t, action);
         if (a->fast) zt_search_played(a->fast, t, action);

@@ -327,6 +327,16 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_bool(c, "replay.augment", true, &S->replay.augment));
 
     ZT_TRY(read_optimizer(c, &S->optimizer));
+    /* The MuZero model steps turns as alternating (two players) or as one
+     * player's; a two-player game with chance (backgammon: a turn is
+     * several checker moves by the same player, then dice) breaks that,
+     * and would need a learned to-play output or Stochastic MuZero. */
+    if (S->algorithm == ZT_ALGO_MUZERO && zt_game_num_players(g) == 2 &&
+        g->max_chance_outcomes > 0)
+        return zt_fail(ZT_ERR_UNSUPPORTED,
+                       "algorithm = muzero: %s's players do not alternate move by move; MuZero "
+                       "here needs alternating players or one player",
+                       g->name);
     ZT_TRY(read_muzero(c, S));
     A->record_actions = S->algorithm == ZT_ALGO_MUZERO;
     if (S->algorithm == ZT_ALGO_MUZERO && S->evaluator == ZT_EVALUATOR_SHARED)
