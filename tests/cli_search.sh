@@ -2,7 +2,7 @@
 # eval and play on a run follow the run's search settings (RUN/config.ini,
 # search.*) unless flags override them; a checkpoint directory of the run
 # does too; a bare weights file plays with the defaults; bad search.* values
-# are refused naming the key.
+# are refused naming the key; the net plays on one thread unless told.
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
@@ -47,6 +47,10 @@ expect_first "gumbel, 5 simulations" eval tictactoe --model "$run" "${match[@]}"
     --set search.algorithm=gumbel
 expect_first "raw policy" eval tictactoe --model "$run" "${match[@]}" --sims 0
 expect_first "gumbel, 32 simulations" eval tictactoe --model "$weights" "${match[@]}"
+# A playing net runs on one thread unless told (ZT_RUN_PLAY_THREADS: more
+# threads than free cores slow small batches many times over).
+expect_first "ref nn on 1 thread)" eval tictactoe --model "$run" "${match[@]}"
+expect_first "ref nn on 2 threads)" eval tictactoe --model "$run" "${match[@]}" --set threads=2
 
 out=$("$BIN" eval tictactoe --model "$run" "${match[@]}" 2>&1)
 printf '%s\n' "$out" | grep -q "search settings of $run/config.ini" ||

@@ -7,6 +7,7 @@
 
 #include "api/api.h"
 #include "core/alloc.h"
+#include "core/thread.h"
 #include "train/run.h"
 
 struct zeroth_net {
@@ -29,7 +30,7 @@ zeroth_status zeroth_net_open(const char *path, const char *settings, zeroth_net
     const char *backend;
     zt_precision prec;
     int threads;
-    zt_status st = zt_run_nn_settings(cfg, &backend, &prec, &threads);
+    zt_status st = zt_run_nn_settings(cfg, zt_cpu_count(), &backend, &prec, &threads);
     if (st == ZT_OK) st = zt_config_check_unused(cfg);
     zeroth_net_t *h = zt_xcalloc(1, sizeof *h);
     if (st == ZT_OK) st = zt_run_open_model(path, backend, prec, threads, &h->game, &h->net);

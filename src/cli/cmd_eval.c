@@ -118,7 +118,7 @@ static zt_status model_open(const char *path, zt_config *cfg, model_agent *out)
     const char *backend;
     zt_precision prec;
     int threads;
-    ZT_TRY(zt_run_nn_settings(cfg, &backend, &prec, &threads));
+    ZT_TRY(zt_run_nn_settings(cfg, ZT_RUN_PLAY_THREADS, &backend, &prec, &threads));
     ZT_TRY(zt_run_open_model(path, backend, prec, threads, &out->game, &out->net));
     zt_status st = zt_run_evaluator_new(out->net, &out->ev);
     if (st != ZT_OK) model_agent_free(out);
@@ -353,7 +353,9 @@ int zt_cmd_eval(int argc, char **argv)
     else
         snprintf(what, sizeof what, "%s, %d simulations",
                  search.algorithm == ZT_SEARCH_GUMBEL ? "gumbel" : "puct", search.num_simulations);
-    printf("model %s (%s; %s, %s nn)\n", model_path, spec, what, zt_net_backend_name(me.net));
+    int nth = zt_net_threads(me.net);
+    printf("model %s (%s; %s, %s nn on %d thread%s)\n", model_path, spec, what,
+           zt_net_backend_name(me.net), nth, nth == 1 ? "" : "s");
     if (run_config[0]) printf("search settings of %s (flags override them)\n", run_config);
     double t0 = zt_now_s();
 

@@ -662,6 +662,11 @@ const char *zt_net_backend_name(const zt_net *net)
     return net->backend->name;
 }
 
+int zt_net_threads(const zt_net *net)
+{
+    return net->threads;
+}
+
 zt_precision zt_net_precision(const zt_net *net)
 {
     return net->precision;

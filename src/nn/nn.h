@@ -194,6 +194,8 @@ void zt_net_free(zt_net *net);
 
 const zt_net_config *zt_net_config_of(const zt_net *net);
 const char *zt_net_backend_name(const zt_net *net);
+/* The threads each of the net's calls may run on (zt_net_new's `threads`). */
+int zt_net_threads(const zt_net *net);
 zt_precision zt_net_precision(const zt_net *net);
 
 /* He-normal weights (He et al. 2015, fan-in), zero biases, BN/LN gamma 1 and

@@ -277,7 +277,8 @@ zt_status zt_run_search_defaults(const char *path, zt_config *cfg, char *from, s
     return st;
 }
 
-zt_status zt_run_nn_settings(zt_config *cfg, const char **backend, zt_precision *prec, int *threads)
+zt_status zt_run_nn_settings(zt_config *cfg, int default_threads, const char **backend, zt_precision *prec,
+                            int *threads)
 {
     const char *p;
     int64_t t;
@@ -292,7 +293,7 @@ zt_status zt_run_nn_settings(zt_config *cfg, const char **backend, zt_precision 
     if (d.kind == ZT_DEVICE_CUDA) ZT_TRY(zt_device_backend(d, *backend, backend));
     ZT_TRY(zt_config_string(cfg, "precision", "auto", &p));
     ZT_TRY(zt_precision_parse(p, prec));
-    ZT_TRY(zt_config_int(cfg, "threads", zt_cpu_count(), 1, 1024, &t));
+    ZT_TRY(zt_config_int(cfg, "threads", default_threads, 1, 1024, &t));
     *threads = (int)t;
     return ZT_OK;
 }
@@ -329,7 +330,7 @@ zt_status zt_run_open_player(const char *path, const char *game_name, zt_config 
     const char *backend;
     zt_precision prec;
     int threads;
-    ZT_TRY(zt_run_nn_settings(cfg, &backend, &prec, &threads));
+    ZT_TRY(zt_run_nn_settings(cfg, ZT_RUN_PLAY_THREADS, &backend, &prec, &threads));
     zt_game *g;
     zt_net *n;
     ZT_TRY(zt_run_open_model(path, backend, prec, threads, &g, &n));

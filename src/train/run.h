@@ -68,8 +68,18 @@ void zt_run_evaluator_free(zt_evaluator *ev);
  * none). Errors: a config.ini that cannot be read or parsed. */
 zt_status zt_run_search_defaults(const char *path, zt_config *cfg, char *from, size_t cap);
 
+/* The default `threads` of a net that plays (eval, play, serve): one.
+ * Their net calls are batches of a few leaves, a few oneDNN primitives
+ * each ending at an OpenMP barrier, and a team of threads needs every one of
+ * them on a core at once: with the machine's cores busy with other work, a
+ * thread waiting (spinning, or asleep under OMP_WAIT_POLICY=passive) for one
+ * the scheduler has not run yet made `eval` 5 to 10 times slower than with
+ * one thread (docs/networks.md, "Threads"). --set threads=N still asks for
+ * N. */
+enum { ZT_RUN_PLAY_THREADS = 1 };
+
 /* What eval, play and serve do to play with the model at `path`: the
- * network settings of cfg, the model opened (zt_run_open_model), checked to
+ * network settings of cfg (threads: ZT_RUN_PLAY_THREADS by default), the model opened (zt_run_open_model), checked to
  * play `game_name` (zt_run_check_game), the run's search settings taken as
  * defaults under cfg's (zt_run_search_defaults: `from` names the file read)
  * and the search read for play, gumbel_noise its default of
@@ -82,9 +92,9 @@ zt_status zt_run_open_player(const char *path, const char *game_name, zt_config 
 
 /* Network settings from cfg: backend [auto], device [auto: the CPU here;
  * cuda or cuda:N: backend "cuda", or "no CUDA GPU found: ..."], precision
- * [auto], threads [all cores]. *backend lives as long as cfg. */
-zt_status zt_run_nn_settings(zt_config *cfg, const char **backend, zt_precision *prec,
-                             int *threads);
+ * [auto], threads [default_threads]. *backend lives as long as cfg. */
+zt_status zt_run_nn_settings(zt_config *cfg, int default_threads, const char **backend,
+                             zt_precision *prec, int *threads);
 
 /* Finds configs/<game>.ini in the working directory, else beside the
  * executable (build/zeroth in a checkout: ../configs). Writes the path found

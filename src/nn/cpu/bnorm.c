@@ -58,7 +58,7 @@ INLINE void fold(__m512 *part, __m512d *acc, int nb)
 }
 
 /* Channel c of the doubles fold() accumulates. */
-static double lane(const __m512d *acc, int c)
+INLINE double lane(const __m512d *acc, int c)
 {
     double v[8];
     _mm512_storeu_pd(v, acc[c / 8]);
