@@ -31,17 +31,6 @@
 
 #include "zt_test.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-
 static char tmp_root[256];
 
 /* ---- the record rewritten in place ---- */

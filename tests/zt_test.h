@@ -95,4 +95,17 @@ static inline int zt_test_finish(const char *name)
     return 0;
 }
 
+/* SANITIZED: 1 in an AddressSanitizer build, where the tests that train to
+ * a strength bar are skipped (they run several times slower there). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
 #endif
