@@ -178,6 +178,7 @@ static void test_notation(void)
         "2,0,0,0/0,0,0,0/0,0,0,2/0,0,0,0 0 move x",  /* trailing text */
         "65536,0,0,0/0,0,0,0/0,0,0,2/0,0,0,0 0 move", /* beyond a nibble */
         "2,4,2,4/4,2,4,2/2,4,2,4/4,2,4,8 0 spawn",   /* a spawn on a full board */
+        "0,0,0,0/0,0,0,0/0,0,0,0/0,0,0,0 0 spawn",   /* one spawn on an empty board */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         CHECK(g->from_text(g, bad[i], s) == ZT_ERR_INVALID, "'%s' accepted", bad[i]);

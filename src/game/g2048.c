@@ -260,6 +260,11 @@ static zt_status set_state(uint64_t board, uint32_t score, int pending, g2048_st
         return zt_fail(ZT_ERR_INVALID, "2048: two spawns pending on a board that is not empty");
     if (pending == 1 && empty == 0)
         return zt_fail(ZT_ERR_INVALID, "2048: a spawn pending on a full board");
+    /* one spawn pending follows a move (which leaves a tile) or the first of
+     * the two opening spawns: never on an empty board (that is spawn2) */
+    if (pending == 1 && empty == CELLS)
+        return zt_fail(ZT_ERR_INVALID, "2048: one spawn pending on an empty board (the start is "
+                                       "'spawn2')");
     if (pending == 0 && empty > 14)
         return zt_fail(ZT_ERR_INVALID, "2048: a board to move on holds %d tiles (at least 2)",
                        CELLS - empty);
