@@ -388,7 +388,7 @@ static void log_start(zt_train *t)
                 S->int8_gate.calibration, S->int8_gate.positions, S->int8_gate.agreement,
                 S->int8_gate.value_mae, zt_precision_name(zt_net_precision(net)));
     else
-        zt_info("actors run %s (int8 needs precision = int8 or auto, the cpu backend and "
+        zt_info("actors run %s (int8 actors: precision = int8, on the cpu backend with "
                 "AVX512_VNNI)",
                 zt_precision_name(zt_net_precision(net)));
     size_t dense = zt_replay_dense_bytes(t->game);
