@@ -13,6 +13,7 @@
 #include "core/alloc.h"
 #include "core/config.h"
 #include "core/rng.h"
+#include "core/thread.h"
 #include "core/timer.h"
 #include "train/train.h"
 
@@ -25,15 +26,6 @@ static void usage(FILE *f)
                "recurrent inference states/s on one thread at each batch (default 1 8 32 64 256),\n"
                "and the unrolled train step (muzero.unroll steps, learner.batch samples).\n"
                "  --seconds S   time per measurement (default 2)\n");
-}
-
-static double load_average(void)
-{
-    double l = 0;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f && fscanf(f, "%lf", &l) != 1) l = 0;
-    if (f) fclose(f);
-    return l;
 }
 
 typedef struct buffers {
@@ -180,7 +172,7 @@ int zt_bench_muzero(int argc, char **argv)
         char arch[256];
         zt_net_config_format(&S.net, arch, sizeof arch);
         printf("bench muzero %s: net %s on %s/%s, load %.2f\n", name, arch,
-               zt_net_backend_name(net), zt_precision_name(zt_net_precision(net)), load_average());
+               zt_net_backend_name(net), zt_precision_name(zt_net_precision(net)), zt_load_average());
     }
     zt_rng rng;
     zt_rng_seed(&rng, 7, 0);

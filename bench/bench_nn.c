@@ -180,15 +180,6 @@ static double core_peak(zt_precision prec)
 
 /* The 1-minute load average before the run (-1 if unknown): other work on
  * the cores makes multi-threaded numbers unreliable. */
-static double load_average(void)
-{
-    double load = -1;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f && fscanf(f, "%lf", &load) != 1) load = -1;
-    if (f) fclose(f);
-    return load;
-}
-
 static zt_status net_config(const bench_net *bn, zt_net_config *cfg, int *actions)
 {
     zt_game *g;
@@ -511,7 +502,7 @@ int zt_bench_nn(int argc, char **argv)
     FILE *info = json_out ? stderr : stdout;
     fprintf(info,
             "backend %s, %d cpus (load average %.2f), %.2f s per measurement; one core's peak:",
-            be->name, zt_cpu_count(), load_average(), seconds);
+            be->name, zt_cpu_count(), zt_load_average(), seconds);
     for (int pi = 0; pi < nprecs; pi++) {
         peaks[pi] = core_peak(precs[pi]);
         fprintf(info, " %s %.1f GFLOP/s", zt_precision_name(precs[pi]), peaks[pi]);

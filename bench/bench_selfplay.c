@@ -535,15 +535,13 @@ static int run(const bench_args *A)
                               .kind = ROW_LEARNER};
         rows[nrows++] = (row){.name = "debug=1 (all off)", .sets = {"debug=1"}};
     }
-    double load[1] = {0};
-    if (getloadavg(load, 1) < 1) load[0] = -1;
     printf(
         "self-play %s: %d actor(s) x %d games, %s %d sims, K=%d, net %s on %s/%s, %.1f s per row, "
         "%d cpus, load %.2f\n",
         g->name, S.actors, S.actor.games,
         S.actor.search.algorithm == ZT_SEARCH_GUMBEL ? "gumbel" : "puct",
         S.actor.search.num_simulations, K, arch, zt_net_backend_name(probe),
-        S.int8_actors ? "int8" : zt_precision_name(zt_net_precision(probe)), A->seconds, zt_cpu_count(), load[0]);
+        S.int8_actors ? "int8" : zt_precision_name(zt_net_precision(probe)), A->seconds, zt_cpu_count(), zt_load_average());
     zt_net_free(probe);
     zt_game_free(g);
     zt_config_free(cfg);

@@ -11,6 +11,12 @@
 
 #include "core/status.h"
 
+double zt_load_average(void)
+{
+    double load[1];
+    return getloadavg(load, 1) == 1 ? load[0] : -1;
+}
+
 int zt_cpu_count(void)
 {
     long online = sysconf(_SC_NPROCESSORS_ONLN);

@@ -9,6 +9,10 @@
 /* Number of online CPUs (>= 1). */
 int zt_cpu_count(void);
 
+/* The 1-minute load average, or -1 where the system does not say (benchmarks
+ * print it beside their figures, since a loaded machine skews them). */
+double zt_load_average(void);
+
 typedef struct zt_pool zt_pool;
 typedef void (*zt_pool_fn)(void *arg, int ith, int nth);
 
