@@ -8,10 +8,15 @@ a reference input/output pair as safetensors) this script
      permuted to PyTorch's NCHW conventions),
   2. checks that PyTorch's outputs equal Zeroth's (fp32, 1e-4 relative),
   3. times PyTorch's configurations -- fp32 eager, bf16 autocast, TorchScript
-     frozen (fp32 and bf16), torch.compile -- keeping the fastest at each
-     batch size, and a bf16-autocast SGD training step at batch 256,
+     frozen (fp32 and bf16), torch.compile, and on the CPU its int8 paths
+     (static post-training quantisation through FX with the x86 backend,
+     eager and TorchScript-frozen, calibrated on the reference input; dynamic
+     quantisation of the linear layers) -- keeping the fastest at each batch
+     size, and a bf16-autocast SGD training step at batch 256,
   4. runs `zeroth bench nn --json` in the same process tree, on the same
-     threads, and prints Zeroth / PyTorch ratios (medians of repeated runs).
+     threads, and prints Zeroth / PyTorch ratios (medians of repeated runs):
+     Zeroth's fastest precision against PyTorch's fastest configuration, and
+     on the CPU Zeroth's int8 against PyTorch's fastest int8 path.
 
 With --device cuda both sides run on the first GPU: Zeroth's cuda backend
 against PyTorch eager fp32, bf16 autocast and torch.compile (default and
@@ -19,9 +24,11 @@ against PyTorch eager fp32, bf16 autocast and torch.compile (default and
 
 Usage: bench/torch_compare.py [--zeroth build/zeroth] [--threads N] [--device cpu|cuda]
          [--batches 1,8,32,64,256,1024,4096] [--nets c4-64x5,c4-128x10,bg-mlp] [--quick]
+         [--no-int8]
 Set up with `make torch-compare` (a virtual environment with torch from PyPI).
 """
 import argparse
+import copy
 import json
 import os
 import statistics
@@ -263,6 +270,55 @@ def torch_variants(model, arch, example):
     return variants
 
 
+def int8_variants(model, arch, example, calib):
+    """name -> callable(x) for PyTorch's int8 inference paths on the CPU.
+
+    Static: FX graph mode post-training quantisation with the x86 backend
+    (fbgemm/oneDNN kernels; conv + BN + ReLU fused, per-channel weights),
+    calibrated on `calib` (the exported reference input), run eagerly and as
+    a frozen TorchScript graph. Dynamic: the linear layers quantised, the
+    rest fp32 (PyTorch's path for MLPs). A path that fails is reported."""
+    from torch.ao.quantization import get_default_qconfig_mapping, quantize_dynamic
+    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+    variants = {}
+    try:
+        torch.backends.quantized.engine = "x86"
+        prepared = prepare_fx(copy.deepcopy(model).eval(), get_default_qconfig_mapping("x86"),
+                              example_inputs=(calib,))
+        with torch.no_grad():
+            prepared(calib)
+        static = convert_fx(prepared)
+
+        def q_static(x):
+            with torch.inference_mode():
+                return static(x)
+        variants["int8 static (fx)"] = q_static
+        with torch.no_grad():
+            ts = torch.jit.freeze(torch.jit.trace(static, example))
+        variants["int8 static torchscript"] = lambda x: ts(x)
+    except Exception as e:
+        print(f"  (int8 static unavailable: {type(e).__name__}: {e})")
+    try:
+        dyn = quantize_dynamic(copy.deepcopy(model).eval(), {nn.Linear}, dtype=torch.qint8)
+
+        def q_dynamic(x):
+            with torch.inference_mode():
+                return dyn(x)
+        variants["int8 dynamic"] = q_dynamic
+    except Exception as e:
+        print(f"  (int8 dynamic unavailable: {type(e).__name__}: {e})")
+    return variants
+
+
+def int8_error(model, fn, x):
+    """Max abs difference of an int8 path's outputs from fp32 (a sanity check
+    that the quantised model computes the same net, not a bound)."""
+    with torch.inference_mode():
+        p, v = model(x)
+        qp, qv = fn(x)
+    return max((p - qp).abs().max().item(), (v - qv).abs().max().item())
+
+
 def torch_train_step_rate(model, arch, batch, min_time, repeats):
     """Samples/s of an SGD step with bf16 autocast (policy CE + value MSE)."""
     model = model.train()
@@ -288,10 +344,10 @@ def torch_train_step_rate(model, arch, batch, min_time, repeats):
     return batch / sec
 
 
-def zeroth_numbers(zeroth, nets, batches, threads, quick):
-    # fp32 and bf16 only: PyTorch's int8 path is not timed here, so Zeroth's
-    # int8 rows (bench nn's default "all") would compare unlike with like.
-    cmd = [zeroth, "bench", "nn", "--json", "--threads", str(threads), "--precision", "both"]
+def zeroth_numbers(zeroth, nets, batches, threads, quick, int8):
+    # int8 rows only where PyTorch's int8 paths are timed too.
+    cmd = [zeroth, "bench", "nn", "--json", "--threads", str(threads), "--precision",
+           "all" if int8 else "both"]
     if DEVICE == "cuda":
         cmd += ["--backend", "cuda"]
     for n in nets:
@@ -314,6 +370,7 @@ def main():
     ap.add_argument("--nets", default="c4-64x5,c4-128x10,bg-mlp")
     ap.add_argument("--quick", action="store_true", help="shorter timings (smoke test)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--no-int8", action="store_true", help="skip the int8 paths (CPU)")
     args = ap.parse_args()
     global DEVICE
     DEVICE = args.device
@@ -332,31 +389,48 @@ def main():
         for n in nets:
             export += ["--net", n]
         subprocess.run(export, check=True, stdout=subprocess.DEVNULL)
-        zrows = zeroth_numbers(args.zeroth, nets, batches, args.threads, args.quick)
-        zbest = {}
+        int8 = DEVICE == "cpu" and not args.no_int8
+        zrows = zeroth_numbers(args.zeroth, nets, batches, args.threads, args.quick, int8)
+        zbest, zint8 = {}, {}
         for r in zrows:
             if "batch" in r and (DEVICE == "cuda" or r.get("threads") == args.threads):
                 key = (r["net"], r["batch"])
                 if r["inf_per_s"] > zbest.get(key, (0.0, ""))[0]:
                     zbest[key] = (r["inf_per_s"], r["precision"])
+                if r["precision"] == "int8":
+                    zint8[key] = r["inf_per_s"]
         ztrain = {}
         for r in zrows:
             if "train_batch" in r:
                 ztrain[r["net"]] = max(ztrain.get(r["net"], 0.0), r["samples_per_s"])
 
         ok = True
-        print(f"\n{'net':<10} {'batch':>6} {'zeroth inf/s':>13} {'torch inf/s':>12} "
-              f"{'torch best config':<20} {'ratio':>6}")
+        head = (f"\n{'net':<10} {'batch':>6} {'zeroth inf/s':>13} {'(precision)':<11} "
+                f"{'torch inf/s':>12} {'torch best config':<24} {'ratio':>6}")
+        if int8:
+            head += f" {'zeroth int8':>12} {'torch int8':>11} {'torch int8 config':<24} {'ratio':>6}"
+        print(head)
         for name in nets:
             arch, model = load_zeroth(os.path.join(tmp, name + ".safetensors"))
-            ok &= check_outputs(name, arch, model, os.path.join(tmp, name + ".io.safetensors"))
+            io_path = os.path.join(tmp, name + ".io.safetensors")
+            ok &= check_outputs(name, arch, model, io_path)
+            calib = to_nchw(torch.from_numpy(load_file(io_path)["input"]), arch)
             model = model.to(DEVICE)
             for b in batches:
                 shape = (b, arch["c"], arch["h"], arch["w"]) if arch["kind"] == "resnet" \
                     else (b, arch["h"] * arch["w"] * arch["c"])
-                x = torch.randn(*shape).to(DEVICE)
-                best = (0.0, "")
-                for vname, fn in torch_variants(model, arch, x).items():
+                # Board planes are 0/1 (random ones: the int8 calibration's range).
+                x = torch.randint(0, 2, shape).float().to(DEVICE)
+                variants = torch_variants(model, arch, x)
+                if int8:
+                    q = int8_variants(model, arch, x, calib)
+                    if b == batches[0]:
+                        for vname, fn in q.items():
+                            print(f"  {name} {vname}: max abs difference from fp32 "
+                                  f"{int8_error(model, fn, calib):.3f}")
+                    variants.update(q)
+                best, best8 = (0.0, ""), (0.0, "")
+                for vname, fn in variants.items():
                     try:
                         rate = b / time_call(fn, x, min_time, repeats)
                     except Exception as e:
@@ -364,9 +438,16 @@ def main():
                         continue
                     if rate > best[0]:
                         best = (rate, vname)
+                    if vname.startswith("int8") and rate > best8[0]:
+                        best8 = (rate, vname)
                 z = zbest.get((name, b), (float("nan"), ""))
-                print(f"{name:<10} {b:>6} {z[0]:>13.0f} {best[0]:>12.0f} {best[1]:<20} "
-                      f"{z[0] / best[0]:>6.2f}", flush=True)
+                line = (f"{name:<10} {b:>6} {z[0]:>13.0f} {z[1]:<11} {best[0]:>12.0f} "
+                        f"{best[1]:<24} {z[0] / best[0]:>6.2f}")
+                if int8:
+                    z8 = zint8.get((name, b), float("nan"))
+                    line += (f" {z8:>12.0f} {best8[0]:>11.0f} {best8[1]:<24} "
+                             f"{z8 / best8[0] if best8[0] else float('nan'):>6.2f}")
+                print(line, flush=True)
             t_rate = torch_train_step_rate(model, arch, 256, min_time, repeats)
             model = model.cpu()
             z_rate = ztrain.get(name, float("nan"))

@@ -3,7 +3,8 @@
 # other ones; the files carry how they were made and read back through
 # solve (every label agrees with the solver); bad flags get one-line
 # errors. zeroth eval --positions breaks the mistake rate down by depth
-# band, the bands' counts adding up to the whole.
+# band, the bands' counts adding up to the whole. zeroth bench int8 measures
+# a model's int8 copy on position files.
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
@@ -94,6 +95,33 @@ out=$("$BIN" eval connect4 --model "$run" --positions "$ZT_DATA_DIR/connect4/Tes
     --limit 20 --sims 0 2>&1) || fail "eval L3: $out"
 printf '%s\n' "$out" | grep -Eq '^by depth: end mistakes [0-9]+/20 \([0-9.]+ %\)$' ||
     fail "L3 band line: $out"
+
+# bench int8: the model's int8 copy against bf16 on a position file, and on
+# the gate's own random-play positions, beside the gate's thresholds; an
+# int8 copy far from bf16 (a broken quantisation) errs by more than 0.1.
+if grep -q avx512_vnni /proc/cpuinfo; then
+    out=$("$BIN" bench int8 --model "$run" --positions "$tmp/mixed" \
+        --calibrate "$tmp/a/middle_easy" 2>&1) || fail "bench int8: $out"
+    printf '%s\n' "$out" | grep -q 'calibrated on 15 positions of the --calibrate file' ||
+        fail "bench int8 header: $out"
+    for set in "mixed  +9 positions" "random play \(the gate\) +256 positions"; do
+        row=$(printf '%s\n' "$out" | grep -E "^$set ") || { fail "no '$set' row: $out"; continue; }
+        mae=$(printf '%s' "$row" | sed -n 's/.*value MAE \([0-9.]*\) .*/\1/p')
+        agree=$(printf '%s' "$row" | sed -n 's/.*top-1 agreement *\([0-9.]*\) %.*/\1/p')
+        awk -v m="$mae" -v a="$agree" 'BEGIN { exit !(m != "" && m < 0.1 && a >= 50) }' ||
+            fail "int8 far from bf16: $row"
+    done
+    out=$("$BIN" bench int8 --model "$run" --positions "$tmp/mixed" --limit 4 2>&1) ||
+        fail "bench int8 --limit: $out"
+    printf '%s\n' "$out" | grep -Eq '^mixed +4 positions' || fail "bench int8 --limit 4: $out"
+    expect_error "--model M is required" bench int8
+    expect_error "cannot open '$tmp/none'" bench int8 --model "$run" --positions "$tmp/none"
+    expect_error "--limit: expected a non-negative integer" bench int8 --model "$run" --limit x
+    expect_error "--threads: expected a non-negative integer in 1..256" bench int8 --model "$run" \
+        --threads 0
+else
+    echo "bench int8: skipped (no AVX512_VNNI)"
+fi
 
 [ "$fails" -eq 0 ] && echo "cli_positions: all checks passed"
 exit $((fails > 0))

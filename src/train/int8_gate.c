@@ -123,47 +123,90 @@ static double value_of(const float *v, int V)
     return (w - l) / (w + d + l);
 }
 
-zt_status zt_int8_gate_run(zt_int8_gate *q, const float *weights, int B, const float *obs,
-                           float *tail, zt_int8_gate_result *out)
+/* Holds the int8 net against the fallback on n positions (obs, legal), in
+ * chunks of the gate's buffers: adds to *agree, *ties and *abs_err. */
+static zt_status compare(zt_int8_gate *q, int n, const float *obs, const uint8_t *legal_all,
+                         int *agree, int *ties, double *abs_err)
 {
-    double t0 = zt_now_s();
-    int n = q->cfg.positions;
+    int chunk = q->cfg.positions;
+    double *pq = zt_xmalloc((size_t)q->A * 2 * sizeof(double)), *pr = pq + q->A;
+    zt_status st = ZT_OK;
+    for (int at = 0; at < n && st == ZT_OK; at += chunk) {
+        int m = n - at < chunk ? n - at : chunk;
+        const float *x = obs + (size_t)at * q->obs_size;
+        st = zt_net_forward(q->q, m, x, q->qp, q->qv);
+        if (st == ZT_OK) st = zt_net_forward(q->ref, m, x, q->rp, q->rv);
+        for (int i = 0; i < m && st == ZT_OK; i++) {
+            const uint8_t *legal = legal_all + (size_t)(at + i) * q->A;
+            legal_softmax(q->qp + (size_t)i * q->A, legal, q->A, pq);
+            legal_softmax(q->rp + (size_t)i * q->A, legal, q->A, pr);
+            int bq = -1, br = -1;
+            for (int a = 0; a < q->A; a++) {
+                if (!legal[a]) continue;
+                if (bq < 0 || pq[a] > pq[bq]) bq = a;
+                if (br < 0 || pr[a] > pr[br]) br = a;
+            }
+            if (bq == br) ++*agree;
+            else if (pr[bq] >= pr[br] - q->cfg.tie) ++*agree, ++*ties;
+            *abs_err += fabs(value_of(q->qv + (size_t)i * q->V, q->V) -
+                             value_of(q->rv + (size_t)i * q->V, q->V));
+        }
+    }
+    free(pq);
+    return st;
+}
+
+/* Loads `weights` into both nets and calibrates the int8 one. */
+static zt_status quantise(zt_int8_gate *q, const float *weights, int B, const float *obs)
+{
     set_weights(q->q, weights);
     set_weights(q->ref, weights);
     if (!obs || B < 1) {
         obs = q->obs;
-        B = n;
+        B = q->cfg.positions;
     }
     if (B > q->cfg.calibration) B = q->cfg.calibration;
-    ZT_TRY(zt_net_calibrate(q->q, B, obs));
-    ZT_TRY(zt_net_forward(q->q, n, q->obs, q->qp, q->qv));
-    ZT_TRY(zt_net_forward(q->ref, n, q->obs, q->rp, q->rv));
-    double *pq = zt_xmalloc((size_t)q->A * 2 * sizeof(double)), *pr = pq + q->A;
-    int agree = 0, ties = 0;
-    double mae = 0;
-    for (int i = 0; i < n; i++) {
-        const uint8_t *legal = q->legal + (size_t)i * q->A;
-        legal_softmax(q->qp + (size_t)i * q->A, legal, q->A, pq);
-        legal_softmax(q->rp + (size_t)i * q->A, legal, q->A, pr);
-        int bq = -1, br = -1;
-        for (int a = 0; a < q->A; a++) {
-            if (!legal[a]) continue;
-            if (bq < 0 || pq[a] > pq[bq]) bq = a;
-            if (br < 0 || pr[a] > pr[br]) br = a;
-        }
-        if (bq == br) agree++;
-        else if (pr[bq] >= pr[br] - q->cfg.tie) agree++, ties++;
-        mae += fabs(value_of(q->qv + (size_t)i * q->V, q->V) - value_of(q->rv + (size_t)i * q->V, q->V));
-    }
-    free(pq);
+    return zt_net_calibrate(q->q, B, obs);
+}
+
+static zt_int8_gate_result result_of(const zt_int8_gate *q, int n, int agree, int ties,
+                                     double abs_err)
+{
     zt_int8_gate_result r = {.agreement = (double)agree / n,
-                             .value_mae = mae / n,
+                             .value_mae = abs_err / n,
                              .positions = n,
                              .ties = ties};
     r.passed = r.agreement >= q->cfg.agreement && r.value_mae <= q->cfg.value_mae;
+    return r;
+}
+
+zt_status zt_int8_gate_run(zt_int8_gate *q, const float *weights, int B, const float *obs,
+                           float *tail, zt_int8_gate_result *out)
+{
+    double t0 = zt_now_s();
+    int n = q->cfg.positions, agree = 0, ties = 0;
+    double abs_err = 0;
+    ZT_TRY(quantise(q, weights, B, obs));
+    ZT_TRY(compare(q, n, q->obs, q->legal, &agree, &ties, &abs_err));
+    zt_int8_gate_result r = result_of(q, n, agree, ties, abs_err);
     tail[0] = r.passed ? 1.0f : 0.0f;
     if (!zt_net_ranges_get(q->q, tail + 1)) return zt_fail(ZT_ERR_INVALID, "int8 net has no ranges");
     r.seconds = zt_now_s() - t0;
     if (out) *out = r;
+    return ZT_OK;
+}
+
+zt_status zt_int8_gate_measure(zt_int8_gate *q, const float *weights, int B, const float *obs,
+                               int n, const float *pos_obs, const uint8_t *pos_legal,
+                               zt_int8_gate_result *out)
+{
+    if (n < 1) return zt_fail(ZT_ERR_INVALID, "int8 measure: no positions");
+    double t0 = zt_now_s();
+    int agree = 0, ties = 0;
+    double abs_err = 0;
+    ZT_TRY(quantise(q, weights, B, obs));
+    ZT_TRY(compare(q, n, pos_obs, pos_legal, &agree, &ties, &abs_err));
+    *out = result_of(q, n, agree, ties, abs_err);
+    out->seconds = zt_now_s() - t0;
     return ZT_OK;
 }

@@ -69,4 +69,13 @@ zt_precision zt_int8_gate_fallback(const zt_int8_gate *q);
 zt_status zt_int8_gate_run(zt_int8_gate *q, const float *weights, int B, const float *obs,
                            float *tail, zt_int8_gate_result *out);
 
+/* Quantises and calibrates as zt_int8_gate_run does, then holds the int8
+ * net against the fallback on n >= 1 positions of the caller's (pos_obs,
+ * and pos_legal's n * num_actions flags) instead of the gate's, in chunks
+ * of the gate's size; writes no tail. How `zeroth bench int8` measures a
+ * trained net on a position set. */
+zt_status zt_int8_gate_measure(zt_int8_gate *q, const float *weights, int B, const float *obs,
+                               int n, const float *pos_obs, const uint8_t *pos_legal,
+                               zt_int8_gate_result *out);
+
 #endif
