@@ -4,7 +4,8 @@
 # solve (every label agrees with the solver); bad flags get one-line
 # errors. zeroth eval --positions breaks the mistake rate down by depth
 # band, the bands' counts adding up to the whole. zeroth bench int8 measures
-# a model's int8 copy on position files.
+# a model's int8 copy on position files; training starts a share of games
+# from position files.
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
@@ -67,10 +68,23 @@ expect_error "unknown player" positions connect4 --out "$tmp/t" --players nobody
 expect_error "--nodes-hard (10) must be above" positions connect4 --out "$tmp/t" --nodes-hard 10
 
 # eval by depth band: a tiny model, a file with positions of all three bands.
+# Half its games start from a made set's positions (selfplay.start_positions).
 run="$tmp/run"
 "$BIN" train connect4 --run "$run" --steps 1 --set learner.min_positions=64 \
     --set net.channels=8 --set net.blocks=1 --set arena.games=0 --set arena.positions=0 \
-    --set actors=1 --set games_per_actor=8 >/dev/null 2>&1 || fail "train connect4 failed"
+    --set actors=1 --set games_per_actor=8 --set selfplay.start_fraction=0.5 \
+    --set "selfplay.start_positions=$tmp/a/middle_medium, $tmp/a/end_easy" \
+    >"$tmp/train.out" 2>&1 || fail "train connect4 failed: $(tail -n 3 "$tmp/train.out")"
+grep -q "self-play: 50 % of games start from 30 positions of $tmp/a/middle_medium" \
+    "$tmp/train.out" || fail "no start positions line: $(head -n 5 "$tmp/train.out")"
+expect_error "selfplay.start_fraction = 0.5 needs selfplay.start_positions" train connect4 \
+    --run "$tmp/r2" --steps 1 --set selfplay.start_fraction=0.5
+expect_error "selfplay.start_positions is set but selfplay.start_fraction is 0" train connect4 \
+    --run "$tmp/r2" --steps 1 --set "selfplay.start_positions=$tmp/a/end_easy"
+expect_error "cannot open '$tmp/none'" train connect4 --run "$tmp/r2" --steps 1 \
+    --set "selfplay.start_positions=$tmp/none" --set selfplay.start_fraction=1
+expect_error "selfplay.start_positions: an empty file name" train connect4 --run "$tmp/r2" \
+    --steps 1 --set "selfplay.start_positions=$tmp/a/end_easy,,x" --set selfplay.start_fraction=1
 {
     echo "# three bands"
     grep -v '^#' "$tmp/a/middle_medium" | head -n 3

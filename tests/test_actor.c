@@ -374,6 +374,73 @@ static void test_sink(void)
     zt_game_free(g);
 }
 
+/* Counts the pushed games and their lengths. */
+typedef struct length_sink {
+    int games, short_games, longest;
+} length_sink;
+
+static zt_status length_push(void *ctx, const zt_replay_traj *t, float return0)
+{
+    (void)return0;
+    length_sink *c = ctx;
+    int n = zt_replay_traj_length(t);
+    c->games++;
+    c->short_games += n <= 3;
+    if (n > c->longest) c->longest = n;
+    return ZT_OK;
+}
+
+/* Start positions: with start_fraction 1 every game begins at the given
+ * tic-tac-toe position (6 marks down, 3 empty cells, nobody has won), so
+ * no game records more than 3 positions; with 0.5 some games do (from the
+ * empty board a game lasts at least 5 plies) and some do not. */
+static void test_start_positions(void)
+{
+    zt_game *g;
+    CHECK(zt_game_new("tictactoe", NULL, &g) == ZT_OK, "tictactoe: %s", zt_error_message());
+    uint8_t start[ZT_MAX_STATE_BYTES];
+    g->reset(g, start);
+    static const int moves[] = {0, 4, 8, 2, 6, 3}; /* X 0 8 6, O 4 2 3 */
+    for (int i = 0; i < 6; i++) g->apply(g, start, moves[i]);
+    CHECK(g->current_player(g, start) >= 0, "the start position is over");
+    const double fractions[] = {1.0, 0.5};
+    for (int f = 0; f < 2; f++) {
+        zt_net_config nc;
+        small_net(g, &nc);
+        zt_actor_config ac;
+        zt_actor_config_default(&ac);
+        ac.games = 4;
+        ac.search.num_simulations = 4;
+        ac.start_states = start;
+        ac.num_start_states = 1;
+        ac.start_fraction = fractions[f];
+        zt_evaluator_pool *pool = NULL;
+        zt_actor *a = NULL;
+        CHECK(zt_evaluator_pool_new(&nc, "ref", ZT_PRECISION_FP32, ZT_EVALUATOR_PRIVATE, 1,
+                                    zt_actor_eval_batch(g, &ac), 1, &pool) == ZT_OK,
+              "pool: %s", zt_error_message());
+        if (!pool) break;
+        zt_model_factory mf = zt_az_model_factory();
+        zt_evaluator ev = zt_evaluator_pool_client(pool, 0);
+        CHECK(zt_actor_new(g, &mf, &ev, &ac, &a) == ZT_OK, "actor: %s", zt_error_message());
+        length_sink c = {0};
+        zt_traj_sink sink = {.ctx = &c, .push = length_push};
+        for (int step = 0; a && step < 200; step++)
+            CHECK(zt_actor_step(a, &sink) == ZT_OK, "step: %s", zt_error_message());
+        if (f == 0)
+            CHECK(c.games >= 20 && c.longest <= 3,
+                  "start_fraction 1: %d games, the longest %d positions (at most 3)", c.games,
+                  c.longest);
+        else
+            CHECK(c.games >= 20 && c.short_games > 0 && c.short_games < c.games && c.longest >= 5,
+                  "start_fraction 0.5: %d of %d games short, the longest %d", c.short_games,
+                  c.games, c.longest);
+        zt_actor_free(a);
+        zt_evaluator_pool_free(pool);
+    }
+    zt_game_free(g);
+}
+
 int main(void)
 {
     test_games_stored();
@@ -382,5 +449,6 @@ int main(void)
     test_shared_equals_private("connect4");
     test_failing_evaluator();
     test_sink();
+    test_start_positions();
     return zt_test_finish("test_actor");
 }

@@ -34,6 +34,7 @@ typedef struct actor_rank {
     zt_game *game;
     zt_train_settings S;
     zt_runner *runner;
+    uint8_t *start_states;    /* selfplay.start_positions, read (the actors borrow them) */
     zt_weight_store *store;   /* made by the first version from rank 0 */
     zt_weight_source source;  /* the store's */
     zt_weight_source wrapper; /* the runner's: nothing before the store exists */
@@ -200,6 +201,7 @@ static zt_status make_runner(actor_rank *A, int64_t actors)
     /* every rank's actors play their own games */
     S->actor.seed = S->seed ^ zt_hash_mix(0x72616e6bULL + (uint64_t)A->rank);
     A->sink = (zt_traj_sink){.ctx = A, .push = push_game};
+    ZT_TRY(zt_train_start_states(A->game, S, &A->start_states));
     /* int8 actors: rank 0's versions carry the int8 tail */
     size_t tail = 0;
     if (S->int8_actors) ZT_TRY(zt_int8_gate_tail_for(&S->net, S->backend, &tail));
@@ -318,6 +320,7 @@ void zt_dist_actor_main(void)
     }
     drain(A, DRAIN_SECONDS);
     zt_runner_free(A->runner);
+    free(A->start_states);
     zt_weight_store_free(A->store);
     zt_game_free(A->game);
     zt_config_free(cfg); /* the settings' strings until here */

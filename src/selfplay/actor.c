@@ -198,6 +198,12 @@ static void start_game(zt_actor *a, int t, uint64_t stream)
     s->random_plies = 0;
     if (a->cfg.random_opening_plies > 0 && zt_rng_uniform(&s->rng) < a->cfg.random_opening_fraction)
         s->random_plies = 1 + (int)zt_rng_below(&s->rng, (uint32_t)a->cfg.random_opening_plies);
+    /* (no draw without start states: other runs keep their random streams) */
+    if (a->cfg.num_start_states > 0 && zt_rng_uniform(&s->rng) < a->cfg.start_fraction) {
+        size_t i = zt_rng_below(&s->rng, (uint32_t)a->cfg.num_start_states);
+        memcpy(s->state, a->cfg.start_states + i * a->game->state_size, a->game->state_size);
+        s->random_plies = 0;
+    }
     forget_tree(a->full, t);
     forget_tree(a->fast, t);
 }

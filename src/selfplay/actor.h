@@ -57,6 +57,15 @@ typedef struct zt_actor_config {
      * a few random opening moves for the same reason, Wu 2019 §5). */
     double random_opening_fraction;
     int random_opening_plies;
+    /* Start positions: a share start_fraction of games begin from one of
+     * the num_start_states states (the game's state_size bytes each,
+     * borrowed: they outlive the actor), drawn uniformly, with no random
+     * opening on top; only what follows is recorded. So the net plays and
+     * learns the positions where it errs (issue 18: games started from hard
+     * positions). 0 states: every game from the start. */
+    const uint8_t *start_states;
+    int num_start_states;
+    double start_fraction;
     bool nncache;
     int nncache_entries;
     bool root_cache; /* deep search of the start position, cloned into new games */

@@ -1,10 +1,15 @@
 /* The training settings: every key a run reads, with its default, range
  * and meaning documented in configs/<game>.ini. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/player.h"
+#include "core/alloc.h"
+#include "core/fileio.h"
 #include "core/thread.h"
+#include "game/solver.h"
 #include "nn/backend.h"
 #include "search/settings.h"
 #include "train/train.h"
@@ -304,6 +309,16 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_double(c, "selfplay.random_opening_fraction", 0.0, 0, 1,
                             &A->random_opening_fraction));
     ZT_TRY(zt_config_int32(c, "selfplay.random_opening_plies", 0, 0, 1 << 16, &A->random_opening_plies));
+    ZT_TRY(zt_config_string(c, "selfplay.start_positions", "", &S->start_positions));
+    ZT_TRY(zt_config_double(c, "selfplay.start_fraction", 0.0, 0, 1, &A->start_fraction));
+    if (A->start_fraction > 0 && !*S->start_positions)
+        return zt_fail(ZT_ERR_INVALID, "selfplay.start_fraction = %g needs selfplay.start_positions "
+                                       "(position files to start games from)",
+                       A->start_fraction);
+    if (A->start_fraction == 0 && *S->start_positions)
+        return zt_fail(ZT_ERR_INVALID, "selfplay.start_positions is set but "
+                                       "selfplay.start_fraction is 0 (the share of games to start "
+                                       "from them)");
     static const char *const evaluators[] = {"private", "shared", NULL};
     int evaluator;
     ZT_TRY(zt_config_choice(c, "selfplay.evaluator", "private", evaluators, &evaluator));
@@ -424,4 +439,74 @@ zt_status zt_train_check_threads(zt_config *cfg, const char *game, zt_train_thre
     if (st == ZT_OK) *out = zt_train_thread_budget(&S, zt_cpu_count());
     zt_game_free(g);
     return st;
+}
+
+/* Appends the positions of the file at `path` to *states (*n of *cap). */
+static zt_status append_start_states(const zt_game *g, zt_solver *sv, const char *path,
+                                     uint8_t **states, int *n, int *cap)
+{
+    zt_position_file pf;
+    ZT_TRY(zt_position_file_open(path, &pf));
+    zt_position *pos = zt_xmalloc(sizeof *pos);
+    zt_status st = ZT_OK;
+    for (;;) {
+        bool got;
+        st = zt_position_file_next(&pf, sv, pos, &got);
+        if (st != ZT_OK || !got) break;
+        if (*n == *cap) {
+            *cap = *cap ? 2 * *cap : 256;
+            *states = zt_xrealloc(*states, (size_t)*cap * g->state_size);
+        }
+        memcpy(*states + (size_t)(*n)++ * g->state_size, pos->state, g->state_size);
+    }
+    free(pos);
+    zt_position_file_close(&pf);
+    return st;
+}
+
+zt_status zt_train_start_states(const zt_game *g, zt_train_settings *S, uint8_t **owned)
+{
+    *owned = NULL;
+    S->actor.start_states = NULL;
+    S->actor.num_start_states = 0;
+    const char *list = S->start_positions;
+    if (!list || !*list) return ZT_OK;
+    zt_solver *sv;
+    zt_status st = zt_solver_new(g, &sv);
+    if (st != ZT_OK)
+        return zt_fail(st, "selfplay.start_positions: %s has no position files", g->name);
+    uint8_t *states = NULL;
+    int n = 0, cap = 0;
+    const char *p = list;
+    while (st == ZT_OK && *p) {
+        size_t len = strcspn(p, ",");
+        char name[1024], path[4096];
+        while (len > 0 && (*p == ' ' || *p == '\t')) p++, len--;
+        while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
+        if (len == 0 || len >= sizeof name) {
+            st = zt_fail(ZT_ERR_INVALID, "selfplay.start_positions: %s file name in '%s'",
+                         len ? "too long a" : "an empty", list);
+            break;
+        }
+        memcpy(name, p, len);
+        name[len] = '\0';
+        /* a path as given, else a name under the reference data */
+        if (access(name, R_OK) == 0 || !zt_data_find(S->data_dir, name, path, sizeof path))
+            snprintf(path, sizeof path, "%s", name);
+        int before = n;
+        st = append_start_states(g, sv, path, &states, &n, &cap);
+        if (st == ZT_OK && n == before)
+            st = zt_fail(ZT_ERR_INVALID, "selfplay.start_positions: %s holds no positions", path);
+        p += strcspn(p, ",");
+        if (*p == ',') p++;
+    }
+    zt_solver_free(sv);
+    if (st != ZT_OK) {
+        free(states);
+        return st;
+    }
+    S->actor.start_states = states;
+    S->actor.num_start_states = n;
+    *owned = states;
+    return ZT_OK;
 }

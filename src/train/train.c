@@ -47,6 +47,7 @@ struct zt_train {
     zt_scheduler *sched;
     zt_reanalysis *reanalysis; /* NULL: reanalyse.fraction 0 */
     zt_dir_lock *lock; /* RUN/lock, held from open to free */
+    uint8_t *start_states; /* selfplay.start_positions, read (the actors borrow them) */
 
     /* the alternate schedule's place, saved in checkpoints */
     int64_t phase_steps; /* steps done in the current training phase */
@@ -325,6 +326,10 @@ static zt_status setup(zt_train *t)
     ZT_TRY(zt_reanalysis_new(t->game, S, &t->reanalysis));
     if (t->opt.resume) ZT_TRY(load_checkpoint(t));
     t->sink = zt_traj_sink_replay(t->rb);
+    ZT_TRY(zt_train_start_states(t->game, &t->S, &t->start_states));
+    if (S->actor.num_start_states > 0)
+        zt_info("self-play: %.0f %% of games start from %d positions of %s",
+                100.0 * S->actor.start_fraction, S->actor.num_start_states, S->start_positions);
     zt_runner_config rc = {.actors = t->opt.remote ? 0 : S->actors,
                            .actor = S->actor,
                            .net = S->net,
@@ -414,6 +419,7 @@ void zt_train_free(zt_train *t)
     /* threads first: the runner's actors push into rb, so do remote ones */
     if (t->remote_started) t->opt.remote->stop(t->opt.remote->ctx);
     zt_runner_free(t->runner);
+    free(t->start_states);
     zt_scheduler_free(t->sched);
     zt_reanalysis_free(t->reanalysis);
     zt_learner_free(t->learner);

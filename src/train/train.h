@@ -100,6 +100,10 @@ typedef struct zt_train_settings {
     int arena_sims;
     bool arena_stop_on_perfect; /* end the run once every position set is played perfectly */
     const char *data_dir;
+    /* selfplay.start_positions: position files (comma-separated; a path, or
+     * a name under the reference data like arena.data_dir's), loaded by
+     * zt_train_start_states into actor.start_states; "" for none */
+    const char *start_positions;
     /* under mpirun (docs/distributed.md) */
     int dist_learners;    /* ranks 0..L-1 learn data-parallel */
     double dist_timeout;  /* seconds without word from a rank before it counts as lost */
@@ -109,6 +113,12 @@ typedef struct zt_train_settings {
 /* Reads every training key of cfg (defaults for the game g). Unknown keys are
  * left for zt_config_check_unused. */
 zt_status zt_train_settings_read(zt_config *cfg, const zt_game *g, zt_train_settings *out);
+
+/* Reads the positions of S->start_positions (nothing when it is empty) and
+ * points S->actor.start_states at them; the caller frees *owned (NULL for
+ * none) after the actors. Errors name the file: one that cannot be read,
+ * a malformed or finished position, a game without position files. */
+zt_status zt_train_start_states(const zt_game *g, zt_train_settings *S, uint8_t **owned);
 
 /* Threads a run keeps busy at once. More than there are cores made runs up
  * to 30x slower: oneDNN's OpenMP threads spin at barriers (libgomp's
