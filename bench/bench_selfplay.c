@@ -37,15 +37,18 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: zeroth bench selfplay [GAME] [--seconds S] [--ablate] [--config FILE] [--set "
-            "k=v ...]\n\n"
+            "usage: zeroth bench selfplay [GAME] [--seconds S] [--ablate] [--model M] [--config FILE]\n"
+            "                             [--set k=v ...]\n\n"
             "Self-play alone (actors, no learner) with the training settings of GAME (default\n"
             "connect4, or the game a --config file names: configs/GAME.ini, then each --config\n"
             "FILE over it, then --set): positions/s, games/s,\n"
             "inferences/s, mean batch, and the positions/s the network alone allows on the same\n"
             "calls (zt_net_forward on the actors' nets at each batch size they used, as often),\n"
             "self-play as a %% of it, and memory\n"
-            "(search trees + NN cache + replay buffer at capacity). The net has random weights.\n\n"
+            "(search trees + NN cache + replay buffer at capacity). The net has random weights\n"
+            "unless --model M gives trained ones (a weights file, checkpoint or run directory of\n"
+            "GAME; its architecture replaces the config's net): a trained net's games, batch\n"
+            "sizes and cache hits are those of a real run.\n\n"
             "  --seconds S   measured seconds per row (default 5; a short warm-up comes first)\n"
             "  --ablate      one row per optimisation turned off in turn (cross-game batching,\n"
             "                K leaves per tree, bf16, NN cache, root cache, tree reuse, compact\n"
@@ -60,6 +63,9 @@ static void usage(FILE *f)
 /* The command line's arguments, replayed onto a fresh config for each row. */
 typedef struct bench_args {
     const char *game; /* the command line's; NULL: a --config file's, else connect4 */
+    const char *model; /* --model: trained weights for every net (NULL: He initialisation) */
+    char model_file[4096], model_spec[256];
+    zt_net_config model_net;
     double seconds;
     bool ablate;
     bool has_config;
@@ -89,6 +95,14 @@ static zt_status row_settings(const bench_args *A, const char *const *extra, zt_
     if (st == ZT_OK) st = zt_game_new(name, cfg, game);
     if (st == ZT_OK) st = zt_train_settings_read(cfg, *game, S);
     if (st == ZT_OK) st = zt_config_check_unused(cfg);
+    if (st == ZT_OK && A->model) {
+        char spec[256];
+        zt_game_spec(*game, spec, sizeof spec);
+        if (strcmp(spec, A->model_spec) != 0)
+            st = zt_fail(ZT_ERR_INVALID, "--model %s plays '%s', not '%s'", A->model,
+                         A->model_spec, spec);
+        S->net = A->model_net;
+    }
     return st;
 }
 
@@ -97,6 +111,7 @@ static zt_status row_settings(const bench_args *A, const char *const *extra, zt_
 typedef struct init_ctx {
     const zt_train_settings *S;
     const zt_game *g;
+    const bench_args *A;
 } init_ctx;
 
 enum { INT8_CALIBRATION = 128 };
@@ -109,7 +124,11 @@ static zt_status init_weights(zt_net *net, void *ctx)
     const init_ctx *c = ctx;
     zt_rng init;
     zt_rng_seed(&init, c->S->seed, 0x6e657421ULL);
-    zt_net_init(net, &init);
+    if (c->A->model) {
+        ZT_TRY(zt_net_load(net, c->A->model_spec, c->A->model_file));
+    } else {
+        zt_net_init(net, &init);
+    }
     zt_net_params_changed(net);
     if (!c->S->int8_actors) return ZT_OK;
     ZT_TRY(zt_net_set_precision(net, ZT_PRECISION_INT8));
@@ -228,7 +247,8 @@ static size_t row_memory(const result *r)
 
 /* Runs S's actors alone for `seconds` after a warm-up; keeps the replay
  * buffer they filled in *rb_out when asked (the learner rows train on it). */
-static zt_status measure_selfplay(const zt_game *g, const zt_train_settings *S, double seconds,
+static zt_status measure_selfplay(const bench_args *A, const zt_game *g,
+                                  const zt_train_settings *S, double seconds,
                                   result *r, zt_replay **rb_out)
 {
     memset(r, 0, sizeof *r);
@@ -244,7 +264,7 @@ static zt_status measure_selfplay(const zt_game *g, const zt_train_settings *S, 
     zt_status st = zt_evaluator_pool_new(&S->net, S->backend, S->precision, S->evaluator, n,
                                          zt_actor_eval_batch(g, &S->actor), n, &pool);
     zt_model_factory mf = zt_model_factory_for_evaluator();
-    init_ctx ic = {S, g};
+    init_ctx ic = {S, g, A};
     for (int i = 0; i < n && st == ZT_OK; i++) {
         zt_actor_config ac = S->actor;
         ac.id = i;
@@ -537,11 +557,12 @@ static int run(const bench_args *A)
     }
     printf(
         "self-play %s: %d actor(s) x %d games, %s %d sims, K=%d, net %s on %s/%s, %.1f s per row, "
-        "%d cpus, load %.2f\n",
+        "%d cpus, load %.2f, weights %s\n",
         g->name, S.actors, S.actor.games,
         S.actor.search.algorithm == ZT_SEARCH_GUMBEL ? "gumbel" : "puct",
         S.actor.search.num_simulations, K, arch, zt_net_backend_name(probe),
-        S.int8_actors ? "int8" : zt_precision_name(zt_net_precision(probe)), A->seconds, zt_cpu_count(), zt_load_average());
+        S.int8_actors ? "int8" : zt_precision_name(zt_net_precision(probe)), A->seconds, zt_cpu_count(), zt_load_average(),
+        A->model ? A->model_file : "random (He initialisation)");
     zt_net_free(probe);
     zt_game_free(g);
     zt_config_free(cfg);
@@ -597,7 +618,7 @@ static int run(const bench_args *A)
             }
         } else if (st == ZT_OK) {
             result r;
-            st = measure_selfplay(g, &RS, A->seconds, &r, i == 0 && A->ablate ? &filled : NULL);
+            st = measure_selfplay(A, g, &RS, A->seconds, &r, i == 0 && A->ablate ? &filled : NULL);
             zt_progress_meter_pause(&meter);
             if (st == ZT_OK) {
                 print_selfplay(rw, &r, i == 0 ? NULL : &base);
@@ -648,6 +669,10 @@ int zt_bench_selfplay(int argc, char **argv)
             if (st == ZT_OK && (*end || !(A.seconds > 0) || A.seconds > 3600))
                 st = zt_fail(ZT_ERR_INVALID, "--seconds: expected a number in (0, 3600], got '%s'",
                              v);
+        } else if (zt_cli_flag_value(argc, argv, &i, "--model", &A.model, &st)) {
+            if (st == ZT_OK) st = zt_run_resolve_weights(A.model, A.model_file, sizeof A.model_file);
+            if (st == ZT_OK)
+                st = zt_net_file_info(A.model_file, &A.model_net, A.model_spec, sizeof A.model_spec);
         } else if (strcmp(argv[i], "--ablate") == 0) {
             A.ablate = true;
         } else if (zt_cli_skip_config_arg(argc, argv, &i, &A.has_config, &st)) {

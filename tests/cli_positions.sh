@@ -137,5 +137,15 @@ else
     echo "bench int8: skipped (no AVX512_VNNI)"
 fi
 
+# bench selfplay --model: the run's trained weights and its net's shape in
+# the actors (the config's 64x5 net gives way to the model's 8x1).
+out=$("$BIN" bench selfplay connect4 --model "$run" --seconds 0.3 --set games_per_actor=8 2>&1) ||
+    fail "bench selfplay --model: $out"
+printf '%s\n' "$out" | grep -q "weights $run/ckpt/[0-9]*/weights.safetensors" ||
+    fail "bench selfplay --model: no weights line: $out"
+printf '%s\n' "$out" | grep -q "ch=8 blocks=1" || fail "bench selfplay --model: not the model's net: $out"
+printf '%s\n' "$out" | grep -q '^all on ' || fail "bench selfplay --model: no row: $out"
+expect_error "plays 'connect4', not 'tictactoe'" bench selfplay tictactoe --model "$run"
+
 [ "$fails" -eq 0 ] && echo "cli_positions: all checks passed"
 exit $((fails > 0))
