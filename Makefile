@@ -83,8 +83,8 @@ VENV ?= bench/.venv
 torch-compare: build
 	bash scripts/install-deps.sh --bench
 	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
-	$(VENV)/bin/python -c "import torch, safetensors, numpy" 2>/dev/null || \
-		$(VENV)/bin/pip install -q torch numpy safetensors
+	$(VENV)/bin/python -c "import torch, numpy" 2>/dev/null || \
+		$(VENV)/bin/pip install -q torch numpy
 	$(VENV)/bin/python bench/torch_compare.py --zeroth $(BUILD)/zeroth $(TORCH_ARGS)
 
 format:

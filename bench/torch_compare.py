@@ -42,8 +42,32 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from safetensors.numpy import load_file
-from safetensors import safe_open
+
+
+def read_safetensors(path):
+    """(tensors, metadata) of a safetensors file, read with numpy alone (the
+    format: u64 little-endian header length, a JSON header of dtype, shape
+    and data offsets per tensor plus "__metadata__", then the data), so
+    that no safetensors package is needed where only PyTorch is installed
+    (the GPU machine's image)."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    n = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8:8 + n])
+    meta = header.pop("__metadata__", {}) or {}
+    dtypes = {"F32": np.float32, "F16": np.float16, "I32": np.int32, "I64": np.int64,
+              "U8": np.uint8, "I8": np.int8, "F64": np.float64}
+    base = 8 + n
+    tensors = {}
+    for name, t in header.items():
+        lo, hi = t["data_offsets"]
+        tensors[name] = np.frombuffer(blob[base + lo:base + hi],
+                                      dtype=dtypes[t["dtype"]]).reshape(t["shape"]).copy()
+    return tensors, meta
+
+
+def load_file(path):
+    return read_safetensors(path)[0]
 
 
 def parse_arch(text):
@@ -145,8 +169,7 @@ class MLP(nn.Module):
 
 
 def load_zeroth(path):
-    with safe_open(path, "np") as f:
-        meta = f.metadata()
+    meta = read_safetensors(path)[1]
     arch = parse_arch(meta["architecture"])
     model = ResNet(arch) if arch["kind"] == "resnet" else MLP(arch)
     tensors = load_file(path)
