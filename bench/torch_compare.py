@@ -44,44 +44,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-def read_safetensors(path):
-    """(tensors, metadata) of a safetensors file, read with numpy alone (the
-    format: u64 little-endian header length, a JSON header of dtype, shape
-    and data offsets per tensor plus "__metadata__", then the data), so
-    that no safetensors package is needed where only PyTorch is installed
-    (the GPU machine's image)."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    n = int.from_bytes(blob[:8], "little")
-    header = json.loads(blob[8:8 + n])
-    meta = header.pop("__metadata__", {}) or {}
-    dtypes = {"F32": np.float32, "F16": np.float16, "I32": np.int32, "I64": np.int64,
-              "U8": np.uint8, "I8": np.int8, "F64": np.float64}
-    base = 8 + n
-    tensors = {}
-    for name, t in header.items():
-        lo, hi = t["data_offsets"]
-        tensors[name] = np.frombuffer(blob[base + lo:base + hi],
-                                      dtype=dtypes[t["dtype"]]).reshape(t["shape"]).copy()
-    return tensors, meta
-
-
-def load_file(path):
-    return read_safetensors(path)[0]
-
-
-def parse_arch(text):
-    """The architecture string of zt_net_config_format."""
-    parts = text.split()
-    arch = {"kind": parts[0]}
-    for p in parts[1:]:
-        k, v = p.split("=", 1)
-        arch[k] = v
-    h, w, c = (int(x) for x in arch["in"].split("x"))
-    vkind, vhidden = arch["value"].split(":")
-    arch.update(h=h, w=w, c=c, actions=int(arch["actions"]), value_kind=vkind,
-                value_hidden=int(vhidden))
-    return arch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from zt_weights import load_file, parse_arch, read_safetensors  # noqa: E402
 
 
 class ConvBN(nn.Module):

@@ -17,10 +17,13 @@
 #                          then c4-64x5 again with ZT_CUDA_GRAPHS=1
 #         bench_nn_cuda.txt  bench nn --backend cuda (inference and train steps)
 #         train_smoke.log  a short training run with device=cuda and one with auto
-#         torch_compare.txt  bench/torch_compare.py --device cuda (last; 150 s cap)
+#         selfplay.txt     zeroth bench selfplay on the GPU (shared evaluator), then
+#                          bench/mctx_selfplay.py (mctx + pgx, JAX) on the same net,
+#                          sims and games in flight
+#         torch_compare.txt  bench/torch_compare.py --device cuda (last; 120 s cap)
 #         summary.txt      one line per step: ok / FAILED / skipped
-#       Budget: about 5-7 minutes (build ~1-2, tests ~1, benchmarks ~2, the
-#       PyTorch comparison up to 2.5 at the end).
+#       Budget: about 6-8 minutes (build ~1-2, tests ~1, benchmarks ~2, self-play
+#       ~1.5, the PyTorch comparison up to 2 at the end).
 #
 # With the device tool: run `scripts/gpu-check.sh pack` here, then
 #   run(command="bash scripts/gpu-check.sh run", carry=[".gpu-carry"], timeout_s=540)
@@ -37,7 +40,8 @@ pack() {
     mkdir -p "$(dirname "$exclude")"
     grep -qx '/.gpu-carry/' "$exclude" 2>/dev/null || echo '/.gpu-carry/' >>"$exclude"
     rm -rf "$CARRY"
-    mkdir -p "$CARRY/sysroot/include/oneapi" "$CARRY/sysroot/lib/pkgconfig" "$CARRY/bin"
+    mkdir -p "$CARRY/sysroot/include/oneapi" "$CARRY/sysroot/lib/pkgconfig" "$CARRY/bin" \
+        "$CARRY/pylib"
     local inc=/usr/include lib=/usr/lib/x86_64-linux-gnu
     cp "$inc/ini.h" "$CARRY/sysroot/include/"
     cp -r "$inc/oneapi/dnnl" "$CARRY/sysroot/include/oneapi/"
@@ -70,6 +74,14 @@ EOF
         -DCMAKE_C_COMPILER_LAUNCHER=ccache >/dev/null
     cmake --build build-gpu -j2 --target zeroth test_cuda >/dev/null
     cp build-gpu/zeroth build-gpu/test_cuda "$CARRY/bin/"
+    # mctx and pgx for bench/mctx_selfplay.py (the image has JAX, no registry):
+    # they and their pure-Python dependencies, on PYTHONPATH there.
+    local venv
+    venv=$(mktemp -d)
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --no-deps --target "$CARRY/pylib" mctx==0.0.71 pgx==2.6.0 \
+        chex==0.1.92 toolz svgwrite absl-py typing_extensions
+    rm -rf "$venv"
     du -sh "$CARRY"
     echo "packed: now run 'bash scripts/gpu-check.sh run' on the GPU machine with .gpu-carry carried"
 }
@@ -172,21 +184,41 @@ run() {
     {
         rm -rf /tmp/zt-gpu-run1 /tmp/zt-gpu-run2
         echo "== device=cuda, shared evaluator, 30 learner steps"
-        timeout 90 "$BIN/zeroth" train connect4 --run /tmp/zt-gpu-run1 --set device=cuda \
+        timeout 70 "$BIN/zeroth" train connect4 --run /tmp/zt-gpu-run1 --set device=cuda \
             --set selfplay.evaluator=shared --set learner.min_positions=500 --steps 30 --minutes 1
         echo "rc=$?"
         tail -5 /tmp/zt-gpu-run1/log.txt 2>/dev/null
         echo "== device=auto (crossover measured, then cached)"
-        timeout 60 "$BIN/zeroth" train connect4 --run /tmp/zt-gpu-run2 --set device=auto \
+        timeout 45 "$BIN/zeroth" train connect4 --run /tmp/zt-gpu-run2 --set device=auto \
             --set selfplay.evaluator=shared --set learner.min_positions=500 --steps 5 --minutes 0.7
         echo "rc=$?"
         cat /tmp/zt-gpu-run2/device_crossover.txt 2>/dev/null
     } >"$OUT/train_smoke.log" 2>&1
     note "train smoke: done ($((SECONDS - t)) s; see rc= lines)"
 
+    # -- self-play: Zeroth on the GPU, then mctx + pgx at the same net, sims
+    # and games in flight (the image's JAX with the carried mctx and pgx) --
+    t=$SECONDS
+    {
+        timeout 60 "$BIN/zeroth" bench selfplay connect4 --seconds 4 --set device=cuda \
+            --set selfplay.evaluator=shared
+        echo "rc=$?"
+    } >"$OUT/selfplay.txt" 2>&1
+    # "self-play connect4: N actor(s) x G games, ..."
+    local games
+    games=$(sed -n 's/^self-play connect4: \([0-9]*\) actor(s) x \([0-9]*\) games.*/\1 \2/p' \
+        "$OUT/selfplay.txt" | awk '{ print $1 * $2 }')
+    {
+        echo "== mctx + pgx, ${games:-960} games in flight, 32 sims, bf16"
+        PYTHONPATH="$CARRY/pylib" PYTHONUNBUFFERED=1 timeout 100 python3 bench/mctx_selfplay.py \
+            --zeroth "$BIN/zeroth" --games "${games:-960}" --sims 32 --seconds 3 --repeats 2
+        echo "rc=$?"
+    } >>"$OUT/selfplay.txt" 2>&1
+    note "self-play zeroth vs mctx: done ($((SECONDS - t)) s; see rc= lines)"
+
     # -- last (may be cut by its timeout): PyTorch on the same GPU, same weights --
     t=$SECONDS
-    PYTHONUNBUFFERED=1 timeout 150 python3 bench/torch_compare.py --device cuda \
+    PYTHONUNBUFFERED=1 timeout 120 python3 bench/torch_compare.py --device cuda \
         --zeroth "$BIN/zeroth" --nets c4-64x5 --batches 8,1024 --quick \
         >"$OUT/torch_compare.txt" 2>&1
     note "torch compare: rc=$? ($((SECONDS - t)) s)"
