@@ -12,10 +12,7 @@
 
 #include "cli/cli.h"
 #include "core/alloc.h"
-#include "core/config.h"
 #include "core/fileio.h"
-#include "core/rng.h"
-#include "game/sample.h"
 #include "game/solver.h"
 #include "train/int8_gate.h"
 #include "train/run.h"

@@ -295,29 +295,41 @@ static zt_status counting_push(void *ctx, const zt_replay_traj *t, float return0
     return c->inner.push(c->inner.ctx, t, return0);
 }
 
-/* A small tic-tac-toe actor on its own private net (*pool, freed by the
- * caller after the actor). */
-static zt_actor *small_actor(zt_game *g, bool continuous, zt_evaluator_pool **pool)
+/* The settings of a small tic-tac-toe actor. */
+static zt_actor_config small_config(bool continuous)
 {
-    zt_net_config nc;
-    small_net(g, &nc);
     zt_actor_config ac;
     zt_actor_config_default(&ac);
     ac.games = 4;
     ac.search.num_simulations = 4;
     ac.root_cache = false;
     ac.continuous = continuous;
+    return ac;
+}
+
+/* An actor of settings ac on its own private small net (*pool, freed by the
+ * caller after the actor). */
+static zt_actor *actor_with(zt_game *g, const zt_actor_config *ac, zt_evaluator_pool **pool)
+{
+    zt_net_config nc;
+    small_net(g, &nc);
     zt_actor *a = NULL;
     *pool = NULL;
     CHECK(zt_evaluator_pool_new(&nc, "ref", ZT_PRECISION_FP32, ZT_EVALUATOR_PRIVATE, 1,
-                                zt_actor_eval_batch(g, &ac), 1, pool) == ZT_OK,
+                                zt_actor_eval_batch(g, ac), 1, pool) == ZT_OK,
           "pool: %s", zt_error_message());
     if (!*pool) return NULL;
     zt_model_factory mf = zt_az_model_factory();
     zt_evaluator ev = zt_evaluator_pool_client(*pool, 0);
-    CHECK(zt_actor_new(g, &mf, &ev, &ac, &a) == ZT_OK, "actor: %s", zt_error_message());
+    CHECK(zt_actor_new(g, &mf, &ev, ac, &a) == ZT_OK, "actor: %s", zt_error_message());
     if (a) CHECK(zt_actor_weights_changed(a) == ZT_OK, "weights: %s", zt_error_message());
     return a;
+}
+
+static zt_actor *small_actor(zt_game *g, bool continuous, zt_evaluator_pool **pool)
+{
+    zt_actor_config ac = small_config(continuous);
+    return actor_with(g, &ac, pool);
 }
 
 static void test_sink(void)
@@ -405,24 +417,13 @@ static void test_start_positions(void)
     CHECK(g->current_player(g, start) >= 0, "the start position is over");
     const double fractions[] = {1.0, 0.5};
     for (int f = 0; f < 2; f++) {
-        zt_net_config nc;
-        small_net(g, &nc);
-        zt_actor_config ac;
-        zt_actor_config_default(&ac);
-        ac.games = 4;
-        ac.search.num_simulations = 4;
+        zt_actor_config ac = small_config(true);
         ac.start_states = start;
         ac.num_start_states = 1;
         ac.start_fraction = fractions[f];
         zt_evaluator_pool *pool = NULL;
-        zt_actor *a = NULL;
-        CHECK(zt_evaluator_pool_new(&nc, "ref", ZT_PRECISION_FP32, ZT_EVALUATOR_PRIVATE, 1,
-                                    zt_actor_eval_batch(g, &ac), 1, &pool) == ZT_OK,
-              "pool: %s", zt_error_message());
+        zt_actor *a = actor_with(g, &ac, &pool);
         if (!pool) break;
-        zt_model_factory mf = zt_az_model_factory();
-        zt_evaluator ev = zt_evaluator_pool_client(pool, 0);
-        CHECK(zt_actor_new(g, &mf, &ev, &ac, &a) == ZT_OK, "actor: %s", zt_error_message());
         length_sink c = {0};
         zt_traj_sink sink = {.ctx = &c, .push = length_push};
         for (int step = 0; a && step < 200; step++)
