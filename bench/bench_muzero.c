@@ -1,10 +1,12 @@
 /* zeroth bench muzero: MuZero's network calls with the training settings of
- * a game (configs/GAME.ini with algorithm = muzero, then --config / --set):
- * initial inference (h then f) and recurrent inference (g then f) in states
- * per second at each batch size, on one thread as an actor runs them, and
- * the unrolled train step (K = muzero.unroll) at learner.batch on the
- * learner's threads, in samples and steps per second. One line per
- * measurement, with the load average beside it (the machine is shared). */
+ * a game (configs/GAME.ini with algorithm = muzero unless --set says
+ * stochastic_muzero, then --config / --set): initial inference (h then f)
+ * and recurrent inference (g then f; Stochastic MuZero: afterstate, phi then
+ * psi, and recurrent from an afterstate with a code) in states per second at
+ * each batch size, on one thread as an actor runs them, and the unrolled
+ * train step (K = muzero.unroll) at learner.batch on the learner's threads,
+ * in samples and steps per second. One line per measurement, with the load
+ * average beside it (the machine is shared). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +24,10 @@ static void usage(FILE *f)
     fprintf(f, "usage: zeroth bench muzero [GAME] [--seconds S] [--batch B ...] [--config FILE] "
                "[--set k=v ...]\n\n"
                "MuZero's network calls with the training settings of GAME (default tictactoe;\n"
-               "algorithm = muzero is imposed, so the muzero.* keys size the nets): initial and\n"
-               "recurrent inference states/s on one thread at each batch (default 1 8 32 64 256),\n"
-               "and the unrolled train step (muzero.unroll steps, learner.batch samples).\n"
+               "algorithm = muzero is imposed unless --set algorithm=stochastic_muzero, so the\n"
+               "muzero.* keys size the nets): initial, recurrent (and stochastic afterstate)\n"
+               "inference states/s on one thread at each batch (default 1 8 32 64 256), and the\n"
+               "unrolled train step (muzero.unroll steps, learner.batch samples).\n"
                "  --seconds S   time per measurement (default 2)\n");
 }
 
@@ -33,14 +36,22 @@ typedef struct buffers {
     int *actions;
 } buffers;
 
+typedef enum { CALL_INITIAL, CALL_RECURRENT, CALL_AFTERSTATE } call_kind;
+static const char *const CALL_NAMES[] = {"initial", "recurrent", "afterstate"};
+
+/* Stochastic MuZero's recurrent steps afterstates with codes (the hidden
+ * states stand in for afterstates: the same shape). */
 static zt_status measure_inference(zt_net *net, const zt_net_config *c, int B, double seconds,
-                                   zt_rng *rng, bool recurrent, double *per_s)
+                                   zt_rng *rng, call_kind kind, double *per_s)
 {
     size_t obs_n = (size_t)c->in_h * c->in_w * c->in_c, hs = zt_net_hidden_size(c);
     buffers b = {.obs = malloc((size_t)B * obs_n * sizeof(float)),
                  .hidden = malloc((size_t)B * hs * sizeof(float)),
                  .next = malloc((size_t)B * hs * sizeof(float)),
-                 .policy = malloc((size_t)B * c->num_actions * sizeof(float)),
+                 .policy = malloc((size_t)B *
+                                  (size_t)(c->num_actions > c->chance_codes ? c->num_actions
+                                                                            : c->chance_codes) *
+                                  sizeof(float)),
                  .value = malloc((size_t)B * sizeof(float)),
                  .reward = malloc((size_t)B * sizeof(float)),
                  .actions = malloc((size_t)B * sizeof(int))};
@@ -49,15 +60,18 @@ static zt_status measure_inference(zt_net *net, const zt_net_config *c, int B, d
                        : zt_fail(ZT_ERR_NOMEM, "bench muzero: no memory for batch %d", B);
     for (size_t i = 0; st == ZT_OK && i < (size_t)B * obs_n; i++)
         b.obs[i] = zt_rng_uniform(rng) < 0.3 ? 1.0f : 0.0f;
-    for (int i = 0; st == ZT_OK && i < B; i++)
-        b.actions[i] = (int)zt_rng_below(rng, (uint32_t)c->num_actions);
+    int steps = kind == CALL_RECURRENT && c->chance_codes > 0 ? c->chance_codes : c->num_actions;
+    for (int i = 0; st == ZT_OK && i < B; i++) b.actions[i] = (int)zt_rng_below(rng, (uint32_t)steps);
     if (st == ZT_OK) st = zt_net_initial(net, B, b.obs, b.hidden, b.policy, b.value);
     int calls = 0;
     double t0 = zt_now_s(), t = 0;
     while (st == ZT_OK && t < seconds) {
-        st = recurrent ? zt_net_recurrent(net, B, b.hidden, b.actions, b.next, b.reward, b.policy,
-                                          b.value)
-                       : zt_net_initial(net, B, b.obs, b.next, b.policy, b.value);
+        if (kind == CALL_RECURRENT)
+            st = zt_net_recurrent(net, B, b.hidden, b.actions, b.next, b.reward, b.policy, b.value);
+        else if (kind == CALL_AFTERSTATE)
+            st = zt_net_afterstate(net, B, b.hidden, b.actions, b.next, b.policy, b.value);
+        else
+            st = zt_net_initial(net, B, b.obs, b.next, b.policy, b.value);
         calls++;
         t = zt_now_s() - t0;
     }
@@ -81,6 +95,16 @@ static zt_status measure_train(const zt_train_settings *S, double seconds, zt_rn
     float *reward = zt_xcalloc((size_t)B * K, sizeof(float));
     int32_t *actions = zt_xmalloc((size_t)B * K * sizeof(int32_t));
     uint8_t *mask = zt_xmalloc(rows);
+    /* Stochastic MuZero's encoder reads the observations after each step */
+    float *next_obs = NULL;
+    uint8_t *chance_mask = NULL;
+    if (c->chance_codes > 0) {
+        next_obs = zt_xmalloc((size_t)B * K * obs_n * sizeof(float));
+        chance_mask = zt_xmalloc((size_t)B * K);
+        for (size_t i = 0; i < (size_t)B * K * obs_n; i++)
+            next_obs[i] = zt_rng_uniform(rng) < 0.3 ? 1.0f : 0.0f;
+        memset(chance_mask, 1, (size_t)B * K);
+    }
     for (size_t i = 0; i < (size_t)B * obs_n; i++) obs[i] = zt_rng_uniform(rng) < 0.3 ? 1.0f : 0.0f;
     for (size_t r = 0; r < rows; r++) {
         policy[r * A + zt_rng_below(rng, (uint32_t)A)] = 1;
@@ -97,7 +121,9 @@ static zt_status measure_train(const zt_train_settings *S, double seconds, zt_rn
                          .unroll = K,
                          .actions = actions,
                          .policy_mask = mask,
-                         .reward_target = reward};
+                         .reward_target = reward,
+                         .next_obs = next_obs,
+                         .chance_mask = chance_mask};
     zt_train_losses L;
     if (st == ZT_OK) st = zt_trainer_step(t, &tb, &L); /* sizes everything */
     int steps = 0;
@@ -110,6 +136,7 @@ static zt_status measure_train(const zt_train_settings *S, double seconds, zt_rn
     *steps_per_s = steps / el;
     zt_trainer_free(t);
     free(obs), free(policy), free(value), free(reward), free(actions), free(mask);
+    free(next_obs), free(chance_mask);
     zt_net_free(net);
     return st;
 }
@@ -162,7 +189,10 @@ int zt_bench_muzero(int argc, char **argv)
     zt_game *g = NULL;
     zt_train_settings S;
     st = zt_cli_layered_config(argc, argv, NULL, game ? game : "tictactoe", cfg, &name);
-    if (st == ZT_OK) zt_config_put(cfg, "algorithm", "muzero");
+    const char *algorithm = NULL;
+    if (st == ZT_OK) st = zt_config_string(cfg, "algorithm", "muzero", &algorithm);
+    if (st == ZT_OK && strcmp(algorithm, "stochastic_muzero") != 0)
+        zt_config_put(cfg, "algorithm", "muzero");
     if (st == ZT_OK) st = zt_game_new(name, cfg, &g);
     if (st == ZT_OK) st = zt_train_settings_read(cfg, g, &S);
     if (st == ZT_OK) st = zt_config_check_unused(cfg);
@@ -177,13 +207,14 @@ int zt_bench_muzero(int argc, char **argv)
     zt_rng rng;
     zt_rng_seed(&rng, 7, 0);
     if (net) zt_net_init(net, &rng);
-    for (int r = 0; r < 2 && st == ZT_OK; r++)
+    int kinds = st == ZT_OK && S.net.chance_codes > 0 ? 3 : 2;
+    for (int r = 0; r < kinds && st == ZT_OK; r++)
         for (int i = 0; i < nb && st == ZT_OK; i++) {
             double per_s;
-            st = measure_inference(net, &S.net, batches[i], seconds, &rng, r == 1, &per_s);
+            st = measure_inference(net, &S.net, batches[i], seconds, &rng, (call_kind)r, &per_s);
             if (st == ZT_OK)
-                printf("%-9s 1 thread  batch %5d  %10.0f states/s\n", r ? "recurrent" : "initial",
-                       batches[i], per_s);
+                printf("%-10s 1 thread  batch %5d  %10.0f states/s\n", CALL_NAMES[r], batches[i],
+                       per_s);
             fflush(stdout);
         }
     if (st == ZT_OK) {

@@ -4,7 +4,10 @@
 # policy and judges positions; play takes a move and quits; report writes the
 # page; bench selfplay runs its actors; a bare weights file plays as the
 # MuZero net its architecture names; 2048 (one player) trains and reports a
-# score; backgammon is refused in one line.
+# score; backgammon is refused in one line. The same for Stochastic MuZero
+# (algorithm = stochastic_muzero): tic-tac-toe and 2048 train, their
+# weights name the codebook and play, their chance losses are in the
+# metrics, and backgammon is refused.
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 SRC=${ZT_SOURCE_DIR:-.}
@@ -79,6 +82,61 @@ rc=$?
 if [ "$rc" -eq 0 ] || ! printf '%s' "$out" | grep -q "do not alternate move by move" ||
     [ "$(printf '%s\n' "$out" | grep -c .)" -ne 1 ]; then
     fail "train backgammon with muzero was not refused in one line (rc $rc): $out"
+fi
+
+# Stochastic MuZero
+srun="$dir/srun"
+if ! "$BIN" train tictactoe --run "$srun" --steps 3 "${tiny[@]}" --set algorithm=stochastic_muzero \
+    --set muzero.codes=4 >"$dir/strain.log" 2>&1; then
+    fail "train: the tiny stochastic muzero run failed: $(tail -n 2 "$dir/strain.log")"
+fi
+grep -q '^algorithm = stochastic_muzero' "$srun/config.ini" 2>/dev/null ||
+    fail "config.ini does not say stochastic_muzero"
+out=$("$BIN" eval tictactoe --model "$srun" --opponent random --games 4 --sims 8 2>&1) ||
+    fail "stochastic eval with search: $out"
+printf '%s' "$out" | grep -q 'W-D-L' || fail "stochastic eval printed no W-D-L: $out"
+sweights="$srun/ckpt/$(cat "$srun/ckpt/latest" 2>/dev/null)/weights.safetensors"
+out=$("$BIN" eval tictactoe --model "$sweights" --opponent random --games 2 --sims 8 2>&1) ||
+    fail "a bare stochastic muzero weights file: $out"
+grep -a -q 'codes=4' "$sweights" 2>/dev/null || fail "the weights' architecture names no codebook"
+
+s2048="$dir/s2048"
+if ! "$BIN" train 2048 --run "$s2048" --steps 60 --set algorithm=stochastic_muzero \
+    --set mode=deterministic --set arena.games=4 --set arena.opponents=random --set arena.minutes=0 \
+    --set learner.min_positions=300 --set learner.batch=32 --set search.sims=8 \
+    --set games_per_actor=16 --set muzero.unroll=3 --set muzero.codes=8 --set precision=fp32 \
+    >"$dir/strain2048.log" 2>&1; then
+    fail "train 2048 with stochastic muzero: $(tail -n 2 "$dir/strain2048.log")"
+fi
+score=$(grep '"kind":"score"' "$s2048/metrics.jsonl" 2>/dev/null | grep '"player":"model"' |
+    tail -n 1 | sed 's/.*"mean":\([0-9.]*\).*/\1/')
+if [ -z "$score" ] || ! awk -v s="$score" 'BEGIN { exit !(s > 0) }'; then
+    fail "train 2048 with stochastic muzero reported no mean score"
+else
+    echo "train 2048 with stochastic muzero: mean score $score after 60 steps"
+fi
+grep -q '"kind":"train_chance".*"loss_chance"' "$s2048/metrics.jsonl" 2>/dev/null ||
+    fail "the stochastic 2048 run's metrics hold no chance losses"
+
+# bench muzero times each network call and the unrolled train step, the
+# afterstate too for a stochastic net
+for alg in muzero stochastic_muzero; do
+    out=$("$BIN" bench muzero tictactoe --seconds 0.1 --batch 4 --set algorithm=$alg \
+        --set learner.batch=8 2>&1) || fail "bench muzero ($alg): $out"
+    want="initial recurrent train"
+    [ "$alg" = stochastic_muzero ] && want="$want afterstate"
+    for w in $want; do
+        printf '%s\n' "$out" | grep -q "^$w .*/s" || fail "bench muzero ($alg) printed no $w row: $out"
+    done
+done
+out=$("$BIN" bench muzero tictactoe --seconds 0.1 --batch 4 --set algorithm=muzero 2>&1)
+printf '%s\n' "$out" | grep -q '^afterstate' && fail "bench muzero timed an afterstate of a plain net"
+
+out=$("$BIN" train backgammon --run "$dir/sbg" --steps 1 --set algorithm=stochastic_muzero 2>&1)
+rc=$?
+if [ "$rc" -eq 0 ] || ! printf '%s' "$out" | grep -q "do not alternate move by move" ||
+    [ "$(printf '%s\n' "$out" | grep -c .)" -ne 1 ]; then
+    fail "train backgammon with stochastic muzero was not refused in one line (rc $rc): $out"
 fi
 
 if [ "$fails" -ne 0 ]; then

@@ -4,7 +4,8 @@
  * differences on the reference backend, the 0.5 scaling where the gradient
  * enters the dynamics, the oneDNN backend against the reference (fp32 and
  * bf16), the architecture string and weight files, and training lowering
- * the loss. */
+ * the loss; for Stochastic MuZero nets (chance codes) the same, plus the
+ * straight-through code and inference agreeing with the unroll. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,8 @@ typedef struct unroll_data {
     float *obs, *policy, *value, *reward;
     int32_t *actions;
     uint8_t *mask;
+    float *next_obs;      /* chance codes only */
+    uint8_t *chance_mask; /* chance codes only */
 } unroll_data;
 
 /* Random observations and actions, soft policy targets, values in [-1, 1],
@@ -96,6 +99,16 @@ static void data_make(unroll_data *d, const zt_net_config *c, int B, int K, zt_r
                 d->actions[(size_t)n * K + k] = (int32_t)zt_rng_below(r, (uint32_t)d->A);
             }
         }
+    d->next_obs = NULL;
+    d->chance_mask = NULL;
+    if (c->chance_codes == 0) return;
+    /* the observations after each step; step k + 1 past the end where the
+     * policy mask says so */
+    d->next_obs = zt_xmalloc((size_t)B * K * obs_n * sizeof(float));
+    for (size_t i = 0; i < (size_t)B * K * obs_n; i++) d->next_obs[i] = (float)zt_rng_normal(r);
+    d->chance_mask = zt_xmalloc((size_t)B * K);
+    for (int n = 0; n < B; n++)
+        for (int k = 0; k < K; k++) d->chance_mask[(size_t)n * K + k] = d->mask[(size_t)n * (K + 1) + k + 1];
 }
 
 static void data_free(unroll_data *d)
@@ -106,6 +119,8 @@ static void data_free(unroll_data *d)
     free(d->reward);
     free(d->actions);
     free(d->mask);
+    free(d->next_obs);
+    free(d->chance_mask);
 }
 
 static zt_train_batch data_batch(const unroll_data *d)
@@ -117,7 +132,17 @@ static zt_train_batch data_batch(const unroll_data *d)
                             .unroll = d->K,
                             .actions = d->actions,
                             .policy_mask = d->mask,
-                            .reward_target = d->reward};
+                            .reward_target = d->reward,
+                            .next_obs = d->next_obs,
+                            .chance_mask = d->chance_mask};
+}
+
+/* small_mz with Stochastic MuZero's afterstates and `codes` chance codes. */
+static zt_net_config small_smz(int h, int w, int c, int A, int codes)
+{
+    zt_net_config cfg = small_mz(h, w, c, A);
+    cfg.chance_codes = codes;
+    return cfg;
 }
 
 /* ---- the pieces ---- */
@@ -296,12 +321,13 @@ static void fd_compare(fd_tally *t, double analytic, const double f[5], double e
     if (e > t->worst) t->worst = e;
 }
 
-static void check_unroll_gradient(const char *what, int K, int B, int micro)
+/* With chance codes the straight-through share is 0: the one-hot code is
+ * piecewise constant, so the loss's exact gradient leaves it out
+ * (test_straight_through checks what it adds). */
+static void check_unroll_gradient(const char *what, zt_net_config c, int K, int B, int micro)
 {
     zt_rng r;
     zt_rng_seed(&r, seed, 3);
-    zt_net_config c = small_mz(3, 3, 3, 9);
-    if (K == 2) c = small_mz(2, 3, 2, 3); /* action planes per action */
     zt_net *net;
     CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
     zt_net_init(net, &r);
@@ -315,6 +341,9 @@ static void check_unroll_gradient(const char *what, int K, int B, int micro)
     tc.reward_weight = 0.6;
     tc.micro_batch = micro;
     tc.dynamics_grad_scale = 1; /* the loss's exact gradient */
+    tc.straight_through = 0;
+    tc.chance_weight = 0.8;
+    tc.commitment_weight = 0.3;
     zt_trainer *t;
     CHECK_OK(zt_trainer_new(net, &tc, &t));
     size_t n = zt_net_param_count(net);
@@ -352,8 +381,191 @@ static void check_unroll_gradient(const char *what, int K, int B, int micro)
 
 static void test_unroll_gradients(void)
 {
-    check_unroll_gradient("unroll K=3, cell action planes", 3, 4, 4);
-    check_unroll_gradient("unroll K=2, a plane per action, 2 micro-batches", 2, 6, 3);
+    check_unroll_gradient("unroll K=3, cell action planes", small_mz(3, 3, 3, 9), 3, 4, 4);
+    check_unroll_gradient("unroll K=2, a plane per action, 2 micro-batches", small_mz(2, 3, 2, 3),
+                          2, 6, 3);
+    check_unroll_gradient("stochastic unroll K=3, cell action planes, 4 codes",
+                          small_smz(3, 3, 3, 9, 4), 3, 4, 4);
+    check_unroll_gradient("stochastic unroll K=2, a plane per action, 2 micro-batches",
+                          small_smz(2, 3, 2, 3, 3), 2, 6, 3);
+}
+
+/* Stochastic MuZero's chance terms against a hand computation from the
+ * unroll's outputs: Q's squared error against the value target of its step,
+ * sigma's cross-entropy against the code, the commitment |softmax - code|^2,
+ * each weighted 1/K and counted where the next step is in the game (Q
+ * everywhere); the code is the one-hot of the encoder's argmax; the total
+ * weighs them as zt_train_config says. */
+static void test_chance_loss_terms(void)
+{
+    zt_rng r;
+    zt_rng_seed(&r, seed, 8);
+    zt_net_config c = small_smz(3, 3, 3, 9, 5);
+    zt_net *net;
+    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
+    zt_net_init(net, &r);
+    randomise_norms(net, &r);
+    unroll_data d;
+    data_make(&d, &c, 6, 3, &r);
+    zt_train_config tc;
+    zt_train_config_default(&tc);
+    tc.value_weight = 0.7;
+    tc.reward_weight = 0.6;
+    tc.chance_weight = 0.9;
+    tc.commitment_weight = 0.4;
+    tc.weight_decay = 0.01;
+    zt_trainer *t;
+    CHECK_OK(zt_trainer_new(net, &tc, &t));
+    float *g = zt_xmalloc(zt_net_param_count(net) * sizeof(float));
+    zt_train_batch b = data_batch(&d);
+    zt_train_losses L;
+    CHECK_OK(zt_trainer_loss_grad(t, &b, &L, g));
+    int K = d.K, Z = c.chance_codes, counted = 0, skipped = 0;
+    double q = 0, chance = 0, commit = 0, w = 1.0 / K;
+    for (int k = 0; k < K; k++) {
+        const float *sigma, *qv, *code, *enc;
+        zt_mz_chance_outputs(zt_net_mz(net), k, &sigma, &qv, &code, &enc);
+        for (int n = 0; n < d.B; n++) {
+            const float *l = enc + (size_t)n * Z, *z = code + (size_t)n * Z, *s = sigma + (size_t)n * Z;
+            int best = 0, ones = 0;
+            for (int j = 0; j < Z; j++) {
+                if (l[j] > l[best]) best = j;
+                ones += z[j] == 1.0f;
+            }
+            CHECK(ones == 1 && z[best] == 1.0f, "step %d sample %d: the code is not the one-hot of the "
+                  "encoder's argmax", k, n);
+            q += w * pow(qv[n] - d.value[(size_t)n * (K + 1) + k], 2) / d.B;
+            if (!d.chance_mask[(size_t)n * K + k]) {
+                skipped++;
+                continue;
+            }
+            counted++;
+            double zs = 0, ze = 0;
+            for (int j = 0; j < Z; j++) zs += exp(s[j]), ze += exp(l[j]);
+            chance -= w * (s[best] - log(zs)) / d.B;
+            for (int j = 0; j < Z; j++) commit += w * pow(exp(l[j]) / ze - z[j], 2) / d.B;
+        }
+    }
+    CHECK(counted > 0 && skipped > 0, "the data has steps in and past the game (%d, %d)", counted,
+          skipped);
+    CHECK(fabs(L.afterstate - q) < 1e-6 * q, "afterstate %.9f, by hand %.9f", L.afterstate, q);
+    CHECK(fabs(L.chance - chance) < 1e-6 * chance, "chance %.9f, by hand %.9f", L.chance, chance);
+    CHECK(fabs(L.commitment - commit) < 1e-5 * commit, "commitment %.9f, by hand %.9f", L.commitment,
+          commit);
+    double total = L.policy + 0.7 * (L.value + L.afterstate) + 0.6 * L.reward + 0.9 * L.chance +
+                   0.4 * L.commitment + L.l2;
+    CHECK(fabs(L.total - total) < 1e-9, "total %.9f is not the weighted sum %.9f", L.total, total);
+    free(g);
+    zt_trainer_free(t);
+    data_free(&d);
+    zt_net_free(net);
+}
+
+/* The straight-through estimator changes the encoder's gradient only: with
+ * share 1 against 0 every other tensor's gradient is the same, and the
+ * encoder's moves by g's gradient on the code. */
+static void test_straight_through(void)
+{
+    zt_rng r;
+    zt_rng_seed(&r, seed, 9);
+    zt_net_config c = small_smz(3, 3, 3, 9, 4);
+    zt_net *net;
+    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
+    zt_net_init(net, &r);
+    randomise_norms(net, &r);
+    unroll_data d;
+    data_make(&d, &c, 4, 2, &r);
+    zt_train_batch b = data_batch(&d);
+    size_t n = zt_net_param_count(net);
+    float *g[2];
+    for (int i = 0; i < 2; i++) {
+        zt_train_config tc;
+        zt_train_config_default(&tc);
+        tc.straight_through = i;
+        zt_trainer *t;
+        CHECK_OK(zt_trainer_new(net, &tc, &t));
+        g[i] = zt_xmalloc(n * sizeof(float));
+        zt_train_losses L;
+        CHECK_OK(zt_trainer_loss_grad(t, &b, &L, g[i]));
+        zt_trainer_free(t);
+    }
+    const zt_nn_graph *tab = zt_net_graph(net);
+    double enc_moved = 0;
+    int enc_tensors = 0;
+    for (int p = 0; p < tab->nparams; p++) {
+        const zt_nn_param *pp = &tab->params[p];
+        if (!pp->trainable) continue;
+        bool enc = strncmp(pp->name, "enc.", 4) == 0;
+        enc_tensors += enc;
+        for (size_t e = 0; e < pp->count; e++) {
+            float a = g[0][pp->offset + e], bb = g[1][pp->offset + e];
+            if (enc)
+                enc_moved = fmax(enc_moved, fabs((double)a - bb));
+            else
+                CHECK(a == bb, "%s's gradient moved with the straight-through share", pp->name);
+        }
+    }
+    CHECK(enc_tensors > 0 && enc_moved > 1e-5, "the straight-through share changed no encoder "
+          "gradient (%d tensors, %.2e)", enc_tensors, enc_moved);
+    for (int i = 0; i < 2; i++) free(g[i]);
+    data_free(&d);
+    zt_net_free(net);
+}
+
+/* Inference steps as the unroll does: initial, afterstate with the action,
+ * recurrent with the encoder's code give step 1's outputs of a K = 1
+ * unroll (layer norm: the same in training and in use). */
+static void test_stochastic_inference(void)
+{
+    zt_rng r;
+    zt_rng_seed(&r, seed, 10);
+    zt_net_config c = small_smz(3, 3, 3, 9, 4);
+    zt_net *net;
+    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
+    zt_net_init(net, &r);
+    randomise_norms(net, &r);
+    enum { B = 3 };
+    unroll_data d;
+    data_make(&d, &c, B, 1, &r);
+    zt_train_config tc;
+    zt_train_config_default(&tc);
+    zt_trainer *t;
+    CHECK_OK(zt_trainer_new(net, &tc, &t));
+    float *g = zt_xmalloc(zt_net_param_count(net) * sizeof(float));
+    zt_train_batch b = data_batch(&d);
+    zt_train_losses L;
+    CHECK_OK(zt_trainer_loss_grad(t, &b, &L, g));
+    const float *pol, *val, *rew, *sigma, *q, *code, *enc;
+    zt_mz_unroll_outputs(zt_net_mz(net), 1, &pol, &val, &rew);
+    zt_mz_chance_outputs(zt_net_mz(net), 0, &sigma, &q, &code, &enc);
+    int Z = c.chance_codes, A = c.num_actions, actions[B], codes[B];
+    size_t hs = zt_net_hidden_size(&c);
+    float h[B * 36], after[B * 36], h2[B * 36], p0[B * 9], v0[B], s1[B * 4], q1[B], p1[B * 9], v1[B],
+        r1[B];
+    CHECK(hs == 36, "hidden size %zu", hs);
+    for (int n = 0; n < B; n++) {
+        actions[n] = d.actions[n];
+        codes[n] = 0;
+        for (int j = 0; j < Z; j++)
+            if (code[n * Z + j] == 1.0f) codes[n] = j;
+    }
+    CHECK_OK(zt_net_initial(net, B, d.obs, h, p0, v0));
+    CHECK_OK(zt_net_afterstate(net, B, h, actions, after, s1, q1));
+    CHECK_OK(zt_net_recurrent(net, B, after, codes, h2, r1, p1, v1));
+    double worst = 0;
+    for (int n = 0; n < B; n++) {
+        worst = fmax(worst, fabs(q1[n] - q[n]));
+        worst = fmax(worst, fabs(v1[n] - val[n]));
+        worst = fmax(worst, fabs(r1[n] - rew[n]));
+        for (int j = 0; j < Z; j++) worst = fmax(worst, fabs(s1[n * Z + j] - sigma[n * Z + j]));
+        for (int a = 0; a < A; a++) worst = fmax(worst, fabs(p1[n * A + a] - pol[n * A + a]));
+    }
+    printf("stochastic inference against the unroll: worst difference %.2e\n", worst);
+    CHECK(worst < 1e-5, "inference differs from the unroll by %.2e", worst);
+    free(g);
+    zt_trainer_free(t);
+    data_free(&d);
+    zt_net_free(net);
 }
 
 /* With K = 1 the only path through the dynamics input is h's parameters
@@ -429,12 +641,14 @@ static void copy_params(zt_net *dst, zt_net *src)
     zt_net_params_changed(dst);
 }
 
-static void check_backend(zt_precision prec, double out_tol, double grad_tol)
+/* codes > 0: a Stochastic MuZero net, its afterstates compared too and the
+ * recurrent step taken from them with codes. */
+static void check_backend(zt_precision prec, int codes, double out_tol, double grad_tol)
 {
     const char *pn = zt_precision_name(prec);
     zt_rng r;
     zt_rng_seed(&r, seed, 5);
-    zt_net_config c = small_mz(6, 7, 2, 7);
+    zt_net_config c = small_smz(6, 7, 2, 7, codes);
     c.channels = 16;
     c.value_hidden = 16;
     zt_net *ref, *cpu;
@@ -453,8 +667,11 @@ static void check_backend(zt_precision prec, double out_tol, double grad_tol)
     for (size_t i = 0; i < (size_t)B * obs_n; i++) obs[i] = (float)(zt_rng_uniform(&r) < 0.3);
     float *h[2], *h2[2], *pol[2], *val[2], *rew[2];
     zt_net *nets[2] = {ref, cpu};
-    int actions[8];
-    for (int i = 0; i < B; i++) actions[i] = (int)zt_rng_below(&r, (uint32_t)A);
+    int actions[8], code_of[8];
+    for (int i = 0; i < B; i++) {
+        actions[i] = (int)zt_rng_below(&r, (uint32_t)A);
+        code_of[i] = codes ? (int)zt_rng_below(&r, (uint32_t)codes) : 0;
+    }
     for (int i = 0; i < 2; i++) {
         h[i] = zt_xmalloc((size_t)B * hs * sizeof(float));
         h2[i] = zt_xmalloc((size_t)B * hs * sizeof(float));
@@ -467,8 +684,25 @@ static void check_backend(zt_precision prec, double out_tol, double grad_tol)
            ev = rel_err(val[1], val[0], (size_t)B);
     printf("cpu %s initial: hidden %.2e policy %.2e value %.2e\n", pn, eh, ep, ev);
     CHECK(eh < out_tol && ep < out_tol && ev < out_tol, "cpu %s initial differs", pn);
+    const float *from = h[0];
+    const int *steps = actions;
+    float *after[2] = {NULL, NULL}, *sig[2] = {NULL, NULL};
+    if (codes) {
+        for (int i = 0; i < 2; i++) {
+            after[i] = zt_xmalloc((size_t)B * hs * sizeof(float));
+            sig[i] = zt_xmalloc((size_t)B * codes * sizeof(float));
+            CHECK_OK(zt_net_afterstate(nets[i], B, h[0], actions, after[i], sig[i], val[i]));
+        }
+        eh = rel_err(after[1], after[0], (size_t)B * hs);
+        double es = rel_err(sig[1], sig[0], (size_t)B * codes);
+        ev = rel_err(val[1], val[0], (size_t)B);
+        printf("cpu %s afterstate: afterstate %.2e sigma %.2e q %.2e\n", pn, eh, es, ev);
+        CHECK(eh < out_tol && es < out_tol && ev < out_tol, "cpu %s afterstate differs", pn);
+        from = after[0];
+        steps = code_of;
+    }
     for (int i = 0; i < 2; i++)
-        CHECK_OK(zt_net_recurrent(nets[i], B, h[0], actions, h2[i], rew[i], pol[i], val[i]));
+        CHECK_OK(zt_net_recurrent(nets[i], B, from, steps, h2[i], rew[i], pol[i], val[i]));
     eh = rel_err(h2[1], h2[0], (size_t)B * hs), ep = rel_err(pol[1], pol[0], (size_t)B * A);
     ev = rel_err(val[1], val[0], (size_t)B);
     double er = rel_err(rew[1], rew[0], (size_t)B);
@@ -512,6 +746,7 @@ static void check_backend(zt_precision prec, double out_tol, double grad_tol)
     zt_net_free(exact);
     for (int i = 0; i < 2; i++) {
         free(h[i]), free(h2[i]), free(pol[i]), free(val[i]), free(rew[i]), free(g[i]);
+        free(after[i]), free(sig[i]);
     }
     free(obs);
     data_free(&d);
@@ -521,14 +756,16 @@ static void check_backend(zt_precision prec, double out_tol, double grad_tol)
 
 static void test_cpu_backend(void)
 {
-    check_backend(ZT_PRECISION_FP32, 1e-4, 1e-3);
+    check_backend(ZT_PRECISION_FP32, 0, 1e-4, 1e-3);
+    /* fp32 only: in bf16 an encoder logit's rounding can flip a code */
+    check_backend(ZT_PRECISION_FP32, 5, 1e-4, 1e-3);
     /* bf16 on both: each rounds at different points, so the bound is what a
      * few roundings of 2^-8 add up to through three nets. */
     zt_net_config c = small_mz(6, 7, 2, 7);
     zt_net *probe;
     if (zt_net_new(&c, "cpu", ZT_PRECISION_BF16, 1, &probe) == ZT_OK) {
         zt_net_free(probe);
-        check_backend(ZT_PRECISION_BF16, 5e-2, 5e-2);
+        check_backend(ZT_PRECISION_BF16, 0, 5e-2, 5e-2);
     } else {
         printf("cpu bf16: not here, skipped\n");
     }
@@ -580,6 +817,35 @@ static void test_config_and_files(void)
     CHECK_OK(zt_net_save(z, "tictactoe", path));
     CHECK(zt_net_load(a, "tictactoe", path) != ZT_OK, "a muzero net loaded alphazero weights");
     printf("muzero net loading alphazero weights: %s\n", zt_error_message());
+    /* Stochastic MuZero: the codebook in the string, and each kind refuses
+     * the other's weights */
+    zt_net_config sc = small_smz(3, 3, 3, 9, 6);
+    zt_net_config_format(&sc, text, sizeof text);
+    CHECK(strcmp(text, "muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
+                       "valc=1 codes=6") == 0,
+          "format: %s", text);
+    CHECK_OK(zt_net_config_parse(text, &back));
+    CHECK(memcmp(&back, &sc, sizeof sc) == 0, "parse(format(stochastic c)) != c");
+    CHECK(zt_net_config_parse("muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 "
+                              "pol=2 valc=1 codes=",
+                              &back) != ZT_OK,
+          "a truncated codebook parsed");
+    zt_net_config bad = sc;
+    bad.chance_codes = -1;
+    CHECK(zt_net_config_check(&bad) != ZT_OK, "negative chance codes accepted");
+    zt_net_config az_codes = az;
+    az_codes.chance_codes = 4;
+    CHECK(zt_net_config_check(&az_codes) != ZT_OK, "a resnet with chance codes accepted");
+    zt_net *st;
+    CHECK_OK(zt_net_new(&sc, "ref", ZT_PRECISION_FP32, 1, &st));
+    zt_net_init(st, &r);
+    CHECK_OK(zt_net_save(st, "tictactoe", path));
+    CHECK(zt_net_load(b2, "tictactoe", path) != ZT_OK, "a muzero net loaded stochastic weights");
+    printf("muzero net loading stochastic muzero weights: %s\n", zt_error_message());
+    CHECK_OK(zt_net_load(st, "tictactoe", path));
+    CHECK_OK(zt_net_save(a, "tictactoe", path));
+    CHECK(zt_net_load(st, "tictactoe", path) != ZT_OK, "a stochastic net loaded muzero weights");
+    zt_net_free(st);
     remove(path);
     zt_net_free(z);
     zt_net_free(a);
@@ -588,11 +854,11 @@ static void test_config_and_files(void)
 
 /* A few hundred Adam steps on one fixed batch fit it: the unrolled loss
  * falls to a fraction of where it started. */
-static void test_training(void)
+static void check_training(int codes)
 {
     zt_rng r;
     zt_rng_seed(&r, seed, 7);
-    zt_net_config c = small_mz(3, 3, 3, 9);
+    zt_net_config c = small_smz(3, 3, 3, 9, codes);
     c.channels = 8;
     zt_net *net;
     CHECK_OK(zt_net_new(&c, "auto", ZT_PRECISION_FP32, 1, &net));
@@ -614,12 +880,20 @@ static void test_training(void)
     zt_train_losses first, last;
     CHECK_OK(zt_trainer_step(t, &b, &first));
     for (int s = 0; s < 300; s++) CHECK_OK(zt_trainer_step(t, &b, &last));
-    printf("training: loss %.4f -> %.4f (policy %.4f value %.4f reward %.4f)\n", first.total,
-           last.total, last.policy, last.value, last.reward);
+    printf("training (%d codes): loss %.4f -> %.4f (policy %.4f value %.4f reward %.4f "
+           "afterstate %.4f chance %.4f commitment %.4f)\n",
+           codes, first.total, last.total, last.policy, last.value, last.reward, last.afterstate,
+           last.chance, last.commitment);
     CHECK(last.total < 0.25 * first.total, "loss %.4f -> %.4f", first.total, last.total);
     zt_trainer_free(t);
     data_free(&d);
     zt_net_free(net);
+}
+
+static void test_training(void)
+{
+    check_training(0);
+    check_training(4);
 }
 
 int main(void)
@@ -629,8 +903,11 @@ int main(void)
     test_action_planes();
     test_policy_loss();
     test_loss_terms();
+    test_chance_loss_terms();
     test_unroll_gradients();
+    test_straight_through();
     test_dynamics_scale();
+    test_stochastic_inference();
     test_cpu_backend();
     test_config_and_files();
     test_training();

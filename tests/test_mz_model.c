@@ -6,7 +6,9 @@
  * cache on, tree reuse asked for and declined, also with evaluator calls
  * failing) and none once
  * the search is freed, and whole games searched over a learned model play
- * only legal moves. */
+ * only legal moves; a Stochastic MuZero model's afterstates are chance
+ * nodes over its codes with sigma's probabilities, in batches that mix
+ * decision and chance states. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +34,8 @@
 
 static uint64_t seed;
 
-static zt_net *small_net(const zt_game *g, zt_rng *r)
+/* codes > 0: a Stochastic MuZero net with that many chance codes. */
+static zt_net *small_net(const zt_game *g, zt_rng *r, int codes)
 {
     zt_net_config c;
     memset(&c, 0, sizeof c);
@@ -47,6 +50,7 @@ static zt_net *small_net(const zt_game *g, zt_rng *r)
     c.pred_blocks = 0;
     c.policy_channels = 2;
     c.value_channels = 1;
+    c.chance_codes = codes;
     zt_net *net = NULL;
     CHECK_OK(zt_net_new(&c, "auto", ZT_PRECISION_FP32, 1, &net));
     if (net) zt_net_init(net, r);
@@ -60,7 +64,7 @@ static void test_outputs(void)
     zt_rng_seed(&r, seed, 1);
     zt_game *g;
     CHECK_OK(zt_game_new("tictactoe", NULL, &g));
-    zt_net *net = small_net(g, &r);
+    zt_net *net = small_net(g, &r, 0);
     zt_net_evaluator *ne;
     CHECK_OK(zt_net_evaluator_new(net, 4, &ne));
     zt_evaluator ev = zt_net_evaluator_get(ne);
@@ -141,7 +145,7 @@ static int64_t evaluated_nodes(const zt_search *s, int trees)
  * references equal the evaluated nodes; every move is legal in the real
  * game; nothing is left after the search is freed. fail_at > 0 makes every
  * fail_at-th evaluator call fail (scheduled anew after each failure). */
-static void check_lifetime(const char *game_name, zt_search_algorithm alg, int fail_at)
+static void check_lifetime(const char *game_name, zt_search_algorithm alg, int fail_at, int codes)
 {
     const char *an = alg == ZT_SEARCH_GUMBEL ? "gumbel" : "puct";
     enum { G = 4 };
@@ -149,7 +153,7 @@ static void check_lifetime(const char *game_name, zt_search_algorithm alg, int f
     zt_rng_seed(&r, seed, 2);
     zt_game *g;
     CHECK_OK(zt_game_new(game_name, NULL, &g));
-    zt_net *net = small_net(g, &r);
+    zt_net *net = small_net(g, &r, codes);
     zt_net_evaluator *ne;
     CHECK_OK(zt_net_evaluator_new(net, G * 2, &ne));
     zt_evaluator ev = zt_net_evaluator_get(ne);
@@ -208,8 +212,8 @@ static void check_lifetime(const char *game_name, zt_search_algorithm alg, int f
         }
     }
     zt_fault_reset();
-    printf("%s %s%s: %d moves, %d games finished, %d failed searches\n", game_name, an,
-           fail_at ? " with failures" : "", moves, finished, failures);
+    printf("%s %s%s%s: %d moves, %d games finished, %d failed searches\n", game_name, an,
+           codes ? " stochastic" : "", fail_at ? " with failures" : "", moves, finished, failures);
     CHECK(illegal == 0, "%s %s: %d illegal moves chosen", game_name, an, illegal);
     CHECK(finished > 0, "%s %s: no game finished", game_name, an);
     CHECK(fail_at == 0 || failures > 0, "no failure injected");
@@ -232,7 +236,7 @@ static void test_one_player(void)
     zt_game *g;
     CHECK_OK(zt_game_new("2048", NULL, &g));
     if (!g) return;
-    zt_net *net = small_net(g, &r);
+    zt_net *net = small_net(g, &r, 0);
     zt_net_evaluator *ne;
     CHECK_OK(zt_net_evaluator_new(net, 4, &ne));
     zt_evaluator ev = zt_net_evaluator_get(ne);
@@ -298,6 +302,107 @@ static void test_one_player(void)
     zt_game_free(g);
 }
 
+/* Stochastic MuZero: from a decision state the model steps phi then psi to
+ * an afterstate, a chance node of the acting player over the C codes with
+ * sigma's softmax as probabilities and Q as its value; from an afterstate
+ * it steps g then f with a code to a decision state (the other player in a
+ * two-player game). One call mixes both kinds, the chance state first. */
+static void check_stochastic_outputs(const char *game_name)
+{
+    enum { Z = 6 };
+    zt_rng r;
+    zt_rng_seed(&r, seed, 6);
+    zt_game *g;
+    CHECK_OK(zt_game_new(game_name, NULL, &g));
+    if (!g) return;
+    bool one = zt_game_num_players(g) == 1;
+    zt_net *net = small_net(g, &r, Z);
+    zt_net_evaluator *ne;
+    CHECK_OK(zt_net_evaluator_new(net, 4, &ne));
+    zt_evaluator ev = zt_net_evaluator_get(ne);
+    zt_model *m;
+    CHECK_OK(zt_mz_model_new(g, &ev, 4, &m));
+    CHECK(m->max_outcomes == Z, "max_outcomes %d", m->max_outcomes);
+    int A = g->num_actions;
+    uint8_t root[ZT_MAX_STATE_BYTES];
+    g->reset(g, root);
+    while (g->current_player(g, root) == ZT_CHANCE) {
+        int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+        float probs[ZT_MAX_CHANCE_OUTCOMES];
+        int k = g->chance_outcomes(g, root, outcomes, probs);
+        g->apply(g, root, outcomes[zt_rng_categorical(&r, probs, k)]);
+    }
+    int mover = g->current_player(g, root);
+    uint8_t st[4][32];
+    float logits[2 * ZT_MAX_ACTIONS], value[2], reward[2], outp[2 * Z];
+    int8_t kind[2], player[2];
+    int nout[2], outc[2 * Z];
+    zt_model_output out = {.logits = logits,
+                           .value = value,
+                           .reward = reward,
+                           .kind = kind,
+                           .player = player,
+                           .num_outcomes = nout,
+                           .outcomes = outc,
+                           .outcome_probs = outp};
+    const void *roots[1] = {root};
+    void *states[1] = {st[0]};
+    CHECK_OK(m->initial(m, 1, roots, states, &out));
+    size_t hs = zt_net_hidden_size(zt_net_config_of(net)),
+           obs_n = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    float *h = zt_xmalloc(hs * sizeof(float)), *after = zt_xmalloc(hs * sizeof(float)),
+          *h2 = zt_xmalloc(hs * sizeof(float)), *obs = zt_xmalloc(obs_n * sizeof(float));
+    float pl[ZT_MAX_ACTIONS], sigma[Z], v, q, rw;
+    g->observe(g, root, obs);
+    CHECK_OK(zt_net_initial(net, 1, obs, h, pl, &v));
+    /* the root's action to an afterstate */
+    uint16_t legal[ZT_MAX_ACTIONS];
+    CHECK(g->legal(g, root, legal) > 0, "a legal action at the root");
+    int action = legal[0];
+    const void *from[2] = {st[0], NULL};
+    void *to[2] = {st[1], NULL};
+    CHECK_OK(m->recurrent(m, 1, from, &action, to, &out));
+    CHECK_OK(zt_net_afterstate(net, 1, h, &action, after, sigma, &q));
+    float qv = one ? zt_game_value_from_net(g, q) : q;
+    CHECK(kind[0] == ZT_NODE_CHANCE && player[0] == mover && nout[0] == Z,
+          "%s afterstate: kind %d player %d outcomes %d", game_name, kind[0], player[0], nout[0]);
+    CHECK(value[0] == qv && reward[0] == 0, "%s afterstate value %g, net's Q %g", game_name, value[0],
+          qv);
+    double zsum = 0, psum = 0, worst = 0;
+    for (int z = 0; z < Z; z++) zsum += exp(sigma[z]);
+    for (int z = 0; z < Z; z++) {
+        CHECK(outc[z] == z, "outcome %d is code %d", z, outc[z]);
+        psum += outp[z];
+        worst = fmax(worst, fabs(outp[z] - exp(sigma[z]) / zsum));
+    }
+    CHECK(fabs(psum - 1) < 1e-5 && worst < 1e-6, "%s: outcome probabilities are not sigma's "
+          "softmax (sum %g, worst %.2e)", game_name, psum, worst);
+    /* one call: the afterstate with code 3 (first), the root with action */
+    int acts[2] = {3, action};
+    from[0] = st[1], from[1] = st[0];
+    to[0] = st[2], to[1] = st[3];
+    CHECK_OK(m->recurrent(m, 2, from, acts, to, &out));
+    CHECK_OK(zt_net_recurrent(net, 1, after, &acts[0], h2, &rw, pl, &v));
+    int next = one ? mover : 1 - mover;
+    CHECK(kind[0] == ZT_NODE_DECISION && player[0] == next && nout[0] == 0,
+          "%s after chance: kind %d player %d", game_name, kind[0], player[0]);
+    float vv = one ? zt_game_value_from_net(g, v) : v, rr = one ? zt_game_value_from_net(g, rw) : rw;
+    CHECK(value[0] == vv && reward[0] == rr, "%s after chance: value %g reward %g, net %g %g",
+          game_name, value[0], reward[0], vv, rr);
+    for (int a = 0; a < A; a++) CHECK(logits[a] == pl[a], "%s after chance: logit %d", game_name, a);
+    CHECK(kind[1] == ZT_NODE_CHANCE && value[1] == qv && player[1] == mover,
+          "%s: the mixed call's afterstate (kind %d value %g)", game_name, kind[1], value[1]);
+    CHECK(zt_mz_model_live_states(m) == 4, "four states stored");
+    const void *all[4] = {st[0], st[1], st[2], st[3]};
+    m->release(m, 4, all);
+    CHECK(zt_mz_model_live_states(m) == 0, "all released");
+    free(h), free(after), free(h2), free(obs);
+    zt_model_free(m);
+    zt_net_evaluator_free(ne);
+    zt_net_free(net);
+    zt_game_free(g);
+}
+
 static void test_refusals(void)
 {
     zt_game *g;
@@ -314,12 +419,17 @@ int main(void)
 {
     seed = zt_test_seed(3);
     test_outputs();
-    check_lifetime("tictactoe", ZT_SEARCH_PUCT, 0);
-    check_lifetime("tictactoe", ZT_SEARCH_GUMBEL, 0);
-    check_lifetime("connect4", ZT_SEARCH_GUMBEL, 0);
-    check_lifetime("tictactoe", ZT_SEARCH_PUCT, 13);
-    check_lifetime("connect4", ZT_SEARCH_GUMBEL, 23);
+    check_lifetime("tictactoe", ZT_SEARCH_PUCT, 0, 0);
+    check_lifetime("tictactoe", ZT_SEARCH_GUMBEL, 0, 0);
+    check_lifetime("connect4", ZT_SEARCH_GUMBEL, 0, 0);
+    check_lifetime("tictactoe", ZT_SEARCH_PUCT, 13, 0);
+    check_lifetime("connect4", ZT_SEARCH_GUMBEL, 23, 0);
+    check_lifetime("tictactoe", ZT_SEARCH_GUMBEL, 0, 4);
+    check_lifetime("tictactoe", ZT_SEARCH_PUCT, 0, 4);
+    check_lifetime("connect4", ZT_SEARCH_GUMBEL, 17, 4);
     test_one_player();
+    check_stochastic_outputs("tictactoe");
+    check_stochastic_outputs("2048");
     test_refusals();
     return zt_test_finish("test_mz_model");
 }

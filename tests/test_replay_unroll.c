@@ -5,7 +5,9 @@
  * policy target, outcomes alternating, reward 0), a symmetry maps every
  * step's policy and action alike, the sampler thread gives the synchronous
  * batches, and games recorded without actions are refused; a one-player
- * game (2048) unrolls to its moves' rewards and the return-to-go. */
+ * game (2048) unrolls to its moves' rewards and the return-to-go; batches
+ * for Stochastic MuZero carry each next step's observation under the same
+ * symmetry (past the end the last position's, unmasked for no step). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,7 +141,7 @@ static void test_unroll(zt_game *g)
     CHECK_OK(zt_replay_get(rb, 2, &pos, NULL));
     CHECK(pos.action == GAME[2] && pos.reward == 0, "stored action %d", pos.action);
     zt_replay_batch b;
-    CHECK_OK(zt_replay_batch_init_unroll(&b, g, 64, false, 5));
+    CHECK_OK(zt_replay_batch_init_unroll(&b, g, 64, false, 5, false));
     zt_rng rng;
     zt_rng_seed(&rng, 3, 1);
     CHECK_OK(zt_replay_sample(rb, &rng, &b));
@@ -155,7 +157,7 @@ static void test_unroll(zt_game *g)
     zt_rng_seed(&r1, 9, 9);
     r2 = r1;
     zt_replay_sampler *sp;
-    CHECK_OK(zt_replay_sampler_new_unroll(rb, 64, false, 5, &r1, &sp));
+    CHECK_OK(zt_replay_sampler_new_unroll(rb, 64, false, 5, false, &r1, &sp));
     const zt_replay_batch *tb;
     CHECK_OK(zt_replay_sampler_next(sp, &tb));
     CHECK_OK(zt_replay_sample(rb, &r2, &b));
@@ -164,12 +166,43 @@ static void test_unroll(zt_game *g)
           "sampler batch differs from the synchronous one");
     zt_replay_sampler_free(sp);
     zt_replay_batch_free(&b);
+
+    /* with the next observations */
+    CHECK_OK(zt_replay_batch_init_unroll(&b, g, 64, false, 5, true));
+    CHECK(b.u_next_obs && b.u_chance_mask, "next observations allocated");
+    CHECK_OK(zt_replay_sample(rb, &rng, &b));
+    check_batch(g, &b, states);
+    size_t obs_n = (size_t)b.obs_size;
+    float *want = malloc(obs_n * sizeof(float));
+    int in_game = 0, past = 0;
+    for (int r = 0; r < b.size; r++) {
+        int ply = (int)b.index[r], sy = b.sym[r];
+        for (int k = 0; k < 5; k++) {
+            int at = ply + k + 1, p = at < PLIES ? at : PLIES - 1;
+            uint8_t seen[ZT_MAX_STATE_BYTES];
+            if (sy)
+                g->sym_state(g, sy, states[p], seen);
+            else
+                memcpy(seen, states[p], g->state_size);
+            g->observe(g, seen, want);
+            const float *got = b.u_next_obs + ((size_t)r * 5 + k) * obs_n;
+            CHECK(memcmp(got, want, obs_n * sizeof(float)) == 0,
+                  "row %d step %d: the observation of position %d", r, k, p);
+            CHECK(b.u_chance_mask[(size_t)r * 5 + k] == (at < PLIES), "row %d step %d: chance mask",
+                  r, k);
+            in_game += at < PLIES;
+            past += at >= PLIES;
+        }
+    }
+    CHECK(in_game > 0 && past > 0, "next observations in and past the game (%d, %d)", in_game, past);
+    free(want);
+    zt_replay_batch_free(&b);
     zt_replay_free(rb);
 
     /* a game recorded without actions cannot be unrolled */
     CHECK_OK(zt_replay_new(g, &c, &rb));
     add_game(g, rb, false, states);
-    CHECK_OK(zt_replay_batch_init_unroll(&b, g, 8, false, 5));
+    CHECK_OK(zt_replay_batch_init_unroll(&b, g, 8, false, 5, false));
     zt_status st = zt_replay_sample(rb, &rng, &b);
     CHECK(st == ZT_ERR_CORRUPT, "unrolling a game without actions: %d", (int)st);
     printf("refused: %s\n", zt_error_message());
@@ -244,7 +277,7 @@ static void test_one_player_unroll(void)
     CHECK_OK(zt_replay_add_game(rb, t, zt_game_value_of(g, s, 0), NULL));
     enum { K = 5, B = 256 };
     zt_replay_batch b;
-    CHECK_OK(zt_replay_batch_init_unroll(&b, g, B, false, K));
+    CHECK_OK(zt_replay_batch_init_unroll(&b, g, B, false, K, false));
     CHECK_OK(zt_replay_sample(rb, &rng, &b));
     int bad = 0;
     bool near_end = false;

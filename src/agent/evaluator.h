@@ -46,6 +46,11 @@ typedef struct zt_evaluator {
     zt_status (*recurrent)(void *ctx, int B, const float *hidden, const int *actions,
                            float *next_hidden, float *reward, float *policy_logits, float *value);
     size_t hidden_size;
+    /* Set for a Stochastic MuZero net (chance_codes > 0), else NULL:
+     * zt_net_afterstate; recurrent then steps afterstates with codes. */
+    zt_status (*afterstate)(void *ctx, int B, const float *hidden, const int *actions,
+                            float *after, float *chance_logits, float *q);
+    int chance_codes;
 } zt_evaluator;
 
 /* Builds the model an actor searches with: `max_batch` (state, action)

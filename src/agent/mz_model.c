@@ -13,7 +13,8 @@
 typedef struct mz_state {
     uint32_t handle;
     int8_t player;
-    uint8_t pad[3];
+    int8_t kind; /* ZT_NODE_DECISION, or ZT_NODE_CHANCE for a Stochastic MuZero afterstate */
+    uint8_t pad[2];
 } mz_state;
 
 typedef struct mz_model {
@@ -23,6 +24,7 @@ typedef struct mz_model {
     size_t hs;
     size_t obs_size;
     bool one_player; /* 2048: no alternation, values and rewards transformed */
+    int codes;       /* Stochastic MuZero's chance codes C, 0 for plain MuZero */
     /* the store: hidden states by handle, their reference counts, the free
      * handles; it grows (doubling) when every handle is taken */
     float *hidden;
@@ -32,6 +34,7 @@ typedef struct mz_model {
     int64_t live;
     /* per call, max_batch rows */
     float *obs, *in_hidden, *out_hidden, *logits, *values, *rewards;
+    float *sigma; /* max_batch x C: the afterstates' chance logits */
     int *actions, *row_of;
 } mz_model;
 
@@ -96,6 +99,28 @@ static void decision_output(zt_model_output *out, int i, int player, float value
     out->num_outcomes[i] = 0;
 }
 
+/* An afterstate: a chance node over the C codes with sigma's softmax as
+ * their probabilities, valued by Q for the player who acted. */
+static void chance_output(zt_model_output *out, int i, int O, int player, float q,
+                          const float *sigma, int C)
+{
+    out->value[i] = q;
+    out->reward[i] = 0;
+    out->kind[i] = ZT_NODE_CHANCE;
+    out->player[i] = (int8_t)player;
+    out->num_outcomes[i] = C;
+    float top = sigma[0];
+    for (int z = 1; z < C; z++) top = sigma[z] > top ? sigma[z] : top;
+    double sum = 0;
+    float *p = out->outcome_probs + (size_t)i * O;
+    for (int z = 0; z < C; z++) {
+        p[z] = expf(sigma[z] - top);
+        sum += p[z];
+        out->outcomes[(size_t)i * O + z] = z;
+    }
+    for (int z = 0; z < C; z++) p[z] = (float)(p[z] / sum);
+}
+
 static zt_status mz_initial(zt_model *base, int B, const void *const *roots, void *const *states,
                             zt_model_output *out)
 {
@@ -134,6 +159,7 @@ static zt_status mz_initial(zt_model *base, int B, const void *const *roots, voi
         int cp = g->current_player(g, roots[i]);
         st->handle = take_handle(m, m->out_hidden + (size_t)r * m->hs);
         st->player = (int8_t)cp;
+        st->kind = ZT_NODE_DECISION;
         float *lg = out->logits + (size_t)i * A;
         memcpy(lg, m->logits + (size_t)r * A, (size_t)A * sizeof(float));
         mask_illegal(g, roots[i], lg);
@@ -144,44 +170,86 @@ static zt_status mz_initial(zt_model *base, int B, const void *const *roots, voi
     return ZT_OK;
 }
 
+/* Runs the net on rows [from, from + n) of the call's buffers: g then f
+ * (plain MuZero; Stochastic MuZero's afterstates with codes), or phi then
+ * psi (Stochastic MuZero's decision states with actions). */
+static zt_status run_rows(zt_model *base, int from, int n, bool to_afterstate)
+{
+    mz_model *m = base->impl;
+    if (n == 0) return ZT_OK;
+    size_t f = (size_t)from, A = (size_t)m->game->num_actions;
+    const float *in = m->in_hidden + f * m->hs;
+    float *out = m->out_hidden + f * m->hs;
+    if (to_afterstate)
+        ZT_TRY(m->ev.afterstate(m->ev.ctx, n, in, m->actions + f, out, m->sigma + f * m->codes,
+                                m->values + f));
+    else
+        ZT_TRY(m->ev.recurrent(m->ev.ctx, n, in, m->actions + f, out, m->rewards + f,
+                               m->logits + f * A, m->values + f));
+    base->stats.evaluations += (uint64_t)n;
+    base->stats.eval_calls++;
+    return ZT_OK;
+}
+
 static zt_status mz_recurrent(zt_model *base, int B, const void *const *states, const int *actions,
                               void *const *next, zt_model_output *out)
 {
     mz_model *m = base->impl;
-    int A = m->game->num_actions;
+    int A = m->game->num_actions, O = m->codes;
     ZT_ASSERT(B <= base->max_batch);
+    /* Stochastic MuZero: decision states (to afterstates) in rows 0..nd-1,
+     * afterstates (to states) after them; plain MuZero: all decisions,
+     * stepped by g */
+    int nd = 0;
+    for (int i = 0; i < B; i++) {
+        const mz_state *st = states[i];
+        if (!m->codes || st->kind == ZT_NODE_DECISION) nd++;
+    }
+    int di = 0, ci = nd;
     for (int i = 0; i < B; i++) {
         const mz_state *st = states[i];
         ZT_ASSERT(st->handle < m->cap && m->refs[st->handle] > 0);
-        memcpy(m->in_hidden + (size_t)i * m->hs, m->hidden + (size_t)st->handle * m->hs,
+        int r = !m->codes || st->kind == ZT_NODE_DECISION ? di++ : ci++;
+        m->row_of[i] = r;
+        memcpy(m->in_hidden + (size_t)r * m->hs, m->hidden + (size_t)st->handle * m->hs,
                m->hs * sizeof(float));
-        m->actions[i] = actions[i];
+        m->actions[r] = actions[i];
     }
     ZT_TRY(reserve_handles(m, B));
-    ZT_TRY(m->ev.recurrent(m->ev.ctx, B, m->in_hidden, m->actions, m->out_hidden, m->rewards,
-                           m->logits, m->values));
+    if (m->codes) {
+        ZT_TRY(run_rows(base, 0, nd, true));
+        ZT_TRY(run_rows(base, nd, B - nd, false));
+    } else {
+        ZT_TRY(run_rows(base, 0, B, false));
+    }
     base->stats.positions += (uint64_t)B;
-    base->stats.evaluations += (uint64_t)B;
-    base->stats.eval_calls++;
     for (int i = 0; i < B; i++) {
         const mz_state *st = states[i];
         mz_state *nx = next[i];
+        int r = m->row_of[i];
+        memset(nx, 0, sizeof *nx);
+        nx->handle = take_handle(m, m->out_hidden + (size_t)r * m->hs);
+        float v = m->values[r];
+        if (m->one_player) v = zt_game_value_from_net(m->game, v);
+        if (m->codes && st->kind == ZT_NODE_DECISION) {
+            /* the afterstate: still the acting player's */
+            nx->player = st->player;
+            nx->kind = ZT_NODE_CHANCE;
+            chance_output(out, i, O, st->player, v, m->sigma + (size_t)r * m->codes, m->codes);
+            continue;
+        }
         /* two players: turns alternate; one player moves throughout */
         int player = m->one_player ? st->player : 1 - st->player;
-        memset(nx, 0, sizeof *nx);
-        nx->handle = take_handle(m, m->out_hidden + (size_t)i * m->hs);
         nx->player = (int8_t)player;
-        memcpy(out->logits + (size_t)i * A, m->logits + (size_t)i * A, (size_t)A * sizeof(float));
+        nx->kind = ZT_NODE_DECISION;
+        memcpy(out->logits + (size_t)i * A, m->logits + (size_t)r * A, (size_t)A * sizeof(float));
         /* g's reward is the acting player's, as model.h's reward is; a
          * one-player net's value and reward are on the transformed scale
          * they were trained on (replay's targets), and the search adds them
          * on the linear one (q = reward + value) */
-        float v = m->values[i], r = m->rewards[i];
-        if (m->one_player) {
-            v = zt_game_value_from_net(m->game, v);
-            r = zt_game_value_from_net(m->game, r);
-        }
-        decision_output(out, i, player, v, r);
+        float rw = m->rewards[r];
+        if (m->one_player) rw = zt_game_value_from_net(m->game, rw);
+        decision_output(out, i, player, v, rw);
     }
     return ZT_OK;
 }
@@ -222,6 +290,7 @@ static void mz_free(zt_model *base)
     free(m->logits);
     free(m->values);
     free(m->rewards);
+    free(m->sigma);
     free(m->actions);
     free(m->row_of);
     free(m);
@@ -247,6 +316,11 @@ zt_status zt_mz_model_new(const zt_game *g, const zt_evaluator *ev, int max_batc
     m->hs = ev->hidden_size;
     m->obs_size = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
     m->one_player = zt_game_num_players(g) == 1;
+    m->codes = ev->chance_codes;
+    if (m->codes > 0 && !ev->afterstate) {
+        free(m);
+        return zt_fail(ZT_ERR_INVALID, "muzero model: chance codes without an afterstate function");
+    }
     size_t n = (size_t)max_batch, A = (size_t)g->num_actions;
     m->obs = malloc(n * m->obs_size * sizeof(float));
     m->in_hidden = malloc(n * m->hs * sizeof(float));
@@ -254,17 +328,18 @@ zt_status zt_mz_model_new(const zt_game *g, const zt_evaluator *ev, int max_batc
     m->logits = malloc(n * A * sizeof(float));
     m->values = malloc(n * sizeof(float));
     m->rewards = malloc(n * sizeof(float));
+    m->sigma = malloc(n * (size_t)m->codes * sizeof(float) + 1);
     m->actions = malloc(n * sizeof(int));
     m->row_of = malloc(n * sizeof(int));
     m->base.impl = m;
     m->base.free = mz_free;
     if (!m->obs || !m->in_hidden || !m->out_hidden || !m->logits || !m->values || !m->rewards ||
-        !m->actions || !m->row_of || grow_store(m) != ZT_OK) {
+        !m->sigma || !m->actions || !m->row_of || grow_store(m) != ZT_OK) {
         mz_free(&m->base);
         return zt_fail(ZT_ERR_NOMEM, "muzero model buffers for batch %d", max_batch);
     }
     m->base.num_actions = g->num_actions;
-    m->base.max_outcomes = 0;
+    m->base.max_outcomes = m->codes;
     m->base.state_size = sizeof(mz_state);
     m->base.input_size = g->state_size;
     m->base.max_batch = max_batch;

@@ -92,6 +92,17 @@ static zt_status net_recurrent(void *ctx, int B, const float *hidden, const int 
     return ZT_OK;
 }
 
+static zt_status net_afterstate(void *ctx, int B, const float *hidden, const int *actions,
+                                float *after, float *chance_logits, float *q)
+{
+    zt_net_evaluator *ne = ctx;
+    ZT_TRY(begin_call(ne, B));
+    uint64_t t0 = zt_now_ns();
+    ZT_TRY(zt_net_afterstate(ne->net, B, hidden, actions, after, chance_logits, q));
+    end_call(ne, B, t0);
+    return ZT_OK;
+}
+
 zt_status zt_net_evaluator_new(zt_net *net, int max_batch, zt_net_evaluator **out)
 {
     *out = NULL;
@@ -129,7 +140,9 @@ zt_evaluator zt_net_evaluator_get(zt_net_evaluator *ne)
                               .eval = net_eval,
                               .initial = net_initial,
                               .recurrent = net_recurrent,
-                              .hidden_size = zt_net_hidden_size(cfg)};
+                              .hidden_size = zt_net_hidden_size(cfg),
+                              .afterstate = cfg->chance_codes > 0 ? net_afterstate : NULL,
+                              .chance_codes = cfg->chance_codes};
     return (zt_evaluator){.ctx = ne, .eval = net_eval};
 }
 

@@ -8,10 +8,27 @@
 #include "core/alloc.h"
 #include "nn/muzero.h"
 
-enum { FN_REPR, FN_DYN, FN_PRED, FN_COUNT };
+/* Plain MuZero has the first three; Stochastic MuZero all six: afterstate
+ * dynamics phi, afterstate prediction psi and the chance encoder e after
+ * them, so that a plain net's parameter layout is the same either way. */
+enum { FN_REPR, FN_DYN, FN_PRED, FN_AFTER, FN_APRED, FN_ENC, FN_COUNT };
+
+/* Stochastic MuZero's training buffers, K of each (step k: the afterstate
+ * after the action from step k, its psi outputs, the code of the chance
+ * outcome into step k + 1). */
+typedef struct mz_chance_train {
+    zt_nn_plan **after, **apred, **enc;
+    float **as, **a_range;       /* scaled afterstates, tcap x hidden; their ranges */
+    int32_t **a_imin, **a_imax;
+    float **clog, **d_clog;      /* sigma's logits, tcap x C, and their gradients */
+    float **q, **d_q;            /* psi's Q, tcap */
+    float **elog, **ce, **code;  /* encoder logits, their softmax, the one-hot code */
+    float *ein, *d_after, *d_elog, *d_code;
+} mz_chance_train;
 
 struct zt_mz {
     zt_net_config cfg;
+    int nfn, codes; /* graphs in use (3 or 6); chance codes C (0: plain MuZero) */
     zt_nn_graph g[FN_COUNT];
     size_t poff[FN_COUNT], soff[FN_COUNT]; /* each graph's slice of the net's arrays */
     const zt_nn_backend *be;
@@ -24,6 +41,7 @@ struct zt_mz {
     float *gin, *raw, *hidden;
     int32_t *imin, *imax;
     float *range;
+    float *icode; /* Stochastic MuZero: one-hot codes, cap x C */
     /* training: plan instances for an unroll of K steps and batches up to
      * tcap: h once, g K times, f K + 1 times */
     int K, tcap;
@@ -35,6 +53,7 @@ struct zt_mz {
     float **d_pol, **d_val, **d_rew; /* their loss gradients */
     float *t_gin, *t_raw, *ds, *dx, *dtmp, *d_gin;
     int *t_act; /* tcap: the actions of one step */
+    mz_chance_train ct; /* Stochastic MuZero only */
 };
 
 /* ---- graphs ---- */
@@ -102,9 +121,11 @@ static void build_graphs(zt_mz *mz)
     }
     zt_nn_graph_output(g, x);
 
+    /* g: (hidden state, action planes), or Stochastic MuZero's (afterstate,
+     * code planes) */
     g = &mz->g[FN_DYN];
     zt_nn_graph_init(g);
-    x = zt_nn_graph_input(g, (zt_nn_shape){c->in_h, c->in_w, c->channels + P});
+    x = zt_nn_graph_input(g, (zt_nn_shape){c->in_h, c->in_w, c->channels + (mz->codes ? mz->codes : P)});
     x = conv_norm_relu(g, "dyn.stem", x, c->channels, 3);
     for (int b = 0; b < c->dyn_blocks; b++) {
         snprintf(name, sizeof name, "dyn.blocks.%d", b);
@@ -127,6 +148,45 @@ static void build_graphs(zt_mz *mz)
     int value = scalar_head(g, "pred.value", x, c->value_channels, c->value_hidden);
     zt_nn_graph_output(g, policy);
     zt_nn_graph_output(g, value);
+    if (!mz->codes) return;
+
+    /* phi: g's trunk on (hidden state, action planes), no reward */
+    g = &mz->g[FN_AFTER];
+    zt_nn_graph_init(g);
+    x = zt_nn_graph_input(g, (zt_nn_shape){c->in_h, c->in_w, c->channels + P});
+    x = conv_norm_relu(g, "after.stem", x, c->channels, 3);
+    for (int b = 0; b < c->dyn_blocks; b++) {
+        snprintf(name, sizeof name, "after.blocks.%d", b);
+        x = residual(g, name, x);
+    }
+    zt_nn_graph_output(g, x);
+
+    /* psi: f's shape, sigma's logits over the C codes in the policy's place
+     * and Q in the value's */
+    g = &mz->g[FN_APRED];
+    zt_nn_graph_init(g);
+    x = zt_nn_graph_input(g, (zt_nn_shape){c->in_h, c->in_w, c->channels});
+    for (int b = 0; b < c->pred_blocks; b++) {
+        snprintf(name, sizeof name, "apred.blocks.%d", b);
+        x = residual(g, name, x);
+    }
+    int sigma = conv_norm_relu(g, "apred.chance", x, c->policy_channels, 1);
+    sigma = zt_nn_graph_dense(g, join(buf, sizeof buf, "apred.chance", "fc"), sigma, mz->codes, true);
+    int q = scalar_head(g, "apred.value", x, c->value_channels, c->value_hidden);
+    zt_nn_graph_output(g, sigma);
+    zt_nn_graph_output(g, q);
+
+    /* e: the observations before and after chance, stacked along channels
+     * (the difference shows what chance did), a stem and one block, then C
+     * logits */
+    g = &mz->g[FN_ENC];
+    zt_nn_graph_init(g);
+    x = zt_nn_graph_input(g, (zt_nn_shape){c->in_h, c->in_w, 2 * c->in_c});
+    x = conv_norm_relu(g, "enc.stem", x, c->channels, 3);
+    x = residual(g, "enc.blocks.0", x);
+    x = conv_norm_relu(g, "enc.head", x, c->policy_channels, 1);
+    x = zt_nn_graph_dense(g, join(buf, sizeof buf, "enc.head", "fc"), x, mz->codes, true);
+    zt_nn_graph_output(g, x);
 }
 
 zt_mz *zt_mz_new(const zt_net_config *cfg, zt_nn_graph *table)
@@ -134,9 +194,11 @@ zt_mz *zt_mz_new(const zt_net_config *cfg, zt_nn_graph *table)
     ZT_ASSERT(cfg->kind == ZT_NET_MUZERO);
     zt_mz *mz = zt_xcalloc(1, sizeof *mz);
     mz->cfg = *cfg;
+    mz->codes = cfg->chance_codes;
+    mz->nfn = mz->codes ? FN_COUNT : FN_AFTER;
     build_graphs(mz);
     zt_nn_graph_init(table);
-    for (int f = 0; f < FN_COUNT; f++) {
+    for (int f = 0; f < mz->nfn; f++) {
         const zt_nn_graph *g = &mz->g[f];
         mz->poff[f] = table->param_floats;
         mz->soff[f] = table->state_floats;
@@ -153,8 +215,42 @@ zt_mz *zt_mz_new(const zt_net_config *cfg, zt_nn_graph *table)
     return mz;
 }
 
+/* Frees n rows and the array of them (either may be NULL). */
+static void free_rows(void *rows, int n)
+{
+    void **r = rows;
+    for (int k = 0; k < n && r; k++) free(r[k]);
+    free(r);
+}
+
+static void free_plans(const zt_nn_backend *be, zt_nn_plan **plans, int n)
+{
+    for (int k = 0; k < n && plans; k++)
+        if (plans[k]) be->plan_free(plans[k]);
+    free(plans);
+}
+
+static void free_chance_train(zt_mz *mz)
+{
+    mz_chance_train *c = &mz->ct;
+    int K = mz->K;
+    free_plans(mz->be, c->after, K);
+    free_plans(mz->be, c->apred, K);
+    free_plans(mz->be, c->enc, K);
+    float **arrays[] = {c->as, c->a_range, c->clog, c->d_clog, c->q, c->d_q, c->elog, c->ce, c->code};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free_rows(arrays[a], K);
+    free_rows(c->a_imin, K);
+    free_rows(c->a_imax, K);
+    free(c->ein);
+    free(c->d_after);
+    free(c->d_elog);
+    free(c->d_code);
+    memset(c, 0, sizeof *c);
+}
+
 static void free_train(zt_mz *mz)
 {
+    free_chance_train(mz);
     if (mz->t_repr) mz->be->plan_free(mz->t_repr);
     for (int k = 0; k < mz->K; k++)
         if (mz->t_dyn[k]) mz->be->plan_free(mz->t_dyn[k]);
@@ -199,7 +295,8 @@ static void free_scratch(zt_mz *mz)
     free(mz->imin);
     free(mz->imax);
     free(mz->range);
-    mz->gin = mz->raw = mz->hidden = mz->range = NULL;
+    free(mz->icode);
+    mz->gin = mz->raw = mz->hidden = mz->range = mz->icode = NULL;
     mz->imin = mz->imax = NULL;
     mz->cap = 0;
 }
@@ -209,7 +306,7 @@ void zt_mz_free(zt_mz *mz)
     if (!mz) return;
     free_train(mz);
     free_scratch(mz);
-    for (int f = 0; f < FN_COUNT; f++) {
+    for (int f = 0; f < mz->nfn; f++) {
         if (mz->plan[f]) mz->be->plan_free(mz->plan[f]);
         zt_nn_graph_free(&mz->g[f]);
     }
@@ -230,23 +327,35 @@ zt_status zt_mz_plans_new(zt_mz *mz, const zt_nn_backend *be, float *params, flo
     mz->state = state;
     mz->prec = prec;
     mz->threads = threads;
-    for (int f = 0; f < FN_COUNT; f++) ZT_TRY(plan_of(mz, f, &mz->plan[f]));
+    /* the encoder runs in training only */
+    for (int f = 0; f < mz->nfn; f++)
+        if (f != FN_ENC) ZT_TRY(plan_of(mz, f, &mz->plan[f]));
     return ZT_OK;
 }
 
 void zt_mz_params_changed(zt_mz *mz)
 {
     if (!mz->be->params_changed) return;
-    for (int f = 0; f < FN_COUNT; f++) mz->be->params_changed(mz->plan[f]);
+    for (int f = 0; f < mz->nfn; f++)
+        if (mz->plan[f]) mz->be->params_changed(mz->plan[f]);
     if (!mz->t_repr) return;
     mz->be->params_changed(mz->t_repr);
     for (int k = 0; k < mz->K; k++) mz->be->params_changed(mz->t_dyn[k]);
     for (int k = 0; k <= mz->K; k++) mz->be->params_changed(mz->t_pred[k]);
+    for (int k = 0; k < mz->K && mz->ct.after; k++) {
+        mz->be->params_changed(mz->ct.after[k]);
+        mz->be->params_changed(mz->ct.apred[k]);
+        mz->be->params_changed(mz->ct.enc[k]);
+    }
 }
 
-static size_t gin_size(const zt_net_config *c)
+/* Floats per sample of g's or phi's input: the hidden state with the
+ * action's planes or the code's, whichever is wider. */
+static size_t gin_size(const zt_mz *mz)
 {
-    return (size_t)c->in_h * c->in_w * (size_t)(c->channels + zt_net_action_planes(c));
+    const zt_net_config *c = &mz->cfg;
+    int P = zt_net_action_planes(c), extra = mz->codes > P ? mz->codes : P;
+    return (size_t)c->in_h * c->in_w * (size_t)(c->channels + extra);
 }
 
 zt_status zt_mz_reserve(zt_mz *mz, int max_batch)
@@ -254,19 +363,22 @@ zt_status zt_mz_reserve(zt_mz *mz, int max_batch)
     if (max_batch > mz->cap) {
         free_scratch(mz);
         size_t n = (size_t)max_batch, hs = zt_net_hidden_size(&mz->cfg);
-        mz->gin = malloc(n * gin_size(&mz->cfg) * sizeof(float));
+        mz->gin = malloc(n * gin_size(mz) * sizeof(float));
         mz->raw = malloc(n * hs * sizeof(float));
         mz->hidden = malloc(n * hs * sizeof(float));
         mz->imin = malloc(n * sizeof(int32_t));
         mz->imax = malloc(n * sizeof(int32_t));
         mz->range = malloc(n * sizeof(float));
-        if (!mz->gin || !mz->raw || !mz->hidden || !mz->imin || !mz->imax || !mz->range) {
+        mz->icode = malloc(n * (size_t)mz->codes * sizeof(float) + 1);
+        if (!mz->gin || !mz->raw || !mz->hidden || !mz->imin || !mz->imax || !mz->range ||
+            !mz->icode) {
             free_scratch(mz);
             return zt_fail(ZT_ERR_NOMEM, "no memory for muzero buffers of batch %d", max_batch);
         }
         mz->cap = max_batch;
     }
-    for (int f = 0; f < FN_COUNT; f++) ZT_TRY(mz->be->reserve(mz->plan[f], max_batch, false));
+    for (int f = 0; f < mz->nfn; f++)
+        if (mz->plan[f]) ZT_TRY(mz->be->reserve(mz->plan[f], max_batch, false));
     return ZT_OK;
 }
 
@@ -337,6 +449,22 @@ void zt_mz_dynamics_input(const zt_net_config *cfg, int B, const float *hidden, 
     }
 }
 
+void zt_mz_code_input(const zt_net_config *cfg, int B, const float *after, const float *codes,
+                      float *out)
+{
+    int C = cfg->channels, Z = cfg->chance_codes, cells = cfg->in_h * cfg->in_w;
+    ZT_ASSERT(Z > 0);
+    for (int b = 0; b < B; b++) {
+        const float *z = codes + (size_t)b * Z;
+        for (int cell = 0; cell < cells; cell++) {
+            const float *h = after + ((size_t)b * cells + cell) * C;
+            float *o = out + ((size_t)b * cells + cell) * (size_t)(C + Z);
+            memcpy(o, h, (size_t)C * sizeof(float));
+            memcpy(o + C, z, (size_t)Z * sizeof(float));
+        }
+    }
+}
+
 double zt_mz_policy_loss(const float *logits, const float *target, int A, double scale, float *d)
 {
     double max = -INFINITY, mass = 0;
@@ -370,12 +498,36 @@ zt_status zt_mz_initial(zt_mz *mz, int B, const float *obs, float *hidden, float
     return mz->be->forward(mz->plan[FN_PRED], B, h, pouts, false, false);
 }
 
+zt_status zt_mz_afterstate(zt_mz *mz, int B, const float *hidden, const int *actions, float *after,
+                           float *chance_logits, float *q)
+{
+    ZT_ASSERT(mz->codes > 0);
+    ZT_TRY(zt_mz_reserve(mz, B));
+    size_t hs = zt_net_hidden_size(&mz->cfg);
+    zt_mz_dynamics_input(&mz->cfg, B, hidden, actions, mz->gin);
+    float *outs[1] = {mz->raw};
+    ZT_TRY(mz->be->forward(mz->plan[FN_AFTER], B, mz->gin, outs, false, false));
+    zt_mz_minmax_forward(mz->raw, after, B, hs, mz->imin, mz->imax, mz->range);
+    float *pouts[2] = {chance_logits, q};
+    return mz->be->forward(mz->plan[FN_APRED], B, after, pouts, false, false);
+}
+
 zt_status zt_mz_recurrent(zt_mz *mz, int B, const float *hidden, const int *actions,
                           float *next_hidden, float *reward, float *policy, float *value)
 {
     ZT_TRY(zt_mz_reserve(mz, B));
     size_t hs = zt_net_hidden_size(&mz->cfg);
-    zt_mz_dynamics_input(&mz->cfg, B, hidden, actions, mz->gin);
+    if (mz->codes > 0) { /* an afterstate and a chance code */
+        int Z = mz->codes;
+        memset(mz->icode, 0, (size_t)B * Z * sizeof(float));
+        for (int b = 0; b < B; b++) {
+            ZT_ASSERT(actions[b] >= 0 && actions[b] < Z);
+            mz->icode[(size_t)b * Z + actions[b]] = 1.0f;
+        }
+        zt_mz_code_input(&mz->cfg, B, hidden, mz->icode, mz->gin);
+    } else {
+        zt_mz_dynamics_input(&mz->cfg, B, hidden, actions, mz->gin);
+    }
     float *outs[2] = {mz->raw, reward};
     ZT_TRY(mz->be->forward(mz->plan[FN_DYN], B, mz->gin, outs, false, false));
     zt_mz_minmax_forward(mz->raw, next_hidden, B, hs, mz->imin, mz->imax, mz->range);
@@ -393,6 +545,49 @@ static float **alloc_rows(int n, size_t count, bool *ok)
         *ok = *ok && r[i];
     }
     return r;
+}
+
+/* Stochastic MuZero's plans and buffers for an unroll of K (mz->K) steps of
+ * batches up to mb; *ok false if memory ran out. */
+static zt_status reserve_chance_train(zt_mz *mz, int mb, bool *ok)
+{
+    mz_chance_train *c = &mz->ct;
+    int K = mz->K;
+    c->after = zt_xcalloc((size_t)K, sizeof *c->after);
+    c->apred = zt_xcalloc((size_t)K, sizeof *c->apred);
+    c->enc = zt_xcalloc((size_t)K, sizeof *c->enc);
+    for (int k = 0; k < K; k++) {
+        ZT_TRY(plan_of(mz, FN_AFTER, &c->after[k]));
+        ZT_TRY(plan_of(mz, FN_APRED, &c->apred[k]));
+        ZT_TRY(plan_of(mz, FN_ENC, &c->enc[k]));
+        ZT_TRY(mz->be->reserve(c->after[k], mb, true));
+        ZT_TRY(mz->be->reserve(c->apred[k], mb, true));
+        ZT_TRY(mz->be->reserve(c->enc[k], mb, true));
+    }
+    const zt_net_config *cfg = &mz->cfg;
+    size_t n = (size_t)mb, hs = zt_net_hidden_size(cfg), Z = (size_t)mz->codes;
+    c->as = alloc_rows(K, n * hs, ok);
+    c->a_range = alloc_rows(K, n, ok);
+    c->clog = alloc_rows(K, n * Z, ok);
+    c->d_clog = alloc_rows(K, n * Z, ok);
+    c->q = alloc_rows(K, n, ok);
+    c->d_q = alloc_rows(K, n, ok);
+    c->elog = alloc_rows(K, n * Z, ok);
+    c->ce = alloc_rows(K, n * Z, ok);
+    c->code = alloc_rows(K, n * Z, ok);
+    c->a_imin = zt_xcalloc((size_t)K, sizeof *c->a_imin);
+    c->a_imax = zt_xcalloc((size_t)K, sizeof *c->a_imax);
+    for (int k = 0; k < K; k++) {
+        c->a_imin[k] = malloc(n * sizeof(int32_t));
+        c->a_imax[k] = malloc(n * sizeof(int32_t));
+        *ok = *ok && c->a_imin[k] && c->a_imax[k];
+    }
+    c->ein = malloc(n * (size_t)cfg->in_h * cfg->in_w * 2 * (size_t)cfg->in_c * sizeof(float));
+    c->d_after = malloc(n * hs * sizeof(float));
+    c->d_elog = malloc(n * Z * sizeof(float));
+    c->d_code = malloc(n * Z * sizeof(float));
+    *ok = *ok && c->ein && c->d_after && c->d_elog && c->d_code;
+    return ZT_OK;
 }
 
 static zt_status reserve_train(zt_mz *mz, int mb, int K)
@@ -429,13 +624,20 @@ static zt_status reserve_train(zt_mz *mz, int mb, int K)
         mz->t_imax[k] = malloc(n * sizeof(int32_t));
         ok = ok && mz->t_imin[k] && mz->t_imax[k];
     }
-    mz->t_gin = malloc(n * gin_size(&mz->cfg) * sizeof(float));
-    mz->d_gin = malloc(n * gin_size(&mz->cfg) * sizeof(float));
+    mz->t_gin = malloc(n * gin_size(mz) * sizeof(float));
+    mz->d_gin = malloc(n * gin_size(mz) * sizeof(float));
     mz->t_raw = malloc(n * hs * sizeof(float));
     mz->ds = malloc(n * hs * sizeof(float));
     mz->dx = malloc(n * hs * sizeof(float));
     mz->dtmp = malloc(n * hs * sizeof(float));
     mz->t_act = malloc(n * sizeof(int));
+    if (mz->codes > 0) {
+        st = reserve_chance_train(mz, mb, &ok);
+        if (st != ZT_OK) {
+            free_train(mz);
+            return st;
+        }
+    }
     if (!ok || !mz->t_act || !mz->t_gin || !mz->d_gin || !mz->t_raw || !mz->ds || !mz->dx ||
         !mz->dtmp) {
         free_train(mz);
@@ -476,12 +678,212 @@ static void step_losses(zt_mz *mz, const zt_train_config *tc, const zt_train_bat
     acc->reward += w * reward * scale;
 }
 
+/* ---- Stochastic MuZero's unroll ---- */
+
+/* The encoder's input for step k of samples [off, off + B): the
+ * observations of steps k and k + 1 stacked along each cell's channels. */
+static void encoder_input(const zt_mz *mz, const zt_train_batch *b, int off, int B, int k,
+                          float *out)
+{
+    const zt_net_config *c = &mz->cfg;
+    size_t cells = (size_t)c->in_h * c->in_w, ch = (size_t)c->in_c, obs_n = cells * ch;
+    size_t K = (size_t)b->unroll;
+    for (int n = 0; n < B; n++) {
+        size_t row = (size_t)(off + n);
+        const float *before = k == 0 ? b->obs + row * obs_n
+                                     : b->next_obs + (row * K + (size_t)(k - 1)) * obs_n;
+        const float *after = b->next_obs + (row * K + (size_t)k) * obs_n;
+        float *o = out + (size_t)n * cells * 2 * ch;
+        for (size_t cell = 0; cell < cells; cell++) {
+            memcpy(o + cell * 2 * ch, before + cell * ch, ch * sizeof(float));
+            memcpy(o + cell * 2 * ch + ch, after + cell * ch, ch * sizeof(float));
+        }
+    }
+}
+
+/* The encoder's code for each sample at step k: the softmax of its logits
+ * (ce) and the one-hot of their argmax (code), which g reads; the
+ * straight-through estimator hands g's gradient on the code to ce. */
+static void quantise(mz_chance_train *c, int Z, int B, int k)
+{
+    for (int n = 0; n < B; n++) {
+        const float *l = c->elog[k] + (size_t)n * Z;
+        float *p = c->ce[k] + (size_t)n * Z, *z = c->code[k] + (size_t)n * Z;
+        int best = 0;
+        for (int j = 1; j < Z; j++)
+            if (l[j] > l[best]) best = j;
+        double sum = 0;
+        for (int j = 0; j < Z; j++) {
+            p[j] = expf(l[j] - l[best]);
+            sum += p[j];
+        }
+        for (int j = 0; j < Z; j++) {
+            p[j] = (float)(p[j] / sum);
+            z[j] = j == best ? 1.0f : 0.0f;
+        }
+    }
+}
+
+static bool chance_counts(const zt_train_batch *b, int off, int n, int k)
+{
+    return b->chance_mask[(size_t)(off + n) * (size_t)b->unroll + (size_t)k] != 0;
+}
+
+/* The chance terms of step k (the afterstate after the action from step k),
+ * each weighted 1/K: psi's Q against step k's value target (an afterstate's
+ * value is the acting player's, the player to move at step k), sigma against
+ * the encoder's code (a target: no gradient reaches the encoder this way),
+ * and the commitment |ce - code|^2 (its gradient is taken in the backward).
+ * Where step k + 1 lies past the end of the game only Q counts. */
+static void chance_losses(zt_mz *mz, const zt_train_config *tc, const zt_train_batch *b, int off,
+                          int B, int k, zt_train_losses *acc)
+{
+    mz_chance_train *c = &mz->ct;
+    int K = b->unroll, Z = mz->codes;
+    double w = 1.0 / K, scale = 1.0 / b->B, q = 0, chance = 0, commit = 0;
+    for (int n = 0; n < B; n++) {
+        size_t row = (size_t)(off + n);
+        double err = c->q[k][n] - b->value_target[row * (size_t)(K + 1) + (size_t)k];
+        q += err * err;
+        c->d_q[k][n] = (float)(2 * err * w * scale * tc->value_weight);
+        float *dl = c->d_clog[k] + (size_t)n * Z;
+        if (!chance_counts(b, off, n, k)) {
+            memset(dl, 0, (size_t)Z * sizeof(float));
+            continue;
+        }
+        const float *z = c->code[k] + (size_t)n * Z, *p = c->ce[k] + (size_t)n * Z;
+        chance += zt_mz_policy_loss(c->clog[k] + (size_t)n * Z, z, Z, w * scale * tc->chance_weight,
+                                    dl);
+        for (int j = 0; j < Z; j++) commit += ((double)p[j] - z[j]) * ((double)p[j] - z[j]);
+    }
+    acc->afterstate += w * q * scale;
+    acc->chance += w * chance * scale;
+    acc->commitment += w * commit * scale;
+}
+
+/* d loss / d encoder logits of step k from d_code (g's gradient on the
+ * code, passed straight through to the softmax ce) plus the commitment's,
+ * through the softmax: dl_j = p_j (d_j - sum_i p_i d_i). */
+static void encoder_grad(zt_mz *mz, const zt_train_config *tc, const zt_train_batch *b, int off,
+                         int B, int k)
+{
+    mz_chance_train *c = &mz->ct;
+    int Z = mz->codes;
+    double w = 1.0 / b->unroll, scale = 1.0 / b->B;
+    for (int n = 0; n < B; n++) {
+        float *dl = c->d_elog + (size_t)n * Z, *d = c->d_code + (size_t)n * Z;
+        if (!chance_counts(b, off, n, k)) {
+            memset(dl, 0, (size_t)Z * sizeof(float));
+            continue;
+        }
+        const float *p = c->ce[k] + (size_t)n * Z, *z = c->code[k] + (size_t)n * Z;
+        double dot = 0;
+        for (int j = 0; j < Z; j++) {
+            d[j] = (float)(tc->straight_through * d[j] +
+                           2 * ((double)p[j] - z[j]) * w * scale * tc->commitment_weight);
+            dot += (double)p[j] * d[j];
+        }
+        for (int j = 0; j < Z; j++) dl[j] = (float)(p[j] * (d[j] - dot));
+    }
+}
+
+/* Forward: s_0 = h(obs); between steps k and k + 1 the afterstate
+ * as_k = phi(s_k, a_k), psi(as_k) -> (sigma_k, Q_k), the code
+ * c_k = e(o_k, o_{k+1}) and s_{k+1} = g(as_k, c_k); f at every s_k.
+ * Backward in reverse through the same joins as plain MuZero's, plus the
+ * afterstates' min-max scaling and the straight-through code. The gradient
+ * scale of appendix G applies where the hidden state enters phi. */
+static zt_status stochastic_micro_batch(zt_mz *mz, const zt_train_config *tc,
+                                        const zt_train_batch *b, int off, int B, bool update_stats,
+                                        float *grads, zt_train_losses *acc)
+{
+    int K = b->unroll;
+    ZT_ASSERT(b->next_obs && b->chance_mask);
+    mz_chance_train *ct = &mz->ct;
+    const zt_net_config *c = &mz->cfg;
+    const zt_nn_backend *be = mz->be;
+    size_t hs = zt_net_hidden_size(c), obs_n = (size_t)c->in_h * c->in_w * c->in_c;
+    size_t cells = (size_t)c->in_h * c->in_w;
+    int C = c->channels, P = zt_net_action_planes(c), Z = mz->codes;
+
+    float *routs[1] = {mz->t_raw};
+    ZT_TRY(be->forward(mz->t_repr, B, b->obs + (size_t)off * obs_n, routs, true, update_stats));
+    zt_mz_minmax_forward(mz->t_raw, mz->s[0], B, hs, mz->t_imin[0], mz->t_imax[0], mz->t_range[0]);
+    for (int k = 0; k <= K; k++) {
+        if (k > 0) {
+            int j = k - 1; /* the afterstate and code between steps j and k */
+            for (int n = 0; n < B; n++) mz->t_act[n] = b->actions[(size_t)(off + n) * K + j];
+            zt_mz_dynamics_input(c, B, mz->s[j], mz->t_act, mz->t_gin);
+            float *aouts[1] = {mz->t_raw};
+            ZT_TRY(be->forward(ct->after[j], B, mz->t_gin, aouts, true, update_stats));
+            zt_mz_minmax_forward(mz->t_raw, ct->as[j], B, hs, ct->a_imin[j], ct->a_imax[j],
+                                 ct->a_range[j]);
+            float *pouts[2] = {ct->clog[j], ct->q[j]};
+            ZT_TRY(be->forward(ct->apred[j], B, ct->as[j], pouts, true, update_stats));
+            encoder_input(mz, b, off, B, j, ct->ein);
+            float *eouts[1] = {ct->elog[j]};
+            ZT_TRY(be->forward(ct->enc[j], B, ct->ein, eouts, true, update_stats));
+            quantise(ct, Z, B, j);
+            chance_losses(mz, tc, b, off, B, j, acc);
+            zt_mz_code_input(c, B, ct->as[j], ct->code[j], mz->t_gin);
+            float *douts[2] = {mz->t_raw, mz->rew[k]};
+            ZT_TRY(be->forward(mz->t_dyn[j], B, mz->t_gin, douts, true, update_stats));
+            zt_mz_minmax_forward(mz->t_raw, mz->s[k], B, hs, mz->t_imin[k], mz->t_imax[k],
+                                 mz->t_range[k]);
+        }
+        float *pouts[2] = {mz->pol[k], mz->val[k]};
+        ZT_TRY(be->forward(mz->t_pred[k], B, mz->s[k], pouts, true, update_stats));
+        step_losses(mz, tc, b, off, B, k, acc);
+    }
+
+    memset(mz->ds, 0, (size_t)B * hs * sizeof(float));
+    float dyn_scale = (float)tc->dynamics_grad_scale;
+    for (int k = K; k >= 0; k--) {
+        const float *pd[2] = {mz->d_pol[k], mz->d_val[k]};
+        ZT_TRY(be->backward(mz->t_pred[k], B, pd, grads + mz->poff[FN_PRED], mz->dtmp));
+        for (size_t i = 0; i < (size_t)B * hs; i++) mz->ds[i] += mz->dtmp[i];
+        zt_mz_minmax_backward(mz->ds, mz->s[k], B, hs, mz->t_imin[k], mz->t_imax[k], mz->t_range[k],
+                              mz->dx);
+        if (k == 0) {
+            const float *rd[1] = {mz->dx};
+            return be->backward(mz->t_repr, B, rd, grads + mz->poff[FN_REPR], NULL);
+        }
+        int j = k - 1;
+        /* g: its input's afterstate channels to d_after, its code channels
+         * summed over the cells (constant planes) to d_code */
+        const float *dd[2] = {mz->dx, mz->d_rew[k]};
+        ZT_TRY(be->backward(mz->t_dyn[j], B, dd, grads + mz->poff[FN_DYN], mz->d_gin));
+        memset(ct->d_code, 0, (size_t)B * Z * sizeof(float));
+        for (int n = 0; n < B; n++)
+            for (size_t cell = 0; cell < cells; cell++) {
+                const float *d = mz->d_gin + ((size_t)n * cells + cell) * (size_t)(C + Z);
+                memcpy(ct->d_after + ((size_t)n * cells + cell) * C, d, (size_t)C * sizeof(float));
+                for (int z = 0; z < Z; z++) ct->d_code[(size_t)n * Z + z] += d[C + z];
+            }
+        const float *ad[2] = {ct->d_clog[j], ct->d_q[j]};
+        ZT_TRY(be->backward(ct->apred[j], B, ad, grads + mz->poff[FN_APRED], mz->dtmp));
+        for (size_t i = 0; i < (size_t)B * hs; i++) ct->d_after[i] += mz->dtmp[i];
+        zt_mz_minmax_backward(ct->d_after, ct->as[j], B, hs, ct->a_imin[j], ct->a_imax[j],
+                              ct->a_range[j], mz->dx);
+        const float *fd[1] = {mz->dx};
+        ZT_TRY(be->backward(ct->after[j], B, fd, grads + mz->poff[FN_AFTER], mz->d_gin));
+        for (size_t cell = 0; cell < (size_t)B * cells; cell++)
+            for (int ch = 0; ch < C; ch++)
+                mz->ds[cell * C + ch] = dyn_scale * mz->d_gin[cell * (size_t)(C + P) + ch];
+        encoder_grad(mz, tc, b, off, B, j);
+        const float *ed[1] = {ct->d_elog};
+        ZT_TRY(be->backward(ct->enc[j], B, ed, grads + mz->poff[FN_ENC], NULL));
+    }
+    return ZT_OK;
+}
+
 zt_status zt_mz_micro_batch(zt_mz *mz, const zt_train_config *tc, const zt_train_batch *b, int off,
                             int B, bool update_stats, float *grads, zt_train_losses *acc)
 {
     int K = b->unroll;
     ZT_ASSERT(K >= 1 && b->actions && b->policy_mask && b->reward_target);
     ZT_TRY(reserve_train(mz, B, K));
+    if (mz->codes > 0) return stochastic_micro_batch(mz, tc, b, off, B, update_stats, grads, acc);
     const zt_net_config *c = &mz->cfg;
     const zt_nn_backend *be = mz->be;
     size_t hs = zt_net_hidden_size(c), obs_n = (size_t)c->in_h * c->in_w * c->in_c;
@@ -537,4 +939,14 @@ void zt_mz_unroll_outputs(const zt_mz *mz, int k, const float **policy, const fl
     *policy = mz->pol[k];
     *value = mz->val[k];
     *reward = mz->rew[k];
+}
+
+void zt_mz_chance_outputs(const zt_mz *mz, int k, const float **sigma, const float **q,
+                          const float **code, const float **encoder)
+{
+    ZT_ASSERT(mz->codes > 0 && k >= 0 && k < mz->K);
+    *sigma = mz->ct.clog[k];
+    *q = mz->ct.q[k];
+    *code = mz->ct.code[k];
+    *encoder = mz->ct.elog[k];
 }

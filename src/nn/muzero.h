@@ -37,8 +37,13 @@ void zt_mz_params_changed(zt_mz *mz);
 zt_status zt_mz_reserve(zt_mz *mz, int max_batch);
 zt_status zt_mz_initial(zt_mz *mz, int B, const float *obs, float *hidden, float *policy,
                         float *value);
+/* On a Stochastic MuZero net (chance codes > 0) `hidden` holds afterstates
+ * and `actions` chance codes; zt_mz_afterstate steps hidden states with
+ * actions to afterstates (nn.h, zt_net_afterstate). */
 zt_status zt_mz_recurrent(zt_mz *mz, int B, const float *hidden, const int *actions,
                           float *next_hidden, float *reward, float *policy, float *value);
+zt_status zt_mz_afterstate(zt_mz *mz, int B, const float *hidden, const int *actions, float *after,
+                           float *chance_logits, float *q);
 
 /* Forward and backward of the unrolled loss over samples [off, off + B) of
  * `b` (b->unroll steps; terms divided by b->B); parameter gradients are
@@ -50,6 +55,11 @@ zt_status zt_mz_micro_batch(zt_mz *mz, const zt_train_config *tc, const zt_train
  * policy logits, B values, B rewards (k >= 1). */
 void zt_mz_unroll_outputs(const zt_mz *mz, int k, const float **policy, const float **value,
                           const float **reward);
+/* Stochastic MuZero, step k < K of the last unroll (tests): B x C logits of
+ * sigma, B values of Q, the B x C one-hot codes the encoder chose and its
+ * B x C logits. */
+void zt_mz_chance_outputs(const zt_mz *mz, int k, const float **sigma, const float **q,
+                          const float **code, const float **encoder);
 
 /* The net's zt_mz (NULL unless its kind is muzero); net.c. */
 zt_mz *zt_net_mz(zt_net *net);
@@ -70,6 +80,12 @@ void zt_mz_minmax_backward(const float *ds, const float *s, int B, size_t n, con
  * planes appended to every cell's channels (zt_net_action_planes). */
 void zt_mz_dynamics_input(const zt_net_config *cfg, int B, const float *hidden, const int *actions,
                           float *out);
+
+/* Stochastic MuZero's g input for B samples: each afterstate (H x W x C)
+ * with the sample's code vector (chance_codes floats: one-hot, or in
+ * training the straight-through code) appended to every cell's channels. */
+void zt_mz_code_input(const zt_net_config *cfg, int B, const float *after, const float *codes,
+                      float *out);
 
 /* Softmax cross-entropy over all A logits against `target` (any
  * non-negative weights): returns -sum target * log softmax and writes

@@ -70,11 +70,15 @@ zt_status zt_net_config_check(const zt_net_config *cfg)
     ZT_TRY(check_range("input channels", cfg->in_c, 1, 4096));
     ZT_TRY(check_range("num_actions", cfg->num_actions, 1, 1 << 16));
     ZT_TRY(check_range("value_hidden", cfg->value_hidden, 1, 1 << 14));
+    if (cfg->kind != ZT_NET_MUZERO && cfg->chance_codes != 0)
+        return zt_fail(ZT_ERR_INVALID, "chance codes (%d) belong to muzero nets only",
+                       cfg->chance_codes);
     if (cfg->kind == ZT_NET_MUZERO) {
         ZT_TRY(check_range("dyn_blocks", cfg->dyn_blocks, 0, 256));
         ZT_TRY(check_range("pred_blocks", cfg->pred_blocks, 0, 256));
         if (cfg->value_kind != ZT_VALUE_SCALAR)
             return zt_fail(ZT_ERR_INVALID, "a muzero net's value head is scalar, not wdl");
+        ZT_TRY(check_range("chance_codes", cfg->chance_codes, 0, 4096));
         if (cfg->num_actions != cfg->in_h * cfg->in_w && cfg->num_actions > 4096)
             return zt_fail(ZT_ERR_INVALID,
                            "a muzero net needs an action plane each for its %d actions (at most "
@@ -105,13 +109,17 @@ void zt_net_config_format(const zt_net_config *cfg, char *buf, size_t cap)
         snprintf(buf, cap, "resnet in=%dx%dx%d actions=%d value=%s:%d ch=%d blocks=%d pol=%d valc=%d",
                  cfg->in_h, cfg->in_w, cfg->in_c, cfg->num_actions, value, cfg->value_hidden,
                  cfg->channels, cfg->blocks, cfg->policy_channels, cfg->value_channels);
-    else if (cfg->kind == ZT_NET_MUZERO)
-        snprintf(buf, cap,
-                 "muzero in=%dx%dx%d actions=%d value=%s:%d ch=%d blocks=%d dyn=%d pred=%d pol=%d "
-                 "valc=%d",
-                 cfg->in_h, cfg->in_w, cfg->in_c, cfg->num_actions, value, cfg->value_hidden,
-                 cfg->channels, cfg->blocks, cfg->dyn_blocks, cfg->pred_blocks,
-                 cfg->policy_channels, cfg->value_channels);
+    else if (cfg->kind == ZT_NET_MUZERO) {
+        int len = snprintf(buf, cap,
+                           "muzero in=%dx%dx%d actions=%d value=%s:%d ch=%d blocks=%d dyn=%d "
+                           "pred=%d pol=%d valc=%d",
+                           cfg->in_h, cfg->in_w, cfg->in_c, cfg->num_actions, value,
+                           cfg->value_hidden, cfg->channels, cfg->blocks, cfg->dyn_blocks,
+                           cfg->pred_blocks, cfg->policy_channels, cfg->value_channels);
+        /* Stochastic MuZero's codebook; plain MuZero's string is unchanged */
+        if (cfg->chance_codes > 0 && len > 0 && (size_t)len < cap)
+            snprintf(buf + len, cap - (size_t)len, " codes=%d", cfg->chance_codes);
+    }
     else
         snprintf(buf, cap, "mlp in=%dx%dx%d actions=%d value=%s:%d width=%d layers=%d norm=%s",
                  cfg->in_h, cfg->in_w, cfg->in_c, cfg->num_actions, value, cfg->value_hidden,
@@ -141,6 +149,9 @@ zt_status zt_net_config_parse(const char *text, zt_net_config *cfg)
                    &c.blocks, &c.dyn_blocks, &c.pred_blocks, &c.policy_channels, &c.value_channels,
                    &n) != 12)
             n = 0;
+        int m = 0;
+        if (n > 0 && text[n] == ' ' && sscanf(text + n, " codes=%d%n", &c.chance_codes, &m) == 1)
+            n += m;
     } else if (strncmp(text, "mlp ", 4) == 0) {
         c.kind = ZT_NET_MLP;
         if (sscanf(text, "mlp in=%dx%dx%d actions=%d value=%15[a-z]:%d width=%d layers=%d "
@@ -741,6 +752,13 @@ zt_status zt_net_recurrent(zt_net *net, int B, const float *hidden, const int *a
 {
     ZT_ASSERT(B > 0 && net->mz);
     return zt_mz_recurrent(net->mz, B, hidden, actions, next_hidden, reward, policy_logits, value);
+}
+
+zt_status zt_net_afterstate(zt_net *net, int B, const float *hidden, const int *actions,
+                            float *after, float *chance_logits, float *q)
+{
+    ZT_ASSERT(B > 0 && net->mz && net->cfg.chance_codes > 0);
+    return zt_mz_afterstate(net->mz, B, hidden, actions, after, chance_logits, q);
 }
 
 zt_status zt_net_calibrate(zt_net *net, int B, const float *obs)

@@ -51,6 +51,7 @@ typedef struct zt_net_config {
      * state's planes; the reward head has the value head's shape */
     int dyn_blocks;        /* residual blocks of the dynamics function */
     int pred_blocks;       /* residual blocks of the prediction function */
+    int chance_codes;      /* Stochastic MuZero's codebook size C (0: plain MuZero) */
     /* mlp */
     int mlp_hidden;        /* width of each dense block */
     int mlp_layers;        /* number of dense-norm-ReLU blocks */
@@ -83,7 +84,17 @@ static inline int zt_net_value_size(const zt_net_config *cfg)
  * [0, 1] per sample. The action enters g as extra input planes: one plane
  * that is 1 at the action's cell when the actions are the board's cells
  * (num_actions == H * W, row-major), else one constant plane per action (1
- * on the action's plane). zt_net_forward on such a net is f(h(obs)). */
+ * on the action's plane). zt_net_forward on such a net is f(h(obs)).
+ *
+ * Stochastic MuZero (Antonoglou et al. 2022; chance_codes = C > 0) adds
+ * afterstates: afterstate dynamics phi(hidden state, action) -> afterstate
+ * (min-max scaled like a hidden state), afterstate prediction
+ * psi(afterstate) -> (logits of the chance-code distribution sigma over C
+ * codes, Q), and g becomes g(afterstate, code) -> (next hidden state,
+ * reward), the code entering as C constant planes (one-hot). An encoder
+ * e(observation before, observation after) -> C logits gives, in training,
+ * the code of what chance did (the one-hot of its argmax, with a
+ * straight-through gradient and a commitment loss). */
 
 /* Floats of one hidden state. */
 static inline size_t zt_net_hidden_size(const zt_net_config *cfg)
@@ -289,6 +300,13 @@ zt_status zt_net_initial(zt_net *net, int B, const float *obs, float *hidden, fl
                          float *value);
 zt_status zt_net_recurrent(zt_net *net, int B, const float *hidden, const int *actions,
                            float *next_hidden, float *reward, float *policy_logits, float *value);
+/* Stochastic MuZero (chance_codes = C > 0). afterstate: B hidden states and
+ * actions -> afterstates (hidden size each), chance_logits[B * C] (sigma)
+ * and q[B] (the afterstate's value for the player who acted). recurrent on
+ * such a net steps B afterstates with chance codes (0 <= code < C) instead
+ * of hidden states with actions. */
+zt_status zt_net_afterstate(zt_net *net, int B, const float *hidden, const int *actions,
+                            float *after, float *chance_logits, float *q);
 
 /* Reads only the architecture and game of a weight file (game: cap bytes). */
 zt_status zt_net_file_info(const char *path, zt_net_config *cfg, char *game, size_t cap);
@@ -326,6 +344,13 @@ typedef struct zt_train_config {
      * exact (the finite-difference tests). */
     double dynamics_grad_scale;
     double reward_weight;  /* MuZero: weight of the reward term */
+    double chance_weight;  /* Stochastic MuZero: weight of the chance (sigma) term */
+    double commitment_weight; /* Stochastic MuZero: beta of the commitment term */
+    /* Stochastic MuZero: the share of g's gradient on the code that the
+     * straight-through estimator passes to the encoder (1); 0 leaves the
+     * loss's exact gradient (the one-hot code is piecewise constant), which
+     * the finite-difference tests check. */
+    double straight_through;
 } zt_train_config;
 
 void zt_train_config_default(zt_train_config *cfg);
@@ -352,6 +377,13 @@ typedef struct zt_train_batch {
     const int32_t *actions;
     const uint8_t *policy_mask;
     const float *reward_target;
+    /* Stochastic MuZero nets (chance_codes > 0): next_obs B * K * obs size,
+     * the observation of step k + 1 (row n * K + k; the encoder reads it
+     * beside step k's: obs for k = 0, next_obs row k - 1 after), and
+     * chance_mask B * K (1 where step k + 1 is a position of the game; 0
+     * past its end: no code targets there). */
+    const float *next_obs;
+    const uint8_t *chance_mask;
 } zt_train_batch;
 
 /* The loss terms of one step, each averaged over the batch. */
@@ -360,12 +392,19 @@ typedef struct zt_train_losses {
     double value;    /* MSE (scalar), cross-entropy (WDL), or the five binary
                       * cross-entropies summed (equity) */
     double l2;       /* 0.5 * weight_decay * sum of decayed weights squared */
-    double total;    /* policy + value_weight * value + reward_weight * reward + l2 */
+    double total;    /* policy + value_weight * (value + afterstate) + reward_weight *
+                      * reward + chance_weight * chance + commitment_weight *
+                      * commitment + l2 */
     double grad_norm; /* global norm of the loss gradient before clipping */
     double lr;       /* learning rate used for this step */
     /* MuZero: policy, value and reward sum the unroll's steps, steps k >= 1
      * weighted 1/K (MuZero appendix G); reward is the MSE of g's reward */
     double reward;
+    /* Stochastic MuZero, each step k < K weighted 1/K: afterstate, the MSE
+     * of psi's Q against step k's value target; chance, the cross-entropy of
+     * sigma against the encoder's code; commitment, the squared distance of
+     * the encoder's softmax from its one-hot code */
+    double afterstate, chance, commitment;
 } zt_train_losses;
 
 typedef struct zt_trainer zt_trainer;

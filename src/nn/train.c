@@ -42,6 +42,9 @@ void zt_train_config_default(zt_train_config *cfg)
     cfg->micro_batch = 256;
     cfg->dynamics_grad_scale = 0.5;
     cfg->reward_weight = 1.0;
+    cfg->chance_weight = 1.0;
+    cfg->commitment_weight = 0.25;
+    cfg->straight_through = 1.0;
 }
 
 static zt_status check_config(const zt_train_config *c)
@@ -71,6 +74,9 @@ static zt_status check_config(const zt_train_config *c)
         return zt_fail(ZT_ERR_INVALID, "lr_min = %g must be in [0, lr]", c->lr_min);
     if (!(c->value_weight >= 0))
         return zt_fail(ZT_ERR_INVALID, "value_weight = %g must be >= 0", c->value_weight);
+    if (!(c->chance_weight >= 0) || !(c->commitment_weight >= 0))
+        return zt_fail(ZT_ERR_INVALID, "chance_weight = %g and commitment_weight = %g must be >= 0",
+                       c->chance_weight, c->commitment_weight);
     if (c->micro_batch < 1)
         return zt_fail(ZT_ERR_INVALID, "micro_batch = %d must be >= 1", c->micro_batch);
     if (!(c->clip_norm >= 0))
@@ -267,6 +273,13 @@ static zt_status micro_batch(zt_trainer *t, const zt_train_batch *b, int off, in
     return be->backward(plan, B, d_outs, grads, NULL);
 }
 
+/* The weighted sum of the terms (l2 included), as the gradient has it. */
+static double total_loss(const zt_train_config *c, const zt_train_losses *l)
+{
+    return l->policy + c->value_weight * (l->value + l->afterstate) + c->reward_weight * l->reward +
+           c->chance_weight * l->chance + c->commitment_weight * l->commitment + l->l2;
+}
+
 static zt_status run_batch(zt_trainer *t, const zt_train_batch *b, bool update_stats,
                            float *grads, zt_train_losses *out)
 {
@@ -288,8 +301,7 @@ static zt_status run_batch(zt_trainer *t, const zt_train_batch *b, bool update_s
     }
     out->grad_norm = sqrt(sq);
     out->l2 = 0.5 * t->cfg.weight_decay * l2;
-    out->total = out->policy + t->cfg.value_weight * out->value +
-                 t->cfg.reward_weight * out->reward + out->l2;
+    out->total = total_loss(&t->cfg, out);
     return ZT_OK;
 }
 
@@ -339,8 +351,7 @@ zt_status zt_trainer_step_reduced(zt_trainer *t, const zt_train_batch *batch,
         }
         losses.grad_norm = sqrt(sq);
         losses.l2 = 0.5 * t->cfg.weight_decay * l2;
-        losses.total = losses.policy + t->cfg.value_weight * losses.value +
-                       t->cfg.reward_weight * losses.reward + losses.l2;
+        losses.total = total_loss(&t->cfg, &losses);
     }
     const zt_train_config *c = &t->cfg;
     float *g = t->grads, *w = zt_net_params(t->net), *m = t->m, *v = t->v;

@@ -431,7 +431,7 @@ static void *carve(uint8_t *base, size_t *at, size_t bytes)
     return p;
 }
 
-static size_t lay_out(zt_replay_batch *b, uint8_t *base, bool wdl)
+static size_t lay_out(zt_replay_batch *b, uint8_t *base, bool wdl, bool next_obs)
 {
     size_t B = (size_t)b->size, A = (size_t)b->num_actions, at = 0;
     b->obs = carve(base, &at, B * (size_t)b->obs_size * sizeof(float));
@@ -451,6 +451,10 @@ static size_t lay_out(zt_replay_batch *b, uint8_t *base, bool wdl)
         b->u_value = carve(base, &at, B * (K + 1) * sizeof(float));
         b->u_action = carve(base, &at, B * K * sizeof(int32_t));
         b->u_reward = carve(base, &at, B * K * sizeof(float));
+        if (next_obs) {
+            b->u_next_obs = carve(base, &at, B * K * (size_t)b->obs_size * sizeof(float));
+            b->u_chance_mask = carve(base, &at, B * K);
+        }
     }
     b->scratch_ = carve(base, &at, B * b->scratch_stride_);
     return at;
@@ -458,11 +462,11 @@ static size_t lay_out(zt_replay_batch *b, uint8_t *base, bool wdl)
 
 zt_status zt_replay_batch_init(zt_replay_batch *b, const zt_game *g, int size, bool wdl)
 {
-    return zt_replay_batch_init_unroll(b, g, size, wdl, 0);
+    return zt_replay_batch_init_unroll(b, g, size, wdl, 0, false);
 }
 
 zt_status zt_replay_batch_init_unroll(zt_replay_batch *b, const zt_game *g, int size, bool wdl,
-                                      int unroll)
+                                      int unroll, bool next_obs)
 {
     memset(b, 0, sizeof *b);
     ZT_ASSERT(size >= 1 && unroll >= 0 && unroll <= ZT_REPLAY_MAX_UNROLL);
@@ -473,10 +477,11 @@ zt_status zt_replay_batch_init_unroll(zt_replay_batch *b, const zt_game *g, int 
     zt_record_layout l;
     zt_record_layout_init(&l, g);
     b->scratch_stride_ = (sizeof(row_head) + (size_t)(unroll + 1) * l.max_bytes + 7) & ~(size_t)7;
-    size_t bytes = lay_out(b, NULL, wdl);
+    next_obs = next_obs && unroll > 0;
+    size_t bytes = lay_out(b, NULL, wdl, next_obs);
     b->owned_ = zt_aligned_alloc(ZT_CACHE_LINE, bytes);
     if (!b->owned_) return zt_fail(ZT_ERR_NOMEM, "replay: no memory for a batch of %d", size);
-    lay_out(b, b->owned_, wdl);
+    lay_out(b, b->owned_, wdl, next_obs);
     return ZT_OK;
 }
 
@@ -565,6 +570,17 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
             }
             b->u_mask[base + k] = (view.flags & ZT_REPLAY_FULL_SEARCH) != 0;
             last_player = g->current_player(g, state);
+            if (b->u_next_obs && k > 0) {
+                float *o = b->u_next_obs + ((size_t)r * K + (size_t)(k - 1)) * (size_t)b->obs_size;
+                if (sym != 0) {
+                    uint8_t seen[ZT_MAX_STATE_BYTES];
+                    g->sym_state(g, sym, state, seen);
+                    g->observe(g, seen, o);
+                } else {
+                    g->observe(g, state, o);
+                }
+                b->u_chance_mask[(size_t)r * K + (size_t)(k - 1)] = 1;
+            }
             /* through the game's transform, as AlphaZero's targets
              * (build_row); identity for two players */
             b->u_value[base + k] = zt_game_value_to_net(g, outcome_for(g, state, h.return0));
@@ -586,6 +602,13 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
             b->u_mask[base + k] = 0;
             int player = (k - (h.steps - 1)) % 2 == 0 ? last_player : 1 - last_player;
             b->u_value[base + k] = player == 0 ? h.return0 : -h.return0;
+        }
+        if (b->u_next_obs && k > 0 && k >= h.steps) {
+            /* past the end: the last position's observation, no code target */
+            size_t at = (size_t)r * K + (size_t)(k - 1), obs = (size_t)b->obs_size;
+            const float *last = k == 1 ? b->obs + (size_t)r * obs : b->u_next_obs + (at - 1) * obs;
+            memcpy(b->u_next_obs + at * obs, last, obs * sizeof(float));
+            b->u_chance_mask[at] = 0;
         }
         if (k == K) break;
         if (action < 0)

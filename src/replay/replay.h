@@ -203,6 +203,12 @@ typedef struct zt_replay_batch {
     float *u_value;       /* B x (K + 1) */
     int32_t *u_action;    /* B x K */
     float *u_reward;      /* B x K */
+    /* Stochastic MuZero (zt_replay_batch_init_unroll with next_obs; else
+     * NULL): the observation of step k + 1 at row n * K + k, the same
+     * symmetry applied (past the end of the game the last position's), and
+     * 1 in u_chance_mask where step k + 1 is a position of the game. */
+    float *u_next_obs;    /* B x K x obs_size */
+    uint8_t *u_chance_mask; /* B x K */
     zt_rng rng_after;     /* sampler: the rng state after drawing this batch */
     zt_status status;     /* sampler: how drawing it went */
     uint8_t *scratch_;    /* records copied out under the lock */
@@ -212,11 +218,13 @@ typedef struct zt_replay_batch {
 
 zt_status zt_replay_batch_init(zt_replay_batch *b, const zt_game *g, int size, bool wdl);
 /* A batch whose rows carry `unroll` (1 .. ZT_REPLAY_MAX_UNROLL) steps
- * each; 0 is zt_replay_batch_init. Sampling it needs stored actions: a
- * record without one (inside a game) is ZT_ERR_CORRUPT. */
+ * each, and with next_obs the observations of the steps after the first
+ * (Stochastic MuZero's encoder); 0 is zt_replay_batch_init. Sampling it
+ * needs stored actions: a record without one (inside a game) is
+ * ZT_ERR_CORRUPT. */
 #define ZT_REPLAY_MAX_UNROLL 32
 zt_status zt_replay_batch_init_unroll(zt_replay_batch *b, const zt_game *g, int size, bool wdl,
-                                      int unroll);
+                                      int unroll, bool next_obs);
 void zt_replay_batch_free(zt_replay_batch *b);
 
 /* Draws b->size positions uniformly from the window (with replacement) and a
@@ -242,7 +250,7 @@ zt_status zt_replay_sampler_new(zt_replay *rb, int batch_size, bool wdl, const z
                                 zt_replay_sampler **out);
 /* The same with batches of `unroll` steps (zt_replay_batch_init_unroll). */
 zt_status zt_replay_sampler_new_unroll(zt_replay *rb, int batch_size, bool wdl, int unroll,
-                                       const zt_rng *rng, zt_replay_sampler **out);
+                                       bool next_obs, const zt_rng *rng, zt_replay_sampler **out);
 /* Stops the thread (after the batch in progress) and frees both batches. */
 void zt_replay_sampler_free(zt_replay_sampler *s);
 /* The next batch (waiting for it if needed). It stays valid until the next

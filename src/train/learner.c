@@ -42,7 +42,14 @@ static size_t weight_floats(const zt_net *net)
 /* K of the batches: MuZero's unroll, 0 for AlphaZero. */
 static int unroll_of(const zt_train_settings *S)
 {
-    return S->algorithm == ZT_ALGO_MUZERO ? S->unroll : 0;
+    return zt_algorithm_is_muzero(S->algorithm) ? S->unroll : 0;
+}
+
+/* Whether the batches carry the observations after each step (Stochastic
+ * MuZero's chance encoder reads them). */
+static bool next_obs_of(const zt_train_settings *S)
+{
+    return S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO;
 }
 
 zt_status zt_learner_new(const zt_game *g, const zt_train_settings *S, zt_replay *rb,
@@ -62,7 +69,8 @@ zt_status zt_learner_new(const zt_game *g, const zt_train_settings *S, zt_replay
     }
     if (st == ZT_OK)
         st = zt_replay_batch_init_unroll(&l->sync_batch, g, S->batch,
-                                         S->net.value_kind == ZT_VALUE_WDL, unroll_of(S));
+                                         S->net.value_kind == ZT_VALUE_WDL, unroll_of(S),
+                                         next_obs_of(S));
     if (st != ZT_OK) {
         zt_learner_free(l);
         return st;
@@ -139,7 +147,8 @@ static zt_status start_sampler(zt_learner *l)
 {
     if (!l->S->prefetch || l->sampler) return ZT_OK;
     return zt_replay_sampler_new_unroll(l->rb, l->S->batch, l->S->net.value_kind == ZT_VALUE_WDL,
-                                        unroll_of(l->S), &l->counters.sample_rng, &l->sampler);
+                                        unroll_of(l->S), next_obs_of(l->S),
+                                        &l->counters.sample_rng, &l->sampler);
 }
 
 void zt_learner_pause(zt_learner *l)
@@ -172,7 +181,9 @@ zt_status zt_learner_step(zt_learner *l)
                              .unroll = b->unroll,
                              .actions = b->u_action,
                              .policy_mask = b->u_mask,
-                             .reward_target = b->u_reward};
+                             .reward_target = b->u_reward,
+                             .next_obs = b->u_next_obs,
+                             .chance_mask = b->u_chance_mask};
         return train_on(l, &tb);
     }
     const float *vt = b->value;
@@ -225,6 +236,9 @@ static zt_status train_on(zt_learner *l, const zt_train_batch *tb)
     l->loss_sum.policy += loss.policy;
     l->loss_sum.value += loss.value;
     l->loss_sum.reward += loss.reward;
+    l->loss_sum.afterstate += loss.afterstate;
+    l->loss_sum.chance += loss.chance;
+    l->loss_sum.commitment += loss.commitment;
     l->loss_sum.l2 += loss.l2;
     l->loss_sum.total += loss.total;
     l->loss_sum.grad_norm += loss.grad_norm;
@@ -324,6 +338,7 @@ int zt_learner_mean_losses(const zt_learner *l, zt_train_losses *mean)
     *mean = l->loss_sum;
     mean->policy *= k, mean->value *= k, mean->reward *= k, mean->l2 *= k, mean->total *= k,
         mean->grad_norm *= k;
+    mean->afterstate *= k, mean->chance *= k, mean->commitment *= k;
     mean->lr = l->last_loss.lr;
     return l->loss_count;
 }

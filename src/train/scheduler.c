@@ -177,6 +177,10 @@ static void write_metrics(zt_scheduler *L, const totals *now)
                "\"loss_policy\":%.6f,\"loss_value\":%.6f,\"loss_reward\":%.6f,\"loss_l2\":%.6f,"
                "\"loss_total\":%.6f,\"lr\":%.6g,\"grad_norm\":%.5f",
                l.policy, l.value, l.reward, l.l2, l.total, l.lr, l.grad_norm);
+        if (l.afterstate != 0 || l.chance != 0 || l.commitment != 0)
+            metric(L, "train_chance",
+                   "\"loss_afterstate\":%.6f,\"loss_chance\":%.6f,\"loss_commitment\":%.6f",
+                   l.afterstate, l.chance, l.commitment);
         zt_learner_reset_losses(L->p.learner);
     }
     zt_learner_int8_stats q;

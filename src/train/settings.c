@@ -31,9 +31,10 @@ static zt_status read_int8(zt_config *c, zt_train_settings *S)
      * on CPUs with AMX oneDNN's bf16 is within 1.4-2x of int8 while the
      * gate costs the learner time at every publication. */
     if (S->precision != ZT_PRECISION_INT8) return ZT_OK;
-    if (S->algorithm == ZT_ALGO_MUZERO)
+    if (zt_algorithm_is_muzero(S->algorithm))
         return zt_fail(ZT_ERR_UNSUPPORTED,
-                       "precision = int8 is not available with algorithm = muzero yet");
+                       "precision = int8 is not available with algorithm = %s yet",
+                       zt_algorithm_name(S->algorithm));
     const zt_nn_backend *be;
     bool can = zt_nn_backend_find(S->backend, &be) == ZT_OK && be->supports(ZT_PRECISION_INT8);
     if (!can)
@@ -105,10 +106,20 @@ static zt_status read_muzero(zt_config *c, zt_train_settings *S)
     ZT_TRY(zt_config_double(c, "muzero.reward_weight", 1.0, 0, 100, &S->optimizer.reward_weight));
     ZT_TRY(zt_config_double(c, "muzero.dynamics_grad_scale", 0.5, 0, 1,
                             &S->optimizer.dynamics_grad_scale));
-    if (S->algorithm != ZT_ALGO_MUZERO) return ZT_OK;
+    /* Stochastic MuZero: 32 codes as the paper's 2048 and backgammon runs
+     * (Antonoglou et al. 2022); the commitment cost VQ-VAE's 0.25 (van den
+     * Oord et al. 2017) */
+    int codes;
+    ZT_TRY(zt_config_int32(c, "muzero.codes", 32, 1, 4096, &codes));
+    ZT_TRY(zt_config_double(c, "muzero.chance_weight", 1.0, 0, 100, &S->optimizer.chance_weight));
+    ZT_TRY(zt_config_double(c, "muzero.commitment", 0.25, 0, 100,
+                            &S->optimizer.commitment_weight));
+    if (!zt_algorithm_is_muzero(S->algorithm)) return ZT_OK;
+    m.chance_codes = S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO ? codes : 0;
     if (m.value_kind != ZT_VALUE_SCALAR)
-        return zt_fail(ZT_ERR_INVALID, "algorithm = muzero needs net.value = scalar (its value "
-                                       "and reward heads are scalar)");
+        return zt_fail(ZT_ERR_INVALID, "algorithm = %s needs net.value = scalar (its value "
+                                       "and reward heads are scalar)",
+                       zt_algorithm_name(S->algorithm));
     m.policy_channels = 2;
     m.value_channels = 1;
     ZT_TRY(zt_net_config_check(&m));
@@ -213,10 +224,10 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     }
     ZT_TRY(zt_config_int(c, "seed", 1, 0, INT64_MAX, &v));
     S->seed = (uint64_t)v;
-    static const char *const algorithms[] = {"alphazero", "muzero", NULL};
+    static const char *const algorithms[] = {"alphazero", "muzero", "stochastic_muzero", NULL};
     int algorithm;
     ZT_TRY(zt_config_choice(c, "algorithm", "alphazero", algorithms, &algorithm));
-    S->algorithm = algorithm == 0 ? ZT_ALGO_ALPHAZERO : ZT_ALGO_MUZERO;
+    S->algorithm = (zt_train_algorithm)algorithm;
     /* Gumbel's sigma(q) = (c_visit + max N) c_scale q, with q min-max
      * normalised over the root's children: at c_scale 1 the improved policy
      * is the argmax of Q, which early in a MuZero run is the noise of an
@@ -236,7 +247,7 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_string(c, "muzero.precision", "auto", &mz_precision));
     zt_precision mz_prec;
     ZT_TRY(zt_precision_parse(mz_precision, &mz_prec));
-    if (S->algorithm == ZT_ALGO_MUZERO) {
+    if (zt_algorithm_is_muzero(S->algorithm)) {
         char text[32];
         snprintf(text, sizeof text, "%.17g", mz_c_scale);
         zt_config_put(c, "search.c_scale", text);
@@ -346,18 +357,19 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
      * player's; a two-player game with chance (backgammon: a turn is
      * several checker moves by the same player, then dice) breaks that,
      * and would need a learned to-play output or Stochastic MuZero. */
-    if (S->algorithm == ZT_ALGO_MUZERO && zt_game_num_players(g) == 2 &&
+    if (zt_algorithm_is_muzero(S->algorithm) && zt_game_num_players(g) == 2 &&
         g->max_chance_outcomes > 0)
         return zt_fail(ZT_ERR_UNSUPPORTED,
-                       "algorithm = muzero: %s's players do not alternate move by move; MuZero "
+                       "algorithm = %s: %s's players do not alternate move by move; MuZero "
                        "here needs alternating players or one player",
-                       g->name);
+                       zt_algorithm_name(S->algorithm), g->name);
     ZT_TRY(read_muzero(c, S));
-    A->record_actions = S->algorithm == ZT_ALGO_MUZERO;
-    if (S->algorithm == ZT_ALGO_MUZERO && S->evaluator == ZT_EVALUATOR_SHARED)
+    A->record_actions = zt_algorithm_is_muzero(S->algorithm);
+    if (zt_algorithm_is_muzero(S->algorithm) && S->evaluator == ZT_EVALUATOR_SHARED)
         return zt_fail(ZT_ERR_UNSUPPORTED,
-                       "algorithm = muzero runs private evaluators only (selfplay.evaluator = "
-                       "private)");
+                       "algorithm = %s runs private evaluators only (selfplay.evaluator = "
+                       "private)",
+                       zt_algorithm_name(S->algorithm));
     ZT_TRY(zt_config_int32(c, "learner.batch", 256, 1, 1 << 16, &S->batch));
     ZT_TRY(zt_config_double(c, "replay_ratio", 4.0, 1e-3, 1e6, &S->replay_ratio));
     ZT_TRY(zt_config_int32(c, "publish_every", 20, 1, 1 << 30, &S->publish_every));

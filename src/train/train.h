@@ -47,7 +47,20 @@ typedef enum zt_train_mode {
 typedef enum zt_train_algorithm {
     ZT_ALGO_ALPHAZERO, /* the net evaluates real game positions */
     ZT_ALGO_MUZERO,    /* a learned model: h, g, f nets, K-step unrolled training */
+    ZT_ALGO_STOCHASTIC_MUZERO, /* MuZero with afterstates and chance codes */
 } zt_train_algorithm;
+
+/* The `algorithm` key's value for a. */
+static inline const char *zt_algorithm_name(zt_train_algorithm a)
+{
+    return a == ZT_ALGO_ALPHAZERO ? "alphazero" : a == ZT_ALGO_MUZERO ? "muzero" : "stochastic_muzero";
+}
+
+/* MuZero of either kind: a learned model, unrolled training. */
+static inline bool zt_algorithm_is_muzero(zt_train_algorithm a)
+{
+    return a == ZT_ALGO_MUZERO || a == ZT_ALGO_STOCHASTIC_MUZERO;
+}
 
 /* Every setting of a run, read from a config (the keys are documented in
  * configs/<game>.ini). */
