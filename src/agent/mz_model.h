@@ -11,9 +11,13 @@
  * them (model.h); a one-player game's (2048) player moves throughout and
  * nothing is negated, and its net's values and rewards are read back
  * through zt_game_value_from_net (replay trains them through
- * zt_game_value_to_net). Chance below the root (2048's spawn) is folded
- * into the dynamics, which learn its expectation; chance positions at the
- * root are Stochastic MuZero's and are refused. Games whose players do not
+ * zt_game_value_to_net). Chance below the root (2048's spawn) is
+ * folded into the dynamics, which learn its expectation, unless the net is
+ * Stochastic MuZero's (chance codes): then a decision state steps to an
+ * afterstate, a chance node of the acting player over the C codes with the
+ * net's probabilities, and an afterstate with a code to the next decision
+ * state. Chance positions at the root are refused (the actor resolves the
+ * real game's chance before it searches). Games whose players do not
  * alternate move by move (backgammon) are refused by the run's settings.
  *
  * The caller owns the model (zt_model_free); the game and the evaluator
