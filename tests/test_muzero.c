@@ -5,7 +5,9 @@
  * enters the dynamics, the oneDNN backend against the reference (fp32 and
  * bf16), the architecture string and weight files, and training lowering
  * the loss; for Stochastic MuZero nets (chance codes) the same, plus the
- * straight-through code and inference agreeing with the unroll. */
+ * straight-through code and inference agreeing with the unroll; and the
+ * categorical value heads (two-hot targets, expectations, their losses and
+ * gradients). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,11 +239,27 @@ static void test_policy_loss(void)
 /* Each reported term against the same sums computed here from the unroll's
  * outputs: step 0 weighted 1, steps 1..K weighted 1/K, masked policies
  * skipped, means over the batch. */
-static void test_loss_terms(void)
+/* The value-like term of one sample by hand: squared error, or with a
+ * support the cross-entropy of the logits' softmax against the two-hot. */
+static double value_by_hand(const float *out, float target, int N)
+{
+    if (N == 0) return pow(out[0] - target, 2);
+    int V = 2 * N + 1;
+    float t[2 * 16 + 1];
+    zt_mz_two_hot(target, N, t);
+    double z = 0, ce = 0;
+    for (int i = 0; i < V; i++) z += exp(out[i]);
+    for (int i = 0; i < V; i++) ce -= t[i] * (out[i] - log(z));
+    return ce;
+}
+
+static void check_loss_terms(int support)
 {
     zt_rng r;
     zt_rng_seed(&r, seed, 2);
     zt_net_config c = small_mz(3, 3, 3, 9);
+    c.value_support = support;
+    int V = zt_mz_value_outputs(&c);
     zt_net *net;
     CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
     zt_net_init(net, &r);
@@ -273,8 +291,10 @@ static void test_loss_terms(void)
                 for (int a = 0; a < A; a++)
                     policy -= w * d.policy[row * A + a] * (pol[n * A + a] - log(z)) / d.B;
             }
-            value += w * pow(val[n] - d.value[row], 2) / d.B;
-            if (k > 0) reward += w * pow(rew[n] - d.reward[(size_t)n * K + k - 1], 2) / d.B;
+            value += w * value_by_hand(val + (size_t)n * V, d.value[row], support) / d.B;
+            if (k > 0)
+                reward += w * value_by_hand(rew + (size_t)n * V, d.reward[(size_t)n * K + k - 1],
+                                            support) / d.B;
         }
     }
     CHECK(fabs(L.policy - policy) < 1e-6 * policy, "policy %.9f, by hand %.9f", L.policy, policy);
@@ -287,6 +307,41 @@ static void test_loss_terms(void)
     zt_trainer_free(t);
     data_free(&d);
     zt_net_free(net);
+}
+
+static void test_loss_terms(void)
+{
+    check_loss_terms(0);
+    check_loss_terms(5);
+}
+
+/* Two-hot targets sum to 1 on at most two neighbouring atoms whose mean is
+ * x (clamped to [-1, 1]); the expectation of logits log(two-hot) is x. */
+static void test_support(void)
+{
+    enum { N = 4, V = 2 * N + 1 };
+    const float xs[] = {-1.5f, -1, -0.9f, -0.13f, 0, 0.25f, 0.6f, 0.99f, 1, 3};
+    for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+        float t[V], lg[V];
+        zt_mz_two_hot(xs[i], N, t);
+        double sum = 0, mean = 0, want = xs[i] < -1 ? -1 : xs[i] > 1 ? 1 : xs[i];
+        int nonzero = 0, first = -1, last = -1;
+        for (int a = 0; a < V; a++) {
+            sum += t[a];
+            mean += t[a] * (double)(a - N) / N;
+            if (t[a] != 0) {
+                nonzero++;
+                last = a;
+                if (first < 0) first = a;
+            }
+            lg[a] = t[a] > 0 ? logf(t[a]) : -60.0f;
+        }
+        CHECK(fabs(sum - 1) < 1e-6 && nonzero <= 2 && last - first <= 1,
+              "two-hot of %g: sum %g over %d atoms", xs[i], sum, nonzero);
+        CHECK(fabs(mean - want) < 1e-6, "two-hot of %g has mean %g", xs[i], mean);
+        double e = zt_mz_support_expectation(lg, N);
+        CHECK(fabs(e - want) < 1e-5, "expectation of log two-hot(%g): %g", xs[i], e);
+    }
 }
 
 /* ---- gradients ---- */
@@ -388,6 +443,9 @@ static void test_unroll_gradients(void)
                           small_smz(3, 3, 3, 9, 4), 3, 4, 4);
     check_unroll_gradient("stochastic unroll K=2, a plane per action, 2 micro-batches",
                           small_smz(2, 3, 2, 3, 3), 2, 6, 3);
+    zt_net_config cat = small_smz(3, 3, 3, 9, 4);
+    cat.value_support = 3;
+    check_unroll_gradient("stochastic unroll K=2, categorical heads (support 3)", cat, 2, 4, 4);
 }
 
 /* Stochastic MuZero's chance terms against a hand computation from the
@@ -515,11 +573,13 @@ static void test_straight_through(void)
 /* Inference steps as the unroll does: initial, afterstate with the action,
  * recurrent with the encoder's code give step 1's outputs of a K = 1
  * unroll (layer norm: the same in training and in use). */
-static void test_stochastic_inference(void)
+static void check_stochastic_inference(int support)
 {
     zt_rng r;
     zt_rng_seed(&r, seed, 10);
     zt_net_config c = small_smz(3, 3, 3, 9, 4);
+    c.value_support = support;
+    int V = zt_mz_value_outputs(&c);
     zt_net *net;
     CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
     zt_net_init(net, &r);
@@ -554,18 +614,30 @@ static void test_stochastic_inference(void)
     CHECK_OK(zt_net_recurrent(net, B, after, codes, h2, r1, p1, v1));
     double worst = 0;
     for (int n = 0; n < B; n++) {
-        worst = fmax(worst, fabs(q1[n] - q[n]));
-        worst = fmax(worst, fabs(v1[n] - val[n]));
-        worst = fmax(worst, fabs(r1[n] - rew[n]));
+        /* the unroll keeps a categorical head's logits, inference gives
+         * their expectation */
+        double qe = V == 1 ? q[n] : zt_mz_support_expectation(q + n * V, support),
+               ve = V == 1 ? val[n] : zt_mz_support_expectation(val + n * V, support),
+               re = V == 1 ? rew[n] : zt_mz_support_expectation(rew + n * V, support);
+        worst = fmax(worst, fabs(q1[n] - qe));
+        worst = fmax(worst, fabs(v1[n] - ve));
+        worst = fmax(worst, fabs(r1[n] - re));
         for (int j = 0; j < Z; j++) worst = fmax(worst, fabs(s1[n * Z + j] - sigma[n * Z + j]));
         for (int a = 0; a < A; a++) worst = fmax(worst, fabs(p1[n * A + a] - pol[n * A + a]));
     }
-    printf("stochastic inference against the unroll: worst difference %.2e\n", worst);
+    printf("stochastic inference against the unroll (support %d): worst difference %.2e\n",
+           support, worst);
     CHECK(worst < 1e-5, "inference differs from the unroll by %.2e", worst);
     free(g);
     zt_trainer_free(t);
     data_free(&d);
     zt_net_free(net);
+}
+
+static void test_stochastic_inference(void)
+{
+    check_stochastic_inference(0);
+    check_stochastic_inference(6);
 }
 
 /* With K = 1 the only path through the dynamics input is h's parameters
@@ -830,6 +902,20 @@ static void test_config_and_files(void)
                               "pol=2 valc=1 codes=",
                               &back) != ZT_OK,
           "a truncated codebook parsed");
+    sc.value_support = 10;
+    zt_net_config_format(&sc, text, sizeof text);
+    CHECK(strcmp(text, "muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
+                       "valc=1 codes=6 support=10") == 0,
+          "format: %s", text);
+    CHECK_OK(zt_net_config_parse(text, &back));
+    CHECK(memcmp(&back, &sc, sizeof sc) == 0, "parse(format(c with a support)) != c");
+    CHECK(zt_net_config_parse("muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 "
+                              "pol=2 valc=1 support=10 codes=6",
+                              &back) != ZT_OK,
+          "a non-canonical order parsed");
+    sc.value_support = ZT_MZ_MAX_SUPPORT + 1;
+    CHECK(zt_net_config_check(&sc) != ZT_OK, "a support above the maximum accepted");
+    sc.value_support = 0;
     zt_net_config bad = sc;
     bad.chance_codes = -1;
     CHECK(zt_net_config_check(&bad) != ZT_OK, "negative chance codes accepted");
@@ -902,6 +988,7 @@ int main(void)
     test_minmax();
     test_action_planes();
     test_policy_loss();
+    test_support();
     test_loss_terms();
     test_chance_loss_terms();
     test_unroll_gradients();

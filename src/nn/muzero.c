@@ -42,6 +42,7 @@ struct zt_mz {
     int32_t *imin, *imax;
     float *range;
     float *icode; /* Stochastic MuZero: one-hot codes, cap x C */
+    float *ival, *irew; /* categorical heads: their logits, cap x (2N + 1) */
     /* training: plan instances for an unroll of K steps and batches up to
      * tcap: h once, g K times, f K + 1 times */
     int K, tcap;
@@ -93,16 +94,19 @@ static int residual(zt_nn_graph *g, const char *name, int x)
     return zt_nn_graph_relu(g, zt_nn_graph_add(g, y, x));
 }
 
-/* A scalar head: 1x1 conv-norm-ReLU, dense-ReLU, dense, tanh (the value's
- * and the reward's; board games' values and rewards lie in [-1, 1]). */
-static int scalar_head(zt_nn_graph *g, const char *name, int x, int channels, int hidden)
+/* A value head (the value's, the reward's, Q's): 1x1 conv-norm-ReLU,
+ * dense-ReLU, then dense to one output and tanh (board games' values and
+ * rewards lie in [-1, 1]), or with a support of N the 2N + 1 logits of a
+ * categorical distribution over the atoms i / N, i = -N..N. */
+static int value_head(zt_nn_graph *g, const char *name, int x, const zt_net_config *c)
 {
     char buf[64];
-    x = conv_norm_relu(g, name, x, channels, 1);
-    x = zt_nn_graph_dense(g, join(buf, sizeof buf, name, "fc1"), x, hidden, true);
+    int outs = zt_mz_value_outputs(c);
+    x = conv_norm_relu(g, name, x, c->value_channels, 1);
+    x = zt_nn_graph_dense(g, join(buf, sizeof buf, name, "fc1"), x, c->value_hidden, true);
     x = zt_nn_graph_relu(g, x);
-    x = zt_nn_graph_dense(g, join(buf, sizeof buf, name, "fc2"), x, 1, true);
-    return zt_nn_graph_tanh(g, x);
+    x = zt_nn_graph_dense(g, join(buf, sizeof buf, name, "fc2"), x, outs, true);
+    return outs == 1 ? zt_nn_graph_tanh(g, x) : x;
 }
 
 static void build_graphs(zt_mz *mz)
@@ -131,7 +135,7 @@ static void build_graphs(zt_mz *mz)
         snprintf(name, sizeof name, "dyn.blocks.%d", b);
         x = residual(g, name, x);
     }
-    int reward = scalar_head(g, "dyn.reward", x, c->value_channels, c->value_hidden);
+    int reward = value_head(g, "dyn.reward", x, c);
     zt_nn_graph_output(g, x);
     zt_nn_graph_output(g, reward);
 
@@ -145,7 +149,7 @@ static void build_graphs(zt_mz *mz)
     int policy = conv_norm_relu(g, "pred.policy", x, c->policy_channels, 1);
     policy = zt_nn_graph_dense(g, join(buf, sizeof buf, "pred.policy", "fc"), policy,
                                c->num_actions, true);
-    int value = scalar_head(g, "pred.value", x, c->value_channels, c->value_hidden);
+    int value = value_head(g, "pred.value", x, c);
     zt_nn_graph_output(g, policy);
     zt_nn_graph_output(g, value);
     if (!mz->codes) return;
@@ -172,7 +176,7 @@ static void build_graphs(zt_mz *mz)
     }
     int sigma = conv_norm_relu(g, "apred.chance", x, c->policy_channels, 1);
     sigma = zt_nn_graph_dense(g, join(buf, sizeof buf, "apred.chance", "fc"), sigma, mz->codes, true);
-    int q = scalar_head(g, "apred.value", x, c->value_channels, c->value_hidden);
+    int q = value_head(g, "apred.value", x, c);
     zt_nn_graph_output(g, sigma);
     zt_nn_graph_output(g, q);
 
@@ -296,7 +300,9 @@ static void free_scratch(zt_mz *mz)
     free(mz->imax);
     free(mz->range);
     free(mz->icode);
-    mz->gin = mz->raw = mz->hidden = mz->range = mz->icode = NULL;
+    free(mz->ival);
+    free(mz->irew);
+    mz->gin = mz->raw = mz->hidden = mz->range = mz->icode = mz->ival = mz->irew = NULL;
     mz->imin = mz->imax = NULL;
     mz->cap = 0;
 }
@@ -370,8 +376,11 @@ zt_status zt_mz_reserve(zt_mz *mz, int max_batch)
         mz->imax = malloc(n * sizeof(int32_t));
         mz->range = malloc(n * sizeof(float));
         mz->icode = malloc(n * (size_t)mz->codes * sizeof(float) + 1);
+        size_t V = (size_t)zt_mz_value_outputs(&mz->cfg);
+        mz->ival = malloc(n * V * sizeof(float));
+        mz->irew = malloc(n * V * sizeof(float));
         if (!mz->gin || !mz->raw || !mz->hidden || !mz->imin || !mz->imax || !mz->range ||
-            !mz->icode) {
+            !mz->icode || !mz->ival || !mz->irew) {
             free_scratch(mz);
             return zt_fail(ZT_ERR_NOMEM, "no memory for muzero buffers of batch %d", max_batch);
         }
@@ -483,6 +492,55 @@ double zt_mz_policy_loss(const float *logits, const float *target, int A, double
     return loss;
 }
 
+/* ---- categorical heads ---- */
+
+double zt_mz_support_expectation(const float *logits, int N)
+{
+    int V = 2 * N + 1;
+    float top = logits[0];
+    for (int i = 1; i < V; i++) top = logits[i] > top ? logits[i] : top;
+    double z = 0, sum = 0;
+    for (int i = 0; i < V; i++) {
+        double e = exp((double)logits[i] - top);
+        z += e;
+        sum += e * (double)(i - N) / N;
+    }
+    return sum / z;
+}
+
+void zt_mz_two_hot(float x, int N, float *target)
+{
+    int V = 2 * N + 1;
+    memset(target, 0, (size_t)V * sizeof(float));
+    if (!(x > -1)) x = -1; /* and NaN: the lowest atom */
+    if (x > 1) x = 1;
+    double at = ((double)x + 1) * N;
+    int lo = (int)floor(at);
+    if (lo >= V - 1) {
+        target[V - 1] = 1;
+        return;
+    }
+    float hi = (float)(at - lo);
+    target[lo] = 1 - hi;
+    target[lo + 1] = hi;
+}
+
+/* The caller's scalars from B heads' outputs: the outputs themselves (tanh
+ * heads, written in place) or each categorical head's expectation. */
+static void head_values(const zt_mz *mz, int B, const float *out, float *dst)
+{
+    int N = mz->cfg.value_support, V = zt_mz_value_outputs(&mz->cfg);
+    if (V == 1) return;
+    for (int b = 0; b < B; b++) dst[b] = (float)zt_mz_support_expectation(out + (size_t)b * V, N);
+}
+
+/* Where a forward writes B heads' outputs for the caller's `dst`: dst
+ * itself for a tanh head, else the scratch of logits. */
+static float *head_out(const zt_mz *mz, float *dst, float *scratch)
+{
+    return zt_mz_value_outputs(&mz->cfg) == 1 ? dst : scratch;
+}
+
 /* ---- inference ---- */
 
 zt_status zt_mz_initial(zt_mz *mz, int B, const float *obs, float *hidden, float *policy,
@@ -494,8 +552,10 @@ zt_status zt_mz_initial(zt_mz *mz, int B, const float *obs, float *hidden, float
     float *outs[1] = {mz->raw};
     ZT_TRY(mz->be->forward(mz->plan[FN_REPR], B, obs, outs, false, false));
     zt_mz_minmax_forward(mz->raw, h, B, hs, mz->imin, mz->imax, mz->range);
-    float *pouts[2] = {policy, value};
-    return mz->be->forward(mz->plan[FN_PRED], B, h, pouts, false, false);
+    float *pouts[2] = {policy, head_out(mz, value, mz->ival)};
+    ZT_TRY(mz->be->forward(mz->plan[FN_PRED], B, h, pouts, false, false));
+    head_values(mz, B, mz->ival, value);
+    return ZT_OK;
 }
 
 zt_status zt_mz_afterstate(zt_mz *mz, int B, const float *hidden, const int *actions, float *after,
@@ -508,8 +568,10 @@ zt_status zt_mz_afterstate(zt_mz *mz, int B, const float *hidden, const int *act
     float *outs[1] = {mz->raw};
     ZT_TRY(mz->be->forward(mz->plan[FN_AFTER], B, mz->gin, outs, false, false));
     zt_mz_minmax_forward(mz->raw, after, B, hs, mz->imin, mz->imax, mz->range);
-    float *pouts[2] = {chance_logits, q};
-    return mz->be->forward(mz->plan[FN_APRED], B, after, pouts, false, false);
+    float *pouts[2] = {chance_logits, head_out(mz, q, mz->ival)};
+    ZT_TRY(mz->be->forward(mz->plan[FN_APRED], B, after, pouts, false, false));
+    head_values(mz, B, mz->ival, q);
+    return ZT_OK;
 }
 
 zt_status zt_mz_recurrent(zt_mz *mz, int B, const float *hidden, const int *actions,
@@ -528,11 +590,14 @@ zt_status zt_mz_recurrent(zt_mz *mz, int B, const float *hidden, const int *acti
     } else {
         zt_mz_dynamics_input(&mz->cfg, B, hidden, actions, mz->gin);
     }
-    float *outs[2] = {mz->raw, reward};
+    float *outs[2] = {mz->raw, head_out(mz, reward, mz->irew)};
     ZT_TRY(mz->be->forward(mz->plan[FN_DYN], B, mz->gin, outs, false, false));
+    head_values(mz, B, mz->irew, reward);
     zt_mz_minmax_forward(mz->raw, next_hidden, B, hs, mz->imin, mz->imax, mz->range);
-    float *pouts[2] = {policy, value};
-    return mz->be->forward(mz->plan[FN_PRED], B, next_hidden, pouts, false, false);
+    float *pouts[2] = {policy, head_out(mz, value, mz->ival)};
+    ZT_TRY(mz->be->forward(mz->plan[FN_PRED], B, next_hidden, pouts, false, false));
+    head_values(mz, B, mz->ival, value);
+    return ZT_OK;
 }
 
 /* ---- training: the unrolled loss ---- */
@@ -570,8 +635,9 @@ static zt_status reserve_chance_train(zt_mz *mz, int mb, bool *ok)
     c->a_range = alloc_rows(K, n, ok);
     c->clog = alloc_rows(K, n * Z, ok);
     c->d_clog = alloc_rows(K, n * Z, ok);
-    c->q = alloc_rows(K, n, ok);
-    c->d_q = alloc_rows(K, n, ok);
+    size_t V = (size_t)zt_mz_value_outputs(cfg);
+    c->q = alloc_rows(K, n * V, ok);
+    c->d_q = alloc_rows(K, n * V, ok);
     c->elog = alloc_rows(K, n * Z, ok);
     c->ce = alloc_rows(K, n * Z, ok);
     c->code = alloc_rows(K, n * Z, ok);
@@ -613,10 +679,11 @@ static zt_status reserve_train(zt_mz *mz, int mb, int K)
     mz->t_range = alloc_rows(K + 1, n, &ok);
     mz->pol = alloc_rows(K + 1, n * A, &ok);
     mz->d_pol = alloc_rows(K + 1, n * A, &ok);
-    mz->val = alloc_rows(K + 1, n, &ok);
-    mz->d_val = alloc_rows(K + 1, n, &ok);
-    mz->rew = alloc_rows(K + 1, n, &ok);
-    mz->d_rew = alloc_rows(K + 1, n, &ok);
+    size_t V = (size_t)zt_mz_value_outputs(&mz->cfg);
+    mz->val = alloc_rows(K + 1, n * V, &ok);
+    mz->d_val = alloc_rows(K + 1, n * V, &ok);
+    mz->rew = alloc_rows(K + 1, n * V, &ok);
+    mz->d_rew = alloc_rows(K + 1, n * V, &ok);
     mz->t_imin = zt_xcalloc((size_t)K + 1, sizeof *mz->t_imin);
     mz->t_imax = zt_xcalloc((size_t)K + 1, sizeof *mz->t_imax);
     for (int k = 0; k <= K; k++) {
@@ -647,6 +714,23 @@ static zt_status reserve_train(zt_mz *mz, int mb, int K)
     return ZT_OK;
 }
 
+/* One sample's value-like term (value, reward, Q) against `target`: the
+ * squared error of a tanh head, or a categorical head's cross-entropy
+ * against the target's two-hot on the support; d (1 or 2N + 1 floats)
+ * gets the term's gradient times `scale`. */
+static double value_term(const zt_mz *mz, const float *out, float target, double scale, float *d)
+{
+    int N = mz->cfg.value_support;
+    if (N == 0) {
+        double err = out[0] - target;
+        d[0] = (float)(2 * err * scale);
+        return err * err;
+    }
+    float two_hot[2 * ZT_MZ_MAX_SUPPORT + 1];
+    zt_mz_two_hot(target, N, two_hot);
+    return zt_mz_policy_loss(out, two_hot, 2 * N + 1, scale, d);
+}
+
 /* The step-k loss terms of every sample, their gradients into d_pol[k],
  * d_val[k], d_rew[k] (weight w: 1 at k = 0, 1/K after, appendix G). */
 static void step_losses(zt_mz *mz, const zt_train_config *tc, const zt_train_batch *b, int off,
@@ -664,14 +748,13 @@ static void step_losses(zt_mz *mz, const zt_train_config *tc, const zt_train_bat
         } else {
             memset(dp, 0, (size_t)A * sizeof(float));
         }
-        double err = mz->val[k][n] - b->value_target[row];
-        value += err * err;
-        mz->d_val[k][n] = (float)(2 * err * w * scale * tc->value_weight);
-        if (k > 0) {
-            double rerr = mz->rew[k][n] - b->reward_target[(size_t)(off + n) * K + (k - 1)];
-            reward += rerr * rerr;
-            mz->d_rew[k][n] = (float)(2 * rerr * w * scale * tc->reward_weight);
-        }
+        size_t V = (size_t)zt_mz_value_outputs(&mz->cfg);
+        value += value_term(mz, mz->val[k] + n * V, b->value_target[row],
+                            w * scale * tc->value_weight, mz->d_val[k] + n * V);
+        if (k > 0)
+            reward += value_term(mz, mz->rew[k] + n * V,
+                                 b->reward_target[(size_t)(off + n) * K + (k - 1)],
+                                 w * scale * tc->reward_weight, mz->d_rew[k] + n * V);
     }
     acc->policy += w * policy * scale;
     acc->value += w * value * scale;
@@ -743,9 +826,9 @@ static void chance_losses(zt_mz *mz, const zt_train_config *tc, const zt_train_b
     double w = 1.0 / K, scale = 1.0 / b->B, q = 0, chance = 0, commit = 0;
     for (int n = 0; n < B; n++) {
         size_t row = (size_t)(off + n);
-        double err = c->q[k][n] - b->value_target[row * (size_t)(K + 1) + (size_t)k];
-        q += err * err;
-        c->d_q[k][n] = (float)(2 * err * w * scale * tc->value_weight);
+        size_t V = (size_t)zt_mz_value_outputs(&mz->cfg);
+        q += value_term(mz, c->q[k] + n * V, b->value_target[row * (size_t)(K + 1) + (size_t)k],
+                        w * scale * tc->value_weight, c->d_q[k] + n * V);
         float *dl = c->d_clog[k] + (size_t)n * Z;
         if (!chance_counts(b, off, n, k)) {
             memset(dl, 0, (size_t)Z * sizeof(float));

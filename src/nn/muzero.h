@@ -52,12 +52,13 @@ zt_status zt_mz_micro_batch(zt_mz *mz, const zt_train_config *tc, const zt_train
                             int B, bool update_stats, float *grads, zt_train_losses *acc);
 
 /* The outputs at step k of the last unroll's micro-batch (tests): B x A
- * policy logits, B values, B rewards (k >= 1). */
+ * policy logits, B values, B rewards (k >= 1); with categorical heads B x
+ * (2N + 1) logits of each. */
 void zt_mz_unroll_outputs(const zt_mz *mz, int k, const float **policy, const float **value,
                           const float **reward);
 /* Stochastic MuZero, step k < K of the last unroll (tests): B x C logits of
- * sigma, B values of Q, the B x C one-hot codes the encoder chose and its
- * B x C logits. */
+ * sigma, B values of Q (categorical: B x (2N + 1) logits), the B x C
+ * one-hot codes the encoder chose and its B x C logits. */
 void zt_mz_chance_outputs(const zt_mz *mz, int k, const float **sigma, const float **q,
                           const float **code, const float **encoder);
 
@@ -86,6 +87,13 @@ void zt_mz_dynamics_input(const zt_net_config *cfg, int B, const float *hidden, 
  * training the straight-through code) appended to every cell's channels. */
 void zt_mz_code_input(const zt_net_config *cfg, int B, const float *after, const float *codes,
                       float *out);
+
+/* Categorical heads (support N, nn.h): the expectation of the atoms i / N,
+ * i = -N..N, under the softmax of 2N + 1 logits; and the two-hot target of
+ * x (clamped to [-1, 1]) on them, the two neighbouring atoms weighted so
+ * that their expectation is x. */
+double zt_mz_support_expectation(const float *logits, int N);
+void zt_mz_two_hot(float x, int N, float *target);
 
 /* Softmax cross-entropy over all A logits against `target` (any
  * non-negative weights): returns -sum target * log softmax and writes

@@ -70,15 +70,17 @@ zt_status zt_net_config_check(const zt_net_config *cfg)
     ZT_TRY(check_range("input channels", cfg->in_c, 1, 4096));
     ZT_TRY(check_range("num_actions", cfg->num_actions, 1, 1 << 16));
     ZT_TRY(check_range("value_hidden", cfg->value_hidden, 1, 1 << 14));
-    if (cfg->kind != ZT_NET_MUZERO && cfg->chance_codes != 0)
-        return zt_fail(ZT_ERR_INVALID, "chance codes (%d) belong to muzero nets only",
-                       cfg->chance_codes);
+    if (cfg->kind != ZT_NET_MUZERO && (cfg->chance_codes != 0 || cfg->value_support != 0))
+        return zt_fail(ZT_ERR_INVALID, "chance codes (%d) and a value support (%d) belong to muzero "
+                       "nets only",
+                       cfg->chance_codes, cfg->value_support);
     if (cfg->kind == ZT_NET_MUZERO) {
         ZT_TRY(check_range("dyn_blocks", cfg->dyn_blocks, 0, 256));
         ZT_TRY(check_range("pred_blocks", cfg->pred_blocks, 0, 256));
         if (cfg->value_kind != ZT_VALUE_SCALAR)
             return zt_fail(ZT_ERR_INVALID, "a muzero net's value head is scalar, not wdl");
         ZT_TRY(check_range("chance_codes", cfg->chance_codes, 0, 4096));
+        ZT_TRY(check_range("value_support", cfg->value_support, 0, ZT_MZ_MAX_SUPPORT));
         if (cfg->num_actions != cfg->in_h * cfg->in_w && cfg->num_actions > 4096)
             return zt_fail(ZT_ERR_INVALID,
                            "a muzero net needs an action plane each for its %d actions (at most "
@@ -116,9 +118,12 @@ void zt_net_config_format(const zt_net_config *cfg, char *buf, size_t cap)
                            cfg->in_h, cfg->in_w, cfg->in_c, cfg->num_actions, value,
                            cfg->value_hidden, cfg->channels, cfg->blocks, cfg->dyn_blocks,
                            cfg->pred_blocks, cfg->policy_channels, cfg->value_channels);
-        /* Stochastic MuZero's codebook; plain MuZero's string is unchanged */
+        /* Stochastic MuZero's codebook and categorical heads; without them
+         * the string is plain MuZero's as before */
         if (cfg->chance_codes > 0 && len > 0 && (size_t)len < cap)
-            snprintf(buf + len, cap - (size_t)len, " codes=%d", cfg->chance_codes);
+            len += snprintf(buf + len, cap - (size_t)len, " codes=%d", cfg->chance_codes);
+        if (cfg->value_support > 0 && len > 0 && (size_t)len < cap)
+            snprintf(buf + len, cap - (size_t)len, " support=%d", cfg->value_support);
     }
     else
         snprintf(buf, cap, "mlp in=%dx%dx%d actions=%d value=%s:%d width=%d layers=%d norm=%s",
@@ -150,8 +155,9 @@ zt_status zt_net_config_parse(const char *text, zt_net_config *cfg)
                    &n) != 12)
             n = 0;
         int m = 0;
-        if (n > 0 && text[n] == ' ' && sscanf(text + n, " codes=%d%n", &c.chance_codes, &m) == 1)
-            n += m;
+        if (n > 0 && sscanf(text + n, " codes=%d%n", &c.chance_codes, &m) == 1) n += m;
+        m = 0;
+        if (n > 0 && sscanf(text + n, " support=%d%n", &c.value_support, &m) == 1) n += m;
     } else if (strncmp(text, "mlp ", 4) == 0) {
         c.kind = ZT_NET_MLP;
         if (sscanf(text, "mlp in=%dx%dx%d actions=%d value=%15[a-z]:%d width=%d layers=%d "

@@ -52,6 +52,8 @@ typedef struct zt_net_config {
     int dyn_blocks;        /* residual blocks of the dynamics function */
     int pred_blocks;       /* residual blocks of the prediction function */
     int chance_codes;      /* Stochastic MuZero's codebook size C (0: plain MuZero) */
+    int value_support;     /* muzero: N > 0 makes the value, reward (and Q) heads
+                            * categorical over 2N + 1 atoms on [-1, 1]; 0: tanh */
     /* mlp */
     int mlp_hidden;        /* width of each dense block */
     int mlp_layers;        /* number of dense-norm-ReLU blocks */
@@ -100,6 +102,15 @@ static inline int zt_net_value_size(const zt_net_config *cfg)
 static inline size_t zt_net_hidden_size(const zt_net_config *cfg)
 {
     return (size_t)cfg->in_h * cfg->in_w * cfg->channels;
+}
+
+/* Outputs per sample of a MuZero net's value, reward and Q heads: 1 (tanh)
+ * or the 2N + 1 logits of a categorical head, whose atoms are i / N for
+ * i = -N..N; the net's calls (zt_net_initial, ...) give the expectation. */
+#define ZT_MZ_MAX_SUPPORT 1000
+static inline int zt_mz_value_outputs(const zt_net_config *cfg)
+{
+    return cfg->value_support > 0 ? 2 * cfg->value_support + 1 : 1;
 }
 
 /* Action planes g reads beside the hidden state: 1 or num_actions. */

@@ -114,6 +114,8 @@ static zt_status read_muzero(zt_config *c, zt_train_settings *S)
     ZT_TRY(zt_config_double(c, "muzero.chance_weight", 1.0, 0, 100, &S->optimizer.chance_weight));
     ZT_TRY(zt_config_double(c, "muzero.commitment", 0.25, 0, 100,
                             &S->optimizer.commitment_weight));
+    /* categorical value and reward heads (0: tanh) */
+    ZT_TRY(zt_config_int32(c, "muzero.support", 0, 0, ZT_MZ_MAX_SUPPORT, &m.value_support));
     if (!zt_algorithm_is_muzero(S->algorithm)) return ZT_OK;
     m.chance_codes = S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO ? codes : 0;
     if (m.value_kind != ZT_VALUE_SCALAR)
