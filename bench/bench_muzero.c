@@ -48,10 +48,10 @@ static zt_status measure_inference(zt_net *net, const zt_net_config *c, int B, d
     buffers b = {.obs = malloc((size_t)B * obs_n * sizeof(float)),
                  .hidden = malloc((size_t)B * hs * sizeof(float)),
                  .next = malloc((size_t)B * hs * sizeof(float)),
-                 .policy = malloc((size_t)B *
-                                  (size_t)(c->num_actions > c->chance_codes ? c->num_actions
-                                                                            : c->chance_codes) *
-                                  sizeof(float)),
+                 .policy = malloc(
+                     (size_t)B *
+                     (size_t)(c->num_actions > c->chance_codes ? c->num_actions : c->chance_codes) *
+                     sizeof(float)),
                  .value = malloc((size_t)B * sizeof(float)),
                  .reward = malloc((size_t)B * sizeof(float)),
                  .actions = malloc((size_t)B * sizeof(int))};
@@ -61,7 +61,8 @@ static zt_status measure_inference(zt_net *net, const zt_net_config *c, int B, d
     for (size_t i = 0; st == ZT_OK && i < (size_t)B * obs_n; i++)
         b.obs[i] = zt_rng_uniform(rng) < 0.3 ? 1.0f : 0.0f;
     int steps = kind == CALL_RECURRENT && c->chance_codes > 0 ? c->chance_codes : c->num_actions;
-    for (int i = 0; st == ZT_OK && i < B; i++) b.actions[i] = (int)zt_rng_below(rng, (uint32_t)steps);
+    for (int i = 0; st == ZT_OK && i < B; i++)
+        b.actions[i] = (int)zt_rng_below(rng, (uint32_t)steps);
     if (st == ZT_OK) st = zt_net_initial(net, B, b.obs, b.hidden, b.policy, b.value);
     int calls = 0;
     double t0 = zt_now_s(), t = 0;
@@ -202,7 +203,8 @@ int zt_bench_muzero(int argc, char **argv)
         char arch[256];
         zt_net_config_format(&S.net, arch, sizeof arch);
         printf("bench muzero %s: net %s on %s/%s, load %.2f\n", name, arch,
-               zt_net_backend_name(net), zt_precision_name(zt_net_precision(net)), zt_load_average());
+               zt_net_backend_name(net), zt_precision_name(zt_net_precision(net)),
+               zt_load_average());
     }
     zt_rng rng;
     zt_rng_seed(&rng, 7, 0);

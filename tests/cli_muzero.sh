@@ -84,7 +84,7 @@ if [ "$rc" -eq 0 ] || ! printf '%s' "$out" | grep -q "do not alternate move by m
     fail "train backgammon with muzero was not refused in one line (rc $rc): $out"
 fi
 
-# Stochastic MuZero (the 2048 run with categorical heads)
+# Stochastic MuZero (the 2048 run with categorical heads and 5-step value targets)
 srun="$dir/srun"
 if ! "$BIN" train tictactoe --run "$srun" --steps 3 "${tiny[@]}" --set algorithm=stochastic_muzero \
     --set muzero.codes=4 >"$dir/strain.log" 2>&1; then
@@ -105,7 +105,7 @@ if ! "$BIN" train 2048 --run "$s2048" --steps 60 --set algorithm=stochastic_muze
     --set mode=deterministic --set arena.games=4 --set arena.opponents=random --set arena.minutes=0 \
     --set learner.min_positions=300 --set learner.batch=32 --set search.sims=8 \
     --set games_per_actor=16 --set muzero.unroll=3 --set muzero.codes=8 --set muzero.support=10 \
-    --set precision=fp32 \
+    --set muzero.td_steps=5 --set precision=fp32 \
     >"$dir/strain2048.log" 2>&1; then
     fail "train 2048 with stochastic muzero: $(tail -n 2 "$dir/strain2048.log")"
 fi

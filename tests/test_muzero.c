@@ -110,7 +110,8 @@ static void data_make(unroll_data *d, const zt_net_config *c, int B, int K, zt_r
     for (size_t i = 0; i < (size_t)B * K * obs_n; i++) d->next_obs[i] = (float)zt_rng_normal(r);
     d->chance_mask = zt_xmalloc((size_t)B * K);
     for (int n = 0; n < B; n++)
-        for (int k = 0; k < K; k++) d->chance_mask[(size_t)n * K + k] = d->mask[(size_t)n * (K + 1) + k + 1];
+        for (int k = 0; k < K; k++)
+            d->chance_mask[(size_t)n * K + k] = d->mask[(size_t)n * (K + 1) + k + 1];
 }
 
 static void data_free(unroll_data *d)
@@ -293,8 +294,10 @@ static void check_loss_terms(int support)
             }
             value += w * value_by_hand(val + (size_t)n * V, d.value[row], support) / d.B;
             if (k > 0)
-                reward += w * value_by_hand(rew + (size_t)n * V, d.reward[(size_t)n * K + k - 1],
-                                            support) / d.B;
+                reward +=
+                    w *
+                    value_by_hand(rew + (size_t)n * V, d.reward[(size_t)n * K + k - 1], support) /
+                    d.B;
         }
     }
     CHECK(fabs(L.policy - policy) < 1e-6 * policy, "policy %.9f, by hand %.9f", L.policy, policy);
@@ -484,14 +487,17 @@ static void test_chance_loss_terms(void)
         const float *sigma, *qv, *code, *enc;
         zt_mz_chance_outputs(zt_net_mz(net), k, &sigma, &qv, &code, &enc);
         for (int n = 0; n < d.B; n++) {
-            const float *l = enc + (size_t)n * Z, *z = code + (size_t)n * Z, *s = sigma + (size_t)n * Z;
+            const float *l = enc + (size_t)n * Z, *z = code + (size_t)n * Z,
+                        *s = sigma + (size_t)n * Z;
             int best = 0, ones = 0;
             for (int j = 0; j < Z; j++) {
                 if (l[j] > l[best]) best = j;
                 ones += z[j] == 1.0f;
             }
-            CHECK(ones == 1 && z[best] == 1.0f, "step %d sample %d: the code is not the one-hot of the "
-                  "encoder's argmax", k, n);
+            CHECK(ones == 1 && z[best] == 1.0f,
+                  "step %d sample %d: the code is not the one-hot of the "
+                  "encoder's argmax",
+                  k, n);
             q += w * pow(qv[n] - d.value[(size_t)n * (K + 1) + k], 2) / d.B;
             if (!d.chance_mask[(size_t)n * K + k]) {
                 skipped++;
@@ -508,8 +514,8 @@ static void test_chance_loss_terms(void)
           skipped);
     CHECK(fabs(L.afterstate - q) < 1e-6 * q, "afterstate %.9f, by hand %.9f", L.afterstate, q);
     CHECK(fabs(L.chance - chance) < 1e-6 * chance, "chance %.9f, by hand %.9f", L.chance, chance);
-    CHECK(fabs(L.commitment - commit) < 1e-5 * commit, "commitment %.9f, by hand %.9f", L.commitment,
-          commit);
+    CHECK(fabs(L.commitment - commit) < 1e-5 * commit, "commitment %.9f, by hand %.9f",
+          L.commitment, commit);
     double total = L.policy + 0.7 * (L.value + L.afterstate) + 0.6 * L.reward + 0.9 * L.chance +
                    0.4 * L.commitment + L.l2;
     CHECK(fabs(L.total - total) < 1e-9, "total %.9f is not the weighted sum %.9f", L.total, total);
@@ -563,8 +569,10 @@ static void test_straight_through(void)
                 CHECK(a == bb, "%s's gradient moved with the straight-through share", pp->name);
         }
     }
-    CHECK(enc_tensors > 0 && enc_moved > 1e-5, "the straight-through share changed no encoder "
-          "gradient (%d tensors, %.2e)", enc_tensors, enc_moved);
+    CHECK(enc_tensors > 0 && enc_moved > 1e-5,
+          "the straight-through share changed no encoder "
+          "gradient (%d tensors, %.2e)",
+          enc_tensors, enc_moved);
     for (int i = 0; i < 2; i++) free(g[i]);
     data_free(&d);
     zt_net_free(net);
@@ -600,8 +608,8 @@ static void check_stochastic_inference(int support)
     zt_mz_chance_outputs(zt_net_mz(net), 0, &sigma, &q, &code, &enc);
     int Z = c.chance_codes, A = c.num_actions, actions[B], codes[B];
     size_t hs = zt_net_hidden_size(&c);
-    float h[B * 36], after[B * 36], h2[B * 36], p0[B * 9], v0[B], s1[B * 4], q1[B], p1[B * 9], v1[B],
-        r1[B];
+    float h[B * 36], after[B * 36], h2[B * 36], p0[B * 9], v0[B], s1[B * 4], q1[B], p1[B * 9],
+        v1[B], r1[B];
     CHECK(hs == 36, "hidden size %zu", hs);
     for (int n = 0; n < B; n++) {
         actions[n] = d.actions[n];
@@ -625,8 +633,8 @@ static void check_stochastic_inference(int support)
         for (int j = 0; j < Z; j++) worst = fmax(worst, fabs(s1[n * Z + j] - sigma[n * Z + j]));
         for (int a = 0; a < A; a++) worst = fmax(worst, fabs(p1[n * A + a] - pol[n * A + a]));
     }
-    printf("stochastic inference against the unroll (support %d): worst difference %.2e\n",
-           support, worst);
+    printf("stochastic inference against the unroll (support %d): worst difference %.2e\n", support,
+           worst);
     CHECK(worst < 1e-5, "inference differs from the unroll by %.2e", worst);
     free(g);
     zt_trainer_free(t);

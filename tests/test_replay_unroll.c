@@ -7,7 +7,10 @@
  * batches, and games recorded without actions are refused; a one-player
  * game (2048) unrolls to its moves' rewards and the return-to-go; batches
  * for Stochastic MuZero carry each next step's observation under the same
- * symmetry (past the end the last position's, unmasked for no step). */
+ * symmetry (past the end the last position's, unmasked for no step); with
+ * td_steps = n the value targets are the root values n positions on, with
+ * the sign of the player to move, or the outcome where the game ends
+ * sooner. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,7 +144,7 @@ static void test_unroll(zt_game *g)
     CHECK_OK(zt_replay_get(rb, 2, &pos, NULL));
     CHECK(pos.action == GAME[2] && pos.reward == 0, "stored action %d", pos.action);
     zt_replay_batch b;
-    CHECK_OK(zt_replay_batch_init_unroll(&b, g, 64, false, 5, false));
+    CHECK_OK(zt_replay_batch_init_unroll(&b, g, 64, false, &(zt_replay_unroll){.steps = 5}));
     zt_rng rng;
     zt_rng_seed(&rng, 3, 1);
     CHECK_OK(zt_replay_sample(rb, &rng, &b));
@@ -157,7 +160,8 @@ static void test_unroll(zt_game *g)
     zt_rng_seed(&r1, 9, 9);
     r2 = r1;
     zt_replay_sampler *sp;
-    CHECK_OK(zt_replay_sampler_new_unroll(rb, 64, false, 5, false, &r1, &sp));
+    CHECK_OK(
+        zt_replay_sampler_new_unroll(rb, 64, false, &(zt_replay_unroll){.steps = 5}, &r1, &sp));
     const zt_replay_batch *tb;
     CHECK_OK(zt_replay_sampler_next(sp, &tb));
     CHECK_OK(zt_replay_sample(rb, &r2, &b));
@@ -168,7 +172,8 @@ static void test_unroll(zt_game *g)
     zt_replay_batch_free(&b);
 
     /* with the next observations */
-    CHECK_OK(zt_replay_batch_init_unroll(&b, g, 64, false, 5, true));
+    CHECK_OK(zt_replay_batch_init_unroll(&b, g, 64, false,
+                                         &(zt_replay_unroll){.steps = 5, .next_obs = true}));
     CHECK(b.u_next_obs && b.u_chance_mask, "next observations allocated");
     CHECK_OK(zt_replay_sample(rb, &rng, &b));
     check_batch(g, &b, states);
@@ -194,15 +199,41 @@ static void test_unroll(zt_game *g)
             past += at >= PLIES;
         }
     }
-    CHECK(in_game > 0 && past > 0, "next observations in and past the game (%d, %d)", in_game, past);
+    CHECK(in_game > 0 && past > 0, "next observations in and past the game (%d, %d)", in_game,
+          past);
     free(want);
+    zt_replay_batch_free(&b);
+    zt_replay_free(rb);
+
+    /* value targets bootstrapped 2 positions on: add_game stored the root
+     * value 0.1 * ply at every ply; ply + 2 has the same player to move */
+    CHECK_OK(zt_replay_batch_init_unroll(&b, g, 64, false,
+                                         &(zt_replay_unroll){.steps = 5, .td_steps = 2}));
+    CHECK_OK(zt_replay_new(g, &c, &rb));
+    add_game(g, rb, true, states);
+    CHECK_OK(zt_replay_sample(rb, &rng, &b));
+    int boot = 0, ret = 0;
+    for (int r = 0; r < b.size; r++)
+        for (int k = 0; k <= 5; k++) {
+            int at = (int)b.index[r] + k;
+            float got = b.u_value[(size_t)r * 6 + k], wv = at % 2 == 0 ? 1.0f : -1.0f;
+            if (at + 2 < PLIES) {
+                wv = 0.1f * (float)(at + 2);
+                boot++;
+            } else {
+                ret++;
+            }
+            CHECK(fabsf(got - wv) < 2e-3f, "row %d step %d (ply %d): td value %g, want %g", r, k,
+                  at, got, wv);
+        }
+    CHECK(boot > 0 && ret > 0, "bootstrapped and returned values (%d, %d)", boot, ret);
     zt_replay_batch_free(&b);
     zt_replay_free(rb);
 
     /* a game recorded without actions cannot be unrolled */
     CHECK_OK(zt_replay_new(g, &c, &rb));
     add_game(g, rb, false, states);
-    CHECK_OK(zt_replay_batch_init_unroll(&b, g, 8, false, 5, false));
+    CHECK_OK(zt_replay_batch_init_unroll(&b, g, 8, false, &(zt_replay_unroll){.steps = 5}));
     zt_status st = zt_replay_sample(rb, &rng, &b);
     CHECK(st == ZT_ERR_CORRUPT, "unrolling a game without actions: %d", (int)st);
     printf("refused: %s\n", zt_error_message());
@@ -266,8 +297,7 @@ static void test_one_player_unroll(void)
     for (int i = 0; i < n; i++) total += points[i];
     float final[2];
     g->returns(g, s, final);
-    CHECK(total == final[0], "the moves' points %g add up to the final score %g", total,
-          final[0]);
+    CHECK(total == final[0], "the moves' points %g add up to the final score %g", total, final[0]);
     zt_replay_config c;
     zt_replay_config_default(&c);
     c.capacity = 100000;
@@ -276,41 +306,49 @@ static void test_one_player_unroll(void)
     CHECK_OK(zt_replay_new(g, &c, &rb));
     CHECK_OK(zt_replay_add_game(rb, t, zt_game_value_of(g, s, 0), NULL));
     enum { K = 5, B = 256 };
-    zt_replay_batch b;
-    CHECK_OK(zt_replay_batch_init_unroll(&b, g, B, false, K, false));
-    CHECK_OK(zt_replay_sample(rb, &rng, &b));
-    int bad = 0;
-    bool near_end = false;
-    for (int r = 0; r < B && bad < 5; r++) {
-        int ply = (int)b.index[r];
-        near_end |= ply + K >= n;
-        for (int k = 0; k <= K; k++) {
-            int at = ply + k;
-            size_t row = (size_t)r * (K + 1) + k;
-            double to_go = 0; /* by hand: the points of the moves from `at` on */
-            for (int i = at; i < n; i++) to_go += points[i];
-            float want = at < n ? zt_game_value_to_net(g, (float)(to_go / g->max_return)) : 0.0f;
-            bool ok = fabsf(b.u_value[row] - want) <= 1e-6f * (1 + fabsf(want)) &&
-                      (at < n || b.u_mask[row] == 0);
-            CHECK(ok, "row %d step %d (move %d of %d): value %g, want h(%g points) = %g", r, k, at,
-                  n, b.u_value[row], to_go, want);
-            bad += !ok;
-            if (k == K) break;
-            float reward = b.u_reward[(size_t)r * K + k];
-            /* the record keeps the reward as a half float */
-            float want_r = at < n ? zt_game_value_to_net(g, (float)(points[at] / g->max_return))
-                                  : 0.0f;
-            ok = fabsf(reward - want_r) <= 2e-3f * want_r && (want_r > 0) == (reward > 0);
-            CHECK(ok, "row %d step %d: reward %g, want h(%g points) = %g", r, k, reward,
-                  at < n ? points[at] : 0.0, want_r);
-            bad += !ok;
+    /* td = 3: the points of the next 3 moves (the stored root values are 0),
+     * or of all the moves left where fewer follow */
+    for (int td = 0; td <= 3; td += 3) {
+        zt_replay_batch b;
+        CHECK_OK(zt_replay_batch_init_unroll(&b, g, B, false,
+                                             &(zt_replay_unroll){.steps = K, .td_steps = td}));
+        CHECK_OK(zt_replay_sample(rb, &rng, &b));
+        int bad = 0;
+        bool near_end = false;
+        for (int r = 0; r < B && bad < 5; r++) {
+            int ply = (int)b.index[r];
+            near_end |= ply + K >= n;
+            for (int k = 0; k <= K; k++) {
+                int at = ply + k;
+                size_t row = (size_t)r * (K + 1) + k;
+                double to_go = 0; /* by hand: the points of the moves from `at` on */
+                int end = td > 0 && at + td < n ? at + td : n;
+                for (int i = at; i < end; i++) to_go += points[i];
+                float want =
+                    at < n ? zt_game_value_to_net(g, (float)(to_go / g->max_return)) : 0.0f;
+                bool ok = fabsf(b.u_value[row] - want) <= 1e-6f * (1 + fabsf(want)) &&
+                          (at < n || b.u_mask[row] == 0);
+                CHECK(ok, "row %d step %d (move %d of %d): value %g, want h(%g points) = %g", r, k,
+                      at, n, b.u_value[row], to_go, want);
+                bad += !ok;
+                if (k == K) break;
+                float reward = b.u_reward[(size_t)r * K + k];
+                /* the record keeps the reward as a half float */
+                float want_r =
+                    at < n ? zt_game_value_to_net(g, (float)(points[at] / g->max_return)) : 0.0f;
+                ok = fabsf(reward - want_r) <= 2e-3f * want_r && (want_r > 0) == (reward > 0);
+                CHECK(ok, "row %d step %d: reward %g, want h(%g points) = %g", r, k, reward,
+                      at < n ? points[at] : 0.0, want_r);
+                bad += !ok;
+            }
+            CHECK(td > 0 || b.value[r] == b.u_value[(size_t)r * (K + 1)],
+                  "step 0's value is the row's");
         }
-        CHECK(b.value[r] == b.u_value[(size_t)r * (K + 1)], "step 0's value is the row's");
+        CHECK(near_end, "the batch covers the game's end");
+        printf("2048 unroll, td_steps %d: %d moves, %g points; values are the points %s\n", td, n,
+               total, td ? "of the next moves" : "still to come");
+        zt_replay_batch_free(&b);
     }
-    CHECK(near_end, "the batch covers the game's end");
-    printf("2048 unroll: %d moves, %g points; values are the points still to come\n", n,
-           total);
-    zt_replay_batch_free(&b);
     zt_replay_free(rb);
     zt_replay_traj_free(t);
     zt_game_free(g);

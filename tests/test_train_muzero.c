@@ -26,9 +26,8 @@ static char tmp_root[256];
 
 /* The small nets every run here uses. */
 static const char *const SMALL[] = {
-    "muzero.channels=16",   "muzero.blocks=1",
-    "muzero.dyn_blocks=1", "muzero.pred_blocks=0", "precision=fp32",
-    "mode=deterministic",  "checkpoint.minutes=0", NULL};
+    "muzero.channels=16", "muzero.blocks=1",    "muzero.dyn_blocks=1",  "muzero.pred_blocks=0",
+    "precision=fp32",     "mode=deterministic", "checkpoint.minutes=0", NULL};
 
 static const char *tictactoe_ini(char *buf, size_t cap)
 {

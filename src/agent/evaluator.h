@@ -48,8 +48,8 @@ typedef struct zt_evaluator {
     size_t hidden_size;
     /* Set for a Stochastic MuZero net (chance_codes > 0), else NULL:
      * zt_net_afterstate; recurrent then steps afterstates with codes. */
-    zt_status (*afterstate)(void *ctx, int B, const float *hidden, const int *actions,
-                            float *after, float *chance_logits, float *q);
+    zt_status (*afterstate)(void *ctx, int B, const float *hidden, const int *actions, float *after,
+                            float *chance_logits, float *q);
     int chance_codes;
 } zt_evaluator;
 

@@ -18,11 +18,11 @@ enum { FN_REPR, FN_DYN, FN_PRED, FN_AFTER, FN_APRED, FN_ENC, FN_COUNT };
  * outcome into step k + 1). */
 typedef struct mz_chance_train {
     zt_nn_plan **after, **apred, **enc;
-    float **as, **a_range;       /* scaled afterstates, tcap x hidden; their ranges */
+    float **as, **a_range; /* scaled afterstates, tcap x hidden; their ranges */
     int32_t **a_imin, **a_imax;
-    float **clog, **d_clog;      /* sigma's logits, tcap x C, and their gradients */
-    float **q, **d_q;            /* psi's Q, tcap */
-    float **elog, **ce, **code;  /* encoder logits, their softmax, the one-hot code */
+    float **clog, **d_clog;     /* sigma's logits, tcap x C, and their gradients */
+    float **q, **d_q;           /* psi's Q, tcap */
+    float **elog, **ce, **code; /* encoder logits, their softmax, the one-hot code */
     float *ein, *d_after, *d_elog, *d_code;
 } mz_chance_train;
 
@@ -41,7 +41,7 @@ struct zt_mz {
     float *gin, *raw, *hidden;
     int32_t *imin, *imax;
     float *range;
-    float *icode; /* Stochastic MuZero: one-hot codes, cap x C */
+    float *icode;       /* Stochastic MuZero: one-hot codes, cap x C */
     float *ival, *irew; /* categorical heads: their logits, cap x (2N + 1) */
     /* training: plan instances for an unroll of K steps and batches up to
      * tcap: h once, g K times, f K + 1 times */
@@ -53,7 +53,7 @@ struct zt_mz {
     float **pol, **val, **rew;       /* outputs per step */
     float **d_pol, **d_val, **d_rew; /* their loss gradients */
     float *t_gin, *t_raw, *ds, *dx, *dtmp, *d_gin;
-    int *t_act; /* tcap: the actions of one step */
+    int *t_act;         /* tcap: the actions of one step */
     mz_chance_train ct; /* Stochastic MuZero only */
 };
 
@@ -129,7 +129,8 @@ static void build_graphs(zt_mz *mz)
      * code planes) */
     g = &mz->g[FN_DYN];
     zt_nn_graph_init(g);
-    x = zt_nn_graph_input(g, (zt_nn_shape){c->in_h, c->in_w, c->channels + (mz->codes ? mz->codes : P)});
+    x = zt_nn_graph_input(
+        g, (zt_nn_shape){c->in_h, c->in_w, c->channels + (mz->codes ? mz->codes : P)});
     x = conv_norm_relu(g, "dyn.stem", x, c->channels, 3);
     for (int b = 0; b < c->dyn_blocks; b++) {
         snprintf(name, sizeof name, "dyn.blocks.%d", b);
@@ -175,7 +176,8 @@ static void build_graphs(zt_mz *mz)
         x = residual(g, name, x);
     }
     int sigma = conv_norm_relu(g, "apred.chance", x, c->policy_channels, 1);
-    sigma = zt_nn_graph_dense(g, join(buf, sizeof buf, "apred.chance", "fc"), sigma, mz->codes, true);
+    sigma =
+        zt_nn_graph_dense(g, join(buf, sizeof buf, "apred.chance", "fc"), sigma, mz->codes, true);
     int q = value_head(g, "apred.value", x, c);
     zt_nn_graph_output(g, sigma);
     zt_nn_graph_output(g, q);
@@ -241,7 +243,8 @@ static void free_chance_train(zt_mz *mz)
     free_plans(mz->be, c->after, K);
     free_plans(mz->be, c->apred, K);
     free_plans(mz->be, c->enc, K);
-    float **arrays[] = {c->as, c->a_range, c->clog, c->d_clog, c->q, c->d_q, c->elog, c->ce, c->code};
+    float **arrays[] = {c->as,  c->a_range, c->clog, c->d_clog, c->q,
+                        c->d_q, c->elog,    c->ce,   c->code};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free_rows(arrays[a], K);
     free_rows(c->a_imin, K);
     free_rows(c->a_imax, K);
@@ -773,8 +776,8 @@ static void encoder_input(const zt_mz *mz, const zt_train_batch *b, int off, int
     size_t K = (size_t)b->unroll;
     for (int n = 0; n < B; n++) {
         size_t row = (size_t)(off + n);
-        const float *before = k == 0 ? b->obs + row * obs_n
-                                     : b->next_obs + (row * K + (size_t)(k - 1)) * obs_n;
+        const float *before =
+            k == 0 ? b->obs + row * obs_n : b->next_obs + (row * K + (size_t)(k - 1)) * obs_n;
         const float *after = b->next_obs + (row * K + (size_t)k) * obs_n;
         float *o = out + (size_t)n * cells * 2 * ch;
         for (size_t cell = 0; cell < cells; cell++) {
@@ -835,8 +838,8 @@ static void chance_losses(zt_mz *mz, const zt_train_config *tc, const zt_train_b
             continue;
         }
         const float *z = c->code[k] + (size_t)n * Z, *p = c->ce[k] + (size_t)n * Z;
-        chance += zt_mz_policy_loss(c->clog[k] + (size_t)n * Z, z, Z, w * scale * tc->chance_weight,
-                                    dl);
+        chance +=
+            zt_mz_policy_loss(c->clog[k] + (size_t)n * Z, z, Z, w * scale * tc->chance_weight, dl);
         for (int j = 0; j < Z; j++) commit += ((double)p[j] - z[j]) * ((double)p[j] - z[j]);
     }
     acc->afterstate += w * q * scale;

@@ -462,22 +462,27 @@ static size_t lay_out(zt_replay_batch *b, uint8_t *base, bool wdl, bool next_obs
 
 zt_status zt_replay_batch_init(zt_replay_batch *b, const zt_game *g, int size, bool wdl)
 {
-    return zt_replay_batch_init_unroll(b, g, size, wdl, 0, false);
+    return zt_replay_batch_init_unroll(b, g, size, wdl, NULL);
 }
 
 zt_status zt_replay_batch_init_unroll(zt_replay_batch *b, const zt_game *g, int size, bool wdl,
-                                      int unroll, bool next_obs)
+                                      const zt_replay_unroll *u)
 {
+    int unroll = u ? u->steps : 0, td = u && unroll > 0 ? u->td_steps : 0;
+    bool next_obs = u && unroll > 0 && u->next_obs;
     memset(b, 0, sizeof *b);
-    ZT_ASSERT(size >= 1 && unroll >= 0 && unroll <= ZT_REPLAY_MAX_UNROLL);
+    ZT_ASSERT(size >= 1 && unroll >= 0 && unroll <= ZT_REPLAY_MAX_UNROLL && td >= 0 &&
+              td <= ZT_REPLAY_MAX_TD);
     b->size = size;
     b->unroll = unroll;
+    b->td_steps = td;
     b->obs_size = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
     b->num_actions = g->num_actions;
     zt_record_layout l;
     zt_record_layout_init(&l, g);
-    b->scratch_stride_ = (sizeof(row_head) + (size_t)(unroll + 1) * l.max_bytes + 7) & ~(size_t)7;
-    next_obs = next_obs && unroll > 0;
+    /* the row's record, the K that follow, and n more for the bootstrap */
+    b->scratch_stride_ =
+        (sizeof(row_head) + (size_t)(unroll + td + 1) * l.max_bytes + 7) & ~(size_t)7;
     size_t bytes = lay_out(b, NULL, wdl, next_obs);
     b->owned_ = zt_aligned_alloc(ZT_CACHE_LINE, bytes);
     if (!b->owned_) return zt_fail(ZT_ERR_NOMEM, "replay: no memory for a batch of %d", size);
@@ -543,6 +548,33 @@ static zt_status build_row(zt_replay *rb, zt_replay_batch *b, int r)
     return ZT_OK;
 }
 
+/* The value target of step k of a row whose copied records (h.steps of
+ * them from p) begin at its position, on the linear scale (the caller
+ * applies the net's transform): the game's return, or with td_steps = n
+ * and the position n on copied, the bootstrap from its root value (one
+ * player: plus the points scored in between). */
+static zt_status step_value(zt_replay *rb, const zt_replay_batch *b, const uint8_t *p,
+                            const row_head *h, int k, const void *state, float *z)
+{
+    const zt_game *g = rb->game;
+    int n = b->td_steps;
+    if (n == 0 || k + n >= h->steps) {
+        *z = outcome_for(g, state, h->return0);
+        return ZT_OK;
+    }
+    for (int j = 0; j < k + n; j++) p += zt_record_length(&rb->layout, p, rb->layout.max_bytes);
+    uint8_t later[ZT_MAX_STATE_BYTES];
+    zt_record_view view;
+    ZT_TRY(zt_record_decode(&rb->layout, g, p,
+                            zt_record_length(&rb->layout, p, rb->layout.max_bytes), later, &view));
+    if (zt_game_num_players(g) == 1)
+        *z = (zt_game_score(g, later) - zt_game_score(g, state)) / g->max_return + view.root_value;
+    else
+        *z = g->current_player(g, later) == g->current_player(g, state) ? view.root_value
+                                                                        : -view.root_value;
+    return ZT_OK;
+}
+
 /* The unroll targets of row r (zt_replay_batch, "MuZero"). */
 static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
 {
@@ -583,7 +615,9 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
             }
             /* through the game's transform, as AlphaZero's targets
              * (build_row); identity for two players */
-            b->u_value[base + k] = zt_game_value_to_net(g, outcome_for(g, state, h.return0));
+            float z;
+            ZT_TRY(step_value(rb, b, row + sizeof h, &h, k, state, &z));
+            b->u_value[base + k] = zt_game_value_to_net(g, z);
             if (view.action < 0 && k + 1 < h.steps)
                 return zt_fail(ZT_ERR_CORRUPT,
                                "replay position without the action taken: a muzero run needs "
@@ -648,7 +682,7 @@ zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
         h.bytes = h.len;
         /* the records of the unroll follow in the game's contiguous bytes */
         int64_t left = e->start + e->length - index - 1;
-        for (int k = 0; k < b->unroll && k < left; k++) {
+        for (int k = 0; k < b->unroll + b->td_steps && k < left; k++) {
             h.bytes += zt_record_length(&rb->layout, p + h.bytes, rb->layout.max_bytes);
             h.steps++;
         }

@@ -198,6 +198,7 @@ typedef struct zt_replay_batch {
      * still to come, undiscounted) and its rewards the recorded ones, both
      * through zt_game_value_to_net like `value`. */
     int unroll;
+    int td_steps;         /* n of the value targets (zt_replay_unroll) */
     float *u_policy;      /* B x (K + 1) x num_actions */
     uint8_t *u_mask;      /* B x (K + 1): 1 where the policy is a target */
     float *u_value;       /* B x (K + 1) */
@@ -217,14 +218,25 @@ typedef struct zt_replay_batch {
 } zt_replay_batch;
 
 zt_status zt_replay_batch_init(zt_replay_batch *b, const zt_game *g, int size, bool wdl);
-/* A batch whose rows carry `unroll` (1 .. ZT_REPLAY_MAX_UNROLL) steps
- * each, and with next_obs the observations of the steps after the first
- * (Stochastic MuZero's encoder); 0 is zt_replay_batch_init. Sampling it
- * needs stored actions: a record without one (inside a game) is
- * ZT_ERR_CORRUPT. */
+/* What the rows of a MuZero batch carry beyond their position. */
 #define ZT_REPLAY_MAX_UNROLL 32
+#define ZT_REPLAY_MAX_TD 64
+typedef struct zt_replay_unroll {
+    int steps;     /* K: the positions that follow (1 .. ZT_REPLAY_MAX_UNROLL) */
+    bool next_obs; /* their observations (Stochastic MuZero's encoder) */
+    /* n (0 .. ZT_REPLAY_MAX_TD): with n > 0 the value target of a step is
+     * bootstrapped, undiscounted, from the search's root value n positions
+     * on (one player: the points of the moves in between plus that value;
+     * two players: that value for the player to move at the step), or the
+     * game's return where it ends sooner; 0: the game's return throughout */
+    int td_steps;
+} zt_replay_unroll;
+
+/* A batch whose rows carry an unroll as u says (NULL: zt_replay_batch_init).
+ * Sampling it needs stored actions: a record without one (inside a game) is
+ * ZT_ERR_CORRUPT. */
 zt_status zt_replay_batch_init_unroll(zt_replay_batch *b, const zt_game *g, int size, bool wdl,
-                                      int unroll, bool next_obs);
+                                      const zt_replay_unroll *u);
 void zt_replay_batch_free(zt_replay_batch *b);
 
 /* Draws b->size positions uniformly from the window (with replacement) and a
@@ -249,8 +261,9 @@ typedef struct zt_replay_sampler zt_replay_sampler;
 zt_status zt_replay_sampler_new(zt_replay *rb, int batch_size, bool wdl, const zt_rng *rng,
                                 zt_replay_sampler **out);
 /* The same with batches of `unroll` steps (zt_replay_batch_init_unroll). */
-zt_status zt_replay_sampler_new_unroll(zt_replay *rb, int batch_size, bool wdl, int unroll,
-                                       bool next_obs, const zt_rng *rng, zt_replay_sampler **out);
+zt_status zt_replay_sampler_new_unroll(zt_replay *rb, int batch_size, bool wdl,
+                                       const zt_replay_unroll *u, const zt_rng *rng,
+                                       zt_replay_sampler **out);
 /* Stops the thread (after the batch in progress) and frees both batches. */
 void zt_replay_sampler_free(zt_replay_sampler *s);
 /* The next batch (waiting for it if needed). It stays valid until the next

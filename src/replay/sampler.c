@@ -45,12 +45,12 @@ static void *sampler_main(void *arg)
 zt_status zt_replay_sampler_new(zt_replay *rb, int batch_size, bool wdl, const zt_rng *rng,
                                 zt_replay_sampler **out)
 {
-    return zt_replay_sampler_new_unroll(rb, batch_size, wdl, 0, false, rng, out);
+    return zt_replay_sampler_new_unroll(rb, batch_size, wdl, NULL, rng, out);
 }
 
-zt_status zt_replay_sampler_new_unroll(zt_replay *rb, int batch_size, bool wdl, int unroll,
-                                       bool next_obs,
-                                       const zt_rng *rng, zt_replay_sampler **out)
+zt_status zt_replay_sampler_new_unroll(zt_replay *rb, int batch_size, bool wdl,
+                                       const zt_replay_unroll *u, const zt_rng *rng,
+                                       zt_replay_sampler **out)
 {
     *out = NULL;
     const zt_game *g = zt_replay_game(rb);
@@ -59,7 +59,7 @@ zt_status zt_replay_sampler_new_unroll(zt_replay *rb, int batch_size, bool wdl, 
     s->rng = *rng;
     zt_status st = ZT_OK;
     for (int i = 0; i < SAMPLER_BATCHES && st == ZT_OK; i++)
-        st = zt_replay_batch_init_unroll(&s->batches[i], g, batch_size, wdl, unroll, next_obs);
+        st = zt_replay_batch_init_unroll(&s->batches[i], g, batch_size, wdl, u);
     s->empty = zt_queue_new(SAMPLER_BATCHES);
     s->ready = zt_queue_new(SAMPLER_BATCHES);
     if (st == ZT_OK && (!s->empty || !s->ready))

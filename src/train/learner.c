@@ -39,17 +39,16 @@ static size_t weight_floats(const zt_net *net)
     return n;
 }
 
-/* K of the batches: MuZero's unroll, 0 for AlphaZero. */
-static int unroll_of(const zt_train_settings *S)
+/* What the batches' rows carry beyond their position: MuZero's unroll
+ * (with the observations after each step for Stochastic MuZero's chance
+ * encoder, and the value targets' bootstrap); NULL for AlphaZero. */
+static const zt_replay_unroll *unroll_of(const zt_train_settings *S, zt_replay_unroll *u)
 {
-    return zt_algorithm_is_muzero(S->algorithm) ? S->unroll : 0;
-}
-
-/* Whether the batches carry the observations after each step (Stochastic
- * MuZero's chance encoder reads them). */
-static bool next_obs_of(const zt_train_settings *S)
-{
-    return S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO;
+    if (!zt_algorithm_is_muzero(S->algorithm)) return NULL;
+    *u = (zt_replay_unroll){.steps = S->unroll,
+                            .next_obs = S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO,
+                            .td_steps = S->td_steps};
+    return u;
 }
 
 zt_status zt_learner_new(const zt_game *g, const zt_train_settings *S, zt_replay *rb,
@@ -67,10 +66,10 @@ zt_status zt_learner_new(const zt_game *g, const zt_train_settings *S, zt_replay
         zt_net_init(l->net, &init);
         st = zt_trainer_new(l->net, &S->optimizer, &l->trainer);
     }
+    zt_replay_unroll u;
     if (st == ZT_OK)
         st = zt_replay_batch_init_unroll(&l->sync_batch, g, S->batch,
-                                         S->net.value_kind == ZT_VALUE_WDL, unroll_of(S),
-                                         next_obs_of(S));
+                                         S->net.value_kind == ZT_VALUE_WDL, unroll_of(S, &u));
     if (st != ZT_OK) {
         zt_learner_free(l);
         return st;
@@ -146,9 +145,9 @@ int64_t zt_learner_samples_trained(const zt_learner *l)
 static zt_status start_sampler(zt_learner *l)
 {
     if (!l->S->prefetch || l->sampler) return ZT_OK;
+    zt_replay_unroll u;
     return zt_replay_sampler_new_unroll(l->rb, l->S->batch, l->S->net.value_kind == ZT_VALUE_WDL,
-                                        unroll_of(l->S), next_obs_of(l->S),
-                                        &l->counters.sample_rng, &l->sampler);
+                                        unroll_of(l->S, &u), &l->counters.sample_rng, &l->sampler);
 }
 
 void zt_learner_pause(zt_learner *l)
@@ -295,8 +294,10 @@ static void publish_int8(zt_learner *l, const float *weights, float *tail)
                 zt_precision_name(zt_int8_gate_fallback(l->gate)));
     }
     l->int8.last = r;
-    if (r.passed) l->int8.int8_versions++;
-    else l->int8.fallbacks++;
+    if (r.passed)
+        l->int8.int8_versions++;
+    else
+        l->int8.fallbacks++;
 }
 
 void zt_learner_publish(zt_learner *l)

@@ -103,6 +103,7 @@ static zt_status read_muzero(zt_config *c, zt_train_settings *S)
     ZT_TRY(zt_config_int32(c, "muzero.dyn_blocks", 2, 0, 256, &m.dyn_blocks));
     ZT_TRY(zt_config_int32(c, "muzero.pred_blocks", 1, 0, 256, &m.pred_blocks));
     ZT_TRY(zt_config_int32(c, "muzero.unroll", 5, 1, ZT_REPLAY_MAX_UNROLL, &S->unroll));
+    ZT_TRY(zt_config_int32(c, "muzero.td_steps", 0, 0, ZT_REPLAY_MAX_TD, &S->td_steps));
     ZT_TRY(zt_config_double(c, "muzero.reward_weight", 1.0, 0, 100, &S->optimizer.reward_weight));
     ZT_TRY(zt_config_double(c, "muzero.dynamics_grad_scale", 0.5, 0, 1,
                             &S->optimizer.dynamics_grad_scale));

@@ -68,6 +68,7 @@ typedef struct zt_train_settings {
     uint64_t seed;
     zt_train_algorithm algorithm;
     int unroll; /* muzero.unroll: K, steps of the unrolled loss */
+    int td_steps; /* muzero.td_steps: n of the bootstrapped value targets (0: the return) */
     zt_train_mode mode;
     int actors;           /* actor threads */
     int learner_threads;  /* threads of the learner's net */
