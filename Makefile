@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test pytest python-venv python-bench sanitize fuzz clean format torch-compare
+.PHONY: all deps build run test pytest python-venv python-bench sanitize fuzz clean format torch-compare torch-muzero
 
 all: build
 
@@ -86,6 +86,14 @@ torch-compare: build
 	$(VENV)/bin/python -c "import torch, numpy" 2>/dev/null || \
 		$(VENV)/bin/pip install -q torch numpy
 	$(VENV)/bin/python bench/torch_compare.py --zeroth $(BUILD)/zeroth $(TORCH_ARGS)
+
+# MuZero's nets against PyTorch (bench/torch_muzero.py), the same environment.
+torch-muzero: build
+	bash scripts/install-deps.sh --bench
+	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	$(VENV)/bin/python -c "import torch, numpy" 2>/dev/null || \
+		$(VENV)/bin/pip install -q torch numpy
+	$(VENV)/bin/python bench/torch_muzero.py --zeroth $(BUILD)/zeroth $(TORCH_ARGS)
 
 format:
 	clang-format -i src/*/*.c src/*/*.h tests/*.c bench/*.c

@@ -6,7 +6,9 @@
  * each batch size, on one thread as an actor runs them, and the unrolled
  * train step (K = muzero.unroll) at learner.batch on the learner's threads,
  * in samples and steps per second. One line per measurement, with the load
- * average beside it (the machine is shared). */
+ * average beside it (the machine is shared), or with --json one JSON object
+ * each (bench/torch_muzero.py reads them). --export DIR writes the net's
+ * weights and a reference batch for another framework to check against. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +16,11 @@
 #include "cli/cli.h"
 #include "core/alloc.h"
 #include "core/config.h"
+#include "core/fileio.h"
 #include "core/rng.h"
 #include "core/thread.h"
 #include "core/timer.h"
+#include "nn/safetensors.h"
 #include "train/train.h"
 
 static void usage(FILE *f)
@@ -28,7 +32,74 @@ static void usage(FILE *f)
                "muzero.* keys size the nets): initial, recurrent (and stochastic afterstate)\n"
                "inference states/s on one thread at each batch (default 1 8 32 64 256), and the\n"
                "unrolled train step (muzero.unroll steps, learner.batch samples).\n"
-               "  --seconds S   time per measurement (default 2)\n");
+               "  --seconds S   time per measurement (default 2)\n"
+               "  --json        one JSON object per measurement\n"
+               "  --export DIR  write DIR/muzero.safetensors (the net, random weights) and\n"
+               "                DIR/muzero.io.safetensors (a batch of observations and actions\n"
+               "                with the fp32 reference backend's initial and recurrent\n"
+               "                outputs) for bench/torch_muzero.py, then exit (plain MuZero)\n");
+}
+
+/* --export DIR: the net with random weights (layer norms' gains and biases
+ * moved off 1 and 0) and a batch of 16 random observations and actions
+ * with the reference backend's fp32 outputs of initial and recurrent. */
+static zt_status export_net(const zt_train_settings *S, const zt_game *g, const char *dir)
+{
+    enum { B = 16 };
+    const zt_net_config *c = &S->net;
+    if (c->chance_codes > 0 || c->value_support > 0)
+        return zt_fail(ZT_ERR_UNSUPPORTED, "bench muzero --export: plain MuZero nets only "
+                                           "(no chance codes, tanh heads)");
+    zt_net *net;
+    ZT_TRY(zt_net_new(c, "ref", ZT_PRECISION_FP32, 1, &net));
+    zt_rng rng;
+    zt_rng_seed(&rng, 2026, 0);
+    zt_net_init(net, &rng);
+    for (int i = 0; i < zt_net_tensor_count(net); i++) {
+        zt_net_tensor t = zt_net_tensor_at(net, i);
+        if (!strstr(t.name, "norm") || t.ndim != 1) continue;
+        for (size_t j = 0; j < t.count; j++)
+            t.data[j] += (float)(0.4 * (zt_rng_uniform(&rng) - 0.5));
+    }
+    zt_net_params_changed(net);
+    char path[1024], spec[256];
+    zt_game_spec(g, spec, sizeof spec);
+    zt_status st = zt_mkdirs(dir);
+    snprintf(path, sizeof path, "%s/muzero.safetensors", dir);
+    if (st == ZT_OK) st = zt_net_save(net, spec, path);
+    size_t obs_n = (size_t)c->in_h * c->in_w * c->in_c, hs = zt_net_hidden_size(c);
+    int A = c->num_actions;
+    float *obs = zt_xmalloc(B * obs_n * sizeof(float)), *h = zt_xmalloc(B * hs * sizeof(float));
+    float *h2 = zt_xmalloc(B * hs * sizeof(float)), *p0 = zt_xmalloc((size_t)B * A * sizeof(float));
+    float *p1 = zt_xmalloc((size_t)B * A * sizeof(float)), v0[B], v1[B], r1[B], af[B];
+    int actions[B];
+    for (size_t i = 0; i < B * obs_n; i++) obs[i] = zt_rng_uniform(&rng) < 0.3 ? 1.0f : 0.0f;
+    for (int i = 0; i < B; i++) {
+        actions[i] = (int)zt_rng_below(&rng, (uint32_t)A);
+        af[i] = (float)actions[i];
+    }
+    if (st == ZT_OK) st = zt_net_initial(net, B, obs, h, p0, v0);
+    if (st == ZT_OK) st = zt_net_recurrent(net, B, h, actions, h2, r1, p1, v1);
+    if (st == ZT_OK) {
+        zt_st_tensor io[9] = {
+            {"input", 4, {B, c->in_h, c->in_w, c->in_c}, obs},
+            {"actions", 1, {B}, af},
+            {"hidden", 4, {B, c->in_h, c->in_w, c->channels}, h},
+            {"policy", 2, {B, A}, p0},
+            {"value", 1, {B}, v0},
+            {"next_hidden", 4, {B, c->in_h, c->in_w, c->channels}, h2},
+            {"reward", 1, {B}, r1},
+            {"next_policy", 2, {B, A}, p1},
+            {"next_value", 1, {B}, v1},
+        };
+        zt_st_meta meta[1] = {{"net", "muzero"}};
+        snprintf(path, sizeof path, "%s/muzero.io.safetensors", dir);
+        st = zt_st_write(path, io, 9, meta, 1);
+    }
+    if (st == ZT_OK) printf("exported %s's muzero net to %s/muzero.safetensors\n", g->name, dir);
+    free(obs), free(h), free(h2), free(p0), free(p1);
+    zt_net_free(net);
+    return st;
 }
 
 typedef struct buffers {
@@ -146,6 +217,8 @@ int zt_bench_muzero(int argc, char **argv)
 {
     double seconds = 2;
     int batches[16], nb = 0;
+    bool json = false;
+    const char *export_dir = NULL;
     const char *game = NULL;
     bool has_config = false;
     zt_status st = ZT_OK;
@@ -169,6 +242,10 @@ int zt_bench_muzero(int argc, char **argv)
                              v);
             else if (st == ZT_OK)
                 batches[nb++] = (int)b;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (zt_cli_flag_value(argc, argv, &i, "--export", &export_dir, &st)) {
+            continue;
         } else if (zt_cli_skip_config_arg(argc, argv, &i, &has_config, &st)) {
             continue;
         } else if (argv[i][0] == '-') {
@@ -197,14 +274,26 @@ int zt_bench_muzero(int argc, char **argv)
     if (st == ZT_OK) st = zt_game_new(name, cfg, &g);
     if (st == ZT_OK) st = zt_train_settings_read(cfg, g, &S);
     if (st == ZT_OK) st = zt_config_check_unused(cfg);
+    if (st == ZT_OK && export_dir) {
+        st = export_net(&S, g, export_dir);
+        zt_game_free(g);
+        zt_config_free(cfg);
+        return st == ZT_OK ? 0 : zt_cli_fail(st);
+    }
     zt_net *net = NULL;
     if (st == ZT_OK) st = zt_net_new(&S.net, S.backend, S.precision, 1, &net);
     if (st == ZT_OK) {
         char arch[256];
         zt_net_config_format(&S.net, arch, sizeof arch);
-        printf("bench muzero %s: net %s on %s/%s, load %.2f\n", name, arch,
-               zt_net_backend_name(net), zt_precision_name(zt_net_precision(net)),
-               zt_load_average());
+        if (json)
+            printf("{\"game\":\"%s\",\"net\":\"%s\",\"backend\":\"%s\",\"precision\":\"%s\","
+                   "\"load\":%.2f}\n",
+                   name, arch, zt_net_backend_name(net), zt_precision_name(zt_net_precision(net)),
+                   zt_load_average());
+        else
+            printf("bench muzero %s: net %s on %s/%s, load %.2f\n", name, arch,
+                   zt_net_backend_name(net), zt_precision_name(zt_net_precision(net)),
+                   zt_load_average());
     }
     zt_rng rng;
     zt_rng_seed(&rng, 7, 0);
@@ -214,7 +303,10 @@ int zt_bench_muzero(int argc, char **argv)
         for (int i = 0; i < nb && st == ZT_OK; i++) {
             double per_s;
             st = measure_inference(net, &S.net, batches[i], seconds, &rng, (call_kind)r, &per_s);
-            if (st == ZT_OK)
+            if (st == ZT_OK && json)
+                printf("{\"call\":\"%s\",\"threads\":1,\"batch\":%d,\"per_s\":%.1f}\n",
+                       CALL_NAMES[r], batches[i], per_s);
+            else if (st == ZT_OK)
                 printf("%-10s 1 thread  batch %5d  %10.0f states/s\n", CALL_NAMES[r], batches[i],
                        per_s);
             fflush(stdout);
@@ -222,7 +314,11 @@ int zt_bench_muzero(int argc, char **argv)
     if (st == ZT_OK) {
         double sps;
         st = measure_train(&S, seconds, &rng, &sps);
-        if (st == ZT_OK)
+        if (st == ZT_OK && json)
+            printf("{\"call\":\"train\",\"threads\":%d,\"batch\":%d,\"unroll\":%d,"
+                   "\"steps_per_s\":%.2f}\n",
+                   S.learner_threads, S.batch, S.unroll, sps);
+        else if (st == ZT_OK)
             printf("train     %d thread(s) batch %5d  K=%d  %8.1f steps/s  %10.0f samples/s\n",
                    S.learner_threads, S.batch, S.unroll, sps, sps * S.batch);
     }

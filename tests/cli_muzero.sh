@@ -132,6 +132,19 @@ for alg in muzero stochastic_muzero; do
 done
 out=$("$BIN" bench muzero tictactoe --seconds 0.1 --batch 4 --set algorithm=muzero 2>&1)
 printf '%s\n' "$out" | grep -q '^afterstate' && fail "bench muzero timed an afterstate of a plain net"
+# --json (bench/torch_muzero.py reads it) and --export (its weights and reference batch)
+out=$("$BIN" bench muzero tictactoe --seconds 0.1 --batch 4 --set learner.batch=8 --json 2>&1) ||
+    fail "bench muzero --json: $out"
+[ "$(printf '%s\n' "$out" | grep -c '^{"call":"\(initial\|recurrent\|train\)"')" -eq 3 ] ||
+    fail "bench muzero --json printed no initial, recurrent and train objects: $out"
+out=$("$BIN" bench muzero tictactoe --export "$dir/export" 2>&1) || fail "bench muzero --export: $out"
+[ -s "$dir/export/muzero.safetensors" ] && [ -s "$dir/export/muzero.io.safetensors" ] ||
+    fail "bench muzero --export wrote no weights and reference batch"
+out=$("$BIN" eval tictactoe --model "$dir/export/muzero.safetensors" --opponent random --games 2 \
+    --sims 4 2>&1) || fail "the exported weights do not play: $out"
+out=$("$BIN" bench muzero tictactoe --export "$dir/export2" --set algorithm=stochastic_muzero 2>&1)
+[ $? -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c .)" -eq 1 ] ||
+    fail "bench muzero --export of a stochastic net was not refused in one line: $out"
 
 out=$("$BIN" train backgammon --run "$dir/sbg" --steps 1 --set algorithm=stochastic_muzero 2>&1)
 rc=$?
