@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test pytest python-venv python-bench sanitize fuzz clean format torch-compare torch-muzero
+.PHONY: all deps build run test pytest python-venv python-bench sanitize fuzz clean format torch-venv torch-compare torch-muzero
 
 all: build
 
@@ -80,19 +80,17 @@ fuzz:
 # PyTorch comes from PyPI into a virtual environment (a few GB with its
 # CUDA wheels); nothing else depends on it.
 VENV ?= bench/.venv
-torch-compare: build
+torch-venv:
 	bash scripts/install-deps.sh --bench
 	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
 	$(VENV)/bin/python -c "import torch, numpy" 2>/dev/null || \
 		$(VENV)/bin/pip install -q torch numpy
+
+torch-compare: build torch-venv
 	$(VENV)/bin/python bench/torch_compare.py --zeroth $(BUILD)/zeroth $(TORCH_ARGS)
 
 # MuZero's nets against PyTorch (bench/torch_muzero.py), the same environment.
-torch-muzero: build
-	bash scripts/install-deps.sh --bench
-	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
-	$(VENV)/bin/python -c "import torch, numpy" 2>/dev/null || \
-		$(VENV)/bin/pip install -q torch numpy
+torch-muzero: build torch-venv
 	$(VENV)/bin/python bench/torch_muzero.py --zeroth $(BUILD)/zeroth $(TORCH_ARGS)
 
 format:

@@ -45,7 +45,7 @@ import torch.nn.functional as F
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from zt_weights import load_file, parse_arch, read_safetensors  # noqa: E402
+from zt_weights import load_file, nchw_layout, parse_arch, read_safetensors  # noqa: E402
 
 
 class ConvBN(nn.Module):
@@ -141,15 +141,8 @@ def load_zeroth(path):
     for name, value in tensors.items():
         if name not in state:
             sys.exit(f"torch_compare: {path}: tensor {name} has no PyTorch counterpart")
-        t = torch.from_numpy(value.copy())
-        if t.dim() == 4:  # conv OHWI -> OIHW
-            t = t.permute(0, 3, 1, 2).contiguous()
-        elif t.dim() == 2 and arch["kind"] == "resnet" and name.endswith(("policy.fc.weight",
-                                                                          "value.fc1.weight")):
-            # Zeroth flattens HWC, PyTorch flattens CHW.
-            out, cin = t.shape
-            c = cin // (arch["h"] * arch["w"])
-            t = t.reshape(out, arch["h"], arch["w"], c).permute(0, 3, 1, 2).reshape(out, cin)
+        hwc = arch["kind"] == "resnet" and name.endswith(("policy.fc.weight", "value.fc1.weight"))
+        t = torch.from_numpy(nchw_layout(value, arch["h"], arch["w"], hwc).copy())
         if tuple(t.shape) != tuple(state[name].shape):
             sys.exit(f"torch_compare: {name}: shape {tuple(t.shape)} vs {tuple(state[name].shape)}")
         state[name] = t

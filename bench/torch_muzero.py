@@ -39,7 +39,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from zt_weights import parse_arch, read_safetensors  # noqa: E402
+from zt_weights import nchw_layout, parse_arch, read_safetensors  # noqa: E402
 
 LN_EPS = 1e-5  # ZT_NN_LN_EPS
 MIN_RANGE = 1e-5  # ZT_MZ_MIN_RANGE
@@ -163,14 +163,10 @@ def load_zeroth(path):
     for name, value in tensors.items():
         if name not in state:
             sys.exit(f"torch_muzero: {path}: tensor {name} has no PyTorch counterpart")
-        t = torch.from_numpy(value.copy())
-        if t.dim() == 4:  # conv OHWI -> OIHW
-            t = t.permute(0, 3, 1, 2).contiguous()
-        elif ".norm" in name:  # layer norm over HWC -> CHW
-            t = t.reshape(h, w, -1).permute(2, 0, 1).contiguous()
-        elif t.dim() == 2 and name.endswith(("policy.fc.weight", ".fc1.weight")):
-            out, cin = t.shape  # Zeroth flattens HWC, PyTorch CHW
-            t = t.reshape(out, h, w, cin // (h * w)).permute(0, 3, 1, 2).reshape(out, cin)
+        if ".norm" in name:  # layer norm over HWC -> CHW
+            value = value.reshape(h, w, -1).transpose(2, 0, 1)
+        hwc = name.endswith(("policy.fc.weight", ".fc1.weight"))
+        t = torch.from_numpy(nchw_layout(value, h, w, hwc).copy())
         if tuple(t.shape) != tuple(state[name].shape):
             sys.exit(f"torch_muzero: {name}: shape {tuple(t.shape)} vs {tuple(state[name].shape)}")
         state[name] = t

@@ -46,3 +46,17 @@ def parse_arch(text):
     arch.update(h=h, w=w, c=c, actions=int(arch["actions"]), value_kind=vkind,
                 value_hidden=int(vhidden))
     return arch
+
+
+def nchw_layout(value, h, w, hwc_input=False):
+    """A Zeroth tensor in PyTorch's (NCHW) layout: conv weights OHWI -> OIHW;
+    with hwc_input, a dense weight whose input is an H x W x C map flattened
+    (Zeroth flattens HWC, PyTorch CHW) has its columns reordered; anything
+    else as it is."""
+    if value.ndim == 4:
+        return np.ascontiguousarray(value.transpose(0, 3, 1, 2))
+    if value.ndim == 2 and hwc_input:
+        out, cin = value.shape
+        return np.ascontiguousarray(
+            value.reshape(out, h, w, cin // (h * w)).transpose(0, 3, 1, 2).reshape(out, cin))
+    return value

@@ -20,6 +20,31 @@ fail() {
     fails=$((fails + 1))
 }
 
+# The last arena's mean score of a 2048 run RUN must be positive; WHAT and
+# STEPS name the run in the messages.
+check_score() {
+    local run=$1 what=$2 steps=$3 score
+    score=$(grep '"kind":"score"' "$run/metrics.jsonl" 2>/dev/null | grep '"player":"model"' |
+        tail -n 1 | sed 's/.*"mean":\([0-9.]*\).*/\1/')
+    if [ -z "$score" ] || ! awk -v s="$score" 'BEGIN { exit !(s > 0) }'; then
+        fail "train 2048 with $what reported no mean score"
+    else
+        echo "train 2048 with $what: mean score $score after $steps steps"
+    fi
+}
+
+# backgammon's turns are several moves by one player: algorithm ALG is
+# refused in one line
+check_backgammon_refused() {
+    local alg=$1 out rc
+    out=$("$BIN" train backgammon --run "$dir/bg_$alg" --steps 1 --set algorithm="$alg" 2>&1)
+    rc=$?
+    if [ "$rc" -eq 0 ] || ! printf '%s' "$out" | grep -q "do not alternate move by move" ||
+        [ "$(printf '%s\n' "$out" | grep -c .)" -ne 1 ]; then
+        fail "train backgammon with $alg was not refused in one line (rc $rc): $out"
+    fi
+}
+
 tiny=(--set algorithm=muzero --set mode=deterministic --set games_per_actor=8
       --set search.sims=8 --set learner.batch=16 --set learner.min_positions=40
       --set arena.games=2 --set arena.positions_limit=10 --set selfplay.root_cache_sims=8
@@ -68,21 +93,8 @@ if ! "$BIN" train 2048 --run "$run2048" --steps 100 --set algorithm=muzero --set
     >"$dir/train2048.log" 2>&1; then
     fail "train 2048 with muzero: $(tail -n 2 "$dir/train2048.log")"
 fi
-score=$(grep '"kind":"score"' "$run2048/metrics.jsonl" 2>/dev/null | grep '"player":"model"' |
-    tail -n 1 | sed 's/.*"mean":\([0-9.]*\).*/\1/')
-if [ -z "$score" ] || ! awk -v s="$score" 'BEGIN { exit !(s > 0) }'; then
-    fail "train 2048 with muzero reported no mean score"
-else
-    echo "train 2048 with muzero: mean score $score after 100 steps"
-fi
-
-# backgammon's turns are several moves by one player: refused in one line
-out=$("$BIN" train backgammon --run "$dir/bg" --steps 1 --set algorithm=muzero 2>&1)
-rc=$?
-if [ "$rc" -eq 0 ] || ! printf '%s' "$out" | grep -q "do not alternate move by move" ||
-    [ "$(printf '%s\n' "$out" | grep -c .)" -ne 1 ]; then
-    fail "train backgammon with muzero was not refused in one line (rc $rc): $out"
-fi
+check_score "$run2048" muzero 100
+check_backgammon_refused muzero
 
 # Stochastic MuZero (the 2048 run with categorical heads and 5-step value targets)
 srun="$dir/srun"
@@ -109,13 +121,7 @@ if ! "$BIN" train 2048 --run "$s2048" --steps 60 --set algorithm=stochastic_muze
     >"$dir/strain2048.log" 2>&1; then
     fail "train 2048 with stochastic muzero: $(tail -n 2 "$dir/strain2048.log")"
 fi
-score=$(grep '"kind":"score"' "$s2048/metrics.jsonl" 2>/dev/null | grep '"player":"model"' |
-    tail -n 1 | sed 's/.*"mean":\([0-9.]*\).*/\1/')
-if [ -z "$score" ] || ! awk -v s="$score" 'BEGIN { exit !(s > 0) }'; then
-    fail "train 2048 with stochastic muzero reported no mean score"
-else
-    echo "train 2048 with stochastic muzero: mean score $score after 60 steps"
-fi
+check_score "$s2048" "stochastic muzero" 60
 grep -q '"kind":"train_chance".*"loss_chance"' "$s2048/metrics.jsonl" 2>/dev/null ||
     fail "the stochastic 2048 run's metrics hold no chance losses"
 
@@ -146,12 +152,7 @@ out=$("$BIN" bench muzero tictactoe --export "$dir/export2" --set algorithm=stoc
 [ $? -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c .)" -eq 1 ] ||
     fail "bench muzero --export of a stochastic net was not refused in one line: $out"
 
-out=$("$BIN" train backgammon --run "$dir/sbg" --steps 1 --set algorithm=stochastic_muzero 2>&1)
-rc=$?
-if [ "$rc" -eq 0 ] || ! printf '%s' "$out" | grep -q "do not alternate move by move" ||
-    [ "$(printf '%s\n' "$out" | grep -c .)" -ne 1 ]; then
-    fail "train backgammon with stochastic muzero was not refused in one line (rc $rc): $out"
-fi
+check_backgammon_refused stochastic_muzero
 
 if [ "$fails" -ne 0 ]; then
     echo "cli_muzero: $fails failures"

@@ -62,6 +62,17 @@ static void randomise_norms(zt_net *net, zt_rng *r)
     zt_net_params_changed(net);
 }
 
+/* A net of c on the fp32 reference backend with random weights and norms. */
+static zt_net *ref_net(const zt_net_config *c, zt_rng *r)
+{
+    zt_net *net = NULL;
+    CHECK_OK(zt_net_new(c, "ref", ZT_PRECISION_FP32, 1, &net));
+    if (!net) exit(zt_test_finish("test_muzero"));
+    zt_net_init(net, r);
+    randomise_norms(net, r);
+    return net;
+}
+
 /* ---- unroll data ---- */
 
 typedef struct unroll_data {
@@ -261,10 +272,7 @@ static void check_loss_terms(int support)
     zt_net_config c = small_mz(3, 3, 3, 9);
     c.value_support = support;
     int V = zt_mz_value_outputs(&c);
-    zt_net *net;
-    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
-    zt_net_init(net, &r);
-    randomise_norms(net, &r);
+    zt_net *net = ref_net(&c, &r);
     unroll_data d;
     data_make(&d, &c, 5, 3, &r);
     zt_train_config tc;
@@ -386,10 +394,7 @@ static void check_unroll_gradient(const char *what, zt_net_config c, int K, int 
 {
     zt_rng r;
     zt_rng_seed(&r, seed, 3);
-    zt_net *net;
-    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
-    zt_net_init(net, &r);
-    randomise_norms(net, &r);
+    zt_net *net = ref_net(&c, &r);
     unroll_data d;
     data_make(&d, &c, B, K, &r);
     zt_train_config tc;
@@ -466,10 +471,7 @@ static void test_chance_loss_terms(void)
     zt_rng r;
     zt_rng_seed(&r, seed, 8);
     zt_net_config c = small_smz(3, 3, 3, 9, 5);
-    zt_net *net;
-    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
-    zt_net_init(net, &r);
-    randomise_norms(net, &r);
+    zt_net *net = ref_net(&c, &r);
     unroll_data d;
     data_make(&d, &c, 6, 3, &r);
     zt_train_config tc;
@@ -537,10 +539,7 @@ static void test_straight_through(void)
     zt_rng r;
     zt_rng_seed(&r, seed, 9);
     zt_net_config c = small_smz(3, 3, 3, 9, 4);
-    zt_net *net;
-    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
-    zt_net_init(net, &r);
-    randomise_norms(net, &r);
+    zt_net *net = ref_net(&c, &r);
     unroll_data d;
     data_make(&d, &c, 4, 2, &r);
     zt_train_batch b = data_batch(&d);
@@ -592,10 +591,7 @@ static void check_stochastic_inference(int support)
     zt_net_config c = small_smz(3, 3, 3, 9, 4);
     c.value_support = support;
     int V = zt_mz_value_outputs(&c);
-    zt_net *net;
-    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
-    zt_net_init(net, &r);
-    randomise_norms(net, &r);
+    zt_net *net = ref_net(&c, &r);
     enum { B = 3 };
     unroll_data d;
     data_make(&d, &c, B, 1, &r);
@@ -660,10 +656,7 @@ static void test_dynamics_scale(void)
     zt_rng r;
     zt_rng_seed(&r, seed, 4);
     zt_net_config c = small_mz(3, 3, 3, 9);
-    zt_net *net;
-    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &net));
-    zt_net_init(net, &r);
-    randomise_norms(net, &r);
+    zt_net *net = ref_net(&c, &r);
     unroll_data d;
     data_make(&d, &c, 4, 1, &r);
     zt_train_batch b = data_batch(&d);

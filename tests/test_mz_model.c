@@ -57,6 +57,18 @@ static zt_net *small_net(const zt_game *g, zt_rng *r, int codes)
     return net;
 }
 
+/* Draws chance outcomes in `state` until a player is to move (2048's
+ * opening tiles). */
+static void settle_chance(const zt_game *g, void *state, zt_rng *r)
+{
+    while (g->current_player(g, state) == ZT_CHANCE) {
+        int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+        float probs[ZT_MAX_CHANCE_OUTCOMES];
+        int k = g->chance_outcomes(g, state, outcomes, probs);
+        g->apply(g, state, outcomes[zt_rng_categorical(r, probs, k)]);
+    }
+}
+
 /* The model's outputs against direct calls of the net. */
 static void test_outputs(void)
 {
@@ -245,12 +257,7 @@ static void test_one_player(void)
     int A = g->num_actions;
     uint8_t root[ZT_MAX_STATE_BYTES];
     g->reset(g, root);
-    while (g->current_player(g, root) == ZT_CHANCE) { /* the opening tiles */
-        int outcomes[ZT_MAX_CHANCE_OUTCOMES];
-        float probs[ZT_MAX_CHANCE_OUTCOMES];
-        int k = g->chance_outcomes(g, root, outcomes, probs);
-        g->apply(g, root, outcomes[zt_rng_categorical(&r, probs, k)]);
-    }
+    settle_chance(g, root, &r); /* the opening tiles */
     CHECK(g->current_player(g, root) == 0 && A <= 16, "a 2048 decision at the root");
     uint8_t st[4][32];
     float logits[16], value[1], reward[1], outp[1];
@@ -326,12 +333,7 @@ static void check_stochastic_outputs(const char *game_name)
     int A = g->num_actions;
     uint8_t root[ZT_MAX_STATE_BYTES];
     g->reset(g, root);
-    while (g->current_player(g, root) == ZT_CHANCE) {
-        int outcomes[ZT_MAX_CHANCE_OUTCOMES];
-        float probs[ZT_MAX_CHANCE_OUTCOMES];
-        int k = g->chance_outcomes(g, root, outcomes, probs);
-        g->apply(g, root, outcomes[zt_rng_categorical(&r, probs, k)]);
-    }
+    settle_chance(g, root, &r);
     int mover = g->current_player(g, root);
     uint8_t st[4][32];
     float logits[2 * ZT_MAX_ACTIONS], value[2], reward[2], outp[2 * Z];

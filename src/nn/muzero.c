@@ -873,72 +873,61 @@ static void encoder_grad(zt_mz *mz, const zt_train_config *tc, const zt_train_ba
     }
 }
 
-/* Forward: s_0 = h(obs); between steps k and k + 1 the afterstate
- * as_k = phi(s_k, a_k), psi(as_k) -> (sigma_k, Q_k), the code
- * c_k = e(o_k, o_{k+1}) and s_{k+1} = g(as_k, c_k); f at every s_k.
- * Backward in reverse through the same joins as plain MuZero's, plus the
- * afterstates' min-max scaling and the straight-through code. The gradient
- * scale of appendix G applies where the hidden state enters phi. */
-static zt_status stochastic_micro_batch(zt_mz *mz, const zt_train_config *tc,
-                                        const zt_train_batch *b, int off, int B, bool update_stats,
-                                        float *grads, zt_train_losses *acc)
+/* Step k's transition forward, s_{k-1} -> s_k (k >= 1): g(s_{k-1}, a_{k-1})
+ * for plain MuZero; for Stochastic MuZero the afterstate
+ * as = phi(s_{k-1}, a_{k-1}), psi(as) -> (sigma, Q), the code
+ * c = e(o_{k-1}, o_k) with its chance terms, then g(as, c). g's reward goes
+ * to rew[k], the scaled next state to s[k]. */
+static zt_status forward_transition(zt_mz *mz, const zt_train_config *tc, const zt_train_batch *b,
+                                    int off, int B, int k, bool update_stats, zt_train_losses *acc)
 {
-    int K = b->unroll;
-    ZT_ASSERT(b->next_obs && b->chance_mask);
-    mz_chance_train *ct = &mz->ct;
+    int K = b->unroll, j = k - 1;
     const zt_net_config *c = &mz->cfg;
     const zt_nn_backend *be = mz->be;
-    size_t hs = zt_net_hidden_size(c), obs_n = (size_t)c->in_h * c->in_w * c->in_c;
-    size_t cells = (size_t)c->in_h * c->in_w;
-    int C = c->channels, P = zt_net_action_planes(c), Z = mz->codes;
-
-    float *routs[1] = {mz->t_raw};
-    ZT_TRY(be->forward(mz->t_repr, B, b->obs + (size_t)off * obs_n, routs, true, update_stats));
-    zt_mz_minmax_forward(mz->t_raw, mz->s[0], B, hs, mz->t_imin[0], mz->t_imax[0], mz->t_range[0]);
-    for (int k = 0; k <= K; k++) {
-        if (k > 0) {
-            int j = k - 1; /* the afterstate and code between steps j and k */
-            for (int n = 0; n < B; n++) mz->t_act[n] = b->actions[(size_t)(off + n) * K + j];
-            zt_mz_dynamics_input(c, B, mz->s[j], mz->t_act, mz->t_gin);
-            float *aouts[1] = {mz->t_raw};
-            ZT_TRY(be->forward(ct->after[j], B, mz->t_gin, aouts, true, update_stats));
-            zt_mz_minmax_forward(mz->t_raw, ct->as[j], B, hs, ct->a_imin[j], ct->a_imax[j],
-                                 ct->a_range[j]);
-            float *pouts[2] = {ct->clog[j], ct->q[j]};
-            ZT_TRY(be->forward(ct->apred[j], B, ct->as[j], pouts, true, update_stats));
-            encoder_input(mz, b, off, B, j, ct->ein);
-            float *eouts[1] = {ct->elog[j]};
-            ZT_TRY(be->forward(ct->enc[j], B, ct->ein, eouts, true, update_stats));
-            quantise(ct, Z, B, j);
-            chance_losses(mz, tc, b, off, B, j, acc);
-            zt_mz_code_input(c, B, ct->as[j], ct->code[j], mz->t_gin);
-            float *douts[2] = {mz->t_raw, mz->rew[k]};
-            ZT_TRY(be->forward(mz->t_dyn[j], B, mz->t_gin, douts, true, update_stats));
-            zt_mz_minmax_forward(mz->t_raw, mz->s[k], B, hs, mz->t_imin[k], mz->t_imax[k],
-                                 mz->t_range[k]);
-        }
-        float *pouts[2] = {mz->pol[k], mz->val[k]};
-        ZT_TRY(be->forward(mz->t_pred[k], B, mz->s[k], pouts, true, update_stats));
-        step_losses(mz, tc, b, off, B, k, acc);
+    size_t hs = zt_net_hidden_size(c);
+    for (int n = 0; n < B; n++) mz->t_act[n] = b->actions[(size_t)(off + n) * K + j];
+    zt_mz_dynamics_input(c, B, mz->s[j], mz->t_act, mz->t_gin);
+    if (mz->codes > 0) {
+        mz_chance_train *ct = &mz->ct;
+        float *aouts[1] = {mz->t_raw};
+        ZT_TRY(be->forward(ct->after[j], B, mz->t_gin, aouts, true, update_stats));
+        zt_mz_minmax_forward(mz->t_raw, ct->as[j], B, hs, ct->a_imin[j], ct->a_imax[j],
+                             ct->a_range[j]);
+        float *pouts[2] = {ct->clog[j], ct->q[j]};
+        ZT_TRY(be->forward(ct->apred[j], B, ct->as[j], pouts, true, update_stats));
+        encoder_input(mz, b, off, B, j, ct->ein);
+        float *eouts[1] = {ct->elog[j]};
+        ZT_TRY(be->forward(ct->enc[j], B, ct->ein, eouts, true, update_stats));
+        quantise(ct, mz->codes, B, j);
+        chance_losses(mz, tc, b, off, B, j, acc);
+        zt_mz_code_input(c, B, ct->as[j], ct->code[j], mz->t_gin);
     }
+    float *douts[2] = {mz->t_raw, mz->rew[k]};
+    ZT_TRY(be->forward(mz->t_dyn[j], B, mz->t_gin, douts, true, update_stats));
+    zt_mz_minmax_forward(mz->t_raw, mz->s[k], B, hs, mz->t_imin[k], mz->t_imax[k], mz->t_range[k]);
+    return ZT_OK;
+}
 
-    memset(mz->ds, 0, (size_t)B * hs * sizeof(float));
-    float dyn_scale = (float)tc->dynamics_grad_scale;
-    for (int k = K; k >= 0; k--) {
-        const float *pd[2] = {mz->d_pol[k], mz->d_val[k]};
-        ZT_TRY(be->backward(mz->t_pred[k], B, pd, grads + mz->poff[FN_PRED], mz->dtmp));
-        for (size_t i = 0; i < (size_t)B * hs; i++) mz->ds[i] += mz->dtmp[i];
-        zt_mz_minmax_backward(mz->ds, mz->s[k], B, hs, mz->t_imin[k], mz->t_imax[k], mz->t_range[k],
-                              mz->dx);
-        if (k == 0) {
-            const float *rd[1] = {mz->dx};
-            return be->backward(mz->t_repr, B, rd, grads + mz->poff[FN_REPR], NULL);
-        }
-        int j = k - 1;
-        /* g: its input's afterstate channels to d_after, its code channels
+/* Step k's transition backward, from mz->dx (d loss / d g's raw output at
+ * step k) and d_rew[k] to mz->ds = d loss / d s_{k-1} through it, scaled
+ * where the hidden state enters the dynamics (g, or Stochastic MuZero's
+ * phi; appendix G). Stochastic MuZero passes on the way through psi, the
+ * afterstate's min-max scaling and phi, and hands g's gradient on the code
+ * straight through to the encoder. */
+static zt_status backward_transition(zt_mz *mz, const zt_train_config *tc, const zt_train_batch *b,
+                                     int off, int B, int k, float *grads)
+{
+    int j = k - 1;
+    const zt_net_config *c = &mz->cfg;
+    const zt_nn_backend *be = mz->be;
+    size_t hs = zt_net_hidden_size(c), cells = (size_t)c->in_h * c->in_w;
+    int C = c->channels, P = zt_net_action_planes(c), Z = mz->codes;
+    const float *dd[2] = {mz->dx, mz->d_rew[k]};
+    ZT_TRY(be->backward(mz->t_dyn[j], B, dd, grads + mz->poff[FN_DYN], mz->d_gin));
+    if (Z > 0) {
+        mz_chance_train *ct = &mz->ct;
+        /* g's input: its afterstate channels to d_after, its code channels
          * summed over the cells (constant planes) to d_code */
-        const float *dd[2] = {mz->dx, mz->d_rew[k]};
-        ZT_TRY(be->backward(mz->t_dyn[j], B, dd, grads + mz->poff[FN_DYN], mz->d_gin));
         memset(ct->d_code, 0, (size_t)B * Z * sizeof(float));
         for (int n = 0; n < B; n++)
             for (size_t cell = 0; cell < cells; cell++) {
@@ -953,13 +942,15 @@ static zt_status stochastic_micro_batch(zt_mz *mz, const zt_train_config *tc,
                               ct->a_range[j], mz->dx);
         const float *fd[1] = {mz->dx};
         ZT_TRY(be->backward(ct->after[j], B, fd, grads + mz->poff[FN_AFTER], mz->d_gin));
-        for (size_t cell = 0; cell < (size_t)B * cells; cell++)
-            for (int ch = 0; ch < C; ch++)
-                mz->ds[cell * C + ch] = dyn_scale * mz->d_gin[cell * (size_t)(C + P) + ch];
         encoder_grad(mz, tc, b, off, B, j);
         const float *ed[1] = {ct->d_elog};
         ZT_TRY(be->backward(ct->enc[j], B, ed, grads + mz->poff[FN_ENC], NULL));
     }
+    /* the hidden-state channels of g's (or phi's) input gradient */
+    float dyn_scale = (float)tc->dynamics_grad_scale;
+    for (size_t cell = 0; cell < (size_t)B * cells; cell++)
+        for (int ch = 0; ch < C; ch++)
+            mz->ds[cell * C + ch] = dyn_scale * mz->d_gin[cell * (size_t)(C + P) + ch];
     return ZT_OK;
 }
 
@@ -968,26 +959,18 @@ zt_status zt_mz_micro_batch(zt_mz *mz, const zt_train_config *tc, const zt_train
 {
     int K = b->unroll;
     ZT_ASSERT(K >= 1 && b->actions && b->policy_mask && b->reward_target);
+    ZT_ASSERT(mz->codes == 0 || (b->next_obs && b->chance_mask));
     ZT_TRY(reserve_train(mz, B, K));
-    if (mz->codes > 0) return stochastic_micro_batch(mz, tc, b, off, B, update_stats, grads, acc);
     const zt_net_config *c = &mz->cfg;
     const zt_nn_backend *be = mz->be;
     size_t hs = zt_net_hidden_size(c), obs_n = (size_t)c->in_h * c->in_w * c->in_c;
-    int C = c->channels, P = zt_net_action_planes(c), cells = c->in_h * c->in_w;
 
-    /* forward: s_0 = h(obs), then s_k = g(s_{k-1}, a_k); f at every step */
+    /* forward: s_0 = h(obs), then each step's transition; f at every step */
     float *routs[1] = {mz->t_raw};
     ZT_TRY(be->forward(mz->t_repr, B, b->obs + (size_t)off * obs_n, routs, true, update_stats));
     zt_mz_minmax_forward(mz->t_raw, mz->s[0], B, hs, mz->t_imin[0], mz->t_imax[0], mz->t_range[0]);
     for (int k = 0; k <= K; k++) {
-        if (k > 0) {
-            for (int n = 0; n < B; n++) mz->t_act[n] = b->actions[(size_t)(off + n) * K + (k - 1)];
-            zt_mz_dynamics_input(c, B, mz->s[k - 1], mz->t_act, mz->t_gin);
-            float *douts[2] = {mz->t_raw, mz->rew[k]};
-            ZT_TRY(be->forward(mz->t_dyn[k - 1], B, mz->t_gin, douts, true, update_stats));
-            zt_mz_minmax_forward(mz->t_raw, mz->s[k], B, hs, mz->t_imin[k], mz->t_imax[k],
-                                 mz->t_range[k]);
-        }
+        if (k > 0) ZT_TRY(forward_transition(mz, tc, b, off, B, k, update_stats, acc));
         float *pouts[2] = {mz->pol[k], mz->val[k]};
         ZT_TRY(be->forward(mz->t_pred[k], B, mz->s[k], pouts, true, update_stats));
         step_losses(mz, tc, b, off, B, k, acc);
@@ -995,7 +978,6 @@ zt_status zt_mz_micro_batch(zt_mz *mz, const zt_train_config *tc, const zt_train
 
     /* backward, from the last step to the first; ds gathers d loss / d s_k */
     memset(mz->ds, 0, (size_t)B * hs * sizeof(float));
-    float dyn_scale = (float)tc->dynamics_grad_scale;
     for (int k = K; k >= 0; k--) {
         const float *pd[2] = {mz->d_pol[k], mz->d_val[k]};
         ZT_TRY(be->backward(mz->t_pred[k], B, pd, grads + mz->poff[FN_PRED], mz->dtmp));
@@ -1004,16 +986,9 @@ zt_status zt_mz_micro_batch(zt_mz *mz, const zt_train_config *tc, const zt_train
                               mz->dx);
         if (k == 0) {
             const float *rd[1] = {mz->dx};
-            ZT_TRY(be->backward(mz->t_repr, B, rd, grads + mz->poff[FN_REPR], NULL));
-            break;
+            return be->backward(mz->t_repr, B, rd, grads + mz->poff[FN_REPR], NULL);
         }
-        const float *dd[2] = {mz->dx, mz->d_rew[k]};
-        ZT_TRY(be->backward(mz->t_dyn[k - 1], B, dd, grads + mz->poff[FN_DYN], mz->d_gin));
-        /* the hidden-state channels of g's input gradient, scaled where the
-         * gradient enters the dynamics (appendix G) */
-        for (size_t cell = 0; cell < (size_t)B * cells; cell++)
-            for (int ch = 0; ch < C; ch++)
-                mz->ds[cell * C + ch] = dyn_scale * mz->d_gin[cell * (size_t)(C + P) + ch];
+        ZT_TRY(backward_transition(mz, tc, b, off, B, k, grads));
     }
     return ZT_OK;
 }

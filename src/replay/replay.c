@@ -548,25 +548,24 @@ static zt_status build_row(zt_replay *rb, zt_replay_batch *b, int r)
     return ZT_OK;
 }
 
-/* The value target of step k of a row whose copied records (h.steps of
- * them from p) begin at its position, on the linear scale (the caller
- * applies the net's transform): the game's return, or with td_steps = n
- * and the position n on copied, the bootstrap from its root value (one
- * player: plus the points scored in between). */
-static zt_status step_value(zt_replay *rb, const zt_replay_batch *b, const uint8_t *p,
-                            const row_head *h, int k, const void *state, float *z)
+/* The value target of a step with position `state`, on the linear scale
+ * (the caller applies the net's transform): the game's return, or with
+ * `boot` (the record td_steps positions on, NULL where the game ends
+ * sooner or td_steps is 0) the bootstrap from its root value (one player:
+ * plus the points scored in between). */
+static zt_status step_value(zt_replay *rb, const uint8_t *boot, float return0, const void *state,
+                            float *z)
 {
     const zt_game *g = rb->game;
-    int n = b->td_steps;
-    if (n == 0 || k + n >= h->steps) {
-        *z = outcome_for(g, state, h->return0);
+    if (!boot) {
+        *z = outcome_for(g, state, return0);
         return ZT_OK;
     }
-    for (int j = 0; j < k + n; j++) p += zt_record_length(&rb->layout, p, rb->layout.max_bytes);
     uint8_t later[ZT_MAX_STATE_BYTES];
     zt_record_view view;
-    ZT_TRY(zt_record_decode(&rb->layout, g, p,
-                            zt_record_length(&rb->layout, p, rb->layout.max_bytes), later, &view));
+    ZT_TRY(zt_record_decode(&rb->layout, g, boot,
+                            zt_record_length(&rb->layout, boot, rb->layout.max_bytes), later,
+                            &view));
     if (zt_game_num_players(g) == 1)
         *z = (zt_game_score(g, later) - zt_game_score(g, state)) / g->max_return + view.root_value;
     else
@@ -583,8 +582,15 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
     row_head h;
     memcpy(&h, row, sizeof h);
     const uint8_t *p = row + sizeof h;
-    int K = b->unroll, sym = b->sym[r], last_player = 0, A = b->num_actions;
+    int K = b->unroll, sym = b->sym[r], last_player = 0, A = b->num_actions, n = b->td_steps;
     size_t base = (size_t)r * (size_t)(K + 1);
+    /* the record td_steps on from step k's, walked along with it */
+    const uint8_t *boot = NULL;
+    if (n > 0 && n < h.steps) {
+        boot = p;
+        for (int j = 0; j < n; j++)
+            boot += zt_record_length(&rb->layout, boot, rb->layout.max_bytes);
+    }
     for (int k = 0; k <= K; k++) {
         float *policy = b->u_policy + (base + (size_t)k) * (size_t)A;
         memset(policy, 0, (size_t)A * sizeof(float));
@@ -616,7 +622,9 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
             /* through the game's transform, as AlphaZero's targets
              * (build_row); identity for two players */
             float z;
-            ZT_TRY(step_value(rb, b, row + sizeof h, &h, k, state, &z));
+            ZT_TRY(step_value(rb, k + n < h.steps ? boot : NULL, h.return0, state, &z));
+            if (boot && k + n + 1 < h.steps)
+                boot += zt_record_length(&rb->layout, boot, rb->layout.max_bytes);
             b->u_value[base + k] = zt_game_value_to_net(g, z);
             if (view.action < 0 && k + 1 < h.steps)
                 return zt_fail(ZT_ERR_CORRUPT,
