@@ -241,7 +241,10 @@ static void test_metrics_on_resume(void)
     size_t len;
     CHECK(zt_read_file(path, &text, &len) == ZT_OK, "");
     if (zt_test_failures) return;
-    CHECK(!strstr(text, "\"step\":35,") && !strstr(text, "\"step\":36,") &&
+    /* the injected records, known by their times (the resumed run writes
+     * records of its own at any step, 35 and 36 among them when it is slow,
+     * as under the sanitizers) */
+    CHECK(!strstr(text, "\"t\":9999.000,") && !strstr(text, "\"t\":10000.000,") &&
               !strstr(text, "10001.0"),
           "the records past the checkpoint were kept");
     long last_step = -1, records = 0, back = 0;
