@@ -79,7 +79,7 @@ static zt_status export_net(const zt_train_settings *S, const zt_game *g, const 
         af[i] = (float)actions[i];
     }
     if (st == ZT_OK) st = zt_net_initial(net, B, obs, h, p0, v0);
-    if (st == ZT_OK) st = zt_net_recurrent(net, B, h, actions, h2, r1, p1, v1);
+    if (st == ZT_OK) st = zt_net_recurrent(net, B, h, actions, h2, r1, p1, v1, NULL);
     if (st == ZT_OK) {
         zt_st_tensor io[9] = {
             {"input", 4, {B, c->in_h, c->in_w, c->in_c}, obs},
@@ -139,7 +139,8 @@ static zt_status measure_inference(zt_net *net, const zt_net_config *c, int B, d
     double t0 = zt_now_s(), t = 0;
     while (st == ZT_OK && t < seconds) {
         if (kind == CALL_RECURRENT)
-            st = zt_net_recurrent(net, B, b.hidden, b.actions, b.next, b.reward, b.policy, b.value);
+            st = zt_net_recurrent(net, B, b.hidden, b.actions, b.next, b.reward, b.policy, b.value,
+                                  NULL);
         else if (kind == CALL_AFTERSTATE)
             st = zt_net_afterstate(net, B, b.hidden, b.actions, b.next, b.policy, b.value);
         else

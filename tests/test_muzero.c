@@ -82,6 +82,7 @@ typedef struct unroll_data {
     uint8_t *mask;
     float *next_obs;      /* chance codes only */
     uint8_t *chance_mask; /* chance codes only */
+    float *turn;          /* to-play head only: B x K targets, 0 or 1 */
 } unroll_data;
 
 /* Random observations and actions, soft policy targets, values in [-1, 1],
@@ -114,6 +115,11 @@ static void data_make(unroll_data *d, const zt_net_config *c, int B, int K, zt_r
         }
     d->next_obs = NULL;
     d->chance_mask = NULL;
+    d->turn = NULL;
+    if (c->turn_head) {
+        d->turn = zt_xmalloc((size_t)B * K * sizeof(float));
+        for (size_t i = 0; i < (size_t)B * K; i++) d->turn[i] = (float)(zt_rng_uniform(r) < 0.5);
+    }
     if (c->chance_codes == 0) return;
     /* the observations after each step; step k + 1 past the end where the
      * policy mask says so */
@@ -135,6 +141,7 @@ static void data_free(unroll_data *d)
     free(d->mask);
     free(d->next_obs);
     free(d->chance_mask);
+    free(d->turn);
 }
 
 static zt_train_batch data_batch(const unroll_data *d)
@@ -148,7 +155,8 @@ static zt_train_batch data_batch(const unroll_data *d)
                             .policy_mask = d->mask,
                             .reward_target = d->reward,
                             .next_obs = d->next_obs,
-                            .chance_mask = d->chance_mask};
+                            .chance_mask = d->chance_mask,
+                            .turn_target = d->turn};
 }
 
 /* small_mz with Stochastic MuZero's afterstates and `codes` chance codes. */
@@ -326,6 +334,54 @@ static void test_loss_terms(void)
     check_loss_terms(5);
 }
 
+/* The to-play term against a hand computation from g's turn logits: the
+ * binary cross-entropy softplus(x) - t x of every unrolled step, weighted
+ * 1/K, averaged over the batch and added to the total with weight 1; on a
+ * board of one cell (backgammon's flat input), plain and stochastic. */
+static void check_turn_loss(int codes)
+{
+    zt_rng r;
+    zt_rng_seed(&r, seed, 9);
+    zt_net_config c = small_smz(1, 1, 7, 5, codes);
+    c.turn_head = 1;
+    zt_net *net = ref_net(&c, &r);
+    unroll_data d;
+    data_make(&d, &c, 6, 3, &r);
+    zt_train_config tc;
+    zt_train_config_default(&tc);
+    tc.value_weight = 0.7;
+    tc.reward_weight = 0.6;
+    zt_trainer *t;
+    CHECK_OK(zt_trainer_new(net, &tc, &t));
+    float *g = zt_xmalloc(zt_net_param_count(net) * sizeof(float));
+    zt_train_batch b = data_batch(&d);
+    zt_train_losses L;
+    CHECK_OK(zt_trainer_loss_grad(t, &b, &L, g));
+    double turn = 0;
+    int K = d.K;
+    for (int k = 1; k <= K; k++) {
+        const float *x = zt_mz_turn_outputs(zt_net_mz(net), k);
+        for (int n = 0; n < d.B; n++) {
+            double tt = d.turn[(size_t)n * K + k - 1];
+            turn += (log(1 + exp((double)x[n])) - tt * x[n]) / K / d.B;
+        }
+    }
+    CHECK(turn > 0 && fabs(L.turn - turn) < 1e-6 * turn, "turn %.9f, by hand %.9f", L.turn, turn);
+    double rest = L.policy + 0.7 * (L.value + L.afterstate) + 0.6 * L.reward +
+                  tc.chance_weight * L.chance + tc.commitment_weight * L.commitment + L.l2;
+    CHECK(fabs(L.total - (rest + L.turn)) < 1e-9, "the total does not add the turn term");
+    free(g);
+    zt_trainer_free(t);
+    data_free(&d);
+    zt_net_free(net);
+}
+
+static void test_turn_loss(void)
+{
+    check_turn_loss(0);
+    check_turn_loss(3);
+}
+
 /* Two-hot targets sum to 1 on at most two neighbouring atoms whose mean is
  * x (clamped to [-1, 1]); the expectation of logits log(two-hot) is x. */
 static void test_support(void)
@@ -458,6 +514,14 @@ static void test_unroll_gradients(void)
     zt_net_config cat = small_smz(3, 3, 3, 9, 4);
     cat.value_support = 3;
     check_unroll_gradient("stochastic unroll K=2, categorical heads (support 3)", cat, 2, 4, 4);
+    /* backgammon's shape: one cell (1x1 kernels), a plane per action, g's
+     * to-play head */
+    zt_net_config turns = small_mz(1, 1, 6, 4);
+    turns.turn_head = 1;
+    check_unroll_gradient("unroll K=3, one cell, to-play head", turns, 3, 5, 5);
+    turns.chance_codes = 3;
+    check_unroll_gradient("stochastic unroll K=2, one cell, to-play head, 2 micro-batches", turns,
+                          2, 6, 3);
 }
 
 /* Stochastic MuZero's chance terms against a hand computation from the
@@ -619,7 +683,7 @@ static void check_stochastic_inference(int support)
     }
     CHECK_OK(zt_net_initial(net, B, d.obs, h, p0, v0));
     CHECK_OK(zt_net_afterstate(net, B, h, actions, after, s1, q1));
-    CHECK_OK(zt_net_recurrent(net, B, after, codes, h2, r1, p1, v1));
+    CHECK_OK(zt_net_recurrent(net, B, after, codes, h2, r1, p1, v1, NULL));
     double worst = 0;
     for (int n = 0; n < B; n++) {
         /* the unroll keeps a categorical head's logits, inference gives
@@ -720,12 +784,15 @@ static void copy_params(zt_net *dst, zt_net *src)
 
 /* codes > 0: a Stochastic MuZero net, its afterstates compared too and the
  * recurrent step taken from them with codes. */
-static void check_backend(zt_precision prec, int codes, double out_tol, double grad_tol)
+/* turns: backgammon's shape, one cell (1x1 kernels) with g's to-play head */
+static void check_backend(zt_precision prec, int codes, bool turns, double out_tol,
+                          double grad_tol)
 {
     const char *pn = zt_precision_name(prec);
     zt_rng r;
     zt_rng_seed(&r, seed, 5);
-    zt_net_config c = small_smz(6, 7, 2, 7, codes);
+    zt_net_config c = turns ? small_smz(1, 1, 12, 7, codes) : small_smz(6, 7, 2, 7, codes);
+    c.turn_head = turns;
     c.channels = 16;
     c.value_hidden = 16;
     zt_net *ref, *cpu;
@@ -739,7 +806,7 @@ static void check_backend(zt_precision prec, int codes, double out_tol, double g
     randomise_norms(ref, &r);
     copy_params(cpu, ref);
     int B = 8, A = c.num_actions;
-    size_t hs = zt_net_hidden_size(&c), obs_n = (size_t)6 * 7 * 2;
+    size_t hs = zt_net_hidden_size(&c), obs_n = (size_t)c.in_h * c.in_w * c.in_c;
     float *obs = zt_xmalloc((size_t)B * obs_n * sizeof(float));
     for (size_t i = 0; i < (size_t)B * obs_n; i++) obs[i] = (float)(zt_rng_uniform(&r) < 0.3);
     float *h[2], *h2[2], *pol[2], *val[2], *rew[2];
@@ -778,8 +845,15 @@ static void check_backend(zt_precision prec, int codes, double out_tol, double g
         from = after[0];
         steps = code_of;
     }
+    float turn[2][8];
     for (int i = 0; i < 2; i++)
-        CHECK_OK(zt_net_recurrent(nets[i], B, from, steps, h2[i], rew[i], pol[i], val[i]));
+        CHECK_OK(
+            zt_net_recurrent(nets[i], B, from, steps, h2[i], rew[i], pol[i], val[i], turn[i]));
+    if (turns) {
+        double et = rel_err(turn[1], turn[0], (size_t)B);
+        printf("cpu %s recurrent, one cell: to-play %.2e\n", pn, et);
+        CHECK(et < out_tol, "cpu %s to-play head differs", pn);
+    }
     eh = rel_err(h2[1], h2[0], (size_t)B * hs), ep = rel_err(pol[1], pol[0], (size_t)B * A);
     ev = rel_err(val[1], val[0], (size_t)B);
     double er = rel_err(rew[1], rew[0], (size_t)B);
@@ -833,16 +907,17 @@ static void check_backend(zt_precision prec, int codes, double out_tol, double g
 
 static void test_cpu_backend(void)
 {
-    check_backend(ZT_PRECISION_FP32, 0, 1e-4, 1e-3);
+    check_backend(ZT_PRECISION_FP32, 0, false, 1e-4, 1e-3);
     /* fp32 only: in bf16 an encoder logit's rounding can flip a code */
-    check_backend(ZT_PRECISION_FP32, 5, 1e-4, 1e-3);
+    check_backend(ZT_PRECISION_FP32, 5, false, 1e-4, 1e-3);
+    check_backend(ZT_PRECISION_FP32, 4, true, 1e-4, 1e-3);
     /* bf16 on both: each rounds at different points, so the bound is what a
      * few roundings of 2^-8 add up to through three nets. */
     zt_net_config c = small_mz(6, 7, 2, 7);
     zt_net *probe;
     if (zt_net_new(&c, "cpu", ZT_PRECISION_BF16, 1, &probe) == ZT_OK) {
         zt_net_free(probe);
-        check_backend(ZT_PRECISION_BF16, 0, 5e-2, 5e-2);
+        check_backend(ZT_PRECISION_BF16, 0, false, 5e-2, 5e-2);
     } else {
         printf("cpu bf16: not here, skipped\n");
     }
@@ -927,6 +1002,38 @@ static void test_config_and_files(void)
     zt_net_config az_codes = az;
     az_codes.chance_codes = 4;
     CHECK(zt_net_config_check(&az_codes) != ZT_OK, "a resnet with chance codes accepted");
+    /* the to-play head: last in the string, muzero nets only, 0 or 1 */
+    zt_net_config tc = small_mz(1, 1, 7, 5);
+    tc.turn_head = 1;
+    zt_net_config_format(&tc, text, sizeof text);
+    CHECK(strcmp(text, "muzero in=1x1x7 actions=5 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
+                       "valc=1 turns") == 0,
+          "format: %s", text);
+    CHECK_OK(zt_net_config_parse(text, &back));
+    CHECK(memcmp(&back, &tc, sizeof tc) == 0, "parse(format(c with a to-play head)) != c");
+    CHECK(zt_net_config_parse("muzero in=1x1x7 actions=5 value=scalar:5 ch=4 blocks=1 dyn=1 "
+                              "pred=1 pol=2 valc=1 turns codes=2",
+                              &back) != ZT_OK,
+          "a to-play head before the codebook parsed");
+    tc.turn_head = 2;
+    CHECK(zt_net_config_check(&tc) != ZT_OK, "turn_head 2 accepted");
+    az_codes = az;
+    az_codes.turn_head = 1;
+    CHECK(zt_net_config_check(&az_codes) != ZT_OK, "a resnet with a to-play head accepted");
+    /* one cell: 1x1 kernels, so a 3x3 tower's weights are not carried */
+    tc.turn_head = 1;
+    zt_net *one;
+    CHECK_OK(zt_net_new(&tc, "ref", ZT_PRECISION_FP32, 1, &one));
+    bool found = false;
+    for (int i = 0; i < zt_net_tensor_count(one); i++) {
+        zt_net_tensor tt = zt_net_tensor_at(one, i);
+        if (strcmp(tt.name, "repr.blocks.0.conv1.weight") == 0) {
+            found = true;
+            CHECK(tt.count == 4 * 4, "a one-cell block's conv holds %zu weights, not 16", tt.count);
+        }
+    }
+    CHECK(found, "no repr.blocks.0.conv1.weight tensor");
+    zt_net_free(one);
     zt_net *st;
     CHECK_OK(zt_net_new(&sc, "ref", ZT_PRECISION_FP32, 1, &st));
     zt_net_init(st, &r);
@@ -996,6 +1103,7 @@ int main(void)
     test_support();
     test_loss_terms();
     test_chance_loss_terms();
+    test_turn_loss();
     test_unroll_gradients();
     test_straight_through();
     test_dynamics_scale();

@@ -8,7 +8,8 @@
  * the search is freed, and whole games searched over a learned model play
  * only legal moves; a Stochastic MuZero model's afterstates are chance
  * nodes over its codes with sigma's probabilities, in batches that mix
- * decision and chance states. */
+ * decision and chance states; with a to-play head (backgammon) the player
+ * after g is the one the head names. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,8 @@ static zt_net *small_net(const zt_game *g, zt_rng *r, int codes)
     c.policy_channels = 2;
     c.value_channels = 1;
     c.chance_codes = codes;
+    /* backgammon: turns of several moves, so g's to-play head */
+    c.turn_head = zt_game_num_players(g) == 2 && g->max_chance_outcomes > 0;
     zt_net *net = NULL;
     CHECK_OK(zt_net_new(&c, "auto", ZT_PRECISION_FP32, 1, &net));
     if (net) zt_net_init(net, r);
@@ -121,7 +124,7 @@ static void test_outputs(void)
     void *to[1] = {st[1]};
     out.logits = logits[1];
     CHECK_OK(m->recurrent(m, 1, from, &action, to, &out));
-    CHECK_OK(zt_net_recurrent(net, 1, h, &action, h2, &rw, pl, &v));
+    CHECK_OK(zt_net_recurrent(net, 1, h, &action, h2, &rw, pl, &v, NULL));
     CHECK(kind[0] == ZT_NODE_DECISION && player[0] == 0, "child kind %d player %d", kind[0],
           player[0]);
     CHECK(value[0] == v && reward[0] == rw, "child value %g reward %g, net %g %g", value[0],
@@ -180,9 +183,13 @@ static void check_lifetime(const char *game_name, zt_search_algorithm alg, int f
     c.tree_reuse = true;
     zt_search *s = NULL;
     CHECK_OK(zt_search_new(&c, m, G, &s));
+    /* a game with dice (backgammon) rolls them between the searches, has
+     * no root cache (its start is a roll) and need not finish a game */
+    bool dice = g->max_chance_outcomes > 0;
     uint8_t start[ZT_MAX_STATE_BYTES], game[G][ZT_MAX_STATE_BYTES];
     g->reset(g, start);
-    CHECK_OK(zt_search_build_root_cache(s, start, 32));
+    settle_chance(g, start, &r);
+    if (!dice) CHECK_OK(zt_search_build_root_cache(s, start, 32));
     for (int t = 0; t < G; t++) memcpy(game[t], start, g->state_size);
     if (fail_at) zt_fault_set(ZT_FAULT_EVAL, (uint64_t)fail_at, false, 0);
     int failures = 0, moves = 0, finished = 0, illegal = 0;
@@ -207,6 +214,7 @@ static void check_lifetime(const char *game_name, zt_search_algorithm alg, int f
             if (!ok) break;
             zt_search_played(s, t, a);
             g->apply(g, game[t], a);
+            settle_chance(g, game[t], &r);
             moves++;
             if (g->current_player(g, game[t]) == ZT_TERMINAL) {
                 zt_search_forget(s, t);
@@ -217,7 +225,7 @@ static void check_lifetime(const char *game_name, zt_search_algorithm alg, int f
         CHECK(zt_mz_model_live_states(m) == evaluated_nodes(s, G),
               "%s %s round %d: %lld references held, %lld evaluated nodes", game_name, an, round,
               (long long)zt_mz_model_live_states(m), (long long)evaluated_nodes(s, G));
-        if (round == 20) {
+        if (round == 20 && !dice) {
             CHECK(zt_search_build_root_cache(s, start, 32) == ZT_OK || fail_at > 0, "rebuild: %s",
                   zt_error_message());
             CHECK(zt_mz_model_live_states(m) == evaluated_nodes(s, G), "root cache rebuilt");
@@ -227,7 +235,7 @@ static void check_lifetime(const char *game_name, zt_search_algorithm alg, int f
     printf("%s %s%s%s: %d moves, %d games finished, %d failed searches\n", game_name, an,
            codes ? " stochastic" : "", fail_at ? " with failures" : "", moves, finished, failures);
     CHECK(illegal == 0, "%s %s: %d illegal moves chosen", game_name, an, illegal);
-    CHECK(finished > 0, "%s %s: no game finished", game_name, an);
+    CHECK(finished > 0 || dice, "%s %s: no game finished", game_name, an);
     CHECK(fail_at == 0 || failures > 0, "no failure injected");
     zt_search_free(s);
     CHECK(zt_mz_model_live_states(m) == 0, "%s %s: search freed, %lld references leaked", game_name,
@@ -288,7 +296,7 @@ static void test_one_player(void)
         const void *from[1] = {st[depth - 1]};
         void *to[1] = {st[depth]};
         CHECK_OK(m->recurrent(m, 1, from, &action, to, &out));
-        CHECK_OK(zt_net_recurrent(net, 1, h, &action, h2, &rw, pl, &v));
+        CHECK_OK(zt_net_recurrent(net, 1, h, &action, h2, &rw, pl, &v, NULL));
         memcpy(h, h2, hs * sizeof(float));
         CHECK(kind[0] == ZT_NODE_DECISION && player[0] == 0,
               "depth %d: player %d, the one player throughout", depth, player[0]);
@@ -384,7 +392,7 @@ static void check_stochastic_outputs(const char *game_name)
     from[0] = st[1], from[1] = st[0];
     to[0] = st[2], to[1] = st[3];
     CHECK_OK(m->recurrent(m, 2, from, acts, to, &out));
-    CHECK_OK(zt_net_recurrent(net, 1, after, &acts[0], h2, &rw, pl, &v));
+    CHECK_OK(zt_net_recurrent(net, 1, after, &acts[0], h2, &rw, pl, &v, NULL));
     int next = one ? mover : 1 - mover;
     CHECK(kind[0] == ZT_NODE_DECISION && player[0] == next && nout[0] == 0,
           "%s after chance: kind %d player %d", game_name, kind[0], player[0]);
@@ -399,6 +407,157 @@ static void check_stochastic_outputs(const char *game_name)
     m->release(m, 4, all);
     CHECK(zt_mz_model_live_states(m) == 0, "all released");
     free(h), free(after), free(h2), free(obs);
+    zt_model_free(m);
+    zt_net_evaluator_free(ne);
+    zt_net_free(net);
+    zt_game_free(g);
+}
+
+/* An evaluator over a net with a to-play head whose turn outputs are
+ * replaced by `forced` (row i gets forced[i % 4]), so both answers occur. */
+typedef struct forced_turns {
+    zt_evaluator inner;
+    float forced[4];
+    int asked; /* calls that asked for the turn output */
+} forced_turns;
+
+static zt_status forced_recurrent(void *ctx, int B, const float *hidden, const int *actions,
+                                  float *next_hidden, float *reward, float *policy_logits,
+                                  float *value, float *turn)
+{
+    forced_turns *f = ctx;
+    ZT_TRY(f->inner.recurrent(f->inner.ctx, B, hidden, actions, next_hidden, reward, policy_logits,
+                              value, turn));
+    if (turn) {
+        f->asked++;
+        for (int i = 0; i < B; i++) turn[i] = f->forced[i % 4];
+    }
+    return ZT_OK;
+}
+
+static zt_status forced_initial(void *ctx, int B, const float *obs, float *hidden, float *policy,
+                                float *value)
+{
+    forced_turns *f = ctx;
+    return f->inner.initial(f->inner.ctx, B, obs, hidden, policy, value);
+}
+
+static zt_status forced_afterstate(void *ctx, int B, const float *hidden, const int *actions,
+                                   float *after, float *chance_logits, float *q)
+{
+    forced_turns *f = ctx;
+    return f->inner.afterstate(f->inner.ctx, B, hidden, actions, after, chance_logits, q);
+}
+
+/* Backgammon (a turn is several moves by one player): with the net's
+ * to-play head the model gives the state after g the other player where
+ * the head says the turn passed (probability >= 0.5), else the same one;
+ * with Stochastic MuZero the afterstate keeps the acting player and the
+ * head decides after the code. The net's own head gives probabilities. */
+static void check_turns(int codes)
+{
+    enum { B = 8, A = 150, O = 64 };
+    zt_rng r;
+    zt_rng_seed(&r, seed, 7);
+    zt_game *g;
+    CHECK_OK(zt_game_new("backgammon", NULL, &g));
+    if (!g) return;
+    CHECK(g->num_actions == A && codes <= O, "backgammon's action count");
+    zt_net *net = small_net(g, &r, codes);
+    CHECK(zt_net_config_of(net)->turn_head == 1, "backgammon's net has a to-play head");
+    zt_net_evaluator *ne;
+    CHECK_OK(zt_net_evaluator_new(net, B, &ne));
+    forced_turns f = {.inner = zt_net_evaluator_get(ne), .forced = {0.9f, 0.1f, 0.5f, 0.49f}};
+    CHECK(f.inner.turns, "the evaluator says the net has a to-play head");
+    zt_evaluator ev = f.inner;
+    ev.ctx = &f;
+    ev.initial = forced_initial;
+    ev.recurrent = forced_recurrent;
+    ev.afterstate = f.inner.afterstate ? forced_afterstate : NULL;
+    zt_model *m;
+    CHECK_OK(zt_mz_model_new(g, &ev, B, &m));
+    uint8_t root[ZT_MAX_STATE_BYTES];
+    g->reset(g, root);
+    settle_chance(g, root, &r);
+    int p0 = g->current_player(g, root);
+    uint16_t legal[ZT_MAX_ACTIONS];
+    int nl = g->legal(g, root, legal);
+    static float logits[B * A];
+    float value[B], reward[B], probs[B * O];
+    int8_t kind[B], player[B];
+    int nout[B], outcomes[B * O];
+    zt_model_output out = {.logits = logits,
+                           .value = value,
+                           .reward = reward,
+                           .kind = kind,
+                           .player = player,
+                           .num_outcomes = nout,
+                           .outcomes = outcomes,
+                           .outcome_probs = probs};
+    static uint8_t st[3][B][64];
+    CHECK(m->state_size <= sizeof st[0][0], "state size %zu", m->state_size);
+    const void *roots[1] = {root};
+    void *rs[1] = {st[0][0]};
+    CHECK_OK(m->initial(m, 1, roots, rs, &out));
+    CHECK(player[0] == p0, "the root's player");
+    const void *from[B];
+    void *to[B], *to2[B];
+    int actions[B];
+    for (int i = 0; i < B; i++) {
+        from[i] = st[0][0];
+        to[i] = st[1][i];
+        to2[i] = st[2][i];
+        actions[i] = legal[i % nl];
+    }
+    CHECK_OK(m->recurrent(m, B, from, actions, to, &out));
+    if (codes) {
+        /* afterstates: the acting player's chance nodes; then a code each */
+        for (int i = 0; i < B; i++)
+            CHECK(kind[i] == ZT_NODE_CHANCE && player[i] == p0, "afterstate %d: kind %d player %d",
+                  i, kind[i], player[i]);
+        for (int i = 0; i < B; i++) {
+            from[i] = st[1][i];
+            actions[i] = i % codes;
+        }
+        CHECK_OK(m->recurrent(m, B, from, actions, to2, &out));
+    }
+    CHECK(f.asked > 0, "the model asked for the to-play output");
+    for (int i = 0; i < B; i++) {
+        int want = f.forced[i % 4] >= 0.5f ? 1 - p0 : p0;
+        CHECK(kind[i] == ZT_NODE_DECISION && player[i] == want,
+              "%s state %d: turn %.2f, player %d, want %d", codes ? "stochastic" : "plain", i,
+              f.forced[i % 4], player[i], want);
+    }
+    /* the net's own head: probabilities, from a direct call */
+    size_t hs = zt_net_hidden_size(zt_net_config_of(net));
+    float *h = zt_xmalloc(B * hs * sizeof(float)), *h2 = zt_xmalloc(B * hs * sizeof(float));
+    float *obs = zt_xmalloc((size_t)g->obs_shape[2] * sizeof(float));
+    g->observe(g, root, obs);
+    float rw[B], v[B], turn[B];
+    CHECK_OK(zt_net_initial(net, 1, obs, h, logits, v));
+    for (int i = 1; i < B; i++) memcpy(h + i * hs, h, hs * sizeof(float));
+    for (int i = 0; i < B; i++) actions[i] = legal[i % nl];
+    if (codes) {
+        float *after = zt_xmalloc(B * hs * sizeof(float));
+        CHECK_OK(zt_net_afterstate(net, B, h, actions, after, probs, v));
+        memcpy(h, after, B * hs * sizeof(float));
+        free(after);
+        for (int i = 0; i < B; i++) actions[i] = i % codes;
+    }
+    for (int i = 0; i < B; i++) turn[i] = -1;
+    CHECK_OK(zt_net_recurrent(net, B, h, actions, h2, rw, logits, v, turn));
+    for (int i = 0; i < B; i++)
+        CHECK(turn[i] > 0 && turn[i] < 1, "turn %d: %g is not a probability", i, turn[i]);
+    printf("backgammon %s: players after g follow the to-play head (net: %.3f)\n",
+           codes ? "stochastic" : "plain", turn[0]);
+    const void *all[2 * B + 1];
+    int n = 0;
+    all[n++] = st[0][0];
+    for (int i = 0; i < B; i++) all[n++] = st[1][i];
+    for (int i = 0; codes && i < B; i++) all[n++] = st[2][i];
+    m->release(m, n, all);
+    CHECK(zt_mz_model_live_states(m) == 0, "all released");
+    free(h), free(h2), free(obs);
     zt_model_free(m);
     zt_net_evaluator_free(ne);
     zt_net_free(net);
@@ -432,6 +591,10 @@ int main(void)
     test_one_player();
     check_stochastic_outputs("tictactoe");
     check_stochastic_outputs("2048");
+    check_turns(0);
+    check_turns(5);
+    check_lifetime("backgammon", ZT_SEARCH_GUMBEL, 0, 0);
+    check_lifetime("backgammon", ZT_SEARCH_GUMBEL, 61, 4);
     test_refusals();
     return zt_test_finish("test_mz_model");
 }

@@ -10,7 +10,7 @@
  * symmetry (past the end the last position's, unmasked for no step); with
  * td_steps = n the value targets are the root values n positions on, with
  * the sign of the player to move, or the outcome where the game ends
- * sooner. */
+ * sooner; with `turns` (backgammon) each step says whether the turn passed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,6 +354,115 @@ static void test_one_player_unroll(void)
     zt_game_free(g);
 }
 
+/* Backgammon: a game played at random, recorded as the actor records it
+ * (decision positions only; the dice are rolled between them). With
+ * `turns` every step's to-play target says whether the player to move
+ * changed since the step before (several checker moves by one player, then
+ * a roll; a roll the other side cannot play hands the turn straight back),
+ * and past the end turns alternate, as the value targets, whose signs
+ * follow the recorded players, assume. */
+static void test_turn_targets(void)
+{
+    zt_game *g;
+    CHECK_OK(zt_game_new("backgammon", NULL, &g));
+    if (!g) return;
+    enum { MAX = 8192 };
+    static int player[MAX];
+    zt_replay_traj *t;
+    CHECK_OK(zt_replay_traj_new(g, &t));
+    zt_rng rng;
+    zt_rng_seed(&rng, 5, 3);
+    uint8_t s[ZT_MAX_STATE_BYTES], before[ZT_MAX_STATE_BYTES];
+    g->reset(g, s);
+    int n = 0;
+    float policy[ZT_MAX_ACTIONS];
+    for (;;) {
+        int p = g->current_player(g, s);
+        if (p == ZT_TERMINAL) break;
+        if (p == ZT_CHANCE) {
+            int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+            float probs[ZT_MAX_CHANCE_OUTCOMES];
+            int k = g->chance_outcomes(g, s, outcomes, probs);
+            g->apply(g, s, outcomes[zt_rng_categorical(&rng, probs, k)]);
+            continue;
+        }
+        CHECK(n < MAX, "the test game is too long");
+        if (n >= MAX) break;
+        uint16_t legal[ZT_MAX_ACTIONS];
+        int k = g->legal(g, s, legal);
+        int a = legal[zt_rng_below(&rng, (uint32_t)k)];
+        memset(policy, 0, sizeof policy);
+        policy[a] = 1;
+        memcpy(before, s, g->state_size);
+        g->apply(g, s, a);
+        player[n++] = p;
+        zt_replay_traj_add_step(t, before, policy, 0, true, a, zt_game_reward(g, before, s));
+    }
+    int same = 0, passed = 0;
+    for (int i = 1; i < n; i++) {
+        if (player[i] == player[i - 1])
+            same++;
+        else
+            passed++;
+    }
+    CHECK(same > 10 && passed > 10, "a game of %d moves: %d within a turn, %d passing it", n,
+          same, passed);
+    zt_replay_config c;
+    zt_replay_config_default(&c);
+    c.capacity = 100000;
+    c.window_c = 0;
+    zt_replay *rb;
+    CHECK_OK(zt_replay_new(g, &c, &rb));
+    float return0 = zt_game_value_of(g, s, 0);
+    CHECK_OK(zt_replay_add_game(rb, t, return0, NULL));
+    enum { K = 5, B = 512 };
+    zt_replay_batch b;
+    CHECK_OK(zt_replay_batch_init_unroll(&b, g, B, false,
+                                         &(zt_replay_unroll){.steps = K, .turns = true}));
+    CHECK(b.u_turn != NULL, "a batch with turns has to-play targets");
+    CHECK_OK(zt_replay_sample(rb, &rng, &b));
+    int bad = 0, ones = 0, zeros = 0;
+    bool near_end = false;
+    for (int r = 0; r < B && bad < 5; r++) {
+        int ply = (int)b.index[r], pl = player[ply];
+        near_end |= ply + K >= n;
+        for (int k = 0; k <= K; k++) {
+            int at = ply + k;
+            if (k > 0) {
+                /* the player at step k: the recorded one, alternating past the end */
+                pl = at < n ? player[at] : 1 - pl;
+                float want = at < n ? (float)(player[at] != player[at - 1]) : 1.0f;
+                float got = b.u_turn[(size_t)r * K + (size_t)(k - 1)];
+                bool ok = got == want;
+                CHECK(ok, "row %d step %d (move %d of %d): turn target %g, want %g", r, k, at, n,
+                      got, want);
+                bad += !ok;
+                if (got == 1)
+                    ones++;
+                else
+                    zeros++;
+            }
+            float z = pl == 0 ? return0 : -return0;
+            bool ok = b.u_value[(size_t)r * (K + 1) + (size_t)k] == z;
+            CHECK(ok, "row %d step %d: value %g, want %g for player %d", r, k,
+                  b.u_value[(size_t)r * (K + 1) + (size_t)k], z, pl);
+            bad += !ok;
+        }
+    }
+    CHECK(near_end && ones > 0 && zeros > 0, "the batch covers the end and both targets (%d, %d)",
+          ones, zeros);
+    printf("backgammon unroll: %d moves, %d within a turn, %d passing it; targets %d / %d\n", n,
+           same, passed, zeros, ones);
+    zt_replay_batch_free(&b);
+    /* without `turns` there are none */
+    CHECK_OK(zt_replay_batch_init_unroll(&b, g, 4, false, &(zt_replay_unroll){.steps = K}));
+    CHECK(b.u_turn == NULL, "a batch without turns has no to-play targets");
+    zt_replay_batch_free(&b);
+    zt_replay_free(rb);
+    zt_replay_traj_free(t);
+    zt_game_free(g);
+}
+
 int main(void)
 {
     zt_game *g;
@@ -363,5 +472,6 @@ int main(void)
     test_unroll(g);
     zt_game_free(g);
     test_one_player_unroll();
+    test_turn_targets();
     return zt_test_finish("test_replay_unroll");
 }

@@ -40,12 +40,16 @@ typedef struct zt_evaluator {
     /* Set for a MuZero net (nn.h, kind muzero), else NULL: h then f on B
      * observations, and g then f on B (hidden state, action) pairs, as
      * zt_net_initial and zt_net_recurrent; hidden states are hidden_size
-     * floats each. */
+     * floats each. With `turns` (a net with a to-play head) recurrent
+     * writes turn[B], the probability that the turn passed to the other
+     * player; turn may be NULL. */
     zt_status (*initial)(void *ctx, int B, const float *obs, float *hidden, float *policy_logits,
                          float *value);
     zt_status (*recurrent)(void *ctx, int B, const float *hidden, const int *actions,
-                           float *next_hidden, float *reward, float *policy_logits, float *value);
+                           float *next_hidden, float *reward, float *policy_logits, float *value,
+                           float *turn);
     size_t hidden_size;
+    bool turns;
     /* Set for a Stochastic MuZero net (chance_codes > 0), else NULL:
      * zt_net_afterstate; recurrent then steps afterstates with codes. */
     zt_status (*afterstate)(void *ctx, int B, const float *hidden, const int *actions, float *after,

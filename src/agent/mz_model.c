@@ -25,6 +25,7 @@ typedef struct mz_model {
     size_t obs_size;
     bool one_player; /* 2048: no alternation, values and rewards transformed */
     int codes;       /* Stochastic MuZero's chance codes C, 0 for plain MuZero */
+    bool turns;      /* the net's to-play head says who moves after g (backgammon) */
     /* the store: hidden states by handle, their reference counts, the free
      * handles; it grows (doubling) when every handle is taken */
     float *hidden;
@@ -35,6 +36,7 @@ typedef struct mz_model {
     /* per call, max_batch rows */
     float *obs, *in_hidden, *out_hidden, *logits, *values, *rewards;
     float *sigma; /* max_batch x C: the afterstates' chance logits */
+    float *turn;  /* max_batch: the to-play head's probabilities that the turn passed */
     int *actions, *row_of;
 } mz_model;
 
@@ -185,7 +187,7 @@ static zt_status run_rows(zt_model *base, int from, int n, bool to_afterstate)
                                 m->values + f));
     else
         ZT_TRY(m->ev.recurrent(m->ev.ctx, n, in, m->actions + f, out, m->rewards + f,
-                               m->logits + f * A, m->values + f));
+                               m->logits + f * A, m->values + f, m->turns ? m->turn + f : NULL));
     base->stats.evaluations += (uint64_t)n;
     base->stats.eval_calls++;
     return ZT_OK;
@@ -238,8 +240,12 @@ static zt_status mz_recurrent(zt_model *base, int B, const void *const *states, 
             chance_output(out, i, O, st->player, v, m->sigma + (size_t)r * m->codes, m->codes);
             continue;
         }
-        /* two players: turns alternate; one player moves throughout */
-        int player = m->one_player ? st->player : 1 - st->player;
+        /* one player moves throughout; two players alternate, or with a
+         * to-play head the turn passes where the head says it more likely
+         * than not (the search needs one player per node) */
+        int player = m->one_player                   ? st->player
+                     : m->turns && m->turn[r] < 0.5f ? st->player
+                                                     : 1 - st->player;
         nx->player = (int8_t)player;
         nx->kind = ZT_NODE_DECISION;
         memcpy(out->logits + (size_t)i * A, m->logits + (size_t)r * A, (size_t)A * sizeof(float));
@@ -291,6 +297,7 @@ static void mz_free(zt_model *base)
     free(m->values);
     free(m->rewards);
     free(m->sigma);
+    free(m->turn);
     free(m->actions);
     free(m->row_of);
     free(m);
@@ -317,6 +324,7 @@ zt_status zt_mz_model_new(const zt_game *g, const zt_evaluator *ev, int max_batc
     m->obs_size = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
     m->one_player = zt_game_num_players(g) == 1;
     m->codes = ev->chance_codes;
+    m->turns = ev->turns;
     if (m->codes > 0 && !ev->afterstate) {
         free(m);
         return zt_fail(ZT_ERR_INVALID, "muzero model: chance codes without an afterstate function");
@@ -329,12 +337,13 @@ zt_status zt_mz_model_new(const zt_game *g, const zt_evaluator *ev, int max_batc
     m->values = malloc(n * sizeof(float));
     m->rewards = malloc(n * sizeof(float));
     m->sigma = malloc(n * (size_t)m->codes * sizeof(float) + 1);
+    m->turn = malloc(n * sizeof(float));
     m->actions = malloc(n * sizeof(int));
     m->row_of = malloc(n * sizeof(int));
     m->base.impl = m;
     m->base.free = mz_free;
     if (!m->obs || !m->in_hidden || !m->out_hidden || !m->logits || !m->values || !m->rewards ||
-        !m->sigma || !m->actions || !m->row_of || grow_store(m) != ZT_OK) {
+        !m->sigma || !m->turn || !m->actions || !m->row_of || grow_store(m) != ZT_OK) {
         mz_free(&m->base);
         return zt_fail(ZT_ERR_NOMEM, "muzero model buffers for batch %d", max_batch);
     }

@@ -82,12 +82,13 @@ static zt_status net_initial(void *ctx, int B, const float *obs, float *hidden, 
 }
 
 static zt_status net_recurrent(void *ctx, int B, const float *hidden, const int *actions,
-                               float *next_hidden, float *reward, float *logits, float *value)
+                               float *next_hidden, float *reward, float *logits, float *value,
+                               float *turn)
 {
     zt_net_evaluator *ne = ctx;
     ZT_TRY(begin_call(ne, B));
     uint64_t t0 = zt_now_ns();
-    ZT_TRY(zt_net_recurrent(ne->net, B, hidden, actions, next_hidden, reward, logits, value));
+    ZT_TRY(zt_net_recurrent(ne->net, B, hidden, actions, next_hidden, reward, logits, value, turn));
     end_call(ne, B, t0);
     return ZT_OK;
 }
@@ -141,6 +142,7 @@ zt_evaluator zt_net_evaluator_get(zt_net_evaluator *ne)
                               .initial = net_initial,
                               .recurrent = net_recurrent,
                               .hidden_size = zt_net_hidden_size(cfg),
+                              .turns = cfg->turn_head != 0,
                               .afterstate = cfg->chance_codes > 0 ? net_afterstate : NULL,
                               .chance_codes = cfg->chance_codes};
     return (zt_evaluator){.ctx = ne, .eval = net_eval};

@@ -29,6 +29,7 @@ typedef struct mz_chance_train {
 struct zt_mz {
     zt_net_config cfg;
     int nfn, codes; /* graphs in use (3 or 6); chance codes C (0: plain MuZero) */
+    int ksize;      /* the towers' kernel: 3, or 1 on a board of one cell */
     zt_nn_graph g[FN_COUNT];
     size_t poff[FN_COUNT], soff[FN_COUNT]; /* each graph's slice of the net's arrays */
     const zt_nn_backend *be;
@@ -43,6 +44,7 @@ struct zt_mz {
     float *range;
     float *icode;       /* Stochastic MuZero: one-hot codes, cap x C */
     float *ival, *irew; /* categorical heads: their logits, cap x (2N + 1) */
+    float *iturn;       /* the to-play head's logits, cap */
     /* training: plan instances for an unroll of K steps and batches up to
      * tcap: h once, g K times, f K + 1 times */
     int K, tcap;
@@ -52,6 +54,7 @@ struct zt_mz {
     float **t_range;                 /* K + 1 x tcap */
     float **pol, **val, **rew;       /* outputs per step */
     float **d_pol, **d_val, **d_rew; /* their loss gradients */
+    float **turn, **d_turn;          /* to-play head: g's logits per step (k >= 1) */
     float *t_gin, *t_raw, *ds, *dx, *dtmp, *d_gin;
     int *t_act;         /* tcap: the actions of one step */
     mz_chance_train ct; /* Stochastic MuZero only */
@@ -82,14 +85,14 @@ static int conv_norm_relu(zt_nn_graph *g, const char *name, int x, int out_c, in
     return zt_nn_graph_relu(g, x);
 }
 
-static int residual(zt_nn_graph *g, const char *name, int x)
+static int residual(zt_nn_graph *g, const char *name, int x, int k)
 {
     char buf[64];
     int c = g->tensors[x].c;
-    int y = zt_nn_graph_conv(g, join(buf, sizeof buf, name, "conv1"), x, c, 3, false);
+    int y = zt_nn_graph_conv(g, join(buf, sizeof buf, name, "conv1"), x, c, k, false);
     y = zt_nn_graph_ln(g, join(buf, sizeof buf, name, "norm1"), y);
     y = zt_nn_graph_relu(g, y);
-    y = zt_nn_graph_conv(g, join(buf, sizeof buf, name, "conv2"), y, c, 3, false);
+    y = zt_nn_graph_conv(g, join(buf, sizeof buf, name, "conv2"), y, c, k, false);
     y = zt_nn_graph_ln(g, join(buf, sizeof buf, name, "norm2"), y);
     return zt_nn_graph_relu(g, zt_nn_graph_add(g, y, x));
 }
@@ -109,19 +112,30 @@ static int value_head(zt_nn_graph *g, const char *name, int x, const zt_net_conf
     return outs == 1 ? zt_nn_graph_tanh(g, x) : x;
 }
 
+/* The to-play head: the value head's shape ending in one logit (the
+ * probability that the turn passed, through a sigmoid outside the graph). */
+static int turn_head(zt_nn_graph *g, const char *name, int x, const zt_net_config *c)
+{
+    char buf[64];
+    x = conv_norm_relu(g, name, x, c->value_channels, 1);
+    x = zt_nn_graph_dense(g, join(buf, sizeof buf, name, "fc1"), x, c->value_hidden, true);
+    x = zt_nn_graph_relu(g, x);
+    return zt_nn_graph_dense(g, join(buf, sizeof buf, name, "fc2"), x, 1, true);
+}
+
 static void build_graphs(zt_mz *mz)
 {
     const zt_net_config *c = &mz->cfg;
     char name[32], buf[64];
-    int P = zt_net_action_planes(c);
+    int P = zt_net_action_planes(c), k = mz->ksize;
 
     zt_nn_graph *g = &mz->g[FN_REPR];
     zt_nn_graph_init(g);
     int x = zt_nn_graph_input(g, (zt_nn_shape){c->in_h, c->in_w, c->in_c});
-    x = conv_norm_relu(g, "repr.stem", x, c->channels, 3);
+    x = conv_norm_relu(g, "repr.stem", x, c->channels, k);
     for (int b = 0; b < c->blocks; b++) {
         snprintf(name, sizeof name, "repr.blocks.%d", b);
-        x = residual(g, name, x);
+        x = residual(g, name, x, k);
     }
     zt_nn_graph_output(g, x);
 
@@ -131,21 +145,23 @@ static void build_graphs(zt_mz *mz)
     zt_nn_graph_init(g);
     x = zt_nn_graph_input(
         g, (zt_nn_shape){c->in_h, c->in_w, c->channels + (mz->codes ? mz->codes : P)});
-    x = conv_norm_relu(g, "dyn.stem", x, c->channels, 3);
+    x = conv_norm_relu(g, "dyn.stem", x, c->channels, k);
     for (int b = 0; b < c->dyn_blocks; b++) {
         snprintf(name, sizeof name, "dyn.blocks.%d", b);
-        x = residual(g, name, x);
+        x = residual(g, name, x, k);
     }
     int reward = value_head(g, "dyn.reward", x, c);
+    int turn = c->turn_head ? turn_head(g, "dyn.turn", x, c) : -1;
     zt_nn_graph_output(g, x);
     zt_nn_graph_output(g, reward);
+    if (turn >= 0) zt_nn_graph_output(g, turn);
 
     g = &mz->g[FN_PRED];
     zt_nn_graph_init(g);
     x = zt_nn_graph_input(g, (zt_nn_shape){c->in_h, c->in_w, c->channels});
     for (int b = 0; b < c->pred_blocks; b++) {
         snprintf(name, sizeof name, "pred.blocks.%d", b);
-        x = residual(g, name, x);
+        x = residual(g, name, x, k);
     }
     int policy = conv_norm_relu(g, "pred.policy", x, c->policy_channels, 1);
     policy = zt_nn_graph_dense(g, join(buf, sizeof buf, "pred.policy", "fc"), policy,
@@ -159,10 +175,10 @@ static void build_graphs(zt_mz *mz)
     g = &mz->g[FN_AFTER];
     zt_nn_graph_init(g);
     x = zt_nn_graph_input(g, (zt_nn_shape){c->in_h, c->in_w, c->channels + P});
-    x = conv_norm_relu(g, "after.stem", x, c->channels, 3);
+    x = conv_norm_relu(g, "after.stem", x, c->channels, k);
     for (int b = 0; b < c->dyn_blocks; b++) {
         snprintf(name, sizeof name, "after.blocks.%d", b);
-        x = residual(g, name, x);
+        x = residual(g, name, x, k);
     }
     zt_nn_graph_output(g, x);
 
@@ -173,7 +189,7 @@ static void build_graphs(zt_mz *mz)
     x = zt_nn_graph_input(g, (zt_nn_shape){c->in_h, c->in_w, c->channels});
     for (int b = 0; b < c->pred_blocks; b++) {
         snprintf(name, sizeof name, "apred.blocks.%d", b);
-        x = residual(g, name, x);
+        x = residual(g, name, x, k);
     }
     int sigma = conv_norm_relu(g, "apred.chance", x, c->policy_channels, 1);
     sigma =
@@ -188,8 +204,8 @@ static void build_graphs(zt_mz *mz)
     g = &mz->g[FN_ENC];
     zt_nn_graph_init(g);
     x = zt_nn_graph_input(g, (zt_nn_shape){c->in_h, c->in_w, 2 * c->in_c});
-    x = conv_norm_relu(g, "enc.stem", x, c->channels, 3);
-    x = residual(g, "enc.blocks.0", x);
+    x = conv_norm_relu(g, "enc.stem", x, c->channels, k);
+    x = residual(g, "enc.blocks.0", x, k);
     x = conv_norm_relu(g, "enc.head", x, c->policy_channels, 1);
     x = zt_nn_graph_dense(g, join(buf, sizeof buf, "enc.head", "fc"), x, mz->codes, true);
     zt_nn_graph_output(g, x);
@@ -202,6 +218,8 @@ zt_mz *zt_mz_new(const zt_net_config *cfg, zt_nn_graph *table)
     mz->cfg = *cfg;
     mz->codes = cfg->chance_codes;
     mz->nfn = mz->codes ? FN_COUNT : FN_AFTER;
+    /* a 3x3 kernel on one cell would hold 9x the weights for the same sums */
+    mz->ksize = cfg->in_h * cfg->in_w == 1 ? 1 : 3;
     build_graphs(mz);
     zt_nn_graph_init(table);
     for (int f = 0; f < mz->nfn; f++) {
@@ -263,8 +281,8 @@ static void free_train(zt_mz *mz)
         if (mz->t_dyn[k]) mz->be->plan_free(mz->t_dyn[k]);
     for (int k = 0; k <= mz->K && mz->t_pred; k++)
         if (mz->t_pred[k]) mz->be->plan_free(mz->t_pred[k]);
-    float **arrays[] = {mz->s,   mz->t_range, mz->pol,   mz->val,
-                        mz->rew, mz->d_pol,   mz->d_val, mz->d_rew};
+    float **arrays[] = {mz->s,     mz->t_range, mz->pol,   mz->val,  mz->rew,
+                        mz->d_pol, mz->d_val,   mz->d_rew, mz->turn, mz->d_turn};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) {
         for (int k = 0; k <= mz->K && arrays[a]; k++) free(arrays[a][k]);
         free(arrays[a]);
@@ -288,6 +306,7 @@ static void free_train(zt_mz *mz)
     mz->t_repr = NULL;
     mz->t_dyn = mz->t_pred = NULL;
     mz->s = mz->t_range = mz->pol = mz->val = mz->rew = mz->d_pol = mz->d_val = mz->d_rew = NULL;
+    mz->turn = mz->d_turn = NULL;
     mz->t_imin = mz->t_imax = NULL;
     mz->t_gin = mz->t_raw = mz->ds = mz->dx = mz->dtmp = mz->d_gin = NULL;
     mz->K = 0;
@@ -305,7 +324,9 @@ static void free_scratch(zt_mz *mz)
     free(mz->icode);
     free(mz->ival);
     free(mz->irew);
+    free(mz->iturn);
     mz->gin = mz->raw = mz->hidden = mz->range = mz->icode = mz->ival = mz->irew = NULL;
+    mz->iturn = NULL;
     mz->imin = mz->imax = NULL;
     mz->cap = 0;
 }
@@ -382,8 +403,9 @@ zt_status zt_mz_reserve(zt_mz *mz, int max_batch)
         size_t V = (size_t)zt_mz_value_outputs(&mz->cfg);
         mz->ival = malloc(n * V * sizeof(float));
         mz->irew = malloc(n * V * sizeof(float));
+        mz->iturn = malloc(n * sizeof(float));
         if (!mz->gin || !mz->raw || !mz->hidden || !mz->imin || !mz->imax || !mz->range ||
-            !mz->icode || !mz->ival || !mz->irew) {
+            !mz->icode || !mz->ival || !mz->irew || !mz->iturn) {
             free_scratch(mz);
             return zt_fail(ZT_ERR_NOMEM, "no memory for muzero buffers of batch %d", max_batch);
         }
@@ -578,7 +600,8 @@ zt_status zt_mz_afterstate(zt_mz *mz, int B, const float *hidden, const int *act
 }
 
 zt_status zt_mz_recurrent(zt_mz *mz, int B, const float *hidden, const int *actions,
-                          float *next_hidden, float *reward, float *policy, float *value)
+                          float *next_hidden, float *reward, float *policy, float *value,
+                          float *turn)
 {
     ZT_TRY(zt_mz_reserve(mz, B));
     size_t hs = zt_net_hidden_size(&mz->cfg);
@@ -593,9 +616,11 @@ zt_status zt_mz_recurrent(zt_mz *mz, int B, const float *hidden, const int *acti
     } else {
         zt_mz_dynamics_input(&mz->cfg, B, hidden, actions, mz->gin);
     }
-    float *outs[2] = {mz->raw, head_out(mz, reward, mz->irew)};
+    float *outs[3] = {mz->raw, head_out(mz, reward, mz->irew), mz->iturn};
     ZT_TRY(mz->be->forward(mz->plan[FN_DYN], B, mz->gin, outs, false, false));
     head_values(mz, B, mz->irew, reward);
+    if (mz->cfg.turn_head && turn)
+        for (int b = 0; b < B; b++) turn[b] = 1.0f / (1.0f + expf(-mz->iturn[b]));
     zt_mz_minmax_forward(mz->raw, next_hidden, B, hs, mz->imin, mz->imax, mz->range);
     float *pouts[2] = {policy, head_out(mz, value, mz->ival)};
     ZT_TRY(mz->be->forward(mz->plan[FN_PRED], B, next_hidden, pouts, false, false));
@@ -687,6 +712,8 @@ static zt_status reserve_train(zt_mz *mz, int mb, int K)
     mz->d_val = alloc_rows(K + 1, n * V, &ok);
     mz->rew = alloc_rows(K + 1, n * V, &ok);
     mz->d_rew = alloc_rows(K + 1, n * V, &ok);
+    mz->turn = alloc_rows(K + 1, n, &ok);
+    mz->d_turn = alloc_rows(K + 1, n, &ok);
     mz->t_imin = zt_xcalloc((size_t)K + 1, sizeof *mz->t_imin);
     mz->t_imax = zt_xcalloc((size_t)K + 1, sizeof *mz->t_imax);
     for (int k = 0; k <= K; k++) {
@@ -734,6 +761,18 @@ static double value_term(const zt_mz *mz, const float *out, float target, double
     return zt_mz_policy_loss(out, two_hot, 2 * N + 1, scale, d);
 }
 
+/* The to-play term of one sample: the binary cross-entropy of logit x
+ * against target t, softplus(x) - t x; d gets its gradient
+ * (sigmoid(x) - t) times `scale`. */
+static double turn_term(float x, float t, double scale, float *d)
+{
+    double sig = 1.0 / (1.0 + exp(-(double)x));
+    *d = (float)((sig - t) * scale);
+    /* softplus without overflow */
+    double sp = x > 0 ? x + log1p(exp(-(double)x)) : log1p(exp((double)x));
+    return sp - (double)t * x;
+}
+
 /* The step-k loss terms of every sample, their gradients into d_pol[k],
  * d_val[k], d_rew[k] (weight w: 1 at k = 0, 1/K after, appendix G). */
 static void step_losses(zt_mz *mz, const zt_train_config *tc, const zt_train_batch *b, int off,
@@ -741,7 +780,7 @@ static void step_losses(zt_mz *mz, const zt_train_config *tc, const zt_train_bat
 {
     int K = b->unroll, A = mz->cfg.num_actions;
     double w = k == 0 ? 1.0 : 1.0 / K, scale = 1.0 / b->B;
-    double policy = 0, value = 0, reward = 0;
+    double policy = 0, value = 0, reward = 0, turn = 0;
     for (int n = 0; n < B; n++) {
         size_t row = (size_t)(off + n) * (size_t)(K + 1) + (size_t)k;
         float *dp = mz->d_pol[k] + (size_t)n * A;
@@ -758,10 +797,14 @@ static void step_losses(zt_mz *mz, const zt_train_config *tc, const zt_train_bat
             reward += value_term(mz, mz->rew[k] + n * V,
                                  b->reward_target[(size_t)(off + n) * K + (k - 1)],
                                  w * scale * tc->reward_weight, mz->d_rew[k] + n * V);
+        if (k > 0 && mz->cfg.turn_head)
+            turn += turn_term(mz->turn[k][n], b->turn_target[(size_t)(off + n) * K + (k - 1)],
+                              w * scale, mz->d_turn[k] + n);
     }
     acc->policy += w * policy * scale;
     acc->value += w * value * scale;
     acc->reward += w * reward * scale;
+    acc->turn += w * turn * scale;
 }
 
 /* ---- Stochastic MuZero's unroll ---- */
@@ -902,7 +945,7 @@ static zt_status forward_transition(zt_mz *mz, const zt_train_config *tc, const 
         chance_losses(mz, tc, b, off, B, j, acc);
         zt_mz_code_input(c, B, ct->as[j], ct->code[j], mz->t_gin);
     }
-    float *douts[2] = {mz->t_raw, mz->rew[k]};
+    float *douts[3] = {mz->t_raw, mz->rew[k], mz->turn[k]};
     ZT_TRY(be->forward(mz->t_dyn[j], B, mz->t_gin, douts, true, update_stats));
     zt_mz_minmax_forward(mz->t_raw, mz->s[k], B, hs, mz->t_imin[k], mz->t_imax[k], mz->t_range[k]);
     return ZT_OK;
@@ -922,7 +965,7 @@ static zt_status backward_transition(zt_mz *mz, const zt_train_config *tc, const
     const zt_nn_backend *be = mz->be;
     size_t hs = zt_net_hidden_size(c), cells = (size_t)c->in_h * c->in_w;
     int C = c->channels, P = zt_net_action_planes(c), Z = mz->codes;
-    const float *dd[2] = {mz->dx, mz->d_rew[k]};
+    const float *dd[3] = {mz->dx, mz->d_rew[k], mz->d_turn[k]};
     ZT_TRY(be->backward(mz->t_dyn[j], B, dd, grads + mz->poff[FN_DYN], mz->d_gin));
     if (Z > 0) {
         mz_chance_train *ct = &mz->ct;
@@ -960,6 +1003,7 @@ zt_status zt_mz_micro_batch(zt_mz *mz, const zt_train_config *tc, const zt_train
     int K = b->unroll;
     ZT_ASSERT(K >= 1 && b->actions && b->policy_mask && b->reward_target);
     ZT_ASSERT(mz->codes == 0 || (b->next_obs && b->chance_mask));
+    ZT_ASSERT(!mz->cfg.turn_head || b->turn_target);
     ZT_TRY(reserve_train(mz, B, K));
     const zt_net_config *c = &mz->cfg;
     const zt_nn_backend *be = mz->be;
@@ -1010,4 +1054,10 @@ void zt_mz_chance_outputs(const zt_mz *mz, int k, const float **sigma, const flo
     *q = mz->ct.q[k];
     *code = mz->ct.code[k];
     *encoder = mz->ct.elog[k];
+}
+
+const float *zt_mz_turn_outputs(const zt_mz *mz, int k)
+{
+    ZT_ASSERT(mz->cfg.turn_head && k >= 1 && k <= mz->K);
+    return mz->turn[k];
 }

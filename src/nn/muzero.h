@@ -41,7 +41,8 @@ zt_status zt_mz_initial(zt_mz *mz, int B, const float *obs, float *hidden, float
  * and `actions` chance codes; zt_mz_afterstate steps hidden states with
  * actions to afterstates (nn.h, zt_net_afterstate). */
 zt_status zt_mz_recurrent(zt_mz *mz, int B, const float *hidden, const int *actions,
-                          float *next_hidden, float *reward, float *policy, float *value);
+                          float *next_hidden, float *reward, float *policy, float *value,
+                          float *turn);
 zt_status zt_mz_afterstate(zt_mz *mz, int B, const float *hidden, const int *actions, float *after,
                            float *chance_logits, float *q);
 
@@ -61,6 +62,10 @@ void zt_mz_unroll_outputs(const zt_mz *mz, int k, const float **policy, const fl
  * one-hot codes the encoder chose and its B x C logits. */
 void zt_mz_chance_outputs(const zt_mz *mz, int k, const float **sigma, const float **q,
                           const float **code, const float **encoder);
+
+/* A net with a to-play head, step k >= 1 of the last unroll (tests): the
+ * B logits of g's turn output. */
+const float *zt_mz_turn_outputs(const zt_mz *mz, int k);
 
 /* The net's zt_mz (NULL unless its kind is muzero); net.c. */
 zt_mz *zt_net_mz(zt_net *net);

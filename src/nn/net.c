@@ -70,10 +70,11 @@ zt_status zt_net_config_check(const zt_net_config *cfg)
     ZT_TRY(check_range("input channels", cfg->in_c, 1, 4096));
     ZT_TRY(check_range("num_actions", cfg->num_actions, 1, 1 << 16));
     ZT_TRY(check_range("value_hidden", cfg->value_hidden, 1, 1 << 14));
-    if (cfg->kind != ZT_NET_MUZERO && (cfg->chance_codes != 0 || cfg->value_support != 0))
-        return zt_fail(ZT_ERR_INVALID, "chance codes (%d) and a value support (%d) belong to muzero "
-                       "nets only",
-                       cfg->chance_codes, cfg->value_support);
+    if (cfg->kind != ZT_NET_MUZERO &&
+        (cfg->chance_codes != 0 || cfg->value_support != 0 || cfg->turn_head != 0))
+        return zt_fail(ZT_ERR_INVALID, "chance codes (%d), a value support (%d) and a to-play head "
+                       "(%d) belong to muzero nets only",
+                       cfg->chance_codes, cfg->value_support, cfg->turn_head);
     if (cfg->kind == ZT_NET_MUZERO) {
         ZT_TRY(check_range("dyn_blocks", cfg->dyn_blocks, 0, 256));
         ZT_TRY(check_range("pred_blocks", cfg->pred_blocks, 0, 256));
@@ -81,6 +82,7 @@ zt_status zt_net_config_check(const zt_net_config *cfg)
             return zt_fail(ZT_ERR_INVALID, "a muzero net's value head is scalar, not wdl");
         ZT_TRY(check_range("chance_codes", cfg->chance_codes, 0, 4096));
         ZT_TRY(check_range("value_support", cfg->value_support, 0, ZT_MZ_MAX_SUPPORT));
+        ZT_TRY(check_range("turn_head", cfg->turn_head, 0, 1));
         if (cfg->num_actions != cfg->in_h * cfg->in_w && cfg->num_actions > 4096)
             return zt_fail(ZT_ERR_INVALID,
                            "a muzero net needs an action plane each for its %d actions (at most "
@@ -123,7 +125,9 @@ void zt_net_config_format(const zt_net_config *cfg, char *buf, size_t cap)
         if (cfg->chance_codes > 0 && len > 0 && (size_t)len < cap)
             len += snprintf(buf + len, cap - (size_t)len, " codes=%d", cfg->chance_codes);
         if (cfg->value_support > 0 && len > 0 && (size_t)len < cap)
-            snprintf(buf + len, cap - (size_t)len, " support=%d", cfg->value_support);
+            len += snprintf(buf + len, cap - (size_t)len, " support=%d", cfg->value_support);
+        if (cfg->turn_head && len > 0 && (size_t)len < cap)
+            snprintf(buf + len, cap - (size_t)len, " turns");
     }
     else
         snprintf(buf, cap, "mlp in=%dx%dx%d actions=%d value=%s:%d width=%d layers=%d norm=%s",
@@ -158,6 +162,10 @@ zt_status zt_net_config_parse(const char *text, zt_net_config *cfg)
         if (n > 0 && sscanf(text + n, " codes=%d%n", &c.chance_codes, &m) == 1) n += m;
         m = 0;
         if (n > 0 && sscanf(text + n, " support=%d%n", &c.value_support, &m) == 1) n += m;
+        if (n > 0 && strcmp(text + n, " turns") == 0) {
+            c.turn_head = 1;
+            n += 6;
+        }
     } else if (strncmp(text, "mlp ", 4) == 0) {
         c.kind = ZT_NET_MLP;
         if (sscanf(text, "mlp in=%dx%dx%d actions=%d value=%15[a-z]:%d width=%d layers=%d "
@@ -754,10 +762,12 @@ zt_status zt_net_initial(zt_net *net, int B, const float *obs, float *hidden, fl
 }
 
 zt_status zt_net_recurrent(zt_net *net, int B, const float *hidden, const int *actions,
-                           float *next_hidden, float *reward, float *policy_logits, float *value)
+                           float *next_hidden, float *reward, float *policy_logits, float *value,
+                           float *turn)
 {
     ZT_ASSERT(B > 0 && net->mz);
-    return zt_mz_recurrent(net->mz, B, hidden, actions, next_hidden, reward, policy_logits, value);
+    return zt_mz_recurrent(net->mz, B, hidden, actions, next_hidden, reward, policy_logits, value,
+                           turn);
 }
 
 zt_status zt_net_afterstate(zt_net *net, int B, const float *hidden, const int *actions,

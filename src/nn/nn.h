@@ -54,6 +54,8 @@ typedef struct zt_net_config {
     int chance_codes;      /* Stochastic MuZero's codebook size C (0: plain MuZero) */
     int value_support;     /* muzero: N > 0 makes the value, reward (and Q) heads
                             * categorical over 2N + 1 atoms on [-1, 1]; 0: tanh */
+    int turn_head;         /* muzero: 1 gives g a to-play head (games whose turns are
+                            * several moves by one player: backgammon); 0: none */
     /* mlp */
     int mlp_hidden;        /* width of each dense block */
     int mlp_layers;        /* number of dense-norm-ReLU blocks */
@@ -96,7 +98,16 @@ static inline int zt_net_value_size(const zt_net_config *cfg)
  * reward), the code entering as C constant planes (one-hot). An encoder
  * e(observation before, observation after) -> C logits gives, in training,
  * the code of what chance did (the one-hot of its argmax, with a
- * straight-through gradient and a commitment loss). */
+ * straight-through gradient and a commitment loss).
+ *
+ * The to-play head (turn_head = 1) is a third output of g: one logit of
+ * the probability that the next state's player is not the player of the
+ * state g stepped from (the turn passed), trained by binary cross-entropy
+ * on the players the game recorded. Games whose players alternate move by
+ * move do not need it; backgammon, whose turn is several checker moves by
+ * one player and then the dice, does. On a board of one cell (an MLP's
+ * flat input, H = W = 1) every convolution is 1x1, so the towers are
+ * dense layers with layer norm. */
 
 /* Floats of one hidden state. */
 static inline size_t zt_net_hidden_size(const zt_net_config *cfg)
@@ -305,12 +316,15 @@ zt_status zt_net_load(zt_net *net, const char *game, const char *path);
 /* MuZero inference (batch norm on its running statistics). initial: B
  * observations -> hidden[B * zt_net_hidden_size], policy_logits[B * A],
  * value[B]. recurrent: B hidden states and actions (0 <= a < A) ->
- * next_hidden, reward[B], policy_logits, value (f of the next state).
- * hidden and next_hidden may not overlap. */
+ * next_hidden, reward[B], policy_logits, value (f of the next state), and
+ * on a net with a to-play head turn[B], the probability that the turn
+ * passed to the other player (turn may be NULL; without the head it is
+ * left alone). hidden and next_hidden may not overlap. */
 zt_status zt_net_initial(zt_net *net, int B, const float *obs, float *hidden, float *policy_logits,
                          float *value);
 zt_status zt_net_recurrent(zt_net *net, int B, const float *hidden, const int *actions,
-                           float *next_hidden, float *reward, float *policy_logits, float *value);
+                           float *next_hidden, float *reward, float *policy_logits, float *value,
+                           float *turn);
 /* Stochastic MuZero (chance_codes = C > 0). afterstate: B hidden states and
  * actions -> afterstates (hidden size each), chance_logits[B * C] (sigma)
  * and q[B] (the afterstate's value for the player who acted). recurrent on
@@ -395,6 +409,10 @@ typedef struct zt_train_batch {
      * past its end: no code targets there). */
     const float *next_obs;
     const uint8_t *chance_mask;
+    /* Nets with a to-play head (turn_head): B * K targets, 1 where the
+     * player to move at step k + 1 is not step k's (row n * K + k; past the
+     * end of the game turns alternate, as the value targets assume). */
+    const float *turn_target;
 } zt_train_batch;
 
 /* The loss terms of one step, each averaged over the batch. */
@@ -405,7 +423,7 @@ typedef struct zt_train_losses {
     double l2;       /* 0.5 * weight_decay * sum of decayed weights squared */
     double total;    /* policy + value_weight * (value + afterstate) + reward_weight *
                       * reward + chance_weight * chance + commitment_weight *
-                      * commitment + l2 */
+                      * commitment + turn + l2 */
     double grad_norm; /* global norm of the loss gradient before clipping */
     double lr;       /* learning rate used for this step */
     /* MuZero: policy, value and reward sum the unroll's steps, steps k >= 1
@@ -416,6 +434,9 @@ typedef struct zt_train_losses {
      * sigma against the encoder's code; commitment, the squared distance of
      * the encoder's softmax from its one-hot code */
     double afterstate, chance, commitment;
+    /* MuZero with a to-play head: the binary cross-entropy of g's turn
+     * output, steps k >= 1 weighted 1/K; weight 1 in the total */
+    double turn;
 } zt_train_losses;
 
 typedef struct zt_trainer zt_trainer;

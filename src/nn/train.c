@@ -277,7 +277,7 @@ static zt_status micro_batch(zt_trainer *t, const zt_train_batch *b, int off, in
 static double total_loss(const zt_train_config *c, const zt_train_losses *l)
 {
     return l->policy + c->value_weight * (l->value + l->afterstate) + c->reward_weight * l->reward +
-           c->chance_weight * l->chance + c->commitment_weight * l->commitment + l->l2;
+           c->chance_weight * l->chance + c->commitment_weight * l->commitment + l->turn + l->l2;
 }
 
 static zt_status run_batch(zt_trainer *t, const zt_train_batch *b, bool update_stats,

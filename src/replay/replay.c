@@ -431,7 +431,7 @@ static void *carve(uint8_t *base, size_t *at, size_t bytes)
     return p;
 }
 
-static size_t lay_out(zt_replay_batch *b, uint8_t *base, bool wdl, bool next_obs)
+static size_t lay_out(zt_replay_batch *b, uint8_t *base, bool wdl, bool next_obs, bool turns)
 {
     size_t B = (size_t)b->size, A = (size_t)b->num_actions, at = 0;
     b->obs = carve(base, &at, B * (size_t)b->obs_size * sizeof(float));
@@ -455,6 +455,7 @@ static size_t lay_out(zt_replay_batch *b, uint8_t *base, bool wdl, bool next_obs
             b->u_next_obs = carve(base, &at, B * K * (size_t)b->obs_size * sizeof(float));
             b->u_chance_mask = carve(base, &at, B * K);
         }
+        if (turns) b->u_turn = carve(base, &at, B * K * sizeof(float));
     }
     b->scratch_ = carve(base, &at, B * b->scratch_stride_);
     return at;
@@ -469,7 +470,7 @@ zt_status zt_replay_batch_init_unroll(zt_replay_batch *b, const zt_game *g, int 
                                       const zt_replay_unroll *u)
 {
     int unroll = u ? u->steps : 0, td = u && unroll > 0 ? u->td_steps : 0;
-    bool next_obs = u && unroll > 0 && u->next_obs;
+    bool next_obs = u && unroll > 0 && u->next_obs, turns = u && unroll > 0 && u->turns;
     memset(b, 0, sizeof *b);
     ZT_ASSERT(size >= 1 && unroll >= 0 && unroll <= ZT_REPLAY_MAX_UNROLL && td >= 0 &&
               td <= ZT_REPLAY_MAX_TD);
@@ -483,10 +484,10 @@ zt_status zt_replay_batch_init_unroll(zt_replay_batch *b, const zt_game *g, int 
     /* the row's record, the K that follow, and n more for the bootstrap */
     b->scratch_stride_ =
         (sizeof(row_head) + (size_t)(unroll + td + 1) * l.max_bytes + 7) & ~(size_t)7;
-    size_t bytes = lay_out(b, NULL, wdl, next_obs);
+    size_t bytes = lay_out(b, NULL, wdl, next_obs, turns);
     b->owned_ = zt_aligned_alloc(ZT_CACHE_LINE, bytes);
     if (!b->owned_) return zt_fail(ZT_ERR_NOMEM, "replay: no memory for a batch of %d", size);
-    lay_out(b, b->owned_, wdl, next_obs);
+    lay_out(b, b->owned_, wdl, next_obs, turns);
     return ZT_OK;
 }
 
@@ -607,7 +608,11 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
                 policy[a] = (float)view.weights[i] / (float)ZT_REPLAY_WEIGHT_SUM;
             }
             b->u_mask[base + k] = (view.flags & ZT_REPLAY_FULL_SEARCH) != 0;
-            last_player = g->current_player(g, state);
+            int player = g->current_player(g, state);
+            /* did the turn pass on the way here (several moves by one
+             * player, or a roll the opponent could not play)? */
+            if (b->u_turn && k > 0) b->u_turn[(size_t)r * K + (size_t)(k - 1)] = player != last_player;
+            last_player = player;
             if (b->u_next_obs && k > 0) {
                 float *o = b->u_next_obs + ((size_t)r * K + (size_t)(k - 1)) * (size_t)b->obs_size;
                 if (sym != 0) {
@@ -645,6 +650,7 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
             int player = (k - (h.steps - 1)) % 2 == 0 ? last_player : 1 - last_player;
             b->u_value[base + k] = player == 0 ? h.return0 : -h.return0;
         }
+        if (b->u_turn && k > 0 && k >= h.steps) b->u_turn[(size_t)r * K + (size_t)(k - 1)] = 1;
         if (b->u_next_obs && k > 0 && k >= h.steps) {
             /* past the end: the last position's observation, no code target */
             size_t at = (size_t)r * K + (size_t)(k - 1), obs = (size_t)b->obs_size;

@@ -210,6 +210,10 @@ typedef struct zt_replay_batch {
      * 1 in u_chance_mask where step k + 1 is a position of the game. */
     float *u_next_obs;    /* B x K x obs_size */
     uint8_t *u_chance_mask; /* B x K */
+    /* With `turns` (zt_replay_unroll; else NULL): 1 where the player to
+     * move at step k + 1 is not step k's, at row n * K + k; past the end of
+     * the game turns alternate (1), as the absorbing value targets assume. */
+    float *u_turn;        /* B x K */
     zt_rng rng_after;     /* sampler: the rng state after drawing this batch */
     zt_status status;     /* sampler: how drawing it went */
     uint8_t *scratch_;    /* records copied out under the lock */
@@ -230,6 +234,7 @@ typedef struct zt_replay_unroll {
      * two players: that value for the player to move at the step), or the
      * game's return where it ends sooner; 0: the game's return throughout */
     int td_steps;
+    bool turns; /* the to-play targets (u_turn) of a net with a to-play head */
 } zt_replay_unroll;
 
 /* A batch whose rows carry an unroll as u says (NULL: zt_replay_batch_init).

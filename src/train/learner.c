@@ -47,7 +47,8 @@ static const zt_replay_unroll *unroll_of(const zt_train_settings *S, zt_replay_u
     if (!zt_algorithm_is_muzero(S->algorithm)) return NULL;
     *u = (zt_replay_unroll){.steps = S->unroll,
                             .next_obs = S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO,
-                            .td_steps = S->td_steps};
+                            .td_steps = S->td_steps,
+                            .turns = S->net.turn_head != 0};
     return u;
 }
 
@@ -182,7 +183,8 @@ zt_status zt_learner_step(zt_learner *l)
                              .policy_mask = b->u_mask,
                              .reward_target = b->u_reward,
                              .next_obs = b->u_next_obs,
-                             .chance_mask = b->u_chance_mask};
+                             .chance_mask = b->u_chance_mask,
+                             .turn_target = b->u_turn};
         return train_on(l, &tb);
     }
     const float *vt = b->value;
@@ -238,6 +240,7 @@ static zt_status train_on(zt_learner *l, const zt_train_batch *tb)
     l->loss_sum.afterstate += loss.afterstate;
     l->loss_sum.chance += loss.chance;
     l->loss_sum.commitment += loss.commitment;
+    l->loss_sum.turn += loss.turn;
     l->loss_sum.l2 += loss.l2;
     l->loss_sum.total += loss.total;
     l->loss_sum.grad_norm += loss.grad_norm;
@@ -339,7 +342,7 @@ int zt_learner_mean_losses(const zt_learner *l, zt_train_losses *mean)
     *mean = l->loss_sum;
     mean->policy *= k, mean->value *= k, mean->reward *= k, mean->l2 *= k, mean->total *= k,
         mean->grad_norm *= k;
-    mean->afterstate *= k, mean->chance *= k, mean->commitment *= k;
+    mean->afterstate *= k, mean->chance *= k, mean->commitment *= k, mean->turn *= k;
     mean->lr = l->last_loss.lr;
     return l->loss_count;
 }

@@ -181,6 +181,7 @@ static void write_metrics(zt_scheduler *L, const totals *now)
             metric(L, "train_chance",
                    "\"loss_afterstate\":%.6f,\"loss_chance\":%.6f,\"loss_commitment\":%.6f",
                    l.afterstate, l.chance, l.commitment);
+        if (l.turn != 0) metric(L, "train_turn", "\"loss_turn\":%.6f", l.turn);
         zt_learner_reset_losses(L->p.learner);
     }
     zt_learner_int8_stats q;

@@ -94,7 +94,7 @@ static zt_status read_net(zt_config *c, const zt_game *g, zt_net_config *n)
 /* The muzero.* keys, read whatever the algorithm (a config file may set
  * them for either); with algorithm = muzero they replace the net: MuZero's
  * three resnets (net.value_hidden sizes the value and reward heads). */
-static zt_status read_muzero(zt_config *c, zt_train_settings *S)
+static zt_status read_muzero(zt_config *c, const zt_game *g, zt_train_settings *S)
 {
     zt_net_config m = S->net;
     m.kind = ZT_NET_MUZERO;
@@ -119,10 +119,14 @@ static zt_status read_muzero(zt_config *c, zt_train_settings *S)
     ZT_TRY(zt_config_int32(c, "muzero.support", 0, 0, ZT_MZ_MAX_SUPPORT, &m.value_support));
     if (!zt_algorithm_is_muzero(S->algorithm)) return ZT_OK;
     m.chance_codes = S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO ? codes : 0;
-    if (m.value_kind != ZT_VALUE_SCALAR)
-        return zt_fail(ZT_ERR_INVALID, "algorithm = %s needs net.value = scalar (its value "
-                                       "and reward heads are scalar)",
-                       zt_algorithm_name(S->algorithm));
+    /* MuZero's value, reward and Q heads are its own (tanh, or categorical
+     * with muzero.support): net.value, like the rest of [net], is the
+     * AlphaZero net's */
+    m.value_kind = ZT_VALUE_SCALAR;
+    /* Two players with chance (backgammon: a turn is several checker moves
+     * by one player, then the dice) do not alternate move by move: g learns
+     * who moves next (nn.h, the to-play head). */
+    m.turn_head = zt_game_num_players(g) == 2 && g->max_chance_outcomes > 0;
     m.policy_channels = 2;
     m.value_channels = 1;
     ZT_TRY(zt_net_config_check(&m));
@@ -356,17 +360,7 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_bool(c, "replay.augment", true, &S->replay.augment));
 
     ZT_TRY(read_optimizer(c, &S->optimizer));
-    /* The MuZero model steps turns as alternating (two players) or as one
-     * player's; a two-player game with chance (backgammon: a turn is
-     * several checker moves by the same player, then dice) breaks that,
-     * and would need a learned to-play output or Stochastic MuZero. */
-    if (zt_algorithm_is_muzero(S->algorithm) && zt_game_num_players(g) == 2 &&
-        g->max_chance_outcomes > 0)
-        return zt_fail(ZT_ERR_UNSUPPORTED,
-                       "algorithm = %s: %s's players do not alternate move by move; MuZero "
-                       "here needs alternating players or one player",
-                       zt_algorithm_name(S->algorithm), g->name);
-    ZT_TRY(read_muzero(c, S));
+    ZT_TRY(read_muzero(c, g, S));
     A->record_actions = zt_algorithm_is_muzero(S->algorithm);
     if (zt_algorithm_is_muzero(S->algorithm) && S->evaluator == ZT_EVALUATOR_SHARED)
         return zt_fail(ZT_ERR_UNSUPPORTED,
