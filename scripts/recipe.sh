@@ -4,8 +4,10 @@
 # MINUTES with the defaults plus the given --set/--config flags into
 # runs/recipes/NAME, then judges the final model on every solver position
 # set of the game, whole (not the arena's first 200), and prints the curve
-# (the arena's records in metrics.jsonl, one line per arena) and a one-line
-# summary, which it also appends to runs/recipes/summary.tsv.
+# (the arena's records in metrics.jsonl, one line per arena; for 2048 the
+# model's mean score) and a one-line summary, which it also appends to
+# runs/recipes/summary.tsv; a 2048 run's final model plays ZT_RECIPE_GAMES
+# (100) games for its final mean score.
 #
 #   scripts/recipe.sh connect4 120 default
 #   scripts/recipe.sh connect4 120 rootvalue --set learner.root_value_weight=0.5
@@ -49,6 +51,8 @@ for line in open(sys.argv[1]):
         rows.setdefault(r["step"], [r["t"], {}])[1][r["opponent"]] = f'{r["wins"]}-{r["draws"]}-{r["losses"]}'
     elif r.get("kind") == "positions":
         rows.setdefault(r["step"], [r["t"], {}])[1][r["set"]] = f'{100 * r["rate"]:.1f}%'
+    elif r.get("kind") == "score" and r.get("player") == "model":
+        rows.setdefault(r["step"], [r["t"], {}])[1]["score"] = f'{r["mean"]:.0f} +- {r["ci95"]:.0f}'
 for step in sorted(rows):
     t, cols = rows[step]
     print(f"min {t / 60:6.1f} step {step:7d}  " + "  ".join(f"{k} {v}" for k, v in cols.items()))
@@ -68,5 +72,16 @@ for f in tests/data/"$game"/*; do
     echo "final $(basename "$f"): $line"
     summary="$summary	$(basename "$f") ${line#* }"
 done
+# A one-player game (2048): the final model's mean score over more games
+# than the arena's (ZT_RECIPE_GAMES, 100 by default).
+if [ "$game" = 2048 ]; then
+    out=$("$bin" eval "$game" --model "$run" --games "${ZT_RECIPE_GAMES:-100}" 2>&1) || {
+        echo "recipe: eval of the final model failed: $out" >&2
+    }
+    line=$(printf '%s\n' "$out" | grep -E '^mean score' | head -n 1)
+    echo "final: $line"
+    printf '%s\n' "$out" | grep -E '^highest tile' | head -n 1
+    summary="$summary	$line"
+fi
 printf '%s\n' "$summary" >>"$root/summary.tsv"
 echo "recipe $name: $(tail -n 1 "$run.train.log")"

@@ -526,10 +526,11 @@ static void test_unroll_gradients(void)
 
 /* Stochastic MuZero's chance terms against a hand computation from the
  * unroll's outputs: Q's squared error against the value target of its step,
- * sigma's cross-entropy against the code, the commitment |softmax - code|^2,
+ * sigma's cross-entropy against the code, the commitment |logits - code|^2,
  * each weighted 1/K and counted where the next step is in the game (Q
  * everywhere); the code is the one-hot of the encoder's argmax; the total
- * weighs them as zt_train_config says. */
+ * weighs them as zt_train_config says; the codes' perplexity is exp of the
+ * entropy of the codes counted. */
 static void test_chance_loss_terms(void)
 {
     zt_rng r;
@@ -552,7 +553,8 @@ static void test_chance_loss_terms(void)
     zt_train_losses L;
     CHECK_OK(zt_trainer_loss_grad(t, &b, &L, g));
     int K = d.K, Z = c.chance_codes, counted = 0, skipped = 0;
-    double q = 0, chance = 0, commit = 0, w = 1.0 / K;
+    double q = 0, chance = 0, commit = 0, w = 1.0 / K, used[16] = {0};
+    CHECK(Z <= 16, "codes");
     for (int k = 0; k < K; k++) {
         const float *sigma, *qv, *code, *enc;
         zt_mz_chance_outputs(zt_net_mz(net), k, &sigma, &qv, &code, &enc);
@@ -574,10 +576,11 @@ static void test_chance_loss_terms(void)
                 continue;
             }
             counted++;
-            double zs = 0, ze = 0;
-            for (int j = 0; j < Z; j++) zs += exp(s[j]), ze += exp(l[j]);
+            double zs = 0;
+            for (int j = 0; j < Z; j++) zs += exp(s[j]);
             chance -= w * (s[best] - log(zs)) / d.B;
-            for (int j = 0; j < Z; j++) commit += w * pow(exp(l[j]) / ze - z[j], 2) / d.B;
+            for (int j = 0; j < Z; j++) commit += w * pow(l[j] - z[j], 2) / d.B;
+            used[best]++;
         }
     }
     CHECK(counted > 0 && skipped > 0, "the data has steps in and past the game (%d, %d)", counted,
@@ -586,6 +589,11 @@ static void test_chance_loss_terms(void)
     CHECK(fabs(L.chance - chance) < 1e-6 * chance, "chance %.9f, by hand %.9f", L.chance, chance);
     CHECK(fabs(L.commitment - commit) < 1e-5 * commit, "commitment %.9f, by hand %.9f",
           L.commitment, commit);
+    double h = 0;
+    for (int j = 0; j < Z; j++)
+        if (used[j] > 0) h -= used[j] / counted * log(used[j] / counted);
+    CHECK(fabs(L.code_perplexity - exp(h)) < 1e-9 && L.code_perplexity >= 1,
+          "code perplexity %.9f, by hand %.9f", L.code_perplexity, exp(h));
     double total = L.policy + 0.7 * (L.value + L.afterstate) + 0.6 * L.reward + 0.9 * L.chance +
                    0.4 * L.commitment + L.l2;
     CHECK(fabs(L.total - total) < 1e-9, "total %.9f is not the weighted sum %.9f", L.total, total);

@@ -132,7 +132,8 @@ static void check_learns(const char *algorithm)
     printf("%s learning: positions optimal %d -> %d of 4520, score against random %.3f -> %.3f\n",
            algorithm, first, last, s0, s1);
     /* measured here: muzero 2579 -> 3052 and 0.47 -> 0.77; stochastic_muzero
-     * 2565 -> 2937 and 0.46 -> 0.73 */
+     * 2565 -> 3146 and 0.46 -> 0.79 (2937 and 0.73 while the encoder's
+     * straight-through gradient went through its softmax) */
     CHECK(first > 0 && last >= first + 250, "positions optimal %d -> %d", first, last);
     CHECK(s1 >= 0.65 && s1 >= s0 + 0.1, "score against random %.3f -> %.3f", s0, s1);
     CHECK(strstr(metrics, "\"loss_reward\":") != NULL, "no loss_reward in the train records");

@@ -432,8 +432,12 @@ typedef struct zt_train_losses {
     /* Stochastic MuZero, each step k < K weighted 1/K: afterstate, the MSE
      * of psi's Q against step k's value target; chance, the cross-entropy of
      * sigma against the encoder's code; commitment, the squared distance of
-     * the encoder's softmax from its one-hot code */
+     * the encoder's logits from their one-hot code */
     double afterstate, chance, commitment;
+    /* Stochastic MuZero, not a loss: exp of the entropy of the codes the
+     * encoder chose for the step's in-game transitions (1 when all got one
+     * code, the codebook collapsed; at most C) */
+    double code_perplexity;
     /* MuZero with a to-play head: the binary cross-entropy of g's turn
      * output, steps k >= 1 weighted 1/K; weight 1 in the total */
     double turn;
