@@ -138,6 +138,24 @@ fi
 check_score "$s2048" "stochastic muzero" 60
 grep -q '"kind":"train_chance".*"loss_chance"' "$s2048/metrics.jsonl" 2>/dev/null ||
     fail "the stochastic 2048 run's metrics hold no chance losses"
+# the game's own spawns as codes (muzero.chance = game): 33 codes train and
+# report the codes' perplexity; 32 are refused in one line
+g2048="$dir/g2048"
+if ! "$BIN" train 2048 --run "$g2048" --steps 20 --set algorithm=stochastic_muzero \
+    --set mode=deterministic --set arena.games=2 --set arena.opponents=random --set arena.minutes=0 \
+    --set learner.min_positions=300 --set learner.batch=32 --set search.sims=8 \
+    --set games_per_actor=16 --set muzero.unroll=3 --set muzero.chance=game --set muzero.codes=33 \
+    --set precision=fp32 >"$dir/g2048.log" 2>&1; then
+    fail "train 2048 with muzero.chance=game: $(tail -n 2 "$dir/g2048.log")"
+fi
+grep '"kind":"train_chance"' "$g2048/metrics.jsonl" 2>/dev/null | tail -n 1 |
+    grep -q '"loss_commitment":0.000000,"code_perplexity":[1-9]' ||
+    fail "the chance=game run has commitment or no code perplexity: $(grep train_chance "$g2048/metrics.jsonl" | tail -n 1)"
+out=$("$BIN" train 2048 --run "$dir/g2048b" --steps 1 --set algorithm=stochastic_muzero \
+    --set muzero.chance=game 2>&1)
+[ $? -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c .)" -eq 1 ] &&
+    printf '%s' "$out" | grep -q "muzero.codes >= 33" ||
+    fail "muzero.chance=game with 32 codes was not refused in one line: $out"
 
 # bench muzero times each network call and the unrolled train step, the
 # afterstate too for a stochastic net

@@ -83,7 +83,12 @@ typedef struct unroll_data {
     float *next_obs;      /* chance codes only */
     uint8_t *chance_mask; /* chance codes only */
     float *turn;          /* to-play head only: B x K targets, 0 or 1 */
+    int32_t *code;        /* chance codes with `labels`: B x K of the game's own */
 } unroll_data;
+
+/* data_make gives Stochastic MuZero batches the game's own codes
+ * (muzero.chance = game) in place of the encoder's while this is set */
+static bool labels;
 
 /* Random observations and actions, soft policy targets, values in [-1, 1],
  * rewards in [-0.5, 0.5]; the last steps of every other sample are past
@@ -116,6 +121,12 @@ static void data_make(unroll_data *d, const zt_net_config *c, int B, int K, zt_r
     d->next_obs = NULL;
     d->chance_mask = NULL;
     d->turn = NULL;
+    d->code = NULL;
+    if (c->chance_codes > 0 && labels) {
+        d->code = zt_xmalloc((size_t)B * K * sizeof(int32_t));
+        for (size_t i = 0; i < (size_t)B * K; i++)
+            d->code[i] = (int32_t)zt_rng_below(r, (uint32_t)c->chance_codes);
+    }
     if (c->turn_head) {
         d->turn = zt_xmalloc((size_t)B * K * sizeof(float));
         for (size_t i = 0; i < (size_t)B * K; i++) d->turn[i] = (float)(zt_rng_uniform(r) < 0.5);
@@ -142,6 +153,7 @@ static void data_free(unroll_data *d)
     free(d->next_obs);
     free(d->chance_mask);
     free(d->turn);
+    free(d->code);
 }
 
 static zt_train_batch data_batch(const unroll_data *d)
@@ -156,7 +168,8 @@ static zt_train_batch data_batch(const unroll_data *d)
                             .reward_target = d->reward,
                             .next_obs = d->next_obs,
                             .chance_mask = d->chance_mask,
-                            .turn_target = d->turn};
+                            .turn_target = d->turn,
+                            .chance_code = d->code};
 }
 
 /* small_mz with Stochastic MuZero's afterstates and `codes` chance codes. */
@@ -514,6 +527,10 @@ static void test_unroll_gradients(void)
     zt_net_config cat = small_smz(3, 3, 3, 9, 4);
     cat.value_support = 3;
     check_unroll_gradient("stochastic unroll K=2, categorical heads (support 3)", cat, 2, 4, 4);
+    labels = true;
+    check_unroll_gradient("stochastic unroll K=3, the game's codes, 2 micro-batches",
+                          small_smz(3, 3, 3, 9, 5), 3, 6, 3);
+    labels = false;
     /* backgammon's shape: one cell (1x1 kernels), a plane per action, g's
      * to-play head */
     zt_net_config turns = small_mz(1, 1, 6, 4);
@@ -531,7 +548,7 @@ static void test_unroll_gradients(void)
  * everywhere); the code is the one-hot of the encoder's argmax; the total
  * weighs them as zt_train_config says; the codes' perplexity is exp of the
  * entropy of the codes counted. */
-static void test_chance_loss_terms(void)
+static void check_chance_loss_terms(void)
 {
     zt_rng r;
     zt_rng_seed(&r, seed, 8);
@@ -566,10 +583,10 @@ static void test_chance_loss_terms(void)
                 if (l[j] > l[best]) best = j;
                 ones += z[j] == 1.0f;
             }
+            if (labels) best = d.code[(size_t)n * K + k];
             CHECK(ones == 1 && z[best] == 1.0f,
-                  "step %d sample %d: the code is not the one-hot of the "
-                  "encoder's argmax",
-                  k, n);
+                  "step %d sample %d: the code is not the one-hot of the %s", k, n,
+                  labels ? "game's outcome" : "encoder's argmax");
             q += w * pow(qv[n] - d.value[(size_t)n * (K + 1) + k], 2) / d.B;
             if (!d.chance_mask[(size_t)n * K + k]) {
                 skipped++;
@@ -579,7 +596,8 @@ static void test_chance_loss_terms(void)
             double zs = 0;
             for (int j = 0; j < Z; j++) zs += exp(s[j]);
             chance -= w * (s[best] - log(zs)) / d.B;
-            for (int j = 0; j < Z; j++) commit += w * pow(l[j] - z[j], 2) / d.B;
+            if (!labels)
+                for (int j = 0; j < Z; j++) commit += w * pow(l[j] - z[j], 2) / d.B;
             used[best]++;
         }
     }
@@ -587,8 +605,8 @@ static void test_chance_loss_terms(void)
           skipped);
     CHECK(fabs(L.afterstate - q) < 1e-6 * q, "afterstate %.9f, by hand %.9f", L.afterstate, q);
     CHECK(fabs(L.chance - chance) < 1e-6 * chance, "chance %.9f, by hand %.9f", L.chance, chance);
-    CHECK(fabs(L.commitment - commit) < 1e-5 * commit, "commitment %.9f, by hand %.9f",
-          L.commitment, commit);
+    CHECK(labels ? L.commitment == 0 : fabs(L.commitment - commit) < 1e-5 * commit,
+          "commitment %.9f, by hand %.9f", L.commitment, commit);
     double h = 0;
     for (int j = 0; j < Z; j++)
         if (used[j] > 0) h -= used[j] / counted * log(used[j] / counted);
@@ -601,6 +619,14 @@ static void test_chance_loss_terms(void)
     zt_trainer_free(t);
     data_free(&d);
     zt_net_free(net);
+}
+
+static void test_chance_loss_terms(void)
+{
+    check_chance_loss_terms();
+    labels = true; /* the game's codes: no encoder, no commitment */
+    check_chance_loss_terms();
+    labels = false;
 }
 
 /* The straight-through estimator changes the encoder's gradient only: with

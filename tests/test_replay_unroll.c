@@ -254,6 +254,7 @@ static void test_one_player_unroll(void)
     if (!g) return;
     enum { MAX = 4096 };
     static double points[MAX]; /* the points of the move from position i */
+    static int spawn[MAX];     /* the index of the spawn after move i among those listed */
     zt_replay_traj *t;
     CHECK_OK(zt_replay_traj_new(g, &t));
     zt_rng rng;
@@ -271,7 +272,9 @@ static void test_one_player_unroll(void)
             int k = g->chance_outcomes(g, s, outcomes, probs);
             float r0[2], r1[2];
             g->returns(g, s, r0);
-            g->apply(g, s, outcomes[zt_rng_categorical(&rng, probs, k)]);
+            int i = zt_rng_categorical(&rng, probs, k);
+            if (n > 0) spawn[n - 1] = i;
+            g->apply(g, s, outcomes[i]);
             g->returns(g, s, r1);
             CHECK(r0[0] == r1[0], "a spawn pays nothing");
             continue;
@@ -350,6 +353,34 @@ static void test_one_player_unroll(void)
         zt_replay_batch_free(&b);
     }
     zt_replay_free(rb);
+    /* the game's chance outcomes as codes: 1 + the spawn's index after each
+     * move (unmapped rows), 0 past the end; under symmetries within 1..30 */
+    for (int augment = 0; augment <= 1; augment++) {
+        c.augment = augment;
+        CHECK_OK(zt_replay_new(g, &c, &rb));
+        CHECK_OK(zt_replay_add_game(rb, t, zt_game_value_of(g, s, 0), NULL));
+        zt_replay_batch b;
+        CHECK_OK(zt_replay_batch_init_unroll(
+            &b, g, B, false,
+            &(zt_replay_unroll){.steps = K, .next_obs = true, .chance_labels = true}));
+        CHECK_OK(zt_replay_sample(rb, &rng, &b));
+        int bad = 0, mapped = 0;
+        for (int r = 0; r < B && bad < 5; r++) {
+            mapped += b.sym[r] != 0;
+            for (int k = 0; k < K; k++) {
+                int at = (int)b.index[r] + k, got = b.u_chance_code[(size_t)r * K + k];
+                bool ok = at + 1 >= n     ? got == 0
+                          : b.sym[r] == 0 ? got == 1 + spawn[at]
+                                          : got >= 1 && got <= 30;
+                CHECK(ok, "row %d step %d (move %d of %d, symmetry %d): code %d, spawn %d", r, k,
+                      at, n, b.sym[r], got, at < n ? spawn[at] : -1);
+                bad += !ok;
+            }
+        }
+        CHECK(augment == 0 || mapped > 0, "no row under a symmetry");
+        zt_replay_batch_free(&b);
+        zt_replay_free(rb);
+    }
     zt_replay_traj_free(t);
     zt_game_free(g);
 }
@@ -368,6 +399,7 @@ static void test_turn_targets(void)
     if (!g) return;
     enum { MAX = 8192 };
     static int player[MAX];
+    static bool rolled[MAX]; /* dice rolled after move i */
     zt_replay_traj *t;
     CHECK_OK(zt_replay_traj_new(g, &t));
     zt_rng rng;
@@ -384,6 +416,7 @@ static void test_turn_targets(void)
             float probs[ZT_MAX_CHANCE_OUTCOMES];
             int k = g->chance_outcomes(g, s, outcomes, probs);
             g->apply(g, s, outcomes[zt_rng_categorical(&rng, probs, k)]);
+            if (n > 0) rolled[n - 1] = true;
             continue;
         }
         CHECK(n < MAX, "the test game is too long");
@@ -453,6 +486,25 @@ static void test_turn_targets(void)
           ones, zeros);
     printf("backgammon unroll: %d moves, %d within a turn, %d passing it; targets %d / %d\n", n,
            same, passed, zeros, ones);
+    zt_replay_batch_free(&b);
+    /* the game's chance outcomes as codes: 0 within a turn, a roll 1..21
+     * wherever dice were rolled between two moves */
+    CHECK_OK(zt_replay_batch_init_unroll(
+        &b, g, B, false,
+        &(zt_replay_unroll){.steps = K, .next_obs = true, .chance_labels = true}));
+    CHECK_OK(zt_replay_sample(rb, &rng, &b));
+    int within = 0, rolls = 0;
+    bad = 0;
+    for (int r = 0; r < B && bad < 5; r++)
+        for (int k = 0; k < K; k++) {
+            int at = (int)b.index[r] + k, got = b.u_chance_code[(size_t)r * K + k];
+            bool ok = at + 1 >= n ? got == 0 : rolled[at] ? got >= 1 && got <= 21 : got == 0;
+            CHECK(ok, "row %d step %d (move %d of %d): code %d, rolled %d", r, k, at, n, got,
+                  at < n ? rolled[at] : -1);
+            bad += !ok;
+            if (at + 1 < n) rolled[at] ? rolls++ : within++;
+        }
+    CHECK(within > 0 && rolls > 0, "codes within turns (%d) and after rolls (%d)", within, rolls);
     zt_replay_batch_free(&b);
     /* without `turns` there are none */
     CHECK_OK(zt_replay_batch_init_unroll(&b, g, 4, false, &(zt_replay_unroll){.steps = K}));

@@ -849,6 +849,19 @@ static void quantise(mz_chance_train *c, int Z, int B, int k)
     }
 }
 
+/* The game's own chance outcomes as the codes of step k (muzero.chance =
+ * game): the one-hot of each sample's label. */
+static void label_codes(zt_mz *mz, const zt_train_batch *b, int off, int B, int k)
+{
+    int Z = mz->codes, K = b->unroll;
+    for (int n = 0; n < B; n++) {
+        int code = b->chance_code[(size_t)(off + n) * K + (size_t)k];
+        ZT_ASSERT(code >= 0 && code < Z);
+        float *z = mz->ct.code[k] + (size_t)n * Z;
+        for (int j = 0; j < Z; j++) z[j] = j == code ? 1.0f : 0.0f;
+    }
+}
+
 static bool chance_counts(const zt_train_batch *b, int off, int n, int k)
 {
     return b->chance_mask[(size_t)(off + n) * (size_t)b->unroll + (size_t)k] != 0;
@@ -882,7 +895,7 @@ static void chance_losses(zt_mz *mz, const zt_train_config *tc, const zt_train_b
         chance +=
             zt_mz_policy_loss(c->clog[k] + (size_t)n * Z, z, Z, w * scale * tc->chance_weight, dl);
         for (int j = 0; j < Z; j++) {
-            commit += ((double)l[j] - z[j]) * ((double)l[j] - z[j]);
+            if (!b->chance_code) commit += ((double)l[j] - z[j]) * ((double)l[j] - z[j]);
             c->code_count[j] += z[j];
         }
     }
@@ -948,10 +961,14 @@ static zt_status forward_transition(zt_mz *mz, const zt_train_config *tc, const 
                              ct->a_range[j]);
         float *pouts[2] = {ct->clog[j], ct->q[j]};
         ZT_TRY(be->forward(ct->apred[j], B, ct->as[j], pouts, true, update_stats));
-        encoder_input(mz, b, off, B, j, ct->ein);
-        float *eouts[1] = {ct->elog[j]};
-        ZT_TRY(be->forward(ct->enc[j], B, ct->ein, eouts, true, update_stats));
-        quantise(ct, mz->codes, B, j);
+        if (b->chance_code) {
+            label_codes(mz, b, off, B, j);
+        } else {
+            encoder_input(mz, b, off, B, j, ct->ein);
+            float *eouts[1] = {ct->elog[j]};
+            ZT_TRY(be->forward(ct->enc[j], B, ct->ein, eouts, true, update_stats));
+            quantise(ct, mz->codes, B, j);
+        }
         chance_losses(mz, tc, b, off, B, j, acc);
         zt_mz_code_input(c, B, ct->as[j], ct->code[j], mz->t_gin);
     }
@@ -995,9 +1012,11 @@ static zt_status backward_transition(zt_mz *mz, const zt_train_config *tc, const
                               ct->a_range[j], mz->dx);
         const float *fd[1] = {mz->dx};
         ZT_TRY(be->backward(ct->after[j], B, fd, grads + mz->poff[FN_AFTER], mz->d_gin));
-        encoder_grad(mz, tc, b, off, B, j);
-        const float *ed[1] = {ct->d_elog};
-        ZT_TRY(be->backward(ct->enc[j], B, ed, grads + mz->poff[FN_ENC], NULL));
+        if (!b->chance_code) {
+            encoder_grad(mz, tc, b, off, B, j);
+            const float *ed[1] = {ct->d_elog};
+            ZT_TRY(be->backward(ct->enc[j], B, ed, grads + mz->poff[FN_ENC], NULL));
+        }
     }
     /* the hidden-state channels of g's (or phi's) input gradient */
     float dyn_scale = (float)tc->dynamics_grad_scale;

@@ -413,6 +413,11 @@ typedef struct zt_train_batch {
      * player to move at step k + 1 is not step k's (row n * K + k; past the
      * end of the game turns alternate, as the value targets assume). */
     const float *turn_target;
+    /* Stochastic MuZero with the game's chance outcomes as codes
+     * (muzero.chance = game): B * K codes in [0, C), row n * K + k, that
+     * replace the encoder's (it is not run: no commitment, no
+     * straight-through); NULL: the encoder's codes. */
+    const int32_t *chance_code;
 } zt_train_batch;
 
 /* The loss terms of one step, each averaged over the batch. */

@@ -431,7 +431,8 @@ static void *carve(uint8_t *base, size_t *at, size_t bytes)
     return p;
 }
 
-static size_t lay_out(zt_replay_batch *b, uint8_t *base, bool wdl, bool next_obs, bool turns)
+static size_t lay_out(zt_replay_batch *b, uint8_t *base, bool wdl, bool next_obs, bool turns,
+                      bool labels)
 {
     size_t B = (size_t)b->size, A = (size_t)b->num_actions, at = 0;
     b->obs = carve(base, &at, B * (size_t)b->obs_size * sizeof(float));
@@ -456,6 +457,7 @@ static size_t lay_out(zt_replay_batch *b, uint8_t *base, bool wdl, bool next_obs
             b->u_chance_mask = carve(base, &at, B * K);
         }
         if (turns) b->u_turn = carve(base, &at, B * K * sizeof(float));
+        if (labels) b->u_chance_code = carve(base, &at, B * K * sizeof(int32_t));
     }
     b->scratch_ = carve(base, &at, B * b->scratch_stride_);
     return at;
@@ -471,6 +473,7 @@ zt_status zt_replay_batch_init_unroll(zt_replay_batch *b, const zt_game *g, int 
 {
     int unroll = u ? u->steps : 0, td = u && unroll > 0 ? u->td_steps : 0;
     bool next_obs = u && unroll > 0 && u->next_obs, turns = u && unroll > 0 && u->turns;
+    bool labels = u && unroll > 0 && u->chance_labels;
     memset(b, 0, sizeof *b);
     ZT_ASSERT(size >= 1 && unroll >= 0 && unroll <= ZT_REPLAY_MAX_UNROLL && td >= 0 &&
               td <= ZT_REPLAY_MAX_TD);
@@ -484,10 +487,10 @@ zt_status zt_replay_batch_init_unroll(zt_replay_batch *b, const zt_game *g, int 
     /* the row's record, the K that follow, and n more for the bootstrap */
     b->scratch_stride_ =
         (sizeof(row_head) + (size_t)(unroll + td + 1) * l.max_bytes + 7) & ~(size_t)7;
-    size_t bytes = lay_out(b, NULL, wdl, next_obs, turns);
+    size_t bytes = lay_out(b, NULL, wdl, next_obs, turns, labels);
     b->owned_ = zt_aligned_alloc(ZT_CACHE_LINE, bytes);
     if (!b->owned_) return zt_fail(ZT_ERR_NOMEM, "replay: no memory for a batch of %d", size);
-    lay_out(b, b->owned_, wdl, next_obs, turns);
+    lay_out(b, b->owned_, wdl, next_obs, turns, labels);
     return ZT_OK;
 }
 
@@ -575,6 +578,48 @@ static zt_status step_value(zt_replay *rb, const uint8_t *boot, float return0, c
     return ZT_OK;
 }
 
+/* Whether `to` follows from `s` by up to `depth` more chance events. */
+static bool reaches(const zt_game *g, const uint8_t *s, const uint8_t *to, int depth)
+{
+    if (memcmp(s, to, g->state_size) == 0) return true;
+    if (depth == 0 || g->current_player(g, s) != ZT_CHANCE) return false;
+    int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+    float probs[ZT_MAX_CHANCE_OUTCOMES];
+    int n = g->chance_outcomes(g, s, outcomes, probs);
+    for (int i = 0; i < n; i++) {
+        uint8_t t[ZT_MAX_STATE_BYTES];
+        memcpy(t, s, g->state_size);
+        g->apply(g, t, outcomes[i]);
+        if (reaches(g, t, to, depth - 1)) return true;
+    }
+    return false;
+}
+
+int zt_replay_chance_code(const zt_game *g, int sym, const void *from, int action, const void *to)
+{
+    uint8_t s[ZT_MAX_STATE_BYTES], target[ZT_MAX_STATE_BYTES];
+    if (sym != 0) {
+        g->sym_state(g, sym, from, s);
+        g->sym_state(g, sym, to, target);
+        action = g->sym_action(g, sym, action);
+    } else {
+        memcpy(s, from, g->state_size);
+        memcpy(target, to, g->state_size);
+    }
+    g->apply(g, s, action);
+    if (g->current_player(g, s) != ZT_CHANCE) return memcmp(s, target, g->state_size) == 0 ? 0 : -1;
+    int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+    float probs[ZT_MAX_CHANCE_OUTCOMES];
+    int n = g->chance_outcomes(g, s, outcomes, probs);
+    for (int i = 0; i < n; i++) {
+        uint8_t t[ZT_MAX_STATE_BYTES];
+        memcpy(t, s, g->state_size);
+        g->apply(g, t, outcomes[i]);
+        if (reaches(g, t, target, 2)) return 1 + i;
+    }
+    return -1;
+}
+
 /* The unroll targets of row r (zt_replay_batch, "MuZero"). */
 static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
 {
@@ -585,6 +630,9 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
     const uint8_t *p = row + sizeof h;
     int K = b->unroll, sym = b->sym[r], last_player = 0, A = b->num_actions, n = b->td_steps;
     size_t base = (size_t)r * (size_t)(K + 1);
+    /* the previous step's position and action (unmapped), for the codes */
+    uint8_t prev[ZT_MAX_STATE_BYTES];
+    int prev_action = -1;
     /* the record td_steps on from step k's, walked along with it */
     const uint8_t *boot = NULL;
     if (n > 0 && n < h.steps) {
@@ -613,6 +661,19 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
              * player, or a roll the opponent could not play)? */
             if (b->u_turn && k > 0) b->u_turn[(size_t)r * K + (size_t)(k - 1)] = player != last_player;
             last_player = player;
+            if (b->u_chance_code && k > 0) {
+                int code = zt_replay_chance_code(g, sym, prev, prev_action, state);
+                if (code < 0)
+                    return zt_fail(ZT_ERR_CORRUPT,
+                                   "replay: no chance outcome leads to step %d of the unroll from "
+                                   "position %lld",
+                                   k, (long long)b->index[r]);
+                b->u_chance_code[(size_t)r * K + (size_t)(k - 1)] = code;
+            }
+            if (b->u_chance_code) {
+                memcpy(prev, state, g->state_size);
+                prev_action = view.action;
+            }
             if (b->u_next_obs && k > 0) {
                 float *o = b->u_next_obs + ((size_t)r * K + (size_t)(k - 1)) * (size_t)b->obs_size;
                 if (sym != 0) {
@@ -651,6 +712,8 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
             b->u_value[base + k] = player == 0 ? h.return0 : -h.return0;
         }
         if (b->u_turn && k > 0 && k >= h.steps) b->u_turn[(size_t)r * K + (size_t)(k - 1)] = 1;
+        if (b->u_chance_code && k > 0 && k >= h.steps)
+            b->u_chance_code[(size_t)r * K + (size_t)(k - 1)] = 0;
         if (b->u_next_obs && k > 0 && k >= h.steps) {
             /* past the end: the last position's observation, no code target */
             size_t at = (size_t)r * K + (size_t)(k - 1), obs = (size_t)b->obs_size;

@@ -214,6 +214,11 @@ typedef struct zt_replay_batch {
      * move at step k + 1 is not step k's, at row n * K + k; past the end of
      * the game turns alternate (1), as the absorbing value targets assume. */
     float *u_turn;        /* B x K */
+    /* With `chance_labels` (else NULL): the chance outcome between step k
+     * and k + 1 at row n * K + k, as a code: 0 where the move left nothing
+     * to chance, 1 + i where chance took the i-th of the outcomes the game
+     * lists after the move (zt_replay_chance_code); 0 past the end. */
+    int32_t *u_chance_code; /* B x K */
     zt_rng rng_after;     /* sampler: the rng state after drawing this batch */
     zt_status status;     /* sampler: how drawing it went */
     uint8_t *scratch_;    /* records copied out under the lock */
@@ -235,7 +240,18 @@ typedef struct zt_replay_unroll {
      * game's return where it ends sooner; 0: the game's return throughout */
     int td_steps;
     bool turns; /* the to-play targets (u_turn) of a net with a to-play head */
+    /* the game's own chance outcomes as the codes of Stochastic MuZero
+     * (u_chance_code; muzero.chance = game) */
+    bool chance_labels;
 } zt_replay_unroll;
+
+/* The code of the transition from position `from` by `action` to position
+ * `to` of the same game (symmetry `sym` applied to all three): 0 when the
+ * move leaves nothing to chance, else 1 + the index of the chance outcome
+ * (among those g->chance_outcomes lists after the move) from which `to`
+ * follows, trying up to two more chance events after it (a backgammon roll
+ * that cannot be played and the next roll); -1 when none leads there. */
+int zt_replay_chance_code(const zt_game *g, int sym, const void *from, int action, const void *to);
 
 /* A batch whose rows carry an unroll as u says (NULL: zt_replay_batch_init).
  * Sampling it needs stored actions: a record without one (inside a game) is

@@ -48,7 +48,8 @@ static const zt_replay_unroll *unroll_of(const zt_train_settings *S, zt_replay_u
     *u = (zt_replay_unroll){.steps = S->unroll,
                             .next_obs = S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO,
                             .td_steps = S->td_steps,
-                            .turns = S->net.turn_head != 0};
+                            .turns = S->net.turn_head != 0,
+                            .chance_labels = S->chance_labels};
     return u;
 }
 
@@ -184,7 +185,8 @@ zt_status zt_learner_step(zt_learner *l)
                              .reward_target = b->u_reward,
                              .next_obs = b->u_next_obs,
                              .chance_mask = b->u_chance_mask,
-                             .turn_target = b->u_turn};
+                             .turn_target = b->u_turn,
+                             .chance_code = b->u_chance_code};
         return train_on(l, &tb);
     }
     const float *vt = b->value;

@@ -115,6 +115,17 @@ static zt_status read_muzero(zt_config *c, const zt_game *g, zt_train_settings *
     ZT_TRY(zt_config_double(c, "muzero.chance_weight", 1.0, 0, 100, &S->optimizer.chance_weight));
     ZT_TRY(zt_config_double(c, "muzero.commitment", 0.25, 0, 100,
                             &S->optimizer.commitment_weight));
+    /* where the codes come from: the learned encoder, or the game's own
+     * chance outcomes (0 for none, 1 + the outcome's index) */
+    static const char *const sources[] = {"encoder", "game", NULL};
+    int source;
+    ZT_TRY(zt_config_choice(c, "muzero.chance", "encoder", sources, &source));
+    S->chance_labels = source == 1 && S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO;
+    if (S->chance_labels && codes < g->max_chance_outcomes + 1)
+        return zt_fail(ZT_ERR_INVALID,
+                       "muzero.chance = game needs muzero.codes >= %d (%s's %d chance outcomes "
+                       "and one code for none), not %d",
+                       g->max_chance_outcomes + 1, g->title, g->max_chance_outcomes, codes);
     /* categorical value and reward heads (0: tanh) */
     ZT_TRY(zt_config_int32(c, "muzero.support", 0, 0, ZT_MZ_MAX_SUPPORT, &m.value_support));
     if (!zt_algorithm_is_muzero(S->algorithm)) return ZT_OK;
