@@ -836,7 +836,7 @@ static void encoder_input(const zt_mz *mz, const zt_train_batch *b, int off, int
  * gradient on the code to the logits themselves. (Through a softmax it
  * would vanish once the softmax saturates, and the commitment term drives
  * it there: measured on 2048, every transition then got one code within
- * 3,000 steps, sigma predicting it to a loss of 1e-6.) */
+ * about 100 steps, sigma predicting it to a loss of 1e-6 later.) */
 static void quantise(mz_chance_train *c, int Z, int B, int k)
 {
     for (int n = 0; n < B; n++) {
