@@ -578,11 +578,12 @@ static zt_status step_value(zt_replay *rb, const uint8_t *boot, float return0, c
     return ZT_OK;
 }
 
-/* Whether `to` follows from `s` by up to `depth` more chance events. */
-static bool reaches(const zt_game *g, const uint8_t *s, const uint8_t *to, int depth)
+static bool reaches(const zt_game *g, const uint8_t *s, const uint8_t *to, int depth);
+
+/* The index of the first outcome of chance position `s` from which `to`
+ * follows by up to `depth` more chance events, or -1. */
+static int outcome_reaching(const zt_game *g, const uint8_t *s, const uint8_t *to, int depth)
 {
-    if (memcmp(s, to, g->state_size) == 0) return true;
-    if (depth == 0 || g->current_player(g, s) != ZT_CHANCE) return false;
     int outcomes[ZT_MAX_CHANCE_OUTCOMES];
     float probs[ZT_MAX_CHANCE_OUTCOMES];
     int n = g->chance_outcomes(g, s, outcomes, probs);
@@ -590,9 +591,17 @@ static bool reaches(const zt_game *g, const uint8_t *s, const uint8_t *to, int d
         uint8_t t[ZT_MAX_STATE_BYTES];
         memcpy(t, s, g->state_size);
         g->apply(g, t, outcomes[i]);
-        if (reaches(g, t, to, depth - 1)) return true;
+        if (reaches(g, t, to, depth)) return i;
     }
-    return false;
+    return -1;
+}
+
+/* Whether `to` follows from `s` by up to `depth` more chance events. */
+static bool reaches(const zt_game *g, const uint8_t *s, const uint8_t *to, int depth)
+{
+    if (memcmp(s, to, g->state_size) == 0) return true;
+    if (depth == 0 || g->current_player(g, s) != ZT_CHANCE) return false;
+    return outcome_reaching(g, s, to, depth - 1) >= 0;
 }
 
 int zt_replay_chance_code(const zt_game *g, int sym, const void *from, int action, const void *to)
@@ -608,16 +617,8 @@ int zt_replay_chance_code(const zt_game *g, int sym, const void *from, int actio
     }
     g->apply(g, s, action);
     if (g->current_player(g, s) != ZT_CHANCE) return memcmp(s, target, g->state_size) == 0 ? 0 : -1;
-    int outcomes[ZT_MAX_CHANCE_OUTCOMES];
-    float probs[ZT_MAX_CHANCE_OUTCOMES];
-    int n = g->chance_outcomes(g, s, outcomes, probs);
-    for (int i = 0; i < n; i++) {
-        uint8_t t[ZT_MAX_STATE_BYTES];
-        memcpy(t, s, g->state_size);
-        g->apply(g, t, outcomes[i]);
-        if (reaches(g, t, target, 2)) return 1 + i;
-    }
-    return -1;
+    int i = outcome_reaching(g, s, target, 2);
+    return i < 0 ? -1 : 1 + i;
 }
 
 /* The unroll targets of row r (zt_replay_batch, "MuZero"). */
