@@ -476,6 +476,7 @@ static void check_unroll_gradient(const char *what, zt_net_config c, int K, int 
     tc.straight_through = 0;
     tc.chance_weight = 0.8;
     tc.commitment_weight = 0.3;
+    tc.code_balance_weight = 0.5;
     zt_trainer *t;
     CHECK_OK(zt_trainer_new(net, &tc, &t));
     size_t n = zt_net_param_count(net);
@@ -544,7 +545,9 @@ static void test_unroll_gradients(void)
 /* Stochastic MuZero's chance terms against a hand computation from the
  * unroll's outputs: Q's squared error against the value target of its step,
  * sigma's cross-entropy against the code, the commitment |logits - code|^2,
- * each weighted 1/K and counted where the next step is in the game (Q
+ * the codes' balance Z sum_j f_j P_j (f_j the share of the step's counted
+ * transitions given code j, P_j their mean softmax(logits)_j), each
+ * weighted 1/K and counted where the next step is in the game (Q
  * everywhere); the code is the one-hot of the encoder's argmax; the total
  * weighs them as zt_train_config says; the codes' perplexity is exp of the
  * entropy of the codes counted. */
@@ -562,6 +565,7 @@ static void check_chance_loss_terms(void)
     tc.reward_weight = 0.6;
     tc.chance_weight = 0.9;
     tc.commitment_weight = 0.4;
+    tc.code_balance_weight = 0.3;
     tc.weight_decay = 0.01;
     zt_trainer *t;
     CHECK_OK(zt_trainer_new(net, &tc, &t));
@@ -570,11 +574,13 @@ static void check_chance_loss_terms(void)
     zt_train_losses L;
     CHECK_OK(zt_trainer_loss_grad(t, &b, &L, g));
     int K = d.K, Z = c.chance_codes, counted = 0, skipped = 0;
-    double q = 0, chance = 0, commit = 0, w = 1.0 / K, used[16] = {0};
+    double q = 0, chance = 0, commit = 0, balance = 0, w = 1.0 / K, used[16] = {0};
     CHECK(Z <= 16, "codes");
     for (int k = 0; k < K; k++) {
         const float *sigma, *qv, *code, *enc;
         zt_mz_chance_outputs(zt_net_mz(net), k, &sigma, &qv, &code, &enc);
+        double f[16] = {0}, P[16] = {0};
+        int m = 0;
         for (int n = 0; n < d.B; n++) {
             const float *l = enc + (size_t)n * Z, *z = code + (size_t)n * Z,
                         *s = sigma + (size_t)n * Z;
@@ -599,7 +605,13 @@ static void check_chance_loss_terms(void)
             if (!labels)
                 for (int j = 0; j < Z; j++) commit += w * pow(l[j] - z[j], 2) / d.B;
             used[best]++;
+            double el = 0;
+            for (int j = 0; j < Z; j++) el += exp(l[j]);
+            for (int j = 0; j < Z; j++) P[j] += exp(l[j]) / el;
+            f[best]++;
+            m++;
         }
+        for (int j = 0; j < Z && m > 0 && !labels; j++) balance += w * Z * (f[j] / m) * (P[j] / m);
     }
     CHECK(counted > 0 && skipped > 0, "the data has steps in and past the game (%d, %d)", counted,
           skipped);
@@ -607,13 +619,15 @@ static void check_chance_loss_terms(void)
     CHECK(fabs(L.chance - chance) < 1e-6 * chance, "chance %.9f, by hand %.9f", L.chance, chance);
     CHECK(labels ? L.commitment == 0 : fabs(L.commitment - commit) < 1e-5 * commit,
           "commitment %.9f, by hand %.9f", L.commitment, commit);
+    CHECK(labels ? L.code_balance == 0 : fabs(L.code_balance - balance) < 1e-6 * balance,
+          "code balance %.9f, by hand %.9f", L.code_balance, balance);
     double h = 0;
     for (int j = 0; j < Z; j++)
         if (used[j] > 0) h -= used[j] / counted * log(used[j] / counted);
     CHECK(fabs(L.code_perplexity - exp(h)) < 1e-9 && L.code_perplexity >= 1,
           "code perplexity %.9f, by hand %.9f", L.code_perplexity, exp(h));
     double total = L.policy + 0.7 * (L.value + L.afterstate) + 0.6 * L.reward + 0.9 * L.chance +
-                   0.4 * L.commitment + L.l2;
+                   0.4 * L.commitment + 0.3 * L.code_balance + L.l2;
     CHECK(fabs(L.total - total) < 1e-9, "total %.9f is not the weighted sum %.9f", L.total, total);
     free(g);
     zt_trainer_free(t);

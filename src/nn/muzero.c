@@ -25,6 +25,8 @@ typedef struct mz_chance_train {
     float **elog, **code; /* encoder logits, the one-hot code of their argmax */
     float *ein, *d_after, *d_elog, *d_code;
     double *code_count; /* codes chosen in the current step, C (the usage statistic) */
+    double *usage;      /* the share of a micro-batch's transitions given each code, C */
+    double *soft;       /* one transition's softmax over the codes, C */
 } mz_chance_train;
 
 struct zt_mz {
@@ -271,6 +273,8 @@ static void free_chance_train(zt_mz *mz)
     free(c->d_elog);
     free(c->d_code);
     free(c->code_count);
+    free(c->usage);
+    free(c->soft);
     memset(c, 0, sizeof *c);
 }
 
@@ -681,7 +685,10 @@ static zt_status reserve_chance_train(zt_mz *mz, int mb, bool *ok)
     c->d_elog = malloc(n * Z * sizeof(float));
     c->d_code = malloc(n * Z * sizeof(float));
     c->code_count = calloc(Z, sizeof(double));
-    *ok = *ok && c->ein && c->d_after && c->d_elog && c->d_code && c->code_count;
+    c->usage = calloc(Z, sizeof(double));
+    c->soft = calloc(Z, sizeof(double));
+    *ok = *ok && c->ein && c->d_after && c->d_elog && c->d_code && c->code_count && c->usage &&
+          c->soft;
     return ZT_OK;
 }
 
@@ -867,14 +874,70 @@ static bool chance_counts(const zt_train_batch *b, int off, int n, int k)
     return b->chance_mask[(size_t)(off + n) * (size_t)b->unroll + (size_t)k] != 0;
 }
 
+/* The share of the in-game transitions of samples [off, off + B) at step k
+ * given each code, into mz->ct.usage; returns how many there are. */
+static int code_usage(zt_mz *mz, const zt_train_batch *b, int off, int B, int k)
+{
+    mz_chance_train *c = &mz->ct;
+    int Z = mz->codes, m = 0;
+    memset(c->usage, 0, (size_t)Z * sizeof(double));
+    for (int n = 0; n < B; n++) {
+        if (!chance_counts(b, off, n, k)) continue;
+        const float *z = c->code[k] + (size_t)n * Z;
+        for (int j = 0; j < Z; j++) c->usage[j] += z[j];
+        m++;
+    }
+    for (int j = 0; j < Z && m > 0; j++) c->usage[j] /= m;
+    return m;
+}
+
+/* softmax(l) of Z logits into p */
+static void softmax_of(const float *l, int Z, double *p)
+{
+    double mx = l[0], sum = 0;
+    for (int j = 1; j < Z; j++) mx = l[j] > mx ? l[j] : mx;
+    for (int j = 0; j < Z; j++) sum += p[j] = exp(l[j] - mx);
+    for (int j = 0; j < Z; j++) p[j] /= sum;
+}
+
+/* The balance term of step k over the micro-batch's m in-game transitions
+ * (the auxiliary load-balancing loss of Switch Transformers, Fedus et al.
+ * 2021, with codes for experts): Z sum_j f_j P_j, where f_j is the share of
+ * the transitions whose code is j (mz->ct.usage, piecewise constant) and P_j
+ * the mean of softmax(e)_j over them. It is 1 where the codes are used
+ * uniformly; its gradient lowers the logits of the codes used most, so the
+ * transitions whose encoder leans least to the common code leave it
+ * first. Like batch norm's statistics it is taken per micro-batch, each
+ * weighted by its share B / batch of the batch. With grad, its gradient
+ * times `weight` is added into d_elog (rows of the micro-batch). */
+static double balance_term(zt_mz *mz, const zt_train_batch *b, int off, int B, int k, int m,
+                           double weight, float *grad)
+{
+    mz_chance_train *c = &mz->ct;
+    int Z = mz->codes;
+    double share = (double)B / b->B, loss = 0, *p = c->soft;
+    if (m == 0) return 0;
+    for (int n = 0; n < B; n++) {
+        if (!chance_counts(b, off, n, k)) continue;
+        softmax_of(c->elog[k] + (size_t)n * Z, Z, p);
+        double fp = 0;
+        for (int j = 0; j < Z; j++) fp += c->usage[j] * p[j];
+        loss += fp;
+        if (!grad) continue;
+        for (int j = 0; j < Z; j++)
+            grad[(size_t)n * Z + j] += (float)(weight * share * Z / m * p[j] * (c->usage[j] - fp));
+    }
+    return share * Z * loss / m;
+}
+
 /* The chance terms of step k (the afterstate after the action from step k),
  * each weighted 1/K: psi's Q against step k's value target (an afterstate's
  * value is the acting player's, the player to move at step k), sigma against
  * the encoder's code (a target: no gradient reaches the encoder this way),
- * and the commitment |logits - code|^2 of the encoder's logits to their
- * one-hot (its gradient is taken in the backward). Where step k + 1 lies
- * past the end of the game only Q counts. Each code chosen is counted for
- * the step's usage statistic. */
+ * the commitment |logits - code|^2 of the encoder's logits to their one-hot
+ * and the codes' balance (both with their gradients taken in the
+ * backward). Where step k + 1 lies past the end of the game only Q counts.
+ * Each code chosen is counted for the step's usage statistic. */
 static void chance_losses(zt_mz *mz, const zt_train_config *tc, const zt_train_batch *b, int off,
                           int B, int k, zt_train_losses *acc)
 {
@@ -902,11 +965,16 @@ static void chance_losses(zt_mz *mz, const zt_train_config *tc, const zt_train_b
     acc->afterstate += w * q * scale;
     acc->chance += w * chance * scale;
     acc->commitment += w * commit * scale;
+    if (!b->chance_code) {
+        int m = code_usage(mz, b, off, B, k);
+        acc->code_balance += w * balance_term(mz, b, off, B, k, m, 0, NULL);
+    }
 }
 
 /* d loss / d encoder logits of step k: d_code (g's gradient on the code,
  * passed straight through to the logits, times the straight-through share)
- * plus the commitment's, 2 beta (l_j - code_j) w / B. */
+ * plus the commitment's, 2 beta (l_j - code_j) w / B, and the balance
+ * term's. */
 static void encoder_grad(zt_mz *mz, const zt_train_config *tc, const zt_train_batch *b, int off,
                          int B, int k)
 {
@@ -923,6 +991,10 @@ static void encoder_grad(zt_mz *mz, const zt_train_config *tc, const zt_train_ba
         for (int j = 0; j < Z; j++)
             dl[j] = (float)(tc->straight_through * d[j] +
                             2 * ((double)l[j] - z[j]) * w * scale * tc->commitment_weight);
+    }
+    if (tc->code_balance_weight > 0) {
+        int m = code_usage(mz, b, off, B, k);
+        balance_term(mz, b, off, B, k, m, w * tc->code_balance_weight, c->d_elog);
     }
 }
 

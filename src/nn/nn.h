@@ -376,6 +376,8 @@ typedef struct zt_train_config {
      * loss's exact gradient (the one-hot code is piecewise constant), which
      * the finite-difference tests check. */
     double straight_through;
+    /* Stochastic MuZero: weight of the codes' balance term (0: none) */
+    double code_balance_weight;
 } zt_train_config;
 
 void zt_train_config_default(zt_train_config *cfg);
@@ -428,7 +430,7 @@ typedef struct zt_train_losses {
     double l2;       /* 0.5 * weight_decay * sum of decayed weights squared */
     double total;    /* policy + value_weight * (value + afterstate) + reward_weight *
                       * reward + chance_weight * chance + commitment_weight *
-                      * commitment + turn + l2 */
+                      * commitment + code_balance_weight * code_balance + turn + l2 */
     double grad_norm; /* global norm of the loss gradient before clipping */
     double lr;       /* learning rate used for this step */
     /* MuZero: policy, value and reward sum the unroll's steps, steps k >= 1
@@ -439,6 +441,12 @@ typedef struct zt_train_losses {
      * sigma against the encoder's code; commitment, the squared distance of
      * the encoder's logits from their one-hot code */
     double afterstate, chance, commitment;
+    /* Stochastic MuZero with the encoder's codes, each step k < K weighted
+     * 1/K: Z sum_j f_j P_j over each micro-batch's in-game transitions (f_j
+     * the share given code j, P_j the mean of softmax(logits)_j), 1 when the
+     * codes are used uniformly (the load-balancing loss of Fedus et al.
+     * 2021); computed whatever its weight */
+    double code_balance;
     /* Stochastic MuZero, not a loss: exp of the entropy of the codes the
      * encoder chose for the step's in-game transitions (1 when all got one
      * code, the codebook collapsed; at most C) */

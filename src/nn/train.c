@@ -45,6 +45,7 @@ void zt_train_config_default(zt_train_config *cfg)
     cfg->chance_weight = 1.0;
     cfg->commitment_weight = 0.25;
     cfg->straight_through = 1.0;
+    cfg->code_balance_weight = 0;
 }
 
 static zt_status check_config(const zt_train_config *c)
@@ -74,9 +75,11 @@ static zt_status check_config(const zt_train_config *c)
         return zt_fail(ZT_ERR_INVALID, "lr_min = %g must be in [0, lr]", c->lr_min);
     if (!(c->value_weight >= 0))
         return zt_fail(ZT_ERR_INVALID, "value_weight = %g must be >= 0", c->value_weight);
-    if (!(c->chance_weight >= 0) || !(c->commitment_weight >= 0))
-        return zt_fail(ZT_ERR_INVALID, "chance_weight = %g and commitment_weight = %g must be >= 0",
-                       c->chance_weight, c->commitment_weight);
+    if (!(c->chance_weight >= 0) || !(c->commitment_weight >= 0) || !(c->code_balance_weight >= 0))
+        return zt_fail(ZT_ERR_INVALID,
+                       "chance_weight = %g, commitment_weight = %g and code_balance_weight = %g "
+                       "must be >= 0",
+                       c->chance_weight, c->commitment_weight, c->code_balance_weight);
     if (c->micro_batch < 1)
         return zt_fail(ZT_ERR_INVALID, "micro_batch = %d must be >= 1", c->micro_batch);
     if (!(c->clip_norm >= 0))
@@ -277,7 +280,8 @@ static zt_status micro_batch(zt_trainer *t, const zt_train_batch *b, int off, in
 static double total_loss(const zt_train_config *c, const zt_train_losses *l)
 {
     return l->policy + c->value_weight * (l->value + l->afterstate) + c->reward_weight * l->reward +
-           c->chance_weight * l->chance + c->commitment_weight * l->commitment + l->turn + l->l2;
+           c->chance_weight * l->chance + c->commitment_weight * l->commitment +
+           c->code_balance_weight * l->code_balance + l->turn + l->l2;
 }
 
 static zt_status run_batch(zt_trainer *t, const zt_train_batch *b, bool update_stats,

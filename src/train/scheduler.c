@@ -180,8 +180,8 @@ static void write_metrics(zt_scheduler *L, const totals *now)
         if (l.afterstate != 0 || l.chance != 0 || l.commitment != 0)
             metric(L, "train_chance",
                    "\"loss_afterstate\":%.6f,\"loss_chance\":%.6f,\"loss_commitment\":%.6f,"
-                   "\"code_perplexity\":%.3f",
-                   l.afterstate, l.chance, l.commitment, l.code_perplexity);
+                   "\"code_perplexity\":%.3f,\"loss_code_balance\":%.6f",
+                   l.afterstate, l.chance, l.commitment, l.code_perplexity, l.code_balance);
         if (l.turn != 0) metric(L, "train_turn", "\"loss_turn\":%.6f", l.turn);
         zt_learner_reset_losses(L->p.learner);
     }

@@ -115,6 +115,11 @@ static zt_status read_muzero(zt_config *c, const zt_game *g, zt_train_settings *
     ZT_TRY(zt_config_double(c, "muzero.chance_weight", 1.0, 0, 100, &S->optimizer.chance_weight));
     ZT_TRY(zt_config_double(c, "muzero.commitment", 0.25, 0, 100,
                             &S->optimizer.commitment_weight));
+    /* the weight of the codes' balance term (the load-balancing loss of
+     * Switch Transformers, Fedus et al. 2021), which keeps the encoder from
+     * giving every transition one code */
+    ZT_TRY(zt_config_double(c, "muzero.code_balance", 0, 0, 100,
+                            &S->optimizer.code_balance_weight));
     /* where the codes come from: the learned encoder, or the game's own
      * chance outcomes (0 for none, 1 + the outcome's index) */
     static const char *const sources[] = {"encoder", "game", NULL};
