@@ -131,13 +131,24 @@ if ! "$BIN" train 2048 --run "$s2048" --steps 60 --set algorithm=stochastic_muze
     --set mode=deterministic --set arena.games=4 --set arena.opponents=random --set arena.minutes=0 \
     --set learner.min_positions=300 --set learner.batch=32 --set search.sims=8 \
     --set games_per_actor=16 --set muzero.unroll=3 --set muzero.codes=8 --set muzero.support=10 \
-    --set muzero.td_steps=5 --set precision=fp32 \
+    --set muzero.td_steps=5 --set muzero.code_balance=1 --set precision=fp32 \
     >"$dir/strain2048.log" 2>&1; then
     fail "train 2048 with stochastic muzero: $(tail -n 2 "$dir/strain2048.log")"
 fi
 check_score "$s2048" "stochastic muzero" 60
 grep -q '"kind":"train_chance".*"loss_chance"' "$s2048/metrics.jsonl" 2>/dev/null ||
     fail "the stochastic 2048 run's metrics hold no chance losses"
+# the codes' balance (muzero.code_balance): reported, in (0, C = 8] (C sum_j
+# f_j P_j: 1 when the codes are used alike, C when one code takes all)
+balance=$(grep '"kind":"train_chance"' "$s2048/metrics.jsonl" 2>/dev/null | tail -n 1 |
+    sed -n 's/.*"loss_code_balance":\([0-9.]*\).*/\1/p')
+awk -v b="${balance:-0}" 'BEGIN { exit !(b > 0 && b <= 8) }' ||
+    fail "the 2048 run's codes' balance is missing or out of range: $(grep train_chance "$s2048/metrics.jsonl" | tail -n 1)"
+out=$("$BIN" train 2048 --run "$dir/s2048b" --steps 1 --set algorithm=stochastic_muzero \
+    --set muzero.code_balance=-1 2>&1)
+[ $? -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c .)" -eq 1 ] &&
+    printf '%s' "$out" | grep -q "muzero.code_balance" ||
+    fail "muzero.code_balance=-1 was not refused in one line: $out"
 # the game's own spawns as codes (muzero.chance = game): 33 codes train and
 # report the codes' perplexity; 32 are refused in one line
 g2048="$dir/g2048"
