@@ -20,6 +20,17 @@ fail() {
     fails=$((fails + 1))
 }
 
+# zeroth ARGS... must fail with one line that contains WANT.
+expect_error() {
+    local want=$1; shift
+    local out rc
+    out=$("$BIN" "$@" 2>&1 </dev/null); rc=$?
+    if [ "$rc" -eq 0 ] || [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ] ||
+        ! printf '%s' "$out" | grep -q -- "$want"; then
+        fail "zeroth $* -> rc=$rc, '$out' (wanted one line with '$want')"
+    fi
+}
+
 # The last arena's mean score of a 2048 run RUN must be positive; WHAT and
 # STEPS name the run in the messages.
 check_score() {
@@ -144,11 +155,8 @@ balance=$(grep '"kind":"train_chance"' "$s2048/metrics.jsonl" 2>/dev/null | tail
     sed -n 's/.*"loss_code_balance":\([0-9.]*\).*/\1/p')
 awk -v b="${balance:-0}" 'BEGIN { exit !(b > 0 && b <= 8) }' ||
     fail "the 2048 run's codes' balance is missing or out of range: $(grep train_chance "$s2048/metrics.jsonl" | tail -n 1)"
-out=$("$BIN" train 2048 --run "$dir/s2048b" --steps 1 --set algorithm=stochastic_muzero \
-    --set muzero.code_balance=-1 2>&1)
-[ $? -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c .)" -eq 1 ] &&
-    printf '%s' "$out" | grep -q "muzero.code_balance" ||
-    fail "muzero.code_balance=-1 was not refused in one line: $out"
+expect_error "muzero.code_balance" train 2048 --run "$dir/s2048b" --steps 1 \
+    --set algorithm=stochastic_muzero --set muzero.code_balance=-1
 # the game's own spawns as codes (muzero.chance = game): 33 codes train and
 # report the codes' perplexity; 32 are refused in one line
 g2048="$dir/g2048"
@@ -162,11 +170,8 @@ fi
 grep '"kind":"train_chance"' "$g2048/metrics.jsonl" 2>/dev/null | tail -n 1 |
     grep -q '"loss_commitment":0.000000,"code_perplexity":[1-9]' ||
     fail "the chance=game run has commitment or no code perplexity: $(grep train_chance "$g2048/metrics.jsonl" | tail -n 1)"
-out=$("$BIN" train 2048 --run "$dir/g2048b" --steps 1 --set algorithm=stochastic_muzero \
-    --set muzero.chance=game 2>&1)
-[ $? -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c .)" -eq 1 ] &&
-    printf '%s' "$out" | grep -q "muzero.codes >= 33" ||
-    fail "muzero.chance=game with 32 codes was not refused in one line: $out"
+expect_error "muzero.codes >= 33" train 2048 --run "$dir/g2048b" --steps 1 \
+    --set algorithm=stochastic_muzero --set muzero.chance=game
 
 # bench muzero times each network call and the unrolled train step, the
 # afterstate too for a stochastic net

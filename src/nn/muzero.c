@@ -900,7 +900,7 @@ static void softmax_of(const float *l, int Z, double *p)
     for (int j = 0; j < Z; j++) p[j] /= sum;
 }
 
-/* The balance term of step k over the micro-batch's m in-game transitions
+/* The balance term of step k over the micro-batch's in-game transitions
  * (the auxiliary load-balancing loss of Switch Transformers, Fedus et al.
  * 2021, with codes for experts): Z sum_j f_j P_j, where f_j is the share of
  * the transitions whose code is j (mz->ct.usage, piecewise constant) and P_j
@@ -910,11 +910,11 @@ static void softmax_of(const float *l, int Z, double *p)
  * first. Like batch norm's statistics it is taken per micro-batch, each
  * weighted by its share B / batch of the batch. With grad, its gradient
  * times `weight` is added into d_elog (rows of the micro-batch). */
-static double balance_term(zt_mz *mz, const zt_train_batch *b, int off, int B, int k, int m,
+static double balance_term(zt_mz *mz, const zt_train_batch *b, int off, int B, int k,
                            double weight, float *grad)
 {
     mz_chance_train *c = &mz->ct;
-    int Z = mz->codes;
+    int Z = mz->codes, m = code_usage(mz, b, off, B, k);
     double share = (double)B / b->B, loss = 0, *p = c->soft;
     if (m == 0) return 0;
     for (int n = 0; n < B; n++) {
@@ -965,10 +965,7 @@ static void chance_losses(zt_mz *mz, const zt_train_config *tc, const zt_train_b
     acc->afterstate += w * q * scale;
     acc->chance += w * chance * scale;
     acc->commitment += w * commit * scale;
-    if (!b->chance_code) {
-        int m = code_usage(mz, b, off, B, k);
-        acc->code_balance += w * balance_term(mz, b, off, B, k, m, 0, NULL);
-    }
+    if (!b->chance_code) acc->code_balance += w * balance_term(mz, b, off, B, k, 0, NULL);
 }
 
 /* d loss / d encoder logits of step k: d_code (g's gradient on the code,
@@ -992,10 +989,8 @@ static void encoder_grad(zt_mz *mz, const zt_train_config *tc, const zt_train_ba
             dl[j] = (float)(tc->straight_through * d[j] +
                             2 * ((double)l[j] - z[j]) * w * scale * tc->commitment_weight);
     }
-    if (tc->code_balance_weight > 0) {
-        int m = code_usage(mz, b, off, B, k);
-        balance_term(mz, b, off, B, k, m, w * tc->code_balance_weight, c->d_elog);
-    }
+    if (tc->code_balance_weight > 0)
+        balance_term(mz, b, off, B, k, w * tc->code_balance_weight, c->d_elog);
 }
 
 /* exp of the entropy of the codes counted over the step (1 when every
