@@ -287,12 +287,7 @@ static void env_advance(const zt_game *g, void *s, int i, int action, zt_rng *rn
 
 static void draw_chance(const zt_game *g, void *s, zt_rng *rng)
 {
-    int outcomes[ZT_MAX_CHANCE_OUTCOMES];
-    float probs[ZT_MAX_CHANCE_OUTCOMES];
-    while (g->current_player(g, s) == ZT_CHANCE) {
-        int k = g->chance_outcomes(g, s, outcomes, probs);
-        g->apply(g, s, outcomes[zt_rng_categorical(rng, probs, k)]);
-    }
+    while (g->current_player(g, s) == ZT_CHANCE) g->apply(g, s, zt_game_sample_chance(g, s, rng));
 }
 
 zeroth_status zeroth_game_sample_chance(const zeroth_game_t *game, int n, void *states,

@@ -126,10 +126,7 @@ static void settle(match *m)
                 finish_game(m, i);
                 continue;
             }
-            int outcomes[ZT_MAX_CHANCE_OUTCOMES];
-            float probs[ZT_MAX_CHANCE_OUTCOMES];
-            int n = g->chance_outcomes(g, gs->state, outcomes, probs);
-            int o = outcomes[zt_rng_categorical(gs->chance, probs, n)];
+            int o = zt_game_sample_chance(g, gs->state, gs->chance);
             g->apply(g, gs->state, o);
             notify_played(m, i, o);
         }

@@ -105,10 +105,7 @@ zt_status zt_arena_score(const zt_game *g, zt_agent *agent, const zt_score_confi
                     }
                     continue;
                 }
-                int outcomes[ZT_MAX_CHANCE_OUTCOMES];
-                float probs[ZT_MAX_CHANCE_OUTCOMES];
-                int k = g->chance_outcomes(g, sl->state, outcomes, probs);
-                int o = outcomes[zt_rng_categorical(&sl->rng, probs, k)];
+                int o = zt_game_sample_chance(g, sl->state, &sl->rng);
                 g->apply(g, sl->state, o);
                 if (agent->played) agent->played(agent, i, o);
             }

@@ -200,10 +200,7 @@ static int play_game(session *ss, int human, zt_rng *rng)
         int p = g->current_player(g, s);
         if (p == ZT_TERMINAL) break;
         if (p == ZT_CHANCE) {
-            int outcomes[ZT_MAX_CHANCE_OUTCOMES];
-            float probs[ZT_MAX_CHANCE_OUTCOMES];
-            int k = g->chance_outcomes(g, s, outcomes, probs);
-            int o = outcomes[zt_rng_categorical(rng, probs, k)];
+            int o = zt_game_sample_chance(g, s, rng);
             char t[64];
             g->action_to_text(g, s, o, t, sizeof t);
             g->apply(g, s, o);

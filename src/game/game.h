@@ -285,4 +285,8 @@ int zt_game_legal_mask(const zt_game *g, const void *s, uint8_t *mask);
 struct zt_rng;
 int zt_game_random_playout(const zt_game *g, void *s, struct zt_rng *rng);
 
+/* A chance outcome of chance position s, drawn from rng by its
+ * probability (one draw of rng); not applied. */
+int zt_game_sample_chance(const zt_game *g, const void *s, struct zt_rng *rng);
+
 #endif

@@ -74,18 +74,24 @@ int zt_game_legal_mask(const zt_game *g, const void *s, uint8_t *mask)
     return n;
 }
 
+int zt_game_sample_chance(const zt_game *g, const void *s, zt_rng *rng)
+{
+    int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+    float probs[ZT_MAX_CHANCE_OUTCOMES];
+    int n = g->chance_outcomes(g, s, outcomes, probs);
+    ZT_ASSERT(n > 0);
+    return outcomes[zt_rng_categorical(rng, probs, n)];
+}
+
 int zt_game_random_playout(const zt_game *g, void *s, zt_rng *rng)
 {
     uint16_t actions[ZT_MAX_ACTIONS];
-    int outcomes[ZT_MAX_CHANCE_OUTCOMES];
-    float probs[ZT_MAX_CHANCE_OUTCOMES];
     int plies = 0;
     for (;;) {
         int p = g->current_player(g, s);
         if (p == ZT_TERMINAL) return plies;
         if (p == ZT_CHANCE) {
-            int n = g->chance_outcomes(g, s, outcomes, probs);
-            g->apply(g, s, outcomes[zt_rng_categorical(rng, probs, n)]);
+            g->apply(g, s, zt_game_sample_chance(g, s, rng));
             continue;
         }
         int n = g->legal(g, s, actions);

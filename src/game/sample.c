@@ -9,8 +9,6 @@ void zt_game_sample_observations(const zt_game *g, zt_rng *rng, int n, float *ob
     size_t per = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
     _Alignas(16) uint8_t state[ZT_MAX_STATE_BYTES];
     uint16_t actions[ZT_MAX_ACTIONS];
-    int outcomes[ZT_MAX_CHANCE_OUTCOMES];
-    float probs[ZT_MAX_CHANCE_OUTCOMES];
     ZT_ASSERT(g->state_size <= sizeof state);
     g->reset(g, state);
     int plies = 0;
@@ -22,15 +20,7 @@ void zt_game_sample_observations(const zt_game *g, zt_rng *rng, int n, float *ob
             continue;
         }
         if (who == ZT_CHANCE) {
-            int k = g->chance_outcomes(g, state, outcomes, probs);
-            double u = zt_rng_uniform(rng), acc = 0;
-            int pick = k - 1;
-            for (int j = 0; j < k; j++)
-                if ((acc += probs[j]) > u) {
-                    pick = j;
-                    break;
-                }
-            g->apply(g, state, outcomes[pick]);
+            g->apply(g, state, zt_game_sample_chance(g, state, rng));
             continue;
         }
         g->observe(g, state, obs + (size_t)i * per);

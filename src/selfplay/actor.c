@@ -298,10 +298,7 @@ static zt_status reach_decision(zt_actor *a, int t, const zt_traj_sink *sink, bo
             ZT_TRY(end_game(a, t, zt_game_value_of(g, s->state, 0), sink));
             continue;
         }
-        int outcomes[ZT_MAX_CHANCE_OUTCOMES];
-        float probs[ZT_MAX_CHANCE_OUTCOMES];
-        int n = g->chance_outcomes(g, s->state, outcomes, probs);
-        int o = outcomes[zt_rng_categorical(&s->rng, probs, n)];
+        int o = zt_game_sample_chance(g, s->state, &s->rng);
         g->apply(g, s->state, o);
         if (a->full) zt_search_played(a->full, t, o);
         if (a->fast) zt_search_played(a->fast, t, o);

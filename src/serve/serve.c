@@ -334,10 +334,7 @@ static zt_status advance(zt_serve *srv, session *ss)
         if (p == ZT_TERMINAL || p == ss->human || at_limit(srv, ss)) return ZT_OK;
         ply pl = {0};
         if (p == ZT_CHANCE) {
-            int outcomes[ZT_MAX_CHANCE_OUTCOMES];
-            float probs[ZT_MAX_CHANCE_OUTCOMES];
-            int k = g->chance_outcomes(g, ss->state, outcomes, probs);
-            pl.action = (int16_t)outcomes[zt_rng_categorical(&ss->dice, probs, k)];
+            pl.action = (int16_t)zt_game_sample_chance(g, ss->state, &ss->dice);
             pl.by = BY_CHANCE;
         } else {
             zt_status st = agent_decide(srv, ss->state, ss->sims, &pl);
