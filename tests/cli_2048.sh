@@ -8,24 +8,9 @@
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh"
 dir=$(mktemp -d /tmp/zt_cli_2048_XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
-
-# expect_error "what the one line must hold" CMD...: non-zero exit, one line
-expect_error() {
-    local want=$1; shift
-    local out rc
-    out=$("$BIN" "$@" 2>&1 </dev/null); rc=$?
-    if [ "$rc" -eq 0 ] || [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ] ||
-        ! printf '%s' "$out" | grep -q -- "$want"; then
-        fail "zeroth $* -> rc=$rc, '$out' (wanted one line with '$want')"
-    fi
-}
 
 out=$("$BIN" eval 2048 --player random --games 50 2>&1); rc=$?
 if [ $rc -ne 0 ] || ! printf '%s' "$out" | grep -q '^mean score [0-9]* +- [0-9]* (95 %)' ||

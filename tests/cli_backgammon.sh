@@ -12,13 +12,9 @@
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh"
 dir=$(mktemp -d /tmp/zt_cli_backgammon_XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
 
 tiny=(--set mode=deterministic --set games_per_actor=2 --set search.sims=4
       --set selfplay.root_cache=false --set learner.batch=16 --set learner.min_positions=16

@@ -4,19 +4,7 @@
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
-
-# expect_error "what it must mention" CMD...
-expect_error() {
-    local want=$1; shift
-    local out rc
-    out=$("$BIN" "$@" 2>&1 >/dev/null); rc=$?
-    local lines
-    lines=$(printf '%s' "$out" | grep -c '')
-    if [ "$rc" -eq 0 ] || [ "$lines" -ne 1 ] || ! printf '%s' "$out" | grep -qi -- "$want"; then
-        echo "FAIL: zeroth $* -> rc=$rc, stderr ($lines lines): $out (wanted '$want')"
-        fails=$((fails + 1))
-    fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh"
 
 expect_ok() {
     if ! "$BIN" "$@" >/dev/null 2>&1; then

@@ -10,7 +10,7 @@ SRC=${ZT_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh"
 
 if ! cmake --install "$BUILD" --prefix "$TMP/prefix" >"$TMP/install.log" 2>&1; then
     cat "$TMP/install.log"

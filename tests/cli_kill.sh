@@ -12,10 +12,10 @@
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh"
 tmp=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 seed=${ZT_SEED:-$(( $(date +%s) % 100000 ))}
 echo "seed $seed (set ZT_SEED to repeat or change it)"

@@ -11,6 +11,7 @@
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -25,10 +26,6 @@ if [ "$(id -u)" -eq 0 ]; then MPIRUN+=(--allow-run-as-root); fi
 # OpenMPI's own allocations outlive MPI_Finalize: no leak report for them
 # in the sanitizer build.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
 
 # ---- three ranks reach perfect play ----
 run="$tmp/ttt"

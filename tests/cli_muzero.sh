@@ -12,24 +12,9 @@ set -u
 BIN=${ZT_BIN:-build/zeroth}
 SRC=${ZT_SOURCE_DIR:-.}
 fails=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh"
 dir=$(mktemp -d /tmp/zt_cli_muzero_XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
-
-# zeroth ARGS... must fail with one line that contains WANT.
-expect_error() {
-    local want=$1; shift
-    local out rc
-    out=$("$BIN" "$@" 2>&1 </dev/null); rc=$?
-    if [ "$rc" -eq 0 ] || [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ] ||
-        ! printf '%s' "$out" | grep -q -- "$want"; then
-        fail "zeroth $* -> rc=$rc, '$out' (wanted one line with '$want')"
-    fi
-}
 
 # The last arena's mean score of a 2048 run RUN must be positive; WHAT and
 # STEPS name the run in the messages.

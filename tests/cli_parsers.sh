@@ -6,25 +6,9 @@
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
-
-# expect_error "text it must contain" CMD...: non-zero exit, one line on
-# stderr, holding the text (fixed string).
-expect_error() {
-    local want=$1; shift
-    local err rc lines
-    err=$("$BIN" "$@" 2>&1 >/dev/null); rc=$?
-    lines=$(printf '%s' "$err" | grep -c '')
-    if [ "$rc" -eq 0 ] || [ "$lines" -ne 1 ] || ! printf '%s' "$err" | grep -qF -- "$want"; then
-        fail "zeroth ${*:0:4} ... -> rc=$rc, stderr ($lines lines): ${err:0:300} (wanted '${want:0:100}')"
-    fi
-}
 
 # The error of a missing run wraps the file reader's own message.
 expect_error "zeroth: no metrics in run '/no/such/dir': cannot open '/no/such/dir/metrics.jsonl': No such file or directory" \

@@ -14,6 +14,7 @@ BIN=${ZT_BIN:-build/zeroth}
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 CONFIGS=${ZT_SOURCE_DIR:-.}/configs
 fails=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh"
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -21,18 +22,6 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-# expect_error "what it must mention" CMD...: non-zero exit, one line.
-expect_error() {
-    local want=$1; shift
-    local out rc lines
-    out=$("$BIN" "$@" 2>&1 >/dev/null); rc=$?
-    lines=$(printf '%s' "$out" | grep -c '')
-    if [ "$rc" -eq 0 ] || [ "$lines" -ne 1 ] || ! printf '%s' "$out" | grep -qi -- "$want"; then
-        fail "zeroth $* -> rc=$rc, stderr ($lines lines): $out (wanted '$want')"
-    fi
-}
 
 # lines FILE: how many lines FILE has (0 if none).
 lines() { if [ -e "$1" ]; then wc -l <"$1"; else echo 0; fi; }

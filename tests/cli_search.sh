@@ -6,13 +6,9 @@
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh"
 dir=$(mktemp -d /tmp/zt_cli_search_XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
 
 # A two-step run whose self-play searches 5 simulations with PUCT.
 run="$dir/run"
@@ -62,16 +58,6 @@ printf '%s\n' "$out" | grep -q "^5 simulations per move" ||
 out=$("$BIN" play tictactoe --model "$run" --set backend=ref --seed 1 --sims 2 </dev/null 2>&1)
 printf '%s\n' "$out" | grep -q "^2 simulations per move" || fail "play --sims 2: $out"
 
-# expect_error "what the one-line error must mention" CMD...
-expect_error() {
-    local want=$1; shift
-    local out rc
-    out=$("$BIN" "$@" 2>&1 >/dev/null </dev/null); rc=$?
-    if [ "$rc" -eq 0 ] || [ "$(printf '%s' "$out" | grep -c '')" -ne 1 ] ||
-        ! printf '%s' "$out" | grep -q -- "$want"; then
-        fail "zeroth $* -> rc=$rc, stderr: $out (wanted '$want')"
-    fi
-}
 expect_error "key 'search.sims'" eval tictactoe --model "$run" "${match[@]}" --set search.sims=-1
 expect_error "key 'search.algorithm'" eval tictactoe --model "$run" "${match[@]}" \
     --set search.algorithm=mcts

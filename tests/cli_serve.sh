@@ -12,6 +12,7 @@
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh"
 dir=$(mktemp -d /tmp/zt_cli_serve_XXXXXX)
 pids=()
 cleanup() {
@@ -20,11 +21,6 @@ cleanup() {
     rm -rf "$dir"
 }
 trap cleanup EXIT
-
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
 
 if ! command -v curl >/dev/null; then
     echo "SKIP: curl is not installed (scripts/install-deps.sh installs it)"
@@ -235,15 +231,6 @@ rc=$?
 grep -q "stopped by SIGTERM" "$dir/main.out" || fail "no stop line: $(cat "$dir/main.out")"
 
 # Bad flags and a port in use: one-line errors.
-expect_error() {
-    local want=$1; shift
-    local out rc
-    out=$(timeout 20 "$BIN" "$@" 2>&1 >/dev/null </dev/null); rc=$?
-    if [ "$rc" -eq 0 ] || [ "$(printf '%s' "$out" | grep -c '')" -ne 1 ] ||
-        ! printf '%s' "$out" | grep -qF -- "$want"; then
-        fail "zeroth $* -> rc=$rc, stderr: $out (wanted '$want')"
-    fi
-}
 expect_error "--port must be an integer in [0, 65535]" serve tictactoe --model "$run" --port 70000
 expect_error "--max-sessions must be an integer in [1, 65536]" serve tictactoe --model "$run" \
     --max-sessions 0
