@@ -38,6 +38,12 @@
 
 enum { NP = 6, NOC = 4, CBLK = 16 };
 
+/* A mask of the first n of 16 lanes. */
+INLINE __mmask16 first_n(int n)
+{
+    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u);
+}
+
 bool zt_int8_supported(void)
 {
     __builtin_cpu_init();
@@ -81,10 +87,12 @@ typedef struct qconv {
     float *wscale, *bias;          /* per output channel */
     float *mul, *add;              /* the epilogue: y = S * mul + add */
     float res_scale, res_shift;    /* residual dequantisation: q * scale + shift */
-    /* On AMX, convs between ReLU'd u8 tensors run oneDNN's int8 primitive
-     * (AMX tiles) instead of our kernel: */
+    /* On AMX, convs between ReLU'd u8 tensors and wide dense layers run
+     * oneDNN's int8 primitives (AMX tiles) instead of our kernel: */
     bool dnnl;
-    int8_t *plain;                 /* [cs_out][cs_in][k][k] codes (oihw) */
+    int kin;                       /* plain's input codes per output and tap: the
+                                    * stored channels (conv) or sample (dense) */
+    int8_t *plain;                 /* [cs_out][kin][k][k] codes (oihw; dense: oi) */
     float *oscale, *dbias;         /* per stored output channel */
     float sum_scale;               /* the residual's codes into the output's */
     dn_prim *dp;                   /* per batch size 1..ndp, built on first use */
@@ -164,11 +172,20 @@ static bool dnnl_amx(void)
     return (isa & (unsigned)dnnl_cpu_isa_avx512_core_amx) == (unsigned)dnnl_cpu_isa_avx512_core_amx;
 }
 
-/* Which convs run on oneDNN, and the border pixels of every u8 tensor. A
- * oneDNN conv reads and writes dense NHWC (no border) u8 codes of zero
+/* Dense layers with fewer outputs than this stay on our kernel: the heads
+ * of the resnets (1 to 64 outputs), where a oneDNN call's fixed cost would
+ * outweigh its product. */
+enum { DNNL_DENSE_MIN_OUT = 128 };
+
+/* Which qconvs run on oneDNN, and the border pixels of every u8 tensor.
+ * A oneDNN conv reads and writes dense NHWC (no border) u8 codes of zero
  * point 0: its input and its residual come from ReLU'd qconvs, and it ends
- * in a ReLU itself. A tensor one of our k x k convs reads keeps its border;
- * a oneDNN conv touching such a tensor runs our kernel instead. */
+ * in a ReLU itself. A oneDNN dense layer (inner product) reads the whole
+ * stored sample, border and all, with any zero point (its share goes into
+ * the bias, as in our kernel); it writes fp32, or u8 codes of zero point 0
+ * after a ReLU, with a residual only then. A tensor one of our k x k convs
+ * reads keeps its border; a oneDNN op writing or adding such a tensor runs
+ * our kernel instead. */
 static void choose_dnnl(zt_int8_plan *p)
 {
     const zt_nn_graph *g = &p->fg;
@@ -178,8 +195,12 @@ static void choose_dnnl(zt_int8_plan *p)
         if (p->qc[k].relu) relu_out[p->qc[k].out] = true;
     for (int k = 0; k < p->nqc; k++) {
         qconv *c = &p->qc[k];
-        c->dnnl = amx && g->ops[c->op].kind == ZT_OP_CONV && c->relu && relu_out[c->in] &&
-                  p->t[c->out].u8 && (c->res < 0 || (relu_out[c->res] && p->t[c->res].u8));
+        bool u8_res = c->res < 0 || (relu_out[c->res] && p->t[c->res].u8);
+        if (g->ops[c->op].kind == ZT_OP_CONV)
+            c->dnnl = amx && c->relu && relu_out[c->in] && p->t[c->out].u8 && u8_res;
+        else
+            c->dnnl = amx && g->tensors[g->ops[c->op].out].c >= DNNL_DENSE_MIN_OUT &&
+                      (p->t[c->out].u8 ? c->relu && u8_res : c->res < 0);
     }
     for (bool changed = true; changed;) {
         changed = false;
@@ -192,8 +213,9 @@ static void choose_dnnl(zt_int8_plan *p)
         }
         for (int k = 0; k < p->nqc; k++) {
             qconv *c = &p->qc[k];
+            bool in_pad = g->ops[c->op].kind == ZT_OP_CONV && p->t[c->in].pad;
             if (c->dnnl &&
-                (p->t[c->in].pad || p->t[c->out].pad || (c->res >= 0 && p->t[c->res].pad))) {
+                (in_pad || p->t[c->out].pad || (c->res >= 0 && p->t[c->res].pad))) {
                 c->dnnl = false;
                 changed = true;
             }
@@ -314,7 +336,8 @@ static void build(zt_int8_plan *p)
         c->add = zt_aligned_alloc(64, no * sizeof(float));
         ZT_ASSERT(c->w && c->mul && c->add);
         if (c->dnnl) {
-            c->plain = zt_xcalloc(no * (size_t)in->cs * (size_t)c->ntaps, 1);
+            c->kin = op->kind == ZT_OP_CONV ? in->cs : (int)in->qstride;
+            c->plain = zt_xcalloc(no * (size_t)c->kin * (size_t)c->ntaps, 1);
             c->oscale = zt_xcalloc(no, sizeof(float));
             c->dbias = zt_xcalloc(no, sizeof(float));
         }
@@ -365,7 +388,7 @@ static void quantise_weights(zt_int8_plan *p)
                 size_t grp = ch / 4, lane = ch % 4;
                 wb[(tap * (size_t)c->k4 + grp) * 64 + lane] = (int8_t)v;
                 if (c->plain) /* oihw: [o][ch][tap] */
-                    c->plain[((size_t)o * (size_t)in->cs + ch) * (size_t)c->ntaps + tap] = (int8_t)v;
+                    c->plain[((size_t)o * (size_t)c->kin + ch) * (size_t)c->ntaps + tap] = (int8_t)v;
                 sum += (int32_t)v;
             }
             c->wsum[o] = sum;
@@ -468,10 +491,25 @@ static void fill_zero_codes(zt_int8_plan *p)
         if (p->t[t].q) memset(p->t[t].q, p->t[t].zp, (size_t)p->cap * p->t[t].qstride);
 }
 
+/* The batch sizes oneDNN primitives are built for: every size up to 8,
+ * then steps about 1.5x apart. A batch runs in the smallest that holds it,
+ * on buffers with that many rows; the rows past the batch are scratch (no
+ * inference op mixes samples). One primitive per size met (self-play meets
+ * hundreds) held a reordered copy of the weights each: 540 MB for the
+ * backgammon MLP in one self-play bench. */
+static int dn_bucket(int B)
+{
+    if (B <= 8) return B;
+    int b = 8;
+    while (b < B) b += b / 2;
+    return b;
+}
+
 zt_status zt_int8_reserve(zt_int8_plan *p, int max_batch)
 {
     ZT_ASSERT(max_batch > 0);
     if (max_batch <= p->cap) return ZT_OK;
+    max_batch = dn_bucket(max_batch);
     free_buffers(p);
     for (int t = 0; t < p->fg.ntensors; t++) {
         qtensor *q = &p->t[t];
@@ -523,15 +561,21 @@ static void apply_ranges(zt_int8_plan *p)
             c->res_shift = -p->t[c->res].scale * (float)p->t[c->res].zp;
         }
         if (c->dnnl) {
-            /* ReLU'd tensors: every zero point is 0 (their ranges start at 0) */
+            /* ReLU'd tensors: every zero point is 0 (their ranges start at 0);
+             * a dense layer's input may have another, folded into the bias
+             * (oneDNN adds the bias to the sum before the output scale) */
             const qtensor *out = &p->t[c->out];
-            ZT_ASSERT(in->zp == 0 && out->zp == 0 && (c->res < 0 || p->t[c->res].zp == 0));
+            bool conv = p->fg.ops[c->op].kind == ZT_OP_CONV;
+            ZT_ASSERT((!conv || in->zp == 0) && (!out->u8 || out->zp == 0) &&
+                      (c->res < 0 || p->t[c->res].zp == 0));
+            float out_inv = out->u8 ? out->inv_scale : 1.0f;
             for (int o = 0; o < c->nocb * CBLK; o++) {
                 bool real = o < c->cout;
-                c->oscale[o] = real ? in->scale * c->wscale[o] * out->inv_scale : 0.0f;
-                c->dbias[o] = real ? c->bias[o] / (in->scale * c->wscale[o]) : 0.0f;
+                float m = in->scale * c->wscale[o];
+                c->oscale[o] = real ? m * out_inv : 0.0f;
+                c->dbias[o] = real ? c->bias[o] / m - (float)in->zp * (float)c->wsum[o] : 0.0f;
             }
-            c->sum_scale = c->res >= 0 ? p->t[c->res].scale * out->inv_scale : 0.0f;
+            c->sum_scale = c->res >= 0 ? p->t[c->res].scale * out_inv : 0.0f;
             dn_free(c); /* built again with these scales at first use */
         }
     }
@@ -642,21 +686,54 @@ static void f_dense(const zt_int8_plan *p, const zt_nn_op *op, int B, const floa
         }
 }
 
+/* Layer norm of one sample's n values, in fp32 (two passes: the mean, then
+ * the variance about it). */
+TARGET static void ln_row(const float *x, float *y, const float *gm, const float *bt, size_t n)
+{
+    __m512 acc = _mm512_setzero_ps();
+    for (size_t j = 0; j < n; j += 16)
+        acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(first_n((int)(n - j)), x + j));
+    __m512 mean = _mm512_set1_ps(_mm512_reduce_add_ps(acc) / (float)n);
+    acc = _mm512_setzero_ps();
+    for (size_t j = 0; j < n; j += 16) {
+        __mmask16 m = first_n((int)(n - j));
+        __m512 d = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, x + j), mean);
+        acc = _mm512_fmadd_ps(d, d, acc);
+    }
+    float var = _mm512_reduce_add_ps(acc) / (float)n;
+    __m512 inv = _mm512_set1_ps(1.0f / sqrtf(var + (float)ZT_NN_LN_EPS));
+    for (size_t j = 0; j < n; j += 16) {
+        __mmask16 m = first_n((int)(n - j));
+        __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), mean), inv);
+        _mm512_mask_storeu_ps(y + j, m,
+                              _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, gm + j), d,
+                                              _mm512_maskz_loadu_ps(m, bt + j)));
+    }
+}
+
 /* Ops other than conv and dense, on fp32 arrays. */
-static void f_other(const zt_int8_plan *p, const zt_nn_op *op, int B, const float *x,
-                    const float *x1, float *y)
+TARGET static void f_other(const zt_int8_plan *p, const zt_nn_op *op, int B, const float *x,
+                           const float *x1, float *y)
 {
     zt_nn_shape s = p->fg.tensors[op->out];
     size_t per = zt_nn_shape_size(s), n = (size_t)B * per;
     switch (op->kind) {
     case ZT_OP_RELU:
-        for (size_t e = 0; e < n; e++) y[e] = x[e] > 0.0f ? x[e] : 0.0f;
+        for (size_t e = 0; e < n; e += 16) {
+            __mmask16 m = first_n((int)(n - e < 16 ? n - e : 16));
+            _mm512_mask_storeu_ps(y + e, m, _mm512_max_ps(_mm512_maskz_loadu_ps(m, x + e),
+                                                          _mm512_setzero_ps()));
+        }
         break;
     case ZT_OP_TANH:
         for (size_t e = 0; e < n; e++) y[e] = tanhf(x[e]);
         break;
     case ZT_OP_ADD:
-        for (size_t e = 0; e < n; e++) y[e] = x[e] + x1[e];
+        for (size_t e = 0; e < n; e += 16) {
+            __mmask16 m = first_n((int)(n - e < 16 ? n - e : 16));
+            _mm512_mask_storeu_ps(y + e, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, x + e),
+                                                          _mm512_maskz_loadu_ps(m, x1 + e)));
+        }
         break;
     case ZT_OP_BN: {
         const float *gm = fparam(p, op->p[0]), *bt = fparam(p, op->p[1]);
@@ -669,16 +746,7 @@ static void f_other(const zt_int8_plan *p, const zt_nn_op *op, int B, const floa
     }
     case ZT_OP_LN: {
         const float *gm = fparam(p, op->p[0]), *bt = fparam(p, op->p[1]);
-        for (int b = 0; b < B; b++) {
-            const float *xr = x + (size_t)b * per;
-            float *yr = y + (size_t)b * per;
-            double sum = 0, sq = 0;
-            for (size_t j = 0; j < per; j++) sum += xr[j];
-            double mean = sum / (double)per;
-            for (size_t j = 0; j < per; j++) sq += (xr[j] - mean) * (xr[j] - mean);
-            double inv = 1.0 / sqrt(sq / (double)per + ZT_NN_LN_EPS);
-            for (size_t j = 0; j < per; j++) yr[j] = (float)(gm[j] * (xr[j] - mean) * inv + bt[j]);
-        }
+        for (int b = 0; b < B; b++) ln_row(x + (size_t)b * per, y + (size_t)b * per, gm, bt, per);
         break;
     }
     case ZT_OP_CONV:
@@ -928,46 +996,64 @@ static void dn_free(qconv *c)
     do {                                                                                           \
         dnnl_status_t r_ = (call);                                                                 \
         if (r_ != dnnl_success) {                                                                  \
-            st = zt_fail(ZT_ERR_UNSUPPORTED, "oneDNN int8 conv: %s failed (%d)", what, (int)r_);  \
+            st = zt_fail(ZT_ERR_UNSUPPORTED, "oneDNN int8 %s: %s failed (%d)",                    \
+                         p->fg.ops[c->op].kind == ZT_OP_CONV ? "conv" : "dense", what, (int)r_);    \
             goto done;                                                                             \
         }                                                                                          \
     } while (0)
 
-/* The primitive of conv c at batch B with the current scales: u8 NHWC in
- * and out, s8 weights reordered from c->plain, f32 bias in the sum's units
- * (oneDNN adds it before the output scales), then the residual (sum) and
- * the ReLU as post-ops. */
+/* The primitive of qconv c at batch B with the current scales, s8 weights
+ * reordered from c->plain and an f32 bias in the sum's units (oneDNN adds
+ * it before the output scales), then the residual (sum) and the ReLU as
+ * post-ops. A conv: u8 NHWC in and out. A dense layer (inner product): the
+ * stored u8 sample in, u8 codes (every stored channel) or fp32 (the real
+ * outputs) out. */
 static zt_status dn_build(zt_int8_plan *p, qconv *c, int B, dn_prim *d)
 {
     zt_status st = ZT_OK;
     const zt_nn_op *op = &p->fg.ops[c->op];
     const qtensor *in = &p->t[c->in], *out = &p->t[c->out];
-    int k = op->k;
+    bool conv = op->kind == ZT_OP_CONV;
+    int k = op->k, oc = out->u8 ? out->cs : c->cout;
     dnnl_memory_desc_t src, wei, wplain, bia, dst;
-    dnnl_dims_t sd = {B, in->cs, in->s.h, in->s.w}, dd = {B, out->cs, out->s.h, out->s.w};
-    dnnl_dims_t wd = {out->cs, in->cs, k, k}, bd = {out->cs};
-    dnnl_dims_t strides = {1, 1}, pad = {k / 2, k / 2};
+    dnnl_dims_t bd = {oc};
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL, rpd = NULL;
     dnnl_primitive_t reorder = NULL;
     dnnl_memory_t mplain = NULL;
-    DN_TRY("src desc", dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_u8, dnnl_nhwc));
-    DN_TRY("dst desc", dnnl_memory_desc_init_by_tag(&dst, 4, dd, dnnl_u8, dnnl_nhwc));
-    DN_TRY("weights desc", dnnl_memory_desc_init_by_tag(&wei, 4, wd, dnnl_s8, dnnl_format_tag_any));
-    DN_TRY("weights desc", dnnl_memory_desc_init_by_tag(&wplain, 4, wd, dnnl_s8, dnnl_oihw));
-    DN_TRY("bias desc", dnnl_memory_desc_init_by_tag(&bia, 1, bd, dnnl_f32, dnnl_x));
-    dnnl_convolution_desc_t cd;
-    DN_TRY("conv desc", dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference,
-                                                            dnnl_convolution_direct, &src, &wei,
-                                                            &bia, &dst, strides, pad, pad));
     DN_TRY("attr", dnnl_primitive_attr_create(&attr));
     DN_TRY("post ops", dnnl_post_ops_create(&po));
     if (c->res >= 0) DN_TRY("sum", dnnl_post_ops_append_sum(po, c->sum_scale));
-    DN_TRY("relu", dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
+    if (c->relu) DN_TRY("relu", dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
     DN_TRY("set post ops", dnnl_primitive_attr_set_post_ops(attr, po));
-    DN_TRY("output scales", dnnl_primitive_attr_set_output_scales(attr, out->cs, 1 << 1, c->oscale));
-    DN_TRY("primitive desc", dnnl_primitive_desc_create(&pd, &cd, attr, p->eng, NULL));
+    DN_TRY("output scales", dnnl_primitive_attr_set_output_scales(attr, oc, 1 << 1, c->oscale));
+    DN_TRY("bias desc", dnnl_memory_desc_init_by_tag(&bia, 1, bd, dnnl_f32, dnnl_x));
+    if (conv) {
+        dnnl_dims_t sd = {B, in->cs, in->s.h, in->s.w}, dd = {B, oc, out->s.h, out->s.w};
+        dnnl_dims_t wd = {oc, in->cs, k, k};
+        dnnl_dims_t strides = {1, 1}, pad = {k / 2, k / 2};
+        DN_TRY("src desc", dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_u8, dnnl_nhwc));
+        DN_TRY("dst desc", dnnl_memory_desc_init_by_tag(&dst, 4, dd, dnnl_u8, dnnl_nhwc));
+        DN_TRY("weights desc", dnnl_memory_desc_init_by_tag(&wei, 4, wd, dnnl_s8, dnnl_format_tag_any));
+        DN_TRY("weights desc", dnnl_memory_desc_init_by_tag(&wplain, 4, wd, dnnl_s8, dnnl_oihw));
+        dnnl_convolution_desc_t cd;
+        DN_TRY("conv desc", dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference,
+                                                                dnnl_convolution_direct, &src, &wei,
+                                                                &bia, &dst, strides, pad, pad));
+        DN_TRY("primitive desc", dnnl_primitive_desc_create(&pd, &cd, attr, p->eng, NULL));
+    } else {
+        dnnl_dims_t sd = {B, c->kin}, dd = {B, oc}, wd = {oc, c->kin};
+        DN_TRY("src desc", dnnl_memory_desc_init_by_tag(&src, 2, sd, dnnl_u8, dnnl_nc));
+        DN_TRY("dst desc", dnnl_memory_desc_init_by_tag(&dst, 2, dd, out->u8 ? dnnl_u8 : dnnl_f32,
+                                                        dnnl_nc));
+        DN_TRY("weights desc", dnnl_memory_desc_init_by_tag(&wei, 2, wd, dnnl_s8, dnnl_format_tag_any));
+        DN_TRY("weights desc", dnnl_memory_desc_init_by_tag(&wplain, 2, wd, dnnl_s8, dnnl_oi));
+        dnnl_inner_product_desc_t id;
+        DN_TRY("inner product desc", dnnl_inner_product_forward_desc_init(
+                                         &id, dnnl_forward_inference, &src, &wei, &bia, &dst));
+        DN_TRY("primitive desc", dnnl_primitive_desc_create(&pd, &id, attr, p->eng, NULL));
+    }
     DN_TRY("primitive", dnnl_primitive_create(&d->prim, pd));
     const dnnl_memory_desc_t *wq = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     DN_TRY("weights", dnnl_memory_create(&d->wei, wq, p->eng, DNNL_MEMORY_ALLOCATE));
@@ -992,6 +1078,7 @@ done:
 
 static zt_status run_dnnl(zt_int8_plan *p, qconv *c, int B)
 {
+    B = dn_bucket(B); /* within p->cap, itself a bucket (zt_int8_reserve) */
     if (B > c->ndp) {
         c->dp = zt_xrealloc(c->dp, (size_t)B * sizeof *c->dp);
         memset(c->dp + c->ndp, 0, (size_t)(B - c->ndp) * sizeof *c->dp);
@@ -1014,7 +1101,7 @@ static zt_status run_dnnl(zt_int8_plan *p, qconv *c, int B)
     if (c->res >= 0) memcpy(out->q, p->t[c->res].q, (size_t)B * out->qstride);
     zt_status st = ZT_OK;
     DN_TRY("src handle", dnnl_memory_set_data_handle(d->src, in->q));
-    DN_TRY("dst handle", dnnl_memory_set_data_handle(d->dst, out->q));
+    DN_TRY("dst handle", dnnl_memory_set_data_handle(d->dst, out->u8 ? (void *)out->q : out->f));
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, d->src},
                                {DNNL_ARG_WEIGHTS, d->wei},
                                {DNNL_ARG_BIAS, d->bias},
@@ -1041,31 +1128,44 @@ static void run_qconv(const zt_int8_plan *p, const qconv *c, int B)
     }
 }
 
-/* fp32 -> u8 codes of tensor t (its padding keeps the zero code). */
-static void quantise(const zt_int8_plan *p, int t, int B, const float *src)
+/* fp32 -> u8 codes of tensor t (its padding keeps the zero code): q =
+ * clamp(round(x / scale) + zp), rounding to nearest even as lrintf does. */
+TARGET static void quantise(const zt_int8_plan *p, int t, int B, const float *src)
 {
     const qtensor *q = &p->t[t];
+    __m512 inv = _mm512_set1_ps(q->inv_scale);
+    __m512i zp = _mm512_set1_epi32(q->zp), top = _mm512_set1_epi32(255);
     for (int b = 0; b < B; b++)
         for (int y = 0; y < q->s.h; y++)
             for (int x = 0; x < q->s.w; x++) {
                 const float *f = src + (((size_t)b * q->s.h + y) * q->s.w + x) * (size_t)q->s.c;
                 uint8_t *d = pixel(q, b, y, x);
-                for (int ch = 0; ch < q->s.c; ch++) {
-                    long v = lrintf(f[ch] * q->inv_scale) + q->zp;
-                    d[ch] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+                for (int ch = 0; ch < q->s.c; ch += 16) {
+                    __mmask16 m = first_n(q->s.c - ch);
+                    __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, f + ch), inv));
+                    v = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, zp), _mm512_setzero_si512()),
+                                         top);
+                    _mm_mask_storeu_epi8(d + ch, m, _mm512_cvtepi32_epi8(v));
                 }
             }
 }
 
-static void dequantise(const zt_int8_plan *p, int t, int B)
+TARGET static void dequantise(const zt_int8_plan *p, int t, int B)
 {
     const qtensor *q = &p->t[t];
+    __m512 scale = _mm512_set1_ps(q->scale);
+    __m512i zp = _mm512_set1_epi32(q->zp);
     for (int b = 0; b < B; b++)
         for (int y = 0; y < q->s.h; y++)
             for (int x = 0; x < q->s.w; x++) {
                 float *f = q->f + (((size_t)b * q->s.h + y) * q->s.w + x) * (size_t)q->s.c;
                 const uint8_t *s = pixel(q, b, y, x);
-                for (int ch = 0; ch < q->s.c; ch++) f[ch] = q->scale * (float)(s[ch] - q->zp);
+                for (int ch = 0; ch < q->s.c; ch += 16) {
+                    __mmask16 m = first_n(q->s.c - ch);
+                    __m512i v = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, s + ch));
+                    _mm512_mask_storeu_ps(f + ch, m,
+                                          _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_sub_epi32(v, zp))));
+                }
             }
 }
 
