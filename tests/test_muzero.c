@@ -227,6 +227,56 @@ static void test_minmax(void)
     CHECK(worst < 1e-2, "min-max backward error %.2e", worst);
 }
 
+/* The min-max forward's extremes are the first minimum and the first
+ * maximum (what a plain scan finds), on every row length around the
+ * 16-lane vector width, with many ties, signed zeros and NaNs (never chosen
+ * unless first), and the scaled values follow them bit for bit. */
+static void test_minmax_ties(void)
+{
+    zt_rng r;
+    zt_rng_seed(&r, seed, 2);
+    static const size_t lens[] = {1, 2, 15, 16, 17, 31, 33, 64, 100, 2688};
+    int bad = 0;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        enum { B = 6 };
+        size_t n = lens[li];
+        float *x = malloc(B * n * sizeof(float)), *s = malloc(B * n * sizeof(float));
+        int32_t lo[B], hi[B];
+        float range[B];
+        for (int b = 0; b < B; b++)
+            for (size_t i = 0; i < n; i++) {
+                float v = (float)zt_rng_below(&r, 5) - 2.0f; /* -2..2: ties everywhere */
+                x[b * n + i] = v == 0.0f && zt_rng_below(&r, 2) ? -0.0f : v;
+            }
+        if (n > 3) x[1 * n + n / 2] = NAN; /* a NaN inside a row */
+        x[2 * n] = NAN;                     /* and first in one */
+        zt_mz_minmax_forward(x, s, B, n, lo, hi, range);
+        for (int b = 0; b < B; b++) {
+            const float *xb = x + b * n;
+            size_t l = 0, h = 0;
+            for (size_t i = 1; i < n; i++) {
+                if (xb[i] < xb[l]) l = i;
+                if (xb[i] > xb[h]) h = i;
+            }
+            float rr = xb[h] - xb[l];
+            bool flat = !(rr >= ZT_MZ_MIN_RANGE);
+            if (flat) rr = ZT_MZ_MIN_RANGE;
+            bool ok = lo[b] == (int32_t)l && hi[b] == (flat ? -1 : (int32_t)h) &&
+                      memcmp(&range[b], &rr, sizeof rr) == 0;
+            for (size_t i = 0; i < n && ok; i++) {
+                float want = (xb[i] - xb[l]) / rr;
+                ok = memcmp(&want, &s[b * n + i], sizeof want) == 0;
+            }
+            if (!ok && bad++ < 5)
+                printf("  n %zu row %d: lo %d hi %d, want %zu %zu\n", n, b, (int)lo[b], (int)hi[b], l,
+                       h);
+        }
+        free(x);
+        free(s);
+    }
+    CHECK(bad == 0, "min-max extremes differ from a plain scan in %d rows", bad);
+}
+
 static void test_action_planes(void)
 {
     zt_net_config c = small_mz(3, 3, 2, 9); /* the actions are the cells: one plane */
@@ -1146,6 +1196,7 @@ int main(void)
 {
     seed = zt_test_seed(11);
     test_minmax();
+    test_minmax_ties();
     test_action_planes();
     test_policy_loss();
     test_support();

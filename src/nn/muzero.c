@@ -1,6 +1,8 @@
 /* MuZero's networks (Schrittwieser et al. 2020, appendix F for board games)
  * and the K-step unrolled loss (appendix G); the design is in muzero.h. */
+#include <immintrin.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -423,17 +425,80 @@ zt_status zt_mz_reserve(zt_mz *mz, int max_batch)
 
 /* ---- the host-side joins ---- */
 
+/* The first minimum and the first maximum of x[0..n) (a NaN is neither,
+ * unless it is x[0]): the scalar form, and the AVX-512 one, which finds the
+ * two values in 16 lanes and then their first places, and leaves rows with
+ * a NaN to the scalar form, so both give the same indices. */
+static void extremes_scalar(const float *x, size_t n, size_t *lo, size_t *hi)
+{
+    size_t l = 0, h = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (x[i] < x[l]) l = i;
+        if (x[i] > x[h]) h = i;
+    }
+    *lo = l;
+    *hi = h;
+}
+
+#define AVX512_TARGET __attribute__((target("avx512f")))
+
+AVX512_TARGET static void extremes_avx512(const float *x, size_t n, size_t *lo, size_t *hi)
+{
+    __m512 first = _mm512_set1_ps(x[0]), mn = first, mx = first;
+    __mmask16 nan = 0;
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        __m512 v = _mm512_mask_loadu_ps(first, m, x + i);
+        nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        mn = _mm512_min_ps(mn, v);
+        mx = _mm512_max_ps(mx, v);
+    }
+    if (nan) {
+        extremes_scalar(x, n, lo, hi);
+        return;
+    }
+    __m512 vmin = _mm512_set1_ps(_mm512_reduce_min_ps(mn));
+    __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+    size_t l = n, h = n;
+    for (size_t i = 0; i < n && (l == n || h == n); i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        __mmask16 at_min = _mm512_mask_cmp_ps_mask(m, v, vmin, _CMP_EQ_OQ);
+        __mmask16 at_max = _mm512_mask_cmp_ps_mask(m, v, vmax, _CMP_EQ_OQ);
+        if (l == n && at_min) l = i + (size_t)__builtin_ctz(at_min);
+        if (h == n && at_max) h = i + (size_t)__builtin_ctz(at_max);
+    }
+    *lo = l;
+    *hi = h;
+}
+
+/* s = (x - lo) / r, element by element as the scalar loop rounds it. */
+AVX512_TARGET static void scale_avx512(const float *x, float *s, size_t n, float lo, float r)
+{
+    __m512 vlo = _mm512_set1_ps(lo), vr = _mm512_set1_ps(r);
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        _mm512_mask_storeu_ps(s + i, m, _mm512_div_ps(_mm512_sub_ps(v, vlo), vr));
+    }
+}
+
+static bool have_avx512(void)
+{
+    __builtin_cpu_init(); /* cheap once done: libgcc keeps the answer */
+    return __builtin_cpu_supports("avx512f");
+}
+
 void zt_mz_minmax_forward(const float *x, float *s, int B, size_t n, int32_t *imin, int32_t *imax,
                           float *range)
 {
+    bool wide = have_avx512();
     for (int b = 0; b < B; b++) {
         const float *xi = x + (size_t)b * n;
         float *si = s + (size_t)b * n;
-        size_t lo = 0, hi = 0;
-        for (size_t i = 1; i < n; i++) {
-            if (xi[i] < xi[lo]) lo = i;
-            if (xi[i] > xi[hi]) hi = i;
-        }
+        size_t lo, hi;
+        if (wide) extremes_avx512(xi, n, &lo, &hi);
+        else extremes_scalar(xi, n, &lo, &hi);
         float r = xi[hi] - xi[lo];
         imin[b] = (int32_t)lo;
         imax[b] = (int32_t)hi;
@@ -445,7 +510,9 @@ void zt_mz_minmax_forward(const float *x, float *s, int B, size_t n, int32_t *im
         }
         range[b] = r;
         float lo_v = xi[lo];
-        for (size_t i = 0; i < n; i++) si[i] = (xi[i] - lo_v) / r;
+        if (wide) scale_avx512(xi, si, n, lo_v, r);
+        else
+            for (size_t i = 0; i < n; i++) si[i] = (xi[i] - lo_v) / r;
     }
 }
 
