@@ -447,7 +447,7 @@ AVX512_TARGET static void extremes_avx512(const float *x, size_t n, size_t *lo, 
     __m512 first = _mm512_set1_ps(x[0]), mn = first, mx = first;
     __mmask16 nan = 0;
     for (size_t i = 0; i < n; i += 16) {
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        __mmask16 m = zt_lanes16((ptrdiff_t)(n - i));
         __m512 v = _mm512_mask_loadu_ps(first, m, x + i);
         nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
         mn = _mm512_min_ps(mn, v);
@@ -461,7 +461,7 @@ AVX512_TARGET static void extremes_avx512(const float *x, size_t n, size_t *lo, 
     __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
     size_t l = n, h = n;
     for (size_t i = 0; i < n && (l == n || h == n); i += 16) {
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        __mmask16 m = zt_lanes16((ptrdiff_t)(n - i));
         __m512 v = _mm512_maskz_loadu_ps(m, x + i);
         __mmask16 at_min = _mm512_mask_cmp_ps_mask(m, v, vmin, _CMP_EQ_OQ);
         __mmask16 at_max = _mm512_mask_cmp_ps_mask(m, v, vmax, _CMP_EQ_OQ);
@@ -477,7 +477,7 @@ AVX512_TARGET static void scale_avx512(const float *x, float *s, size_t n, float
 {
     __m512 vlo = _mm512_set1_ps(lo), vr = _mm512_set1_ps(r);
     for (size_t i = 0; i < n; i += 16) {
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        __mmask16 m = zt_lanes16((ptrdiff_t)(n - i));
         __m512 v = _mm512_maskz_loadu_ps(m, x + i);
         _mm512_mask_storeu_ps(s + i, m, _mm512_div_ps(_mm512_sub_ps(v, vlo), vr));
     }

@@ -213,6 +213,13 @@ static inline float zt_bf16_round(float f)
     return zt_f32_from_bf16(zt_bf16_from_f32(f));
 }
 
+/* The mask of an AVX-512 loop's lanes, 16 at a time, with n elements left:
+ * the first min(n, 16) bits (none when n <= 0), as an __mmask16. */
+static inline uint16_t zt_lanes16(ptrdiff_t n)
+{
+    return n >= 16 ? (uint16_t)0xffff : n <= 0 ? 0 : (uint16_t)((1u << n) - 1u);
+}
+
 /* ---- nets ---- */
 
 typedef struct zt_net zt_net;

@@ -2232,7 +2232,7 @@ BF16_TARGET static void bf16_from_f32_array(uint16_t *d, const float *s, size_t 
     const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff);
     const __m512i quiet = _mm512_set1_epi32(0x0040);
     for (size_t i = 0; i < n; i += 16) {
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        __mmask16 m = zt_lanes16((ptrdiff_t)(n - i));
         __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, s + i));
         __m512i hi = _mm512_srli_epi32(u, 16);
         __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs), inf);
@@ -2246,7 +2246,7 @@ BF16_TARGET static void bf16_from_f32_array(uint16_t *d, const float *s, size_t 
 BF16_TARGET static void f32_from_bf16_array(float *d, const uint16_t *s, size_t n)
 {
     for (size_t i = 0; i < n; i += 16) {
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        __mmask16 m = zt_lanes16((ptrdiff_t)(n - i));
         __m512i u = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s + i));
         _mm512_mask_storeu_ps(d + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(u, 16)));
     }

@@ -38,12 +38,6 @@
 
 enum { NP = 6, NOC = 4, CBLK = 16 };
 
-/* A mask of the first n of 16 lanes. */
-INLINE __mmask16 first_n(int n)
-{
-    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u);
-}
-
 bool zt_int8_supported(void)
 {
     __builtin_cpu_init();
@@ -95,7 +89,7 @@ typedef struct qconv {
     int8_t *plain;                 /* [cs_out][kin][k][k] codes (oihw; dense: oi) */
     float *oscale, *dbias;         /* per stored output channel */
     float sum_scale;               /* the residual's codes into the output's */
-    dn_prim *dp;                   /* per batch size 1..ndp, built on first use */
+    dn_prim *dp;                   /* per bucket size (dn_bucket) at [size - 1], built on first use */
     int ndp;
 } qconv;
 
@@ -618,7 +612,7 @@ TARGET static void f_conv_pixel(const float *x, const float *wt, float *out, con
         __m512 acc[4], acc2[4];
         for (int j = 0; j < 4; j++) {
             int left = oc - o0 - 16 * j;
-            m[j] = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1u);
+            m[j] = zt_lanes16(left);
             acc[j] = b ? _mm512_maskz_loadu_ps(m[j], b + o0 + 16 * j) : _mm512_setzero_ps();
             acc2[j] = _mm512_setzero_ps();
         }
@@ -692,18 +686,18 @@ TARGET static void ln_row(const float *x, float *y, const float *gm, const float
 {
     __m512 acc = _mm512_setzero_ps();
     for (size_t j = 0; j < n; j += 16)
-        acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(first_n((int)(n - j)), x + j));
+        acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(zt_lanes16((ptrdiff_t)(n - j)), x + j));
     __m512 mean = _mm512_set1_ps(_mm512_reduce_add_ps(acc) / (float)n);
     acc = _mm512_setzero_ps();
     for (size_t j = 0; j < n; j += 16) {
-        __mmask16 m = first_n((int)(n - j));
+        __mmask16 m = zt_lanes16((ptrdiff_t)(n - j));
         __m512 d = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, x + j), mean);
         acc = _mm512_fmadd_ps(d, d, acc);
     }
     float var = _mm512_reduce_add_ps(acc) / (float)n;
     __m512 inv = _mm512_set1_ps(1.0f / sqrtf(var + (float)ZT_NN_LN_EPS));
     for (size_t j = 0; j < n; j += 16) {
-        __mmask16 m = first_n((int)(n - j));
+        __mmask16 m = zt_lanes16((ptrdiff_t)(n - j));
         __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), mean), inv);
         _mm512_mask_storeu_ps(y + j, m,
                               _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, gm + j), d,
@@ -720,7 +714,7 @@ TARGET static void f_other(const zt_int8_plan *p, const zt_nn_op *op, int B, con
     switch (op->kind) {
     case ZT_OP_RELU:
         for (size_t e = 0; e < n; e += 16) {
-            __mmask16 m = first_n((int)(n - e < 16 ? n - e : 16));
+            __mmask16 m = zt_lanes16((ptrdiff_t)(n - e));
             _mm512_mask_storeu_ps(y + e, m, _mm512_max_ps(_mm512_maskz_loadu_ps(m, x + e),
                                                           _mm512_setzero_ps()));
         }
@@ -730,7 +724,7 @@ TARGET static void f_other(const zt_int8_plan *p, const zt_nn_op *op, int B, con
         break;
     case ZT_OP_ADD:
         for (size_t e = 0; e < n; e += 16) {
-            __mmask16 m = first_n((int)(n - e < 16 ? n - e : 16));
+            __mmask16 m = zt_lanes16((ptrdiff_t)(n - e));
             _mm512_mask_storeu_ps(y + e, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, x + e),
                                                           _mm512_maskz_loadu_ps(m, x1 + e)));
         }
@@ -837,7 +831,7 @@ INLINE void epilogue(const qconv *c, const qtensor *out, const qtensor *res, __m
     __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_load_ps(c->mul + o0),
                                _mm512_load_ps(c->add + o0));
     int left = c->cout - o0;
-    __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+    __mmask16 m = zt_lanes16(left);
     if (rsrc) {
         if (res->u8) {
             __m512 r = _mm512_cvtepi32_ps(
@@ -1078,19 +1072,19 @@ done:
 
 static zt_status run_dnnl(zt_int8_plan *p, qconv *c, int B)
 {
-    B = dn_bucket(B); /* within p->cap, itself a bucket (zt_int8_reserve) */
-    if (B > c->ndp) {
-        c->dp = zt_xrealloc(c->dp, (size_t)B * sizeof *c->dp);
-        memset(c->dp + c->ndp, 0, (size_t)(B - c->ndp) * sizeof *c->dp);
-        c->ndp = B;
+    int rows = dn_bucket(B); /* within p->cap, itself a bucket (zt_int8_reserve) */
+    if (rows > c->ndp) {
+        c->dp = zt_xrealloc(c->dp, (size_t)rows * sizeof *c->dp);
+        memset(c->dp + c->ndp, 0, (size_t)(rows - c->ndp) * sizeof *c->dp);
+        c->ndp = rows;
     }
-    dn_prim *d = &c->dp[B - 1];
+    dn_prim *d = &c->dp[rows - 1];
     /* before the build too: oneDNN sizes a primitive's work split by the
      * threads OpenMP would give it then (2 threads' barriers on a 1-thread
      * net made every call 15-25 ms on the loaded machine) */
     omp_set_num_threads(p->threads);
     if (!d->prim) {
-        zt_status st = dn_build(p, c, B, d);
+        zt_status st = dn_build(p, c, rows, d);
         if (st != ZT_OK) {
             if (d->prim) dnnl_primitive_destroy(d->prim);
             memset(d, 0, sizeof *d);
@@ -1141,7 +1135,7 @@ TARGET static void quantise(const zt_int8_plan *p, int t, int B, const float *sr
                 const float *f = src + (((size_t)b * q->s.h + y) * q->s.w + x) * (size_t)q->s.c;
                 uint8_t *d = pixel(q, b, y, x);
                 for (int ch = 0; ch < q->s.c; ch += 16) {
-                    __mmask16 m = first_n(q->s.c - ch);
+                    __mmask16 m = zt_lanes16(q->s.c - ch);
                     __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, f + ch), inv));
                     v = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, zp), _mm512_setzero_si512()),
                                          top);
@@ -1161,7 +1155,7 @@ TARGET static void dequantise(const zt_int8_plan *p, int t, int B)
                 float *f = q->f + (((size_t)b * q->s.h + y) * q->s.w + x) * (size_t)q->s.c;
                 const uint8_t *s = pixel(q, b, y, x);
                 for (int ch = 0; ch < q->s.c; ch += 16) {
-                    __mmask16 m = first_n(q->s.c - ch);
+                    __mmask16 m = zt_lanes16(q->s.c - ch);
                     __m512i v = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, s + ch));
                     _mm512_mask_storeu_ps(f + ch, m,
                                           _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_sub_epi32(v, zp))));
