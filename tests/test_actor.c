@@ -5,7 +5,8 @@
  * exactly the games they play with private evaluators; a failing evaluator
  * comes back as a status, not an abort; finished games go through the
  * trajectory sink, generations in slot order, and a sink's error stops the
- * actor's step with its message. */
+ * actor's step with its message; with record_surprise every full search's
+ * record holds its surprise. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -442,6 +443,59 @@ static void test_start_positions(void)
     zt_game_free(g);
 }
 
+/* record_surprise: every full search's record holds a surprise, KL of its
+ * policy from the net's prior; a Gumbel search with a random net moves
+ * away from the prior at some positions (at most it stays within the
+ * byte's 1/32 nat, which stores none), and every stored one is a number a
+ * KL can be (at most the byte's cap); without record_surprise no record
+ * holds one. */
+static void test_surprise_recorded(void)
+{
+    zt_game *g;
+    CHECK(zt_game_new("tictactoe", NULL, &g) == ZT_OK, "tictactoe: %s", zt_error_message());
+    for (int on = 0; on < 2; on++) {
+        zt_actor_config ac = small_config(true);
+        ac.search.num_simulations = 8;
+        ac.record_surprise = on;
+        zt_evaluator_pool *pool = NULL;
+        zt_actor *a = actor_with(g, &ac, &pool);
+        zt_replay_config rc;
+        zt_replay_config_default(&rc);
+        zt_replay *rb = NULL;
+        CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
+        if (!a || !rb) {
+            zt_actor_free(a);
+            zt_evaluator_pool_free(pool);
+            zt_replay_free(rb);
+            break;
+        }
+        zt_traj_sink sink = zt_traj_sink_replay(rb);
+        for (int step = 0; step < 100; step++)
+            CHECK(zt_actor_step(a, &sink) == ZT_OK, "step: %s", zt_error_message());
+        zt_replay_stats st = zt_replay_get_stats(rb);
+        int64_t with = 0, bad = 0;
+        for (int64_t i = st.positions_seen - st.positions; i < st.positions_seen; i++) {
+            zt_replay_position pos;
+            CHECK(zt_replay_get(rb, i, &pos, NULL) == ZT_OK, "get: %s", zt_error_message());
+            with += pos.surprise > 0;
+            bad += !(pos.surprise >= 0 && pos.surprise <= 255.0f / 32);
+        }
+        if (on)
+            CHECK(st.positions >= 50 && with > 0 && bad == 0 && st.surprise > 0,
+                  "record_surprise: %lld of %lld positions with a surprise (%lld out of range), "
+                  "mean %g",
+                  (long long)with, (long long)st.positions, (long long)bad, st.surprise);
+        else
+            CHECK(st.positions >= 50 && with == 0 && st.surprise == 0,
+                  "without record_surprise: %lld of %lld positions with a surprise",
+                  (long long)with, (long long)st.positions);
+        zt_actor_free(a);
+        zt_evaluator_pool_free(pool);
+        zt_replay_free(rb);
+    }
+    zt_game_free(g);
+}
+
 int main(void)
 {
     test_games_stored();
@@ -451,5 +505,6 @@ int main(void)
     test_failing_evaluator();
     test_sink();
     test_start_positions();
+    test_surprise_recorded();
     return zt_test_finish("test_actor");
 }

@@ -24,14 +24,6 @@
 
 static const uint64_t SEED = 4242;
 
-static zt_game *make_game(const char *name)
-{
-    zt_game *g;
-    zt_status st = zt_game_new(name, NULL, &g);
-    CHECK(st == ZT_OK, "%s: %s", name, zt_error_message());
-    return st == ZT_OK ? g : NULL;
-}
-
 static zt_agent *make_player(const zt_game *g, const char *spec)
 {
     zt_player *p;
@@ -110,7 +102,7 @@ static void test_elo(void)
 
 static void test_matches(void)
 {
-    zt_game *g = make_game("tictactoe");
+    zt_game *g = zt_test_game("tictactoe");
     if (!g) return;
     zt_agent *perfect = make_player(g, "perfect"), *random = make_player(g, "random"),
              *random2 = make_player(g, "random");
@@ -200,7 +192,7 @@ static void cheat_free(zt_agent *a)
 
 static void test_illegal(void)
 {
-    zt_game *g = make_game("tictactoe");
+    zt_game *g = zt_test_game("tictactoe");
     if (!g) return;
     zt_agent *cheat = calloc(1, sizeof *cheat);
     cheat->game = g;
@@ -235,7 +227,7 @@ static void positions(const zt_game *g, zt_agent *agent, const char *file, int l
 static void test_positions(void)
 {
     zt_positions_result r;
-    zt_game *ttt = make_game("tictactoe");
+    zt_game *ttt = zt_test_game("tictactoe");
     if (ttt) {
         zt_agent *perfect = make_player(ttt, "perfect"), *random = make_player(ttt, "random");
         positions(ttt, perfect, "tictactoe/ttt_positions.txt", 0, &r);
@@ -284,7 +276,7 @@ static void test_positions(void)
         zt_game_free(ttt);
     }
 
-    zt_game *c4 = make_game("connect4");
+    zt_game *c4 = zt_test_game("connect4");
     if (c4) {
         zt_agent *solver = make_player(c4, "solver"), *perfect = make_player(c4, "perfect"),
                  *random = make_player(c4, "random");
@@ -303,7 +295,7 @@ static void test_positions(void)
         zt_game_free(c4);
     }
 
-    zt_game *sim = make_game("sim");
+    zt_game *sim = zt_test_game("sim");
     if (sim) {
         zt_agent *perfect = make_player(sim, "perfect"), *random = make_player(sim, "random");
         positions(sim, perfect, "sim/sim_k6_positions.txt", 300, &r);
@@ -316,7 +308,7 @@ static void test_positions(void)
     }
 
     /* A game without an exact solver has no positions mode. */
-    zt_game *bg = make_game("backgammon");
+    zt_game *bg = zt_test_game("backgammon");
     if (bg) {
         zt_agent *random = make_player(bg, "random");
         CHECK(zt_arena_positions(bg, random, "x", 0, SEED, &r) == ZT_ERR_UNSUPPORTED, "%s",
@@ -363,7 +355,7 @@ static void positions_progress(void *ctx, int read, int total, const zt_position
 
 static void test_progress(void)
 {
-    zt_game *g = make_game("tictactoe");
+    zt_game *g = zt_test_game("tictactoe");
     if (!g) return;
     zt_agent *perfect = make_player(g, "perfect"), *random = make_player(g, "random");
     if (!perfect || !random) return;
@@ -433,7 +425,7 @@ static void test_progress(void)
 /* Backgammon: chance nodes are played by the arena, every game ends. */
 static void test_chance(void)
 {
-    zt_game *g = make_game("backgammon");
+    zt_game *g = zt_test_game("backgammon");
     if (!g) return;
     zt_agent *a = make_player(g, "pubeval"), *b = make_player(g, "random");
     if (!a || !b) return;
@@ -552,7 +544,7 @@ static bool same_rolls(const spy *s, int x, int y)
 
 static void test_duplicate(void)
 {
-    zt_game *g = make_game("backgammon");
+    zt_game *g = zt_test_game("backgammon");
     if (!g) return;
     /* pubeval against itself: deterministic, so both games of a pair are
      * the same game with the colours swapped, and each pair nets 0. */

@@ -24,14 +24,6 @@
 
 static const uint64_t SEED = 20240611;
 
-static zt_game *make_game(const char *name)
-{
-    zt_game *g;
-    zt_status st = zt_game_new(name, NULL, &g);
-    CHECK(st == ZT_OK, "%s: %s", name, zt_error_message());
-    return st == ZT_OK ? g : NULL;
-}
-
 /* ---- synthetic self-play: random games with made-up search outputs ---- */
 
 /* What the test put in, to compare with what comes out. */
@@ -220,7 +212,7 @@ static void test_half_and_quantise(void)
 
 static void test_round_trip(const char *name)
 {
-    zt_game *g = make_game(name);
+    zt_game *g = zt_test_game(name);
     if (!g) return;
     zt_replay_config cfg;
     zt_replay_config_default(&cfg);
@@ -278,7 +270,7 @@ static void test_window(void)
     cfg.window_beta = 1e308;
     CHECK(zt_replay_window(&cfg, 5000) == 5000, "beta 1e308");
     cfg.window_beta = INFINITY;
-    zt_game *ttt = make_game("tictactoe");
+    zt_game *ttt = zt_test_game("tictactoe");
     zt_replay *inf_rb = NULL;
     CHECK(zt_replay_new(ttt, &cfg, &inf_rb) == ZT_ERR_INVALID && !inf_rb,
           "an infinite beta is refused");
@@ -286,7 +278,7 @@ static void test_window(void)
     cfg.window_beta = 1;
 
     /* Samples come from the newest window positions only. */
-    zt_game *g = make_game("tictactoe");
+    zt_game *g = zt_test_game("tictactoe");
     if (!g) return;
     zt_replay_config_default(&cfg);
     cfg.capacity = 4000;
@@ -324,7 +316,7 @@ static void test_window(void)
  * the oldest games and leave the newest ones intact. */
 static void test_eviction(void)
 {
-    zt_game *g = make_game("connect4");
+    zt_game *g = zt_test_game("connect4");
     if (!g) return;
     const struct {
         int64_t capacity, max_games;
@@ -366,7 +358,7 @@ static void test_eviction(void)
  * sym_action; value targets are the outcomes. */
 static void test_sampling(const char *name)
 {
-    zt_game *g = make_game(name);
+    zt_game *g = zt_test_game(name);
     if (!g) return;
     zt_replay_config cfg;
     zt_replay_config_default(&cfg);
@@ -437,7 +429,7 @@ static void test_sampling(const char *name)
 /* Bytes per stored position against float32 planes + a dense float policy. */
 static void test_bytes(const char *name, double min_saving)
 {
-    zt_game *g = make_game(name);
+    zt_game *g = zt_test_game(name);
     if (!g) return;
     const struct {
         const char *what;
@@ -504,7 +496,7 @@ static void expect_refused(const zt_game *g, const uint8_t *data, size_t len, co
 
 static void test_checkpoint(void)
 {
-    zt_game *g = make_game("connect4"), *ttt = make_game("tictactoe");
+    zt_game *g = zt_test_game("connect4"), *ttt = zt_test_game("tictactoe");
     if (!g || !ttt) return;
     zt_replay_config cfg;
     zt_replay_config_default(&cfg);
@@ -609,7 +601,7 @@ static void test_checkpoint(void)
  * into a buffer that would crash when sampled. */
 static void test_record_checks(void)
 {
-    zt_game *g = make_game("tictactoe");
+    zt_game *g = zt_test_game("tictactoe");
     if (!g) return;
     zt_replay_config cfg;
     zt_replay_config_default(&cfg);
@@ -699,7 +691,7 @@ static void expect_traj_refused(const zt_game *g, const uint8_t *data, size_t le
  * forged checksum are refused or read back exactly, never crash. */
 static void test_traj_bytes(const zt_game_def *def)
 {
-    zt_game *g = make_game(def->name);
+    zt_game *g = zt_test_game(def->name);
     if (!g) return;
     static const struct {
         double full_share;
@@ -851,7 +843,7 @@ done:
  * other settings (Sim on K7 reading K6's records). */
 static void test_traj_other_game(void)
 {
-    zt_game *ttt = make_game("tictactoe"), *c4 = make_game("connect4"), *k6 = make_game("sim");
+    zt_game *ttt = zt_test_game("tictactoe"), *c4 = zt_test_game("connect4"), *k6 = zt_test_game("sim");
     zt_config *cfg = zt_config_new();
     zt_config_put(cfg, "vertices", "7");
     zt_game *k7 = NULL;
@@ -885,7 +877,7 @@ done:
 
 static void test_sampler_thread(void)
 {
-    zt_game *g = make_game("connect4");
+    zt_game *g = zt_test_game("connect4");
     if (!g) return;
     zt_replay_config cfg;
     zt_replay_config_default(&cfg);
@@ -933,7 +925,7 @@ static void test_sampler_thread(void)
  * value is that outcome through zt_game_value_to_net. */
 static void test_one_player_targets(void)
 {
-    zt_game *g = make_game("2048");
+    zt_game *g = zt_test_game("2048");
     if (!g) return;
     zt_replay_config cfg;
     zt_replay_config_default(&cfg);

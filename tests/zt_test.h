@@ -15,6 +15,7 @@
  * lookup there. */
 #ifndef ZT_TEST_PUBLIC_API
 #include "core/fileio.h"
+#include "game/game.h"
 #endif
 
 /* Failed checks so far; a test may read it to skip work that depends on
@@ -70,6 +71,16 @@ static inline const char *zt_test_data_path(const char *rel, char *buf, size_t c
 static inline FILE *zt_test_open_data(const char *rel, char *path, size_t cap)
 {
     return zt_test_data_path(rel, path, cap) ? fopen(path, "r") : NULL;
+}
+
+/* The game `name` with its default settings (the caller frees it with
+ * zt_game_free), or NULL after a failed check naming why. */
+static inline zt_game *zt_test_game(const char *name)
+{
+    zt_game *g;
+    zt_status st = zt_game_new(name, NULL, &g);
+    CHECK(st == ZT_OK, "%s: %s", name, zt_error_message());
+    return st == ZT_OK ? g : NULL;
 }
 #endif
 

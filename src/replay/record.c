@@ -14,7 +14,7 @@ void zt_record_layout_init(zt_record_layout *l, const zt_game *g)
     /* The encoder picks sparse only when it is shorter than dense, and dense
      * never exceeds num_actions - 1 weights. */
     l->max_bytes = 1 + 2 + g->compact_size + 2 + 2 * (size_t)(g->num_actions - 1) +
-                   (size_t)l->action_bytes + 2;
+                   (size_t)l->action_bytes + 2 + 1;
     ZT_ASSERT(g->num_actions >= 1 && g->num_actions <= ZT_MAX_ACTIONS);
     ZT_ASSERT(g->compact_size <= ZT_MAX_STATE_BYTES);
 }
@@ -138,9 +138,21 @@ size_t zt_record_encode_step(const zt_record_layout *l, const zt_game *g, const 
                              const float *policy, float root_value, bool full_search, int action,
                              float reward, uint8_t *out)
 {
+    return zt_record_encode_full(l, g, state, policy, root_value, full_search, action, reward, 0.0f,
+                                 out);
+}
+
+size_t zt_record_encode_full(const zt_record_layout *l, const zt_game *g, const void *state,
+                             const float *policy, float root_value, bool full_search, int action,
+                             float reward, float surprise, uint8_t *out)
+{
     ZT_ASSERT(g->current_player(g, state) >= 0);
     ZT_ASSERT(isfinite(root_value));
+    ZT_ASSERT(isfinite(surprise) && surprise >= 0);
     uint8_t flags = full_search ? ZT_REPLAY_FULL_SEARCH : 0;
+    float units = surprise * ZT_RECORD_SURPRISE_SCALE;
+    uint8_t surprise_byte = units >= 254.5f ? 255 : (uint8_t)lrintf(units);
+    if (full_search && surprise_byte > 0) flags |= RECORD_SURPRISE;
     if (action >= 0) {
         ZT_ASSERT(action < l->num_actions && isfinite(reward));
         flags |= RECORD_ACTION;
@@ -221,6 +233,7 @@ size_t zt_record_encode_step(const zt_record_layout *l, const zt_game *g, const 
         put_u16(p, zt_record_half_from_float(reward));
         p += 2;
     }
+    if (flags & RECORD_SURPRISE) *p++ = surprise_byte;
     size_t len = (size_t)(p - out);
     ZT_ASSERT(len <= l->max_bytes);
     return len;
@@ -250,8 +263,9 @@ size_t zt_record_length(const zt_record_layout *l, const uint8_t *p, size_t avai
         policy = 2 * (size_t)count;
     }
     if ((flags & RECORD_REWARD) && !(flags & RECORD_ACTION)) return 0;
-    size_t step =
-        (flags & RECORD_ACTION ? (size_t)l->action_bytes : 0) + (flags & RECORD_REWARD ? 2 : 0);
+    if ((flags & RECORD_SURPRISE) && !(flags & ZT_REPLAY_FULL_SEARCH)) return 0;
+    size_t step = (flags & RECORD_ACTION ? (size_t)l->action_bytes : 0) +
+                  (flags & RECORD_REWARD ? 2 : 0) + (flags & RECORD_SURPRISE ? 1 : 0);
     size_t len = head + l->compact_size + 2 + policy + step;
     return len <= avail ? len : 0;
 }
@@ -279,6 +293,9 @@ zt_status zt_record_decode(const zt_record_layout *l, const zt_game *g, const ui
     view->num_pairs = 0;
     view->action = -1;
     view->reward = 0;
+    view->surprise = zt_record_surprise(p, len);
+    if ((flags & RECORD_SURPRISE) && view->surprise == 0)
+        return zt_fail(ZT_ERR_CORRUPT, "replay record with a zero surprise stored");
     if (flags & ZT_REPLAY_FULL_SEARCH) ZT_TRY(decode_policy(l, g, state, flags, count, &q, view));
     if (flags & RECORD_ACTION) {
         int a = l->action_bytes == 1 ? *q : get_u16(q);

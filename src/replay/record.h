@@ -17,6 +17,11 @@
  *            position (1 or 2 bytes as above), legal in it
  *   reward   with RECORD_REWARD (only beside RECORD_ACTION, only when not
  *            0): the reward of that move, IEEE half float
+ *   surprise with RECORD_SURPRISE (only beside ZT_REPLAY_FULL_SEARCH, only
+ *            when not 0): 1 byte, how far the search's policy moved from
+ *            the net's prior, KL(policy || prior) in units of
+ *            1 / ZT_RECORD_SURPRISE_SCALE nat, rounded and capped at 255
+ *            (replay.h, surprise_weight). Always the record's last byte.
  * Weights sum to exactly ZT_REPLAY_WEIGHT_SUM. Records without the two
  * optional fields are the ones every earlier version wrote.
  * RECORD_REANALYSED marks a record whose policy and root value a reanalyse
@@ -36,8 +41,14 @@
 #define RECORD_ACTION 0x04u
 #define RECORD_REWARD 0x08u
 #define RECORD_REANALYSED 0x10u
-#define RECORD_KNOWN_FLAGS \
-    (ZT_REPLAY_FULL_SEARCH | RECORD_SPARSE | RECORD_ACTION | RECORD_REWARD | RECORD_REANALYSED)
+#define RECORD_SURPRISE 0x20u
+#define RECORD_KNOWN_FLAGS                                                              \
+    (ZT_REPLAY_FULL_SEARCH | RECORD_SPARSE | RECORD_ACTION | RECORD_REWARD | RECORD_REANALYSED | \
+     RECORD_SURPRISE)
+/* A stored surprise byte is min(255, round(KL * scale)): 1/32 nat steps,
+ * capped near 8 nats (a search that puts all its weight on a move the net
+ * gave 0.03 % is that surprised; sampling caps its weight well before). */
+#define ZT_RECORD_SURPRISE_SCALE 32.0f
 #define RECORD_MAX_COUNT 16383 /* two varint bytes */
 /* Seed of the checkpoint checksum (zt_hash_bytes); tests forge checksums. */
 #define ZT_REPLAY_HASH_SEED 0x7a7265706c6179ULL
@@ -64,6 +75,19 @@ size_t zt_record_encode_step(const zt_record_layout *l, const zt_game *g, const 
                              const float *policy, float root_value, bool full_search, int action,
                              float reward, uint8_t *out);
 
+/* The same with the search's surprise (>= 0, finite; stored when full_search
+ * and it rounds to at least one unit). */
+size_t zt_record_encode_full(const zt_record_layout *l, const zt_game *g, const void *state,
+                             const float *policy, float root_value, bool full_search, int action,
+                             float reward, float surprise, uint8_t *out);
+
+/* The surprise byte of the record at p (len bytes, valid): 0 when none is
+ * stored. Reads the flags and the last byte only. */
+static inline uint8_t zt_record_surprise(const uint8_t *p, size_t len)
+{
+    return (p[0] & RECORD_SURPRISE) ? p[len - 1] : 0;
+}
+
 /* The length of the record at p from its header, or 0 if the header is
  * malformed or the record would run past `avail` bytes. */
 size_t zt_record_length(const zt_record_layout *l, const uint8_t *p, size_t avail);
@@ -78,6 +102,7 @@ typedef struct zt_record_view {
     uint16_t weights[ZT_MAX_ACTIONS];
     int action;   /* taken from the position, or -1 when not recorded */
     float reward; /* of that move (0 when not recorded) */
+    uint8_t surprise; /* the stored surprise byte (0 when none) */
 } zt_record_view;
 
 /* Decodes the record at p (whose length is known to be valid) into state
@@ -115,6 +140,7 @@ struct zt_replay_traj {
     size_t used, capacity;
     int length, max_length;
     int full_searches;
+    int64_t surprise_sum; /* of the records' surprise bytes */
 };
 
 #endif

@@ -46,6 +46,7 @@ void zt_replay_traj_clear(zt_replay_traj *t)
     t->used = 0;
     t->length = 0;
     t->full_searches = 0;
+    t->surprise_sum = 0;
 }
 
 int zt_replay_traj_length(const zt_replay_traj *t)
@@ -62,12 +63,45 @@ void zt_replay_traj_add(zt_replay_traj *t, const void *state, const float *polic
 void zt_replay_traj_add_step(zt_replay_traj *t, const void *state, const float *policy,
                              float root_value, bool full_search, int action, float reward)
 {
+    zt_replay_traj_add_surprise(t, state, policy, root_value, full_search, action, reward, 0.0f);
+}
+
+void zt_replay_traj_add_surprise(zt_replay_traj *t, const void *state, const float *policy,
+                                 float root_value, bool full_search, int action, float reward,
+                                 float surprise)
+{
     /* max_game_length bounds the positions of any game (game.h). */
     ZT_ASSERT(t->length < t->max_length);
-    t->used += zt_record_encode_step(&t->layout, t->game, state, policy, root_value, full_search,
-                                     action, reward, t->bytes + t->used);
+    uint8_t *rec = t->bytes + t->used;
+    size_t len = zt_record_encode_full(&t->layout, t->game, state, policy, root_value, full_search,
+                                       action, reward, surprise, rec);
+    t->used += len;
     t->length++;
     t->full_searches += full_search;
+    t->surprise_sum += zt_record_surprise(rec, len);
+}
+
+float zt_replay_surprise(const zt_game *g, const uint8_t *legal_mask, const float *policy,
+                         const float *prior)
+{
+    /* KL(policy || prior) over the legal actions, both renormalised there;
+     * the prior floored at 1e-6 so that one move the net all but ruled out
+     * cannot make it infinite. */
+    double ps = 0, qs = 0;
+    for (int a = 0; a < g->num_actions; a++) {
+        if (!legal_mask[a]) continue;
+        ps += policy[a];
+        qs += prior[a] > 0 ? prior[a] : 0;
+    }
+    if (!(ps > 0) || !(qs > 0)) return 0.0f;
+    double kl = 0;
+    for (int a = 0; a < g->num_actions; a++) {
+        if (!legal_mask[a] || !(policy[a] > 0)) continue;
+        double p = policy[a] / ps, q = (prior[a] > 0 ? prior[a] : 0) / qs;
+        if (q < 1e-6) q = 1e-6;
+        kl += p * log(p / q);
+    }
+    return kl > 0 && isfinite(kl) ? (float)kl : 0.0f;
 }
 
 /* ---- the buffer ---- */
@@ -80,6 +114,7 @@ typedef struct game_entry {
     uint32_t bytes;  /* of its records */
     uint32_t length; /* positions */
     float return0;   /* final return of player 0 */
+    int64_t surprise; /* sum of its records' surprise bytes */
 } game_entry;
 
 struct zt_replay {
@@ -97,6 +132,7 @@ struct zt_replay {
     int64_t first_game, num_games; /* ring of games, oldest first */
 
     int64_t positions, positions_seen, games_seen, policy_targets;
+    int64_t surprise_sum; /* of the stored records' surprise bytes */
     size_t record_bytes;
 };
 
@@ -146,6 +182,9 @@ static zt_status check_config(const zt_replay_config *c)
     if (c->max_games < 0 || c->max_games > c->capacity)
         return zt_fail(ZT_ERR_INVALID, "replay max_games %lld not in 0..capacity %lld",
                        (long long)c->max_games, (long long)c->capacity);
+    if (!(c->surprise_weight >= 0 && c->surprise_weight <= 1))
+        return zt_fail(ZT_ERR_INVALID, "replay surprise_weight %g not in [0, 1]",
+                       c->surprise_weight);
     if (!(c->window_c >= 0) || !(c->window_alpha >= 0) || !(c->window_beta >= 0) ||
         !isfinite(c->window_c) || !isfinite(c->window_alpha) || !isfinite(c->window_beta))
         return zt_fail(ZT_ERR_INVALID,
@@ -226,6 +265,7 @@ static void evict_oldest(zt_replay *rb)
     rb->positions -= e->length;
     rb->record_bytes -= e->bytes;
     rb->policy_targets -= count_policy_targets(rb, rb->ring + e->offset, e->length);
+    rb->surprise_sum -= e->surprise;
     rb->first_game = (rb->first_game + 1) % rb->max_games;
     rb->num_games--;
 }
@@ -271,6 +311,8 @@ zt_status zt_replay_add_game(zt_replay *rb, const zt_replay_traj *t, float retur
     e->bytes = (uint32_t)t->used;
     e->length = (uint32_t)t->length;
     e->return0 = return0;
+    e->surprise = t->surprise_sum;
+    rb->surprise_sum += t->surprise_sum;
     rb->num_games++;
     rb->positions += t->length;
     rb->positions_seen += t->length;
@@ -299,6 +341,8 @@ zt_replay_stats zt_replay_get_stats(zt_replay *rb)
     st.games_seen = rb->games_seen;
     st.policy_targets = rb->policy_targets;
     st.record_bytes = rb->record_bytes;
+    if (rb->positions > 0)
+        st.surprise = (double)rb->surprise_sum / ZT_RECORD_SURPRISE_SCALE / (double)rb->positions;
     st.game_bytes = (size_t)rb->num_games * sizeof(game_entry);
     pthread_mutex_unlock(&rb->mutex);
     int64_t w = zt_replay_window(&rb->cfg, st.positions_seen);
@@ -377,6 +421,7 @@ zt_status zt_replay_get(zt_replay *rb, int64_t index, zt_replay_position *pos, f
     pos->action = view.action;
     pos->reward = view.reward;
     pos->reanalysed = (view.flags & RECORD_REANALYSED) != 0;
+    pos->surprise = view.surprise / ZT_RECORD_SURPRISE_SCALE;
     pos->outcome = outcome_for(rb->game, pos->state, return0);
     if (policy) {
         memset(policy, 0, sizeof(float) * (size_t)rb->game->num_actions);
@@ -745,15 +790,40 @@ zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
     if (window > rb->positions) window = rb->positions;
     int64_t from = rb->positions_seen - window;
     int syms = rb->cfg.augment ? g->num_symmetries : 1;
+    /* Surprise weighting (replay.h): a position is drawn with probability
+     * proportional to (1 - a) + a min(s / mean s, CAP), by rejection
+     * against the largest weight; without surprises stored, uniformly. */
+    double a = rb->cfg.surprise_weight;
+    bool weighted = a > 0 && rb->surprise_sum > 0;
+    double mean = weighted ? (double)rb->surprise_sum / (double)rb->positions : 1;
+    double wmax = (1 - a) + a * ZT_REPLAY_SURPRISE_CAP;
     /* Phase one, under the lock: draw and copy the records out, so that
      * actors appending games wait only for memcpy's, not for observations. */
     for (int r = 0; r < b->size; r++) {
-        int64_t index = from + below64(rng, window);
-        b->index[r] = index;
-        b->sym[r] = syms > 1 ? (int32_t)zt_rng_below(rng, (uint32_t)syms) : 0;
-        int64_t game;
+        int64_t index = from + below64(rng, window), game;
         row_head h;
         const uint8_t *p = find_record(rb, index, &game, &h.len);
+        /* after ZT_REPLAY_SURPRISE_TRIES rejections, the heaviest drawn */
+        double best_w = -1;
+        int64_t best_index = index;
+        for (int tries = 1; weighted; tries++) {
+            double ratio = zt_record_surprise(p, h.len) / mean;
+            double w = (1 - a) + a * (ratio < ZT_REPLAY_SURPRISE_CAP ? ratio : ZT_REPLAY_SURPRISE_CAP);
+            if (zt_rng_uniform(rng) * wmax < w) break;
+            if (w > best_w) {
+                best_w = w;
+                best_index = index;
+            }
+            if (tries == ZT_REPLAY_SURPRISE_TRIES) {
+                index = best_index;
+                p = find_record(rb, index, &game, &h.len);
+                break;
+            }
+            index = from + below64(rng, window);
+            p = find_record(rb, index, &game, &h.len);
+        }
+        b->index[r] = index;
+        b->sym[r] = syms > 1 ? (int32_t)zt_rng_below(rng, (uint32_t)syms) : 0;
         const game_entry *e = game_at(rb, game);
         h.return0 = e->return0;
         h.steps = 1;
@@ -782,6 +852,7 @@ zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
  *   "ZTREPLAY" | u32 version | u64 total bytes (this blob)
  *   u16 title length | title | u32 compact_size | u32 num_actions
  *   i64 capacity | i64 max_games | u64 arena_bytes | f64 c, alpha, beta | u8 augment
+ *   f64 surprise_weight (from version 2; version 1 files load with 0)
  *   i64 positions_seen | i64 games_seen | i64 games stored
  *   per game: i64 start | u32 length | u32 bytes | f32 return0
  *   u64 record bytes | the records of every game, oldest first
@@ -790,7 +861,7 @@ zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
  * games and records, packed from offset 0, and samples identically. */
 
 #define REPLAY_MAGIC "ZTREPLAY"
-#define REPLAY_VERSION 1u
+#define REPLAY_VERSION 2u
 
 typedef struct writer {
     uint8_t *p;
@@ -851,6 +922,7 @@ zt_status zt_replay_serialize(zt_replay *rb, uint8_t **data, size_t *len)
     put_f64(&w, rb->cfg.window_alpha);
     put_f64(&w, rb->cfg.window_beta);
     put_le(&w, rb->cfg.augment, 1);
+    put_f64(&w, rb->cfg.surprise_weight);
     put_le(&w, (uint64_t)rb->positions_seen, 8);
     put_le(&w, (uint64_t)rb->games_seen, 8);
     put_le(&w, (uint64_t)rb->num_games, 8);
@@ -954,10 +1026,11 @@ static zt_status load_games(zt_replay *rb, reader *r, int64_t num_games, int64_t
                        (unsigned long long)record_bytes, bytes_sum);
     const uint8_t *records = take(r, bytes_sum);
     if (!records) return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: truncated records");
-    int64_t positions = 0, targets = 0;
+    int64_t positions = 0, targets = 0, surprise = 0;
     for (int64_t i = 0; i < num_games; i++) {
-        const game_entry *e = &rb->games[i];
+        game_entry *e = &rb->games[i];
         const uint8_t *p = records + e->offset;
+        e->surprise = 0;
         size_t left = e->bytes;
         for (uint32_t k = 0; k < e->length; k++) {
             size_t len = zt_record_length(&rb->layout, p, left);
@@ -971,6 +1044,7 @@ static zt_status load_games(zt_replay *rb, reader *r, int64_t num_games, int64_t
                 return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: record %u of game %lld: %s", k,
                                (long long)i, zt_error_message());
             targets += view.flags & ZT_REPLAY_FULL_SEARCH;
+            e->surprise += view.surprise;
             p += len;
             left -= len;
         }
@@ -978,6 +1052,7 @@ static zt_status load_games(zt_replay *rb, reader *r, int64_t num_games, int64_t
             return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: game %lld has %zu stray bytes",
                            (long long)i, left);
         positions += e->length;
+        surprise += e->surprise;
     }
     if (positions > rb->cfg.capacity)
         return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: %lld positions exceed the capacity %lld",
@@ -990,6 +1065,7 @@ static zt_status load_games(zt_replay *rb, reader *r, int64_t num_games, int64_t
     rb->positions_seen = positions_seen;
     rb->games_seen = games_seen;
     rb->policy_targets = targets;
+    rb->surprise_sum = surprise;
     rb->record_bytes = bytes_sum;
     return ZT_OK;
 }
@@ -1004,8 +1080,9 @@ zt_status zt_replay_deserialize(const zt_game *g, const uint8_t *data, size_t le
     uint32_t version = (uint32_t)get_le(&r, 4);
     uint64_t total = get_le(&r, 8);
     if (r.short_read) return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint truncated in its header");
-    if (version != REPLAY_VERSION)
-        return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint version %u (this program reads %u)",
+    /* version 1: the same without surprise_weight (0) */
+    if (version < 1 || version > REPLAY_VERSION)
+        return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint version %u (this program reads 1 to %u)",
                        version, REPLAY_VERSION);
     if (total > len)
         return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint truncated: %zu of %llu bytes", len,
@@ -1037,6 +1114,7 @@ zt_status zt_replay_deserialize(const zt_game *g, const uint8_t *data, size_t le
     cfg.window_alpha = get_f64(&r);
     cfg.window_beta = get_f64(&r);
     uint64_t augment = get_le(&r, 1);
+    cfg.surprise_weight = version >= 2 ? get_f64(&r) : 0.0;
     int64_t positions_seen = (int64_t)get_le(&r, 8);
     int64_t games_seen = (int64_t)get_le(&r, 8);
     int64_t num_games = (int64_t)get_le(&r, 8);

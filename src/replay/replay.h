@@ -1,6 +1,7 @@
 /* The replay buffer (DESIGN.md §3): finished self-play games stored as
- * compact records in one byte ring, sampled uniformly over a window that grows
- * with the positions seen, with observations and targets rebuilt (and a
+ * compact records in one byte ring, sampled uniformly (or in part by the
+ * search's surprise: surprise_weight) over a window that grows with the
+ * positions seen, with observations and targets rebuilt (and a
  * random symmetry applied) only for the positions sampled.
  *
  * A record (one position) is a flags byte, a count, the game's compact state
@@ -52,6 +53,20 @@ void zt_replay_traj_add(zt_replay_traj *t, const void *state, const float *polic
  * move's reward, as MuZero's unrolled training needs (record.h). */
 void zt_replay_traj_add_step(zt_replay_traj *t, const void *state, const float *policy,
                              float root_value, bool full_search, int action, float reward);
+/* The same with the search's surprise at the position (zt_replay_surprise;
+ * stored with a full search only, for surprise-weighted sampling). */
+void zt_replay_traj_add_surprise(zt_replay_traj *t, const void *state, const float *policy,
+                                 float root_value, bool full_search, int action, float reward,
+                                 float surprise);
+
+/* How much a search's policy target (num_actions floats) moved from the
+ * net's prior at its root (num_actions floats, the probabilities the
+ * search expanded the root with): KL(policy || prior) in nats over the
+ * actions legal_mask marks, both renormalised there, the prior floored at
+ * 1e-6; 0 when either has no weight there. KataGo's "policy surprise"
+ * (docs/KataGoMethods.md, "Policy Surprise Weighting"). */
+float zt_replay_surprise(const zt_game *g, const uint8_t *legal_mask, const float *policy,
+                         const float *prior);
 
 /* The trajectory as bytes (traj.c), the form it travels in between processes
  * (an MPI sink) or to files: its compact records as they are, not float
@@ -87,7 +102,23 @@ typedef struct zt_replay_config {
      * alpha = beta = 1, give every stored position. */
     double window_c, window_alpha, window_beta;
     bool augment; /* a uniformly random symmetry per sampled position */
+    /* Surprise-weighted sampling, a in [0, 1]: a position of the window is
+     * drawn with probability proportional to
+     * (1 - a) + a min(s / s_mean, ZT_REPLAY_SURPRISE_CAP), s its stored
+     * surprise (zt_replay_traj_add_surprise; 0 without one) and s_mean the
+     * mean over the stored positions: half uniform, half by surprise at
+     * a = 0.5, as KataGo weighs its training rows (KataGo spreads the
+     * weight within each game and writes rows that many times; here the
+     * sampler draws by it over the whole window). 0 (the default):
+     * uniform, the rng consumed exactly as without it. */
+    double surprise_weight;
 } zt_replay_config;
+
+/* The largest weight a surprise earns, in units of the mean surprise, and
+ * the rejection draws per row before the heaviest of them is kept (a
+ * window without surprises, say, while older stored games have them). */
+#define ZT_REPLAY_SURPRISE_CAP 8.0
+#define ZT_REPLAY_SURPRISE_TRIES 64
 
 /* capacity 2^20 positions, c = 250000, alpha 0.75, beta 0.4 (KataGo's
  * constants), max_games and arena_bytes from the game, augmentation on. */
@@ -125,6 +156,7 @@ typedef struct zt_replay_stats {
     double bytes_per_position;       /* (record + game bytes) / positions */
     double dense_bytes_per_position; /* float32 observation + dense float policy */
     double saving;                   /* 1 - bytes_per_position / dense */
+    double surprise;                 /* mean stored surprise per position, nats */
 } zt_replay_stats;
 
 zt_replay_stats zt_replay_get_stats(zt_replay *rb);
@@ -148,6 +180,7 @@ typedef struct zt_replay_position {
     int action;   /* the action taken from it, or -1 when not recorded */
     float reward; /* that move's reward (0 when not recorded) */
     bool reanalysed; /* its targets were refreshed (zt_replay_refresh) */
+    float surprise;  /* the stored surprise, nats (0 when none) */
 } zt_replay_position;
 
 zt_status zt_replay_get(zt_replay *rb, int64_t index, zt_replay_position *pos, float *policy);
@@ -260,9 +293,10 @@ zt_status zt_replay_batch_init_unroll(zt_replay_batch *b, const zt_game *g, int 
                                       const zt_replay_unroll *u);
 void zt_replay_batch_free(zt_replay_batch *b);
 
-/* Draws b->size positions uniformly from the window (with replacement) and a
- * symmetry for each (if augmenting), consuming rng in that order, then
- * rebuilds their observations and targets. ZT_ERR_INVALID if the buffer is
+/* Draws b->size positions uniformly from the window (with replacement; by
+ * surprise with cfg.surprise_weight > 0) and a symmetry for each (if
+ * augmenting), consuming rng in that order, then rebuilds their
+ * observations and targets. ZT_ERR_INVALID if the buffer is
  * empty. The buffer lock is held only while the records are copied. */
 zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b);
 

@@ -105,6 +105,7 @@ zt_status zt_replay_traj_deserialize(const zt_game *g, const uint8_t *data, size
     const uint8_t *records = data + TRAJ_HEAD, *p = records;
     size_t left = (size_t)bytes;
     int count = 0, full = 0;
+    int64_t surprise = 0;
     while (left > 0) {
         if ((uint64_t)count == positions)
             return zt_fail(ZT_ERR_CORRUPT, "trajectory has %zu bytes past its %llu records", left,
@@ -116,6 +117,7 @@ zt_status zt_replay_traj_deserialize(const zt_game *g, const uint8_t *data, size
         if (zt_record_decode(&t->layout, g, p, n, state, &view) != ZT_OK)
             return zt_fail(ZT_ERR_CORRUPT, "trajectory record %d: %s", count, zt_error_message());
         full += view.flags & ZT_REPLAY_FULL_SEARCH;
+        surprise += view.surprise;
         count++;
         p += n;
         left -= n;
@@ -127,6 +129,7 @@ zt_status zt_replay_traj_deserialize(const zt_game *g, const uint8_t *data, size
     t->used = (size_t)bytes;
     t->length = count;
     t->full_searches = full;
+    t->surprise_sum = surprise;
     *return0 = r0;
     return ZT_OK;
 }

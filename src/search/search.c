@@ -1049,6 +1049,15 @@ void zt_search_root_visits(const zt_search *s, int t, int32_t *visits)
     for (int i = 0; i < ne; i++) visits[tr->actions[e0 + i]] = root_visits_of(tr, i);
 }
 
+void zt_search_root_prior(const zt_search *s, int t, float *prior)
+{
+    const zt_tree *tr = &s->slots[t].tree;
+    ZT_ASSERT(s->slots[t].has_root);
+    memset(prior, 0, (size_t)s->model->num_actions * sizeof *prior);
+    int e0 = tr->nodes[0].first_edge, ne = tr->nodes[0].num_edges;
+    for (int i = 0; i < ne; i++) prior[tr->actions[e0 + i]] = tr->edges[e0 + i].prior;
+}
+
 float zt_search_root_value(const zt_search *s, int t)
 {
     const zt_tree *tr = &s->slots[t].tree;

@@ -108,6 +108,11 @@ void zt_search_policy(const zt_search *s, int t, float *policy);
 /* Visits per action at the root (0 for unvisited and illegal actions). */
 void zt_search_root_visits(const zt_search *s, int t, int32_t *visits);
 
+/* The model's prior at the root over num_actions (0 for illegal actions),
+ * as the root was expanded with it: without exploration noise (PUCT's is
+ * kept apart) and without Gumbel's perturbation. */
+void zt_search_root_prior(const zt_search *s, int t, float *prior);
+
 /* The root's value for the player to move. */
 float zt_search_root_value(const zt_search *s, int t);
 

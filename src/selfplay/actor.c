@@ -388,12 +388,23 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
             ZT_TRY(zt_greedy_choose(a->greedy, t, s->state, &greedy_action, &root_value));
         else
             root_value = zt_search_root_value(sr, t);
-        if (full) zt_search_policy(sr, t, a->policy);
+        float surprise = 0;
+        if (full) {
+            zt_search_policy(sr, t, a->policy);
+            if (a->cfg.record_surprise) {
+                float prior[ZT_MAX_ACTIONS];
+                uint8_t mask[ZT_MAX_ACTIONS];
+                zt_search_root_prior(sr, t, prior);
+                zt_game_legal_mask(g, s->state, mask);
+                surprise = zt_replay_surprise(g, mask, a->policy, prior);
+            }
+        }
         a->stats.moves++;
         a->stats.full_searches += full;
         if (a->cfg.resign && root_value < a->cfg.resign_threshold) {
             if (!s->playout) {
-                zt_replay_traj_add(s->traj, s->state, full ? a->policy : NULL, root_value, full);
+                zt_replay_traj_add_surprise(s->traj, s->state, full ? a->policy : NULL,
+                                            root_value, full, -1, 0.0f, surprise);
                 a->stats.resignations++;
                 ZT_TRY(end_game(a, t, player == 0 ? -1.0f : 1.0f, sink));
                 continue;
@@ -412,9 +423,10 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
         memcpy(moved_from, s->state, g->state_size);
         g->apply(g, s->state, action);
         bool steps = a->cfg.record_actions;
-        zt_replay_traj_add_step(s->traj, moved_from, full ? a->policy : NULL, root_value, full,
-                                steps ? action : -1,
-                                steps ? zt_game_reward(g, moved_from, s->state) : 0.0f);
+        zt_replay_traj_add_surprise(s->traj, moved_from, full ? a->policy : NULL, root_value,
+                                    full, steps ? action : -1,
+                                    steps ? zt_game_reward(g, moved_from, s->state) : 0.0f,
+                                    surprise);
         s->ply++;
         zt_search_played(a->full, t, action);
         if (a->fast) zt_search_played(a->fast, t, action);

@@ -73,6 +73,10 @@ typedef struct zt_actor_config {
     /* Every position's record also holds the action played from it and its
      * reward (replay/record.h): what MuZero's unrolled training needs. */
     bool record_actions;
+    /* Every full search's record also holds its surprise, how far its
+     * policy moved from the net's prior (zt_replay_surprise): what
+     * surprise-weighted sampling (replay.surprise_weight) draws by. */
+    bool record_surprise;
     bool continuous;
     uint64_t seed;
     int id; /* the actor's number: its random streams */

@@ -198,8 +198,10 @@ static void write_metrics(zt_scheduler *L, const totals *now)
     metric(L, "selfplay",
            "\"games_per_s\":%.3f,\"positions_per_s\":%.2f,\"inferences_per_s\":%.1f,\"replay_"
            "positions\":%lld,"
-           "\"replay_bytes_per_position\":%.2f,\"nncache_hit_rate\":%.4f,\"steps_per_s\":%.3f",
-           r.gps, r.pps, r.ips, (long long)rs.positions, rs.bytes_per_position, r.hit_rate, r.sps);
+           "\"replay_bytes_per_position\":%.2f,\"replay_surprise\":%.4f,\"nncache_hit_rate\":%.4f,"
+           "\"steps_per_s\":%.3f",
+           r.gps, r.pps, r.ips, (long long)rs.positions, rs.bytes_per_position, rs.surprise,
+           r.hit_rate, r.sps);
     L->last_metrics_totals = *now;
     L->last_metrics = zt_now_s();
 }

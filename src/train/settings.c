@@ -374,6 +374,10 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_double(c, "replay.window_beta", S->replay.window_beta, 0, 10,
                             &S->replay.window_beta));
     ZT_TRY(zt_config_bool(c, "replay.augment", true, &S->replay.augment));
+    ZT_TRY(zt_config_double(c, "replay.surprise_weight", 0.0, 0, 1, &S->replay.surprise_weight));
+    /* the actors store each full search's surprise only for a run that
+     * samples by it (a byte per record) */
+    A->record_surprise = S->replay.surprise_weight > 0;
 
     ZT_TRY(read_optimizer(c, &S->optimizer));
     ZT_TRY(read_muzero(c, g, S));

@@ -231,7 +231,8 @@ static void state(void)
 }
 
 /* Random games of each game as trajectories (uniform policies, some
- * positions with a cheap search) and a replay buffer holding them. */
+ * positions with a cheap search, some with a surprise stored) and a replay
+ * buffer holding them. */
 static void replay_and_trajectories(void)
 {
     static const char *const specs[] = {"tictactoe", "connect4", "sim", "backgammon"};
@@ -245,6 +246,7 @@ static void replay_and_trajectories(void)
         zt_replay_config_default(&cfg);
         cfg.capacity = 64;
         cfg.augment = which != 3;
+        cfg.surprise_weight = which % 2 ? 0.5 : 0; /* version 2's field, both ways */
         if (zt_replay_traj_new(g, &t) != ZT_OK || zt_replay_new(g, &cfg, &rb) != ZT_OK)
             die(specs[which]);
         for (int k = 0; k < 3; k++) {
@@ -259,7 +261,9 @@ static void replay_and_trajectories(void)
                     int n = g->legal(g, s, legal);
                     memset(policy, 0, sizeof(float) * (size_t)g->num_actions);
                     for (int i = 0; i < n; i++) policy[legal[i]] = 1.0f + (float)(i % 3);
-                    zt_replay_traj_add(t, s, policy, 0.25f * (float)(ply % 5) - 0.5f, ply % 4 != 1);
+                    /* some records with the surprise byte, some without */
+                    zt_replay_traj_add_surprise(t, s, policy, 0.25f * (float)(ply % 5) - 0.5f,
+                                                ply % 4 != 1, -1, 0.0f, 0.4f * (float)(ply % 3));
                 }
                 g->apply(g, s, random_move(g, s, &rng));
             }
