@@ -58,6 +58,7 @@ typedef struct qtensor {
     uint8_t *q;
     float *f;
     bool f_borrowed; /* f is the caller's input */
+    int alias;       /* u8 codes in this tensor's buffer (a dead residual's), or -1 */
 } qtensor;
 
 /* A oneDNN int8 convolution for one batch size, with its memories. */
@@ -91,6 +92,7 @@ typedef struct qconv {
     float sum_scale;               /* the residual's codes into the output's */
     dn_prim *dp;                   /* per bucket size (dn_bucket) at [size - 1], built on first use */
     int ndp;
+    bool in_place;                 /* oneDNN: out's buffer is res's (res dies here) */
 } qconv;
 
 static void dn_free(qconv *c);
@@ -218,6 +220,40 @@ static void choose_dnnl(zt_int8_plan *p)
     free(relu_out);
 }
 
+/* A oneDNN conv that adds a residual takes it in its destination (the sum
+ * post-op), so the residual's codes were copied there first. Where no
+ * step after the conv reads the residual, the conv's output is made to
+ * live in the residual's buffer instead, and the copy goes: a residual
+ * network's block input dies at its block's second conv. Both are ReLU'd
+ * u8 without padding (choose_dnnl), so the layouts match. */
+static void share_residuals(zt_int8_plan *p)
+{
+    const zt_nn_graph *g = &p->fg;
+    for (int s = 0; s < p->nsteps; s++) {
+        if (p->steps[s].kind != STEP_QCONV) continue;
+        qconv *c = &p->qc[p->steps[s].idx];
+        if (!c->dnnl || c->res < 0 || c->res == g->input || c->res == c->in) continue;
+        const qtensor *r = &p->t[c->res], *o = &p->t[c->out];
+        if (!r->u8 || !o->u8 || r->pad || o->pad || r->qstride != o->qstride ||
+            r->cs != o->cs)
+            continue;
+        bool read_later = false;
+        for (int o2 = 0; o2 < g->noutputs; o2++) read_later |= g->outputs[o2] == c->res;
+        for (int s2 = s + 1; s2 < p->nsteps && !read_later; s2++) {
+            const qstep *st = &p->steps[s2];
+            if (st->kind == STEP_QCONV)
+                read_later = p->qc[st->idx].in == c->res || p->qc[st->idx].res == c->res;
+            else if (st->kind == STEP_DEQUANT)
+                read_later = st->idx == c->res;
+            else if (st->kind == STEP_FLOAT)
+                read_later = g->ops[st->idx].in[0] == c->res || g->ops[st->idx].in[1] == c->res;
+        }
+        if (read_later) continue;
+        c->in_place = true;
+        p->t[c->out].alias = c->res;
+    }
+}
+
 static void build(zt_int8_plan *p)
 {
     const zt_nn_graph *g = &p->fg;
@@ -227,6 +263,7 @@ static void build(zt_int8_plan *p)
     for (int t = 0; t < g->ntensors; t++) {
         p->t[t].s = g->tensors[t];
         p->t[t].range = -1;
+        p->t[t].alias = -1;
     }
     /* Fusion: conv/dense [-> add] [-> relu] when each link is the sole
      * reader of the one before. */
@@ -295,6 +332,7 @@ static void build(zt_int8_plan *p)
             if (p->t[out].u8) add_step(p, STEP_QUANT, out);
         }
     }
+    share_residuals(p);
     /* Kernel geometry and weight buffers. */
     for (k = 0; k < p->nqc; k++) {
         qconv *c = &p->qc[k];
@@ -432,7 +470,7 @@ zt_status zt_int8_plan_new(const zt_nn_graph *g, const float *params, const floa
 static void free_buffers(zt_int8_plan *p)
 {
     for (int t = 0; t < p->fg.ntensors; t++) {
-        zt_aligned_free(p->t[t].q);
+        if (p->t[t].alias < 0) zt_aligned_free(p->t[t].q);
         if (!p->t[t].f_borrowed) zt_aligned_free(p->t[t].f);
         p->t[t].q = NULL;
         p->t[t].f = NULL;
@@ -482,7 +520,8 @@ void zt_int8_params_changed(zt_int8_plan *p)
 static void fill_zero_codes(zt_int8_plan *p)
 {
     for (int t = 0; t < p->fg.ntensors; t++)
-        if (p->t[t].q) memset(p->t[t].q, p->t[t].zp, (size_t)p->cap * p->t[t].qstride);
+        if (p->t[t].q && p->t[t].alias < 0)
+            memset(p->t[t].q, p->t[t].zp, (size_t)p->cap * p->t[t].qstride);
 }
 
 /* The batch sizes oneDNN primitives are built for: every size up to 8,
@@ -508,7 +547,8 @@ zt_status zt_int8_reserve(zt_int8_plan *p, int max_batch)
     for (int t = 0; t < p->fg.ntensors; t++) {
         qtensor *q = &p->t[t];
         bool ok = true;
-        if (q->u8) ok = (q->q = zt_aligned_alloc(64, (size_t)max_batch * q->qstride + 64)) != NULL;
+        if (q->u8 && q->alias < 0)
+            ok = (q->q = zt_aligned_alloc(64, (size_t)max_batch * q->qstride + 64)) != NULL;
         if (q->need_f && t != p->fg.input && ok)
             ok = (q->f = zt_aligned_alloc(64, (size_t)max_batch * zt_nn_shape_size(q->s) *
                                                   sizeof(float) + 64)) != NULL;
@@ -516,6 +556,12 @@ zt_status zt_int8_reserve(zt_int8_plan *p, int max_batch)
             free_buffers(p);
             return zt_fail(ZT_ERR_NOMEM, "no memory for int8 activations of batch %d", max_batch);
         }
+    }
+    /* shared buffers: each tensor in the buffer of its chain's first */
+    for (int t = 0; t < p->fg.ntensors; t++) {
+        int root = t;
+        while (p->t[root].alias >= 0) root = p->t[root].alias;
+        if (root != t) p->t[t].q = p->t[root].q;
     }
     p->cap = max_batch;
     fill_zero_codes(p);
@@ -1092,7 +1138,7 @@ static zt_status run_dnnl(zt_int8_plan *p, qconv *c, int B)
         }
     }
     const qtensor *in = &p->t[c->in], *out = &p->t[c->out];
-    if (c->res >= 0) memcpy(out->q, p->t[c->res].q, (size_t)B * out->qstride);
+    if (c->res >= 0 && !c->in_place) memcpy(out->q, p->t[c->res].q, (size_t)B * out->qstride);
     zt_status st = ZT_OK;
     DN_TRY("src handle", dnnl_memory_set_data_handle(d->src, in->q));
     DN_TRY("dst handle", dnnl_memory_set_data_handle(d->dst, out->u8 ? (void *)out->q : out->f));
