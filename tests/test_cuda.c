@@ -15,9 +15,12 @@
  * to itself in a batch. fp32 within 1e-4 of the output's or gradient's
  * scale (summation order only; cuBLAS fp32 is kept off TF32). bf16 within
  * twice the reference's own bf16 emulation error plus 0.05 (outputs) or
- * 0.15 (relative L2 of gradients), as test_nn_cpu. Then one SGD train step
- * on the GPU against the same step on the CPU backend (weights after the
- * step within 1e-4 of the update's scale, losses within 1e-4), and the
+ * 0.15 (relative L2 of gradients), as test_nn_cpu. Then two train steps
+ * (SGD; AdamW, clipped) on the GPU with the optimizer on the device against
+ * the same steps on the CPU backend (weights within 1e-3 of the update's
+ * scale, losses within 1e-4) and on the GPU with the optimizer on the host
+ * (within 1e-5), the device's moments saved and loaded into a new trainer
+ * that then steps as the first does (within 1e-6), and the
  * shared evaluator over a GPU net serving four client threads, each
  * client's rows equal to a CPU net's. The nets and the shared evaluator run
  * a second time with ZT_CUDA_GRAPHS=1 (inference replayed from captured
@@ -27,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/evaluator.h"
 #include "core/alloc.h"
@@ -448,17 +452,41 @@ static void copy_weights(zt_net *dst, const zt_net *src)
     zt_net_params_changed(dst);
 }
 
-static void train_step_case(zt_rng *r)
+/* The largest difference between two nets' parameters over the largest
+ * move of `ref` from `before`. */
+static double diff_over_moved(zt_net *a, zt_net *ref, const float *before)
 {
+    size_t n = zt_net_param_count(ref);
+    const float *pa = zt_net_params(a), *pr = zt_net_params(ref);
+    double diff = 0, moved = 1e-12;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)pa[i] - pr[i]), m = fabs((double)pr[i] - before[i]);
+        if (!(d <= diff)) diff = d;
+        if (m > moved) moved = m;
+    }
+    return diff / moved;
+}
+
+/* Two steps of `optimizer` (clipped when clip > 0) on three nets with the
+ * same weights: the GPU with the optimizer on the device (what a trainer
+ * does there by default), the GPU with it on the host, and the CPU; then
+ * the device trainer's state saved, loaded into a fourth net's trainer,
+ * and one more step of both. */
+static void train_step_case(zt_rng *r, zt_optimizer_kind optimizer, double clip)
+{
+    const char *oname = optimizer == ZT_OPT_ADAMW ? "adamw" : "sgd";
     zt_net_config cfg;
     zt_net_config_default(&cfg, 6, 7, 2, 7);
     cfg.channels = 32;
     cfg.blocks = 2;
-    zt_net *gpu, *cpu;
+    zt_net *gpu, *gpu_host, *gpu2, *cpu;
     MUST(zt_net_new(&cfg, "cuda", ZT_PRECISION_FP32, 1, &gpu));
+    MUST(zt_net_new(&cfg, "cuda", ZT_PRECISION_FP32, 1, &gpu_host));
+    MUST(zt_net_new(&cfg, "cuda", ZT_PRECISION_FP32, 1, &gpu2));
     MUST(zt_net_new(&cfg, "auto", ZT_PRECISION_FP32, 2, &cpu));
     zt_net_init(cpu, r);
     copy_weights(gpu, cpu);
+    copy_weights(gpu_host, cpu);
     enum { B = 64, A = 7, OBS = 6 * 7 * 2 };
     float *obs = zt_xmalloc(B * OBS * sizeof(float));
     float *pt = zt_xcalloc(B * A, sizeof(float));
@@ -478,44 +506,77 @@ static void train_step_case(zt_rng *r)
         .B = B, .obs = obs, .policy_target = pt, .legal = legal, .value_target = vt};
     zt_train_config tc;
     zt_train_config_default(&tc);
-    tc.optimizer = ZT_OPT_SGD;
-    tc.lr = 0.05;
-    tc.micro_batch = B;
-    zt_trainer *tg, *tcpu;
+    tc.optimizer = optimizer;
+    tc.lr = optimizer == ZT_OPT_ADAMW ? 1e-3 : 0.05;
+    tc.clip_norm = clip;
+    tc.micro_batch = B / 2; /* two micro-batches: the device accumulates */
+    zt_train_config th = tc;
+    th.host_optimizer = true;
+    zt_trainer *tg, *th_gpu, *tcpu;
     MUST(zt_trainer_new(gpu, &tc, &tg));
+    MUST(zt_trainer_new(gpu_host, &th, &th_gpu));
     MUST(zt_trainer_new(cpu, &tc, &tcpu));
     float *before = zt_xmalloc((zt_net_param_count(cpu) + 1) * sizeof(float));
     memcpy(before, zt_net_params(cpu), zt_net_param_count(cpu) * sizeof(float));
-    zt_train_losses lg, lc;
+    zt_train_losses lg, lh, lc;
     for (int step = 0; step < 2; step++) {
         MUST(zt_trainer_step(tg, &batch, &lg));
+        MUST(zt_trainer_step(th_gpu, &batch, &lh));
         MUST(zt_trainer_step(tcpu, &batch, &lc));
         CHECK(fabs(lg.total - lc.total) <= 1e-4 * (1 + fabs(lc.total)),
-              "step %d loss: GPU %.6f CPU %.6f", step, lg.total, lc.total);
+              "%s step %d loss: GPU %.6f CPU %.6f", oname, step, lg.total, lc.total);
         CHECK(fabs(lg.grad_norm - lc.grad_norm) <= 1e-3 * (1 + lc.grad_norm),
-              "step %d gradient norm: GPU %.6f CPU %.6f", step, lg.grad_norm, lc.grad_norm);
+              "%s step %d gradient norm: GPU %.6f CPU %.6f", oname, step, lg.grad_norm,
+              lc.grad_norm);
+        CHECK(fabs(lg.grad_norm - lh.grad_norm) <= 1e-6 * (1 + lh.grad_norm) &&
+                  fabs(lg.l2 - lh.l2) <= 1e-6 * (1 + lh.l2),
+              "%s step %d: the device's norms %.8f %.8f, the host's %.8f %.8f", oname, step,
+              lg.grad_norm, lg.l2, lh.grad_norm, lh.l2);
     }
+    if (clip > 0) CHECK(lc.grad_norm > clip, "%s: the clip (%g) was not exercised", oname, clip);
+    double loss_gpu = lg.total, loss_cpu = lc.total;
     /* The weights moved alike: error over the size of the update. */
-    size_t n = zt_net_param_count(cpu);
-    const float *pg = zt_net_params(gpu), *pc = zt_net_params(cpu);
-    double diff = 0, moved = 1e-12;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)pg[i] - pc[i]), m = fabs((double)pc[i] - before[i]);
-        if (!(d <= diff)) diff = d;
-        if (m > moved) moved = m;
-    }
-    CHECK(diff / moved <= 1e-3,
-          "weights after two steps: GPU and CPU differ by %.3g of the "
+    double cpu_diff = diff_over_moved(gpu, cpu, before);
+    double host_diff = diff_over_moved(gpu, gpu_host, before);
+    CHECK(cpu_diff <= 1e-3, "%s: weights after two steps: GPU and CPU differ by %.3g of the update",
+          oname, cpu_diff);
+    /* the same gradients on the same GPU: the device loop is the host's,
+     * rounding for rounding, up to the norm's summation order */
+    CHECK(host_diff <= 1e-5,
+          "%s: the device optimizer's weights differ from the host optimizer's by %.3g of the "
           "update",
-          diff / moved);
+          oname, host_diff);
     double st =
         rel_err_floor(zt_net_state(gpu), zt_net_state(cpu), zt_net_graph(cpu)->state_floats, 1e-12);
-    CHECK(st <= 1e-4, "running statistics after two steps differ by %.3g", st);
-    printf("test_cuda: train step: loss GPU %.6f CPU %.6f, weights within %.2g of the update\n",
-           lg.total, lc.total, diff / moved);
+    CHECK(st <= 1e-4, "%s: running statistics after two steps differ by %.3g", oname, st);
+
+    /* The device's moments through the optimizer-state file. */
+    char dir[] = "/tmp/zt_test_cuda_XXXXXX", path[256];
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
+    MUST(zt_trainer_save(tg, path));
+    copy_weights(gpu2, gpu);
+    zt_trainer *tg2;
+    MUST(zt_trainer_new(gpu2, &tc, &tg2));
+    MUST(zt_trainer_load(tg2, path));
+    MUST(zt_trainer_step(tg, &batch, &lg));
+    MUST(zt_trainer_step(tg2, &batch, &lh));
+    double resumed = diff_over_moved(gpu2, gpu, before);
+    CHECK(resumed <= 1e-6 && zt_trainer_steps(tg2) == 3,
+          "%s: a trainer resumed from the file differs by %.3g of the update (step %ld)", oname,
+          resumed, zt_trainer_steps(tg2));
+    unlink(path);
+    rmdir(dir);
+    printf("test_cuda: train step (%s%s): loss GPU %.6f CPU %.6f, weights within %.2g of the "
+           "update of the CPU's, %.2g of the host optimizer's; resumed within %.2g\n",
+           oname, clip > 0 ? ", clipped" : "", loss_gpu, loss_cpu, cpu_diff, host_diff, resumed);
     zt_trainer_free(tg);
+    zt_trainer_free(tg2);
+    zt_trainer_free(th_gpu);
     zt_trainer_free(tcpu);
     zt_net_free(gpu);
+    zt_net_free(gpu_host);
+    zt_net_free(gpu2);
     zt_net_free(cpu);
     free(before);
     free(obs);
@@ -642,7 +703,8 @@ int main(void)
     printf("test_cuda: worst relative error fp32 forward %.2g, gradients %.2g; bf16 forward %.2g, "
            "gradients (L2) %.2g\n",
            worst_fp32_fwd, worst_fp32_grad, worst_bf16_fwd, worst_bf16_grad);
-    train_step_case(&r);
+    train_step_case(&r, ZT_OPT_SGD, 0);
+    train_step_case(&r, ZT_OPT_ADAMW, 0.05);
     shared_evaluator_case(&r);
     /* Inference again through CUDA graphs (read when a plan is made). */
     setenv("ZT_CUDA_GRAPHS", "1", 1);

@@ -122,6 +122,18 @@ void zt_nn_graph_fold_bn(const zt_nn_graph *g, const float *params, const float 
 
 typedef struct zt_nn_plan zt_nn_plan; /* a backend's compiled graph */
 
+/* One optimizer update as the trainer computes it (nn/train.c), its
+ * settings in double as the trainer holds them (the device rounds them to
+ * float exactly where the host loop does). */
+typedef struct zt_nn_opt {
+    bool adamw;          /* else SGD with Nesterov momentum */
+    double lr;           /* this step's */
+    double momentum;     /* SGD */
+    double weight_decay; /* SGD: L2 added to the gradient; AdamW: decoupled */
+    double beta1, beta2, eps;
+    long t;              /* the step's number from 1 (AdamW's bias correction) */
+} zt_nn_opt;
+
 typedef struct zt_nn_backend {
     const char *name;
     /* Whether this build and machine run `p` (never called with AUTO). */
@@ -154,6 +166,31 @@ typedef struct zt_nn_backend {
     zt_status (*calibrate)(zt_nn_plan *p, int B, const float *in);
     bool (*ranges_get)(zt_nn_plan *p, float *ranges);
     zt_status (*ranges_set)(zt_nn_plan *p, const float *ranges);
+
+    /* Optional, all or none: the optimizer on the device (a GPU backend;
+     * the trainer's host loops otherwise). After opt_attach (moments zeroed,
+     * decay: param_floats flags, where weight decay applies):
+     * - backward with grads == NULL adds the parameter gradient to the
+     *   plan's own accumulator instead of the caller's array (which is
+     *   empty after opt_attach, after every backward with grads, and after
+     *   opt_step);
+     * - opt_norms gives the accumulator's sum of squares and that of the
+     *   weights decay marks (the L2 term), before the update;
+     * - opt_step applies one update (zt_nn_opt) to the gradient scaled by
+     *   `clip` (the accumulator's, or `grads` uploaded first when not NULL:
+     *   a gradient reduced elsewhere) and empties the accumulator. The
+     *   host parameters are stale from then on until params_pull;
+     * - opt_moments copies the moments (param_floats each; v only for
+     *   AdamW, else NULL) out of the plan, or into it with `upload`;
+     * - params_pull brings the device's parameters home when they are
+     *   newer (a no-op otherwise). zt_net_params and zt_net_tensor_at call
+     *   it, so the net's readers see the trained weights; params_changed
+     *   makes the host arrays the truth again. */
+    zt_status (*opt_attach)(zt_nn_plan *p, bool adamw, const bool *decay);
+    zt_status (*opt_norms)(zt_nn_plan *p, double *grad_sq, double *decay_sq);
+    zt_status (*opt_step)(zt_nn_plan *p, const zt_nn_opt *o, float clip, const float *grads);
+    zt_status (*opt_moments)(zt_nn_plan *p, float *m, float *v, bool upload);
+    zt_status (*params_pull)(zt_nn_plan *p);
 } zt_nn_backend;
 
 /* The reference backend: plain loops, double accumulation; ground truth. */

@@ -719,6 +719,19 @@ zt_status zt_net_reserve(zt_net *net, int max_batch)
     return ZT_OK;
 }
 
+/* Brings the parameters home where a backend trains them on its device
+ * (backend.h, params_pull): the host arrays are what every reader reads.
+ * No status to give: a device that fails here is broken, so it stops. */
+static void pull_params(const zt_net *net)
+{
+    if (net->mz || !net->backend->params_pull) return;
+    zt_status s = net->backend->params_pull(net->plan);
+    if (s != ZT_OK) {
+        fprintf(stderr, "zeroth: %s\n", zt_error_message());
+        ZT_ASSERT(s == ZT_OK);
+    }
+}
+
 zt_status zt_net_set_precision(zt_net *net, zt_precision precision)
 {
     if (precision == ZT_PRECISION_AUTO) precision = net->backend->auto_precision();
@@ -730,6 +743,7 @@ zt_status zt_net_set_precision(zt_net *net, zt_precision precision)
     if (!net->backend->supports(precision))
         return zt_fail(ZT_ERR_UNSUPPORTED, "nn backend '%s' cannot run %s here", net->backend->name,
                        zt_precision_name(precision));
+    pull_params(net); /* the new plan starts from the host arrays */
     zt_nn_plan *plan;
     ZT_TRY(net->backend->plan_new(&net->graph, net->params, net->state, precision, net->threads,
                                   &plan));
@@ -822,6 +836,7 @@ int zt_net_tensor_count(const zt_net *net)
 zt_net_tensor zt_net_tensor_at(const zt_net *net, int i)
 {
     ZT_ASSERT(i >= 0 && i < net->graph.nparams);
+    pull_params(net);
     const zt_nn_param *p = &net->graph.params[i];
     zt_net_tensor t;
     t.name = p->name;
@@ -854,6 +869,7 @@ const zt_nn_graph *zt_net_graph(const zt_net *net)
 
 float *zt_net_params(zt_net *net)
 {
+    pull_params(net);
     return net->params;
 }
 

@@ -385,6 +385,10 @@ typedef struct zt_train_config {
     double straight_through;
     /* Stochastic MuZero: weight of the codes' balance term (0: none) */
     double code_balance_weight;
+    /* Keep the optimizer on the host even where the net's backend can run
+     * it on its device (backend.h, opt_attach: the CUDA backend, AlphaZero
+     * nets): what the GPU test compares the device's updates with. */
+    bool host_optimizer;
 } zt_train_config;
 
 void zt_train_config_default(zt_train_config *cfg);

@@ -20,6 +20,10 @@ struct zt_trainer {
     float *m;     /* SGD: momentum buffer; AdamW: first moment */
     float *v;     /* AdamW: second moment */
     bool *decay;  /* per trainable float: weight decay applies */
+    /* The optimizer runs on the backend's device (backend.h, opt_*): the
+     * gradient, moments and weights stay there; m and v above only carry
+     * the moments to and from the optimizer-state file. */
+    bool device;
     long step;
     int cap; /* micro-batch capacity of the buffers below */
     float *policy, *value, *d_policy, *d_value;
@@ -133,6 +137,15 @@ zt_status zt_trainer_new(zt_net *net, const zt_train_config *cfg, zt_trainer **o
     for (int i = 0; i < g->nparams; i++)
         if (g->params[i].decay)
             for (size_t e = 0; e < g->params[i].count; e++) t->decay[g->params[i].offset + e] = 1;
+    const zt_nn_backend *be = zt_net_backend(net);
+    if (!cfg->host_optimizer && !zt_net_mz(net) && be->opt_attach) {
+        zt_status s = be->opt_attach(zt_net_plan(net), cfg->optimizer == ZT_OPT_ADAMW, t->decay);
+        if (s != ZT_OK) {
+            zt_trainer_free(t);
+            return s;
+        }
+        t->device = true;
+    }
     *out = t;
     return ZT_OK;
 }
@@ -284,24 +297,31 @@ static double total_loss(const zt_train_config *c, const zt_train_losses *l)
            c->code_balance_weight * l->code_balance + l->turn + l->l2;
 }
 
+/* The batch's losses and gradient: into grads, or with grads NULL (the
+ * optimizer on the device) into the backend's own accumulator. */
 static zt_status run_batch(zt_trainer *t, const zt_train_batch *b, bool update_stats,
                            float *grads, zt_train_losses *out)
 {
     ZT_ASSERT(b->B > 0);
     ZT_ASSERT((b->unroll > 0) == (zt_net_config_of(t->net)->kind == ZT_NET_MUZERO));
+    ZT_ASSERT(grads || t->device);
     int mb = b->B < t->cfg.micro_batch ? b->B : t->cfg.micro_batch;
     ZT_TRY(reserve(t, mb));
-    memset(grads, 0, t->n * sizeof(float));
+    if (grads) memset(grads, 0, t->n * sizeof(float));
     memset(out, 0, sizeof *out);
     for (int off = 0; off < b->B; off += mb) {
         int B = b->B - off < mb ? b->B - off : mb;
         ZT_TRY(micro_batch(t, b, off, B, update_stats, grads, out));
     }
     double sq = 0, l2 = 0;
-    const float *w = zt_net_params(t->net);
-    for (size_t i = 0; i < t->n; i++) {
-        sq += (double)grads[i] * grads[i];
-        if (t->decay[i]) l2 += (double)w[i] * w[i];
+    if (!grads) {
+        ZT_TRY(zt_net_backend(t->net)->opt_norms(zt_net_plan(t->net), &sq, &l2));
+    } else {
+        const float *w = zt_net_params(t->net);
+        for (size_t i = 0; i < t->n; i++) {
+            sq += (double)grads[i] * grads[i];
+            if (t->decay[i]) l2 += (double)w[i] * w[i];
+        }
     }
     out->grad_norm = sqrt(sq);
     out->l2 = 0.5 * t->cfg.weight_decay * l2;
@@ -333,7 +353,8 @@ zt_status zt_trainer_step_reduced(zt_trainer *t, const zt_train_batch *batch,
     zt_train_losses losses;
     if (skipped) *skipped = false;
     if (batch) {
-        ZT_TRY(run_batch(t, batch, true, t->grads, &losses));
+        /* a gradient to reduce comes to the host; else on the device it stays */
+        ZT_TRY(run_batch(t, batch, true, t->device && !reduce ? NULL : t->grads, &losses));
     } else {
         ZT_ASSERT(reduce != NULL);
         memset(t->grads, 0, t->n * sizeof(float));
@@ -358,6 +379,26 @@ zt_status zt_trainer_step_reduced(zt_trainer *t, const zt_train_batch *batch,
         losses.total = total_loss(&t->cfg, &losses);
     }
     const zt_train_config *c = &t->cfg;
+    if (t->device) {
+        float k = c->clip_norm > 0 && losses.grad_norm > c->clip_norm
+                      ? (float)(c->clip_norm / losses.grad_norm)
+                      : 1.0f;
+        double lr = zt_trainer_lr_at(c, t->step);
+        losses.lr = lr;
+        zt_nn_opt o = {.adamw = c->optimizer == ZT_OPT_ADAMW,
+                       .lr = lr,
+                       .momentum = c->momentum,
+                       .weight_decay = c->weight_decay,
+                       .beta1 = c->beta1,
+                       .beta2 = c->beta2,
+                       .eps = c->eps,
+                       .t = t->step + 1};
+        ZT_TRY(zt_net_backend(t->net)->opt_step(zt_net_plan(t->net), &o, k,
+                                                  reduce ? t->grads : NULL));
+        t->step++;
+        if (out) *out = losses;
+        return ZT_OK;
+    }
     float *g = t->grads, *w = zt_net_params(t->net), *m = t->m, *v = t->v;
     if (c->clip_norm > 0 && losses.grad_norm > c->clip_norm) {
         float k = (float)(c->clip_norm / losses.grad_norm);
@@ -414,6 +455,8 @@ static void moment_name(char *buf, size_t cap, const char *moment, const char *p
 zt_status zt_trainer_save(const zt_trainer *t, const char *path)
 {
     const zt_nn_graph *g = zt_net_graph(t->net);
+    if (t->device)
+        ZT_TRY(zt_net_backend(t->net)->opt_moments(zt_net_plan(t->net), t->m, t->v, false));
     int moments = t->v ? 2 : 1;
     zt_st_tensor *ts = zt_xcalloc((size_t)g->nparams * 2 + 1, sizeof *ts);
     char(*names)[96] = zt_xcalloc((size_t)g->nparams * 2 + 1, sizeof *names);
@@ -487,6 +530,8 @@ zt_status zt_trainer_load(zt_trainer *t, const char *path)
                 float *dst = pass == 0 ? NULL : (mo == 0 ? t->m : t->v) + p->offset;
                 s = zt_st_read_tensor(&f, name, p->ndim, p->shape, dst);
             }
+    if (s == ZT_OK && t->device)
+        s = zt_net_backend(t->net)->opt_moments(zt_net_plan(t->net), t->m, t->v, true);
     if (s == ZT_OK) t->step = steps;
     zt_st_close(&f);
     return s;

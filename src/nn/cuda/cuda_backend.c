@@ -18,13 +18,17 @@
  * statistics change), each GEMM's bias, a following residual add and a
  * following ReLU/tanh fused into one epilogue kernel.
  *
- * Host traffic: parameters and running statistics go up in params_changed
- * (the trainer calls it after each update: the optimizer stays on the
- * host); inputs and outputs pass through pinned buffers with asynchronous
- * copies on the plan's stream; parameter gradients are summed on the device
- * and come down once per backward, then are added to the caller's array;
- * updated running statistics come down after a training forward that
- * updates them, so the net's host arrays stay the truth. `threads` is
+ * Host traffic: parameters and running statistics go up in params_changed;
+ * inputs and outputs pass through pinned buffers with asynchronous copies
+ * on the plan's stream. With the optimizer on the host, parameter
+ * gradients are summed on the device and come down once per backward, and
+ * the trainer's params_changed sends the updated weights up. With the
+ * optimizer here (opt_attach, what nn/train.c does when it can: weights,
+ * gradients and moments stay on the device), nothing comes down per step
+ * but two sums (the gradient's norm and the L2 term); the host parameters
+ * are refreshed on demand (params_pull: a net's readers, the inference
+ * fold). Updated running statistics come down after a training forward
+ * that updates them, so the host's state array stays the truth. `threads` is
  * unused: one stream per plan, a plan used by one thread at a time.
  *
  * CUDA graphs (opt-in, ZT_CUDA_GRAPHS=1 when the plan is made, not yet run
@@ -34,6 +38,7 @@
  * cuBLAS gets a workspace of its own so that nothing allocates during
  * capture; graphs die with the buffers they point into (reserve). */
 #include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -201,6 +206,13 @@ struct zt_nn_plan {
     void *dylow;                /* the incoming gradient in bf16 (training) */
     float *h_in, *h_out;        /* pinned */
     float *h_buf;               /* pinned, max(param_floats, state_floats) */
+    /* The optimizer on the device (opt_attach): moments, the decay flags,
+     * two double sums; `stale` while the host parameters are older than
+     * train.params. */
+    bool opt, adamw, stale;
+    float *d_m, *d_v;
+    unsigned char *d_decay;
+    double *d_norms;
     bool use_graphs;            /* ZT_CUDA_GRAPHS=1 */
     void *blas_workspace;       /* cuBLAS's, with graphs */
     graph_entry *graphs;
@@ -322,6 +334,18 @@ static zt_status dev_params_alloc(const zt_nn_graph *g, bool bf16, dev_params *d
     return ZT_OK;
 }
 
+/* Rounds d's conv/dense weights to their bf16 copies (bf16 plans). */
+static void refresh_low(zt_nn_plan *p, const zt_nn_graph *g, dev_params *d)
+{
+    if (!p->bf16) return;
+    for (int i = 0; i < g->nops; i++) {
+        const zt_nn_op *op = &g->ops[i];
+        if (!is_gemm(op)) continue;
+        const zt_nn_param *w = &g->params[op->p[0]];
+        zt_cu_cast(p->stream, d->params + w->offset, d->wlow + d->wlow_off[i], true, w->count);
+    }
+}
+
 /* Uploads host params/state into d and rounds the weights to bf16. */
 static zt_status dev_params_upload(zt_nn_plan *p, const zt_nn_graph *g, dev_params *d,
                                    const float *params, const float *state)
@@ -329,13 +353,7 @@ static zt_status dev_params_upload(zt_nn_plan *p, const zt_nn_graph *g, dev_para
     memcpy(p->h_buf, params, g->param_floats * sizeof(float));
     CU(cudaMemcpyAsync(d->params, p->h_buf, g->param_floats * sizeof(float), cudaMemcpyHostToDevice,
                        p->stream));
-    if (p->bf16)
-        for (int i = 0; i < g->nops; i++) {
-            const zt_nn_op *op = &g->ops[i];
-            if (!is_gemm(op)) continue;
-            const zt_nn_param *w = &g->params[op->p[0]];
-            zt_cu_cast(p->stream, d->params + w->offset, d->wlow + d->wlow_off[i], true, w->count);
-        }
+    refresh_low(p, g, d);
     /* The pinned buffer is reused for the state: wait for the first copy. */
     CU(cudaStreamSynchronize(p->stream));
     if (g->state_floats) {
@@ -348,8 +366,12 @@ static zt_status dev_params_upload(zt_nn_plan *p, const zt_nn_graph *g, dev_para
     return ZT_OK;
 }
 
+static zt_status cuda_params_pull(zt_nn_plan *p);
+
 static zt_status refold(zt_nn_plan *p)
 {
+    /* the fold is made on the host, from the host's parameters */
+    ZT_TRY(cuda_params_pull(p));
     zt_nn_graph tmp;
     float *fparams, *fstate;
     zt_nn_graph_fold_bn(p->g, p->params, p->state, &tmp, &fparams, &fstate);
@@ -439,6 +461,10 @@ static void cuda_plan_free(zt_nn_plan *p)
     cudaFree(p->shift);
     cudaFree(p->sums);
     cudaFree(p->d_grads);
+    cudaFree(p->d_m);
+    cudaFree(p->d_v);
+    cudaFree(p->d_decay);
+    cudaFree(p->d_norms);
     cudaFreeHost(p->h_buf);
     if (p->blas) cublasDestroy(p->blas);
     if (p->stream) cudaStreamDestroy(p->stream);
@@ -457,6 +483,7 @@ static void cuda_params_changed(zt_nn_plan *p)
         fprintf(stderr, "zeroth: %s\n", zt_error_message());
         ZT_ASSERT(s == ZT_OK);
     }
+    p->stale = false; /* the host's arrays are the truth again */
     p->fold_dirty = true;
 }
 
@@ -494,6 +521,7 @@ static zt_status plan_init(zt_nn_plan *p)
     CU(cudaMalloc((void **)&p->shift, (size_t)widest * sizeof(float)));
     CU(cudaMalloc((void **)&p->sums, 2 * (size_t)widest * sizeof(double)));
     CU(cudaMalloc((void **)&p->d_grads, (g->param_floats + 1) * sizeof(float)));
+    CU(cudaMemsetAsync(p->d_grads, 0, (g->param_floats + 1) * sizeof(float), p->stream));
     size_t hb = g->param_floats;
     if (g->state_floats > hb) hb = g->state_floats;
     if (p->fg.param_floats > hb) hb = p->fg.param_floats;
@@ -926,7 +954,10 @@ static zt_status cuda_backward(zt_nn_plan *p, int B, const float *const *d_outs,
     for (int t = 0; t < g->ntensors; t++)
         CU(cudaMemsetAsync(p->grad[t], 0,
                            (size_t)B * zt_nn_shape_size(g->tensors[t]) * sizeof(float), p->stream));
-    CU(cudaMemsetAsync(p->d_grads, 0, g->param_floats * sizeof(float), p->stream));
+    /* grads == NULL (opt_attach): onto the device accumulator; else from
+     * an empty one */
+    ZT_ASSERT(grads || p->opt);
+    if (grads) CU(cudaMemsetAsync(p->d_grads, 0, g->param_floats * sizeof(float), p->stream));
     /* The output gradients go up through h_out, then into grad (+=: an
      * output may also feed another op). */
     size_t off = 0;
@@ -981,16 +1012,134 @@ static zt_status cuda_backward(zt_nn_plan *p, int B, const float *const *d_outs,
         }
         }
     }
-    CU(cudaMemcpyAsync(p->h_buf, p->d_grads, g->param_floats * sizeof(float),
-                       cudaMemcpyDeviceToHost, p->stream));
+    if (grads) {
+        CU(cudaMemcpyAsync(p->h_buf, p->d_grads, g->param_floats * sizeof(float),
+                           cudaMemcpyDeviceToHost, p->stream));
+        CU(cudaMemsetAsync(p->d_grads, 0, g->param_floats * sizeof(float), p->stream));
+    }
     size_t in_n = (size_t)B * zt_nn_shape_size(g->tensors[g->input]);
     if (d_in)
         CU(cudaMemcpyAsync(p->h_out, p->grad[g->input], in_n * sizeof(float),
                            cudaMemcpyDeviceToHost, p->stream));
+    if (!grads && !d_in) {
+        /* nothing comes down: the next call on the stream waits for this
+         * one's kernels, and opt_norms synchronises */
+        CU(cudaGetLastError());
+        return ZT_OK;
+    }
     CU(cudaStreamSynchronize(p->stream));
     CU(cudaGetLastError());
-    for (size_t e = 0; e < g->param_floats; e++) grads[e] += p->h_buf[e];
+    if (grads)
+        for (size_t e = 0; e < g->param_floats; e++) grads[e] += p->h_buf[e];
     if (d_in) memcpy(d_in, p->h_out, in_n * sizeof(float));
+    return ZT_OK;
+}
+
+/* ---- the optimizer on the device (backend.h: opt_attach ...) ---- */
+
+static zt_status cuda_opt_attach(zt_nn_plan *p, bool adamw, const bool *decay)
+{
+    const zt_nn_graph *g = p->g;
+    size_t n = g->param_floats, bytes = (n + 1) * sizeof(float);
+    ZT_TRY(use_device(p));
+    if (!p->d_m) CU(cudaMalloc((void **)&p->d_m, bytes));
+    if (adamw && !p->d_v) CU(cudaMalloc((void **)&p->d_v, bytes));
+    if (!p->d_decay) CU(cudaMalloc((void **)&p->d_decay, n + 1));
+    if (!p->d_norms) CU(cudaMalloc((void **)&p->d_norms, 2 * sizeof(double)));
+    CU(cudaMemsetAsync(p->d_m, 0, bytes, p->stream));
+    if (adamw) CU(cudaMemsetAsync(p->d_v, 0, bytes, p->stream));
+    CU(cudaMemsetAsync(p->d_grads, 0, bytes, p->stream));
+    /* the flags go up as bytes through the pinned buffer (4 bytes a float) */
+    unsigned char *flags = (unsigned char *)p->h_buf;
+    for (size_t e = 0; e < n; e++) flags[e] = decay[e] ? 1 : 0;
+    CU(cudaMemcpyAsync(p->d_decay, flags, n, cudaMemcpyHostToDevice, p->stream));
+    CU(cudaStreamSynchronize(p->stream));
+    CU(cudaGetLastError());
+    p->opt = true;
+    p->adamw = adamw;
+    return ZT_OK;
+}
+
+static zt_status cuda_opt_norms(zt_nn_plan *p, double *grad_sq, double *decay_sq)
+{
+    ZT_ASSERT(p->opt);
+    size_t n = p->g->param_floats;
+    ZT_TRY(use_device(p));
+    CU(cudaMemsetAsync(p->d_norms, 0, 2 * sizeof(double), p->stream));
+    zt_cu_sumsq(p->stream, p->d_grads, NULL, n, p->d_norms);
+    zt_cu_sumsq(p->stream, p->train.params, p->d_decay, n, p->d_norms + 1);
+    CU(cudaMemcpyAsync(p->h_buf, p->d_norms, 2 * sizeof(double), cudaMemcpyDeviceToHost,
+                       p->stream));
+    CU(cudaStreamSynchronize(p->stream));
+    CU(cudaGetLastError());
+    double sums[2];
+    memcpy(sums, p->h_buf, sizeof sums);
+    *grad_sq = sums[0];
+    *decay_sq = sums[1];
+    return ZT_OK;
+}
+
+static zt_status cuda_opt_step(zt_nn_plan *p, const zt_nn_opt *o, float clip, const float *grads)
+{
+    ZT_ASSERT(p->opt && o->adamw == p->adamw && o->t >= 1);
+    const zt_nn_graph *g = p->g;
+    size_t n = g->param_floats;
+    ZT_TRY(use_device(p));
+    if (grads) {
+        memcpy(p->h_buf, grads, n * sizeof(float));
+        CU(cudaMemcpyAsync(p->d_grads, p->h_buf, n * sizeof(float), cudaMemcpyHostToDevice,
+                           p->stream));
+        CU(cudaStreamSynchronize(p->stream));
+    }
+    float *w = p->train.params;
+    if (o->adamw) {
+        /* the host's constants, computed as nn/train.c computes them */
+        double bc1 = 1 - pow(o->beta1, (double)o->t), bc2 = 1 - pow(o->beta2, (double)o->t);
+        zt_cu_adamw(p->stream, w, p->d_grads, p->d_m, p->d_v, p->d_decay, n,
+                    (float)(o->lr / bc1), (float)o->beta1, (float)o->beta2, (float)(1 / bc2),
+                    (float)o->eps, (float)(1 - o->lr * o->weight_decay), clip);
+    } else {
+        zt_cu_sgd_nesterov(p->stream, w, p->d_grads, p->d_m, p->d_decay, n, (float)o->lr,
+                           (float)o->momentum, (float)o->weight_decay, clip);
+    }
+    refresh_low(p, g, &p->train);
+    CU(cudaGetLastError());
+    p->stale = true;
+    p->fold_dirty = true;
+    return ZT_OK;
+}
+
+static zt_status cuda_opt_moments(zt_nn_plan *p, float *m, float *v, bool upload)
+{
+    ZT_ASSERT(p->opt && (v != NULL) == p->adamw);
+    size_t bytes = p->g->param_floats * sizeof(float);
+    ZT_TRY(use_device(p));
+    for (int k = 0; k < (v ? 2 : 1); k++) {
+        float *host = k == 0 ? m : v, *dev = k == 0 ? p->d_m : p->d_v;
+        if (upload) {
+            memcpy(p->h_buf, host, bytes);
+            CU(cudaMemcpyAsync(dev, p->h_buf, bytes, cudaMemcpyHostToDevice, p->stream));
+            CU(cudaStreamSynchronize(p->stream));
+        } else {
+            CU(cudaMemcpyAsync(p->h_buf, dev, bytes, cudaMemcpyDeviceToHost, p->stream));
+            CU(cudaStreamSynchronize(p->stream));
+            memcpy(host, p->h_buf, bytes);
+        }
+    }
+    CU(cudaGetLastError());
+    return ZT_OK;
+}
+
+static zt_status cuda_params_pull(zt_nn_plan *p)
+{
+    if (!p->stale) return ZT_OK;
+    size_t bytes = p->g->param_floats * sizeof(float);
+    ZT_TRY(use_device(p));
+    CU(cudaMemcpyAsync(p->h_buf, p->train.params, bytes, cudaMemcpyDeviceToHost, p->stream));
+    CU(cudaStreamSynchronize(p->stream));
+    CU(cudaGetLastError());
+    memcpy(p->params, p->h_buf, bytes);
+    p->stale = false;
     return ZT_OK;
 }
 
@@ -1004,4 +1153,9 @@ const zt_nn_backend zt_nn_backend_cuda = {
     .params_changed = cuda_params_changed,
     .forward = cuda_forward,
     .backward = cuda_backward,
+    .opt_attach = cuda_opt_attach,
+    .opt_norms = cuda_opt_norms,
+    .opt_step = cuda_opt_step,
+    .opt_moments = cuda_opt_moments,
+    .params_pull = cuda_params_pull,
 };

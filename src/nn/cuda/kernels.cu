@@ -385,6 +385,55 @@ __global__ void add_into_kernel(float *dst, const float *__restrict__ src, size_
         dst[i] += src[i];
 }
 
+/* out += sum of x[i]^2 over i (where mask[i], when given), in double. */
+__global__ void sumsq_kernel(const float *__restrict__ x, const unsigned char *__restrict__ mask,
+                             size_t n, double *out)
+{
+    __shared__ double shared[kThreads / 32 + 1];
+    double v = 0.0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        if (!mask || mask[i]) v += (double)x[i] * x[i];
+    double t = block_sum(v, shared);
+    if (threadIdx.x == 0) atomicAdd(out, t);
+}
+
+/* The trainer's host loops (nn/train.c) element for element, on the
+ * gradient scaled by k (clipping), which is then zeroed for the next
+ * step's accumulation. */
+__global__ void sgd_kernel(float *__restrict__ w, float *__restrict__ g, float *__restrict__ m,
+                           const unsigned char *__restrict__ decay, size_t n, float lr, float mu,
+                           float wd, float k)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float gi = __fmul_rn(g[i], k) + (decay[i] ? __fmul_rn(wd, w[i]) : 0.0f);
+        float mi = __fadd_rn(__fmul_rn(mu, m[i]), gi);
+        m[i] = mi;
+        w[i] = __fsub_rn(w[i], __fmul_rn(lr, __fadd_rn(gi, __fmul_rn(mu, mi))));
+        g[i] = 0.0f;
+    }
+}
+
+__global__ void adamw_kernel(float *__restrict__ w, float *__restrict__ g, float *__restrict__ m,
+                             float *__restrict__ v, const unsigned char *__restrict__ decay,
+                             size_t n, float step_size, float b1, float b2, float inv_bc2,
+                             float eps, float shrink, float k)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float gi = __fmul_rn(g[i], k), wi = w[i];
+        if (decay[i]) wi = __fmul_rn(wi, shrink);
+        float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(1.0f - b1, gi));
+        float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(__fmul_rn(1.0f - b2, gi), gi));
+        m[i] = mi;
+        v[i] = vi;
+        w[i] = __fsub_rn(wi, __fdiv_rn(__fmul_rn(step_size, mi),
+                                       __fadd_rn(__fsqrt_rn(__fmul_rn(vi, inv_bc2)), eps)));
+        g[i] = 0.0f;
+    }
+}
+
 } // namespace
 
 extern "C" {
@@ -516,6 +565,27 @@ void zt_cu_tanh_backward(cudaStream_t s, const float *y, const float *dy, float 
 void zt_cu_add_into(cudaStream_t s, float *dst, const float *src, size_t n)
 {
     add_into_kernel<<<blocks_for(n), kThreads, 0, s>>>(dst, src, n);
+}
+
+void zt_cu_sumsq(cudaStream_t s, const float *x, const unsigned char *mask, size_t n, double *out)
+{
+    /* few blocks: each thread sums many before the one atomic per block */
+    unsigned blocks = blocks_for(n) < 1024 ? blocks_for(n) : 1024;
+    sumsq_kernel<<<blocks, kThreads, 0, s>>>(x, mask, n, out);
+}
+
+void zt_cu_sgd_nesterov(cudaStream_t s, float *w, float *g, float *m, const unsigned char *decay,
+                        size_t n, float lr, float mu, float wd, float k)
+{
+    sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(w, g, m, decay, n, lr, mu, wd, k);
+}
+
+void zt_cu_adamw(cudaStream_t s, float *w, float *g, float *m, float *v,
+                 const unsigned char *decay, size_t n, float step_size, float b1, float b2,
+                 float inv_bc2, float eps, float shrink, float k)
+{
+    adamw_kernel<<<blocks_for(n), kThreads, 0, s>>>(w, g, m, v, decay, n, step_size, b1, b2,
+                                                    inv_bc2, eps, shrink, k);
 }
 
 } // extern "C"

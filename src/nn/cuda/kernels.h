@@ -74,6 +74,20 @@ void zt_cu_tanh_backward(cudaStream_t s, const float *y, const float *dy, float 
 /* dst += src */
 void zt_cu_add_into(cudaStream_t s, float *dst, const float *src, size_t n);
 
+/* The optimizer on the device (nn/train.c's loops, every float operation
+ * rounded as the host's, no fused multiply-adds). */
+/* *out += sum of x[i]^2 over the i where mask[i] (all when mask is NULL). */
+void zt_cu_sumsq(cudaStream_t s, const float *x, const unsigned char *mask, size_t n, double *out);
+/* SGD with Nesterov momentum on the gradient g scaled by k, L2 wd on the
+ * weights decay marks; g is zeroed. */
+void zt_cu_sgd_nesterov(cudaStream_t s, float *w, float *g, float *m, const unsigned char *decay,
+                        size_t n, float lr, float mu, float wd, float k);
+/* AdamW on the gradient g scaled by k: w *= shrink where decay, then the
+ * bias-corrected step (step_size = lr / (1 - b1^t), inv_bc2 = 1 / (1 - b2^t)); g is zeroed. */
+void zt_cu_adamw(cudaStream_t s, float *w, float *g, float *m, float *v,
+                 const unsigned char *decay, size_t n, float step_size, float b1, float b2,
+                 float inv_bc2, float eps, float shrink, float k);
+
 #ifdef __cplusplus
 }
 #endif
