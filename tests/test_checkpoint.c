@@ -24,6 +24,7 @@
 #include "train/train.h"
 
 #include "zt_test.h"
+#include "zt_train_test.h"
 
 static char tmp_root[256];
 
@@ -48,27 +49,7 @@ static const char *const tiny[] = {"mode=deterministic",
  * with the tiny settings and then `extra`. */
 static zt_status train_to(const char *run, bool resume, int64_t steps, const char *const *extra)
 {
-    zt_config *cfg = zt_config_new();
-    zt_status st = ZT_OK;
-    if (resume) {
-        char path[512];
-        snprintf(path, sizeof path, "%s/config.ini", run);
-        st = zt_config_load_file(cfg, path);
-    } else {
-        for (int i = 0; tiny[i] && st == ZT_OK; i++) st = zt_config_set(cfg, tiny[i]);
-    }
-    for (int i = 0; extra && extra[i] && st == ZT_OK; i++) st = zt_config_set(cfg, extra[i]);
-    if (st == ZT_OK) {
-        zt_train_options opt = {.game = resume ? NULL : "tictactoe",
-                                .config = cfg,
-                                .run_dir = run,
-                                .resume = resume,
-                                .steps = steps,
-                                .quiet = true};
-        st = zt_train_run(&opt);
-    }
-    zt_config_free(cfg);
-    return st;
+    return zt_test_train(run, resume, NULL, tiny, extra, 0, steps);
 }
 
 static bool exists(const char *run, const char *rel)
@@ -355,16 +336,11 @@ static void test_thread_budget(void)
 int main(void)
 {
     zt_log_set_level(ZT_LOG_ERROR);
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/zt_test_checkpoint.XXXXXX");
-    if (!mkdtemp(tmp_root)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    printf("runs under %s\n", tmp_root);
+    if (!zt_test_tmp_root(tmp_root, sizeof tmp_root, "test_checkpoint")) return 1;
     test_recovery();
     test_metrics_on_resume();
     test_lock();
     test_thread_budget();
-    if (zt_test_failures == 0) zt_remove_tree(tmp_root);
+    zt_test_remove_root(tmp_root);
     return zt_test_finish("test_checkpoint");
 }

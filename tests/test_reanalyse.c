@@ -30,6 +30,7 @@
 #include "train/train.h"
 
 #include "zt_test.h"
+#include "zt_train_test.h"
 
 static char tmp_root[256];
 
@@ -288,58 +289,15 @@ static void test_settings(void)
 
 /* ---- training ---- */
 
-static const char *tictactoe_ini(char *buf, size_t cap)
-{
-    const char *src = getenv("ZT_SOURCE_DIR");
-    snprintf(buf, cap, "%s/configs/tictactoe.ini", src ? src : ".");
-    struct stat sb;
-    return stat(buf, &sb) == 0 ? buf : NULL;
-}
-
+/* A quiet tic-tac-toe run: a new one from configs/tictactoe.ini, `sets`
+ * and `more`; a resumed one from its own config.ini. */
 static zt_status train(const char *run, bool resume, double minutes, int64_t steps,
                        const char *const *sets, const char *const *more)
 {
-    zt_config *cfg = zt_config_new();
-    char ini[512], path[512];
-    zt_status st;
-    if (resume) {
-        snprintf(path, sizeof path, "%s/config.ini", run);
-        st = zt_config_load_file(cfg, path);
-    } else {
-        const char *p = tictactoe_ini(ini, sizeof ini);
-        st = p ? zt_config_load_file(cfg, p) : zt_fail(ZT_ERR_NOT_FOUND, "configs/tictactoe.ini");
-    }
-    for (int i = 0; st == ZT_OK && !resume && sets && sets[i]; i++)
-        st = zt_config_set(cfg, sets[i]);
-    for (int i = 0; st == ZT_OK && !resume && more && more[i]; i++)
-        st = zt_config_set(cfg, more[i]);
-    if (st == ZT_OK) {
-        zt_train_options opt = {.game = resume ? NULL : "tictactoe",
-                                .config = cfg,
-                                .run_dir = run,
-                                .resume = resume,
-                                .minutes = minutes,
-                                .steps = steps,
-                                .quiet = true};
-        st = zt_train_run(&opt);
-    }
-    zt_config_free(cfg);
-    return st;
-}
-
-static bool same_file(const char *a, const char *b)
-{
-    char *da, *db;
-    size_t la, lb;
-    if (zt_read_file(a, &da, &la) != ZT_OK) return false;
-    if (zt_read_file(b, &db, &lb) != ZT_OK) {
-        free(da);
-        return false;
-    }
-    bool same = la == lb && memcmp(da, db, la) == 0;
-    free(da);
-    free(db);
-    return same;
+    char ini[512];
+    const char *p = resume ? NULL : zt_test_tictactoe_ini(ini, sizeof ini);
+    if (!resume && !p) return zt_fail(ZT_ERR_NOT_FOUND, "configs/tictactoe.ini");
+    return zt_test_train(run, resume, p, sets, resume ? NULL : more, minutes, steps);
 }
 
 static const char *const deterministic[] = {
@@ -373,14 +331,14 @@ static void test_deterministic(void)
     }
     weights_of(a, sizeof a, "plain", STEPS);
     weights_of(b, sizeof b, "off", STEPS);
-    CHECK(same_file(a, b), "reanalyse.fraction=0 changed training: %s vs %s", a, b);
+    CHECK(zt_test_same_file(a, b), "reanalyse.fraction=0 changed training: %s vs %s", a, b);
     weights_of(b, sizeof b, "on", STEPS);
-    CHECK(!same_file(a, b), "reanalyse.fraction=0.5 changed nothing: %s", b);
+    CHECK(!zt_test_same_file(a, b), "reanalyse.fraction=0.5 changed nothing: %s", b);
     weights_of(a, sizeof a, "resumed", STEPS);
-    CHECK(same_file(a, b), "a resumed reanalyse run differs: %s vs %s", a, b);
+    CHECK(zt_test_same_file(a, b), "a resumed reanalyse run differs: %s vs %s", a, b);
     /* the fresh root values enter the value targets by value_mix */
     weights_of(a, sizeof a, "outcome", STEPS);
-    CHECK(!same_file(a, b), "reanalyse.value_mix changed nothing: %s vs %s", a, b);
+    CHECK(!zt_test_same_file(a, b), "reanalyse.value_mix changed nothing: %s vs %s", a, b);
     snprintf(a, sizeof a, "%s/on/metrics.jsonl", tmp_root);
     char *metrics;
     size_t len;
@@ -450,21 +408,13 @@ static void test_perfect_play(void)
 int main(void)
 {
     zt_log_set_level(ZT_LOG_WARN);
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/zt_test_reanalyse.XXXXXX");
-    if (!mkdtemp(tmp_root)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!zt_test_tmp_root(tmp_root, sizeof tmp_root, "test_reanalyse")) return 1;
     test_refit();
     test_fresh_search();
     test_settings();
     test_deterministic();
     test_muzero();
     test_perfect_play();
-    if (zt_test_failures == 0) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_root);
-    }
+    zt_test_remove_root(tmp_root);
     return zt_test_finish("test_reanalyse");
 }

@@ -27,70 +27,21 @@
 #include "train/train.h"
 
 #include "zt_test.h"
+#include "zt_train_test.h"
 
 static char tmp_root[256];
 
-static void set_all(zt_config *cfg, const char *const *sets)
-{
-    for (int i = 0; sets[i]; i++) {
-        zt_status st = zt_config_set(cfg, sets[i]);
-        if (st != ZT_OK) fprintf(stderr, "bad setting %s: %s\n", sets[i], zt_error_message());
-    }
-}
-
+/* A quiet tic-tac-toe run from `ini` (may be NULL) and then `sets`; a
+ * resumed run from its own config.ini and then `sets`. */
 static zt_status train(const char *run, bool resume, double minutes, int64_t steps, const char *ini,
                        const char *const *sets)
 {
-    zt_config *cfg = zt_config_new();
-    zt_status st = ZT_OK;
-    if (resume) {
-        char path[512];
-        snprintf(path, sizeof path, "%s/config.ini", run);
-        st = zt_config_load_file(cfg, path);
-    } else if (ini) {
-        st = zt_config_load_file(cfg, ini);
-    }
-    if (st == ZT_OK) {
-        set_all(cfg, sets);
-        zt_train_options opt = {.game = resume ? NULL : "tictactoe",
-                                .config = cfg,
-                                .run_dir = run,
-                                .resume = resume,
-                                .minutes = minutes,
-                                .steps = steps,
-                                .quiet = true};
-        st = zt_train_run(&opt);
-    }
-    zt_config_free(cfg);
-    return st;
+    return zt_test_train(run, resume, ini, NULL, sets, minutes, steps);
 }
 
 static bool read_all(const char *path, char **data, size_t *len)
 {
     return zt_read_file(path, data, len) == ZT_OK;
-}
-
-static bool same_file(const char *a, const char *b)
-{
-    char *da, *db;
-    size_t la, lb;
-    if (!read_all(a, &da, &la)) return false;
-    if (!read_all(b, &db, &lb)) {
-        free(da);
-        return false;
-    }
-    bool same = la == lb && memcmp(da, db, la) == 0;
-    free(da);
-    free(db);
-    return same;
-}
-
-static const char *tictactoe_ini(char *buf, size_t cap)
-{
-    const char *src = getenv("ZT_SOURCE_DIR");
-    snprintf(buf, cap, "%s/configs/tictactoe.ini", src ? src : ".");
-    struct stat sb;
-    return stat(buf, &sb) == 0 ? buf : NULL;
 }
 
 /* ---- perfect play ---- */
@@ -102,7 +53,7 @@ static void test_perfect_play(void)
         return;
     }
     char ini[512], run[300];
-    if (!tictactoe_ini(ini, sizeof ini)) {
+    if (!zt_test_tictactoe_ini(ini, sizeof ini)) {
         CHECK(0, "configs/tictactoe.ini not found (set ZT_SOURCE_DIR)");
         return;
     }
@@ -159,7 +110,7 @@ static void test_exact_resume(void)
     snprintf(straight, sizeof straight, "%s/straight", tmp_root);
     snprintf(killed, sizeof killed, "%s/killed", tmp_root);
     char ini[512];
-    const char *ini_path = tictactoe_ini(ini, sizeof ini);
+    const char *ini_path = zt_test_tictactoe_ini(ini, sizeof ini);
     zt_status st = train(straight, false, 0, STEPS, ini_path, deterministic);
     CHECK(st == ZT_OK, "straight run: %s", zt_error_message());
 
@@ -197,10 +148,10 @@ static void test_exact_resume(void)
     char a[400], b[400];
     snprintf(a, sizeof a, "%s/ckpt/%08d/weights.safetensors", straight, STEPS);
     snprintf(b, sizeof b, "%s/ckpt/%08d/weights.safetensors", killed, STEPS);
-    CHECK(same_file(a, b), "weights differ: %s vs %s", a, b);
+    CHECK(zt_test_same_file(a, b), "weights differ: %s vs %s", a, b);
     snprintf(a, sizeof a, "%s/ckpt/%08d/optimizer.safetensors", straight, STEPS);
     snprintf(b, sizeof b, "%s/ckpt/%08d/optimizer.safetensors", killed, STEPS);
-    CHECK(same_file(a, b), "optimizer state differs: %s vs %s", a, b);
+    CHECK(zt_test_same_file(a, b), "optimizer state differs: %s vs %s", a, b);
 }
 
 /* ---- a run in steps ---- */
@@ -209,11 +160,8 @@ static void test_exact_resume(void)
 static zt_status open_run(const char *run, int64_t steps, const char *ini, const char *const *sets,
                           zt_config **cfg, zt_train **t)
 {
-    *cfg = zt_config_new();
     *t = NULL;
-    zt_status st = ini ? zt_config_load_file(*cfg, ini) : ZT_OK;
-    if (st != ZT_OK) return st;
-    set_all(*cfg, sets);
+    ZT_TRY(zt_test_run_config(run, false, ini, NULL, sets, cfg));
     zt_train_options opt = {
         .game = "tictactoe", .config = *cfg, .run_dir = run, .steps = steps, .quiet = true};
     return zt_train_open(&opt, t);
@@ -232,7 +180,7 @@ static void test_advance_in_chunks(void)
     zt_config *cfg;
     zt_train *t;
     zt_status st =
-        open_run(chunked, STEPS, tictactoe_ini(ini, sizeof ini), deterministic, &cfg, &t);
+        open_run(chunked, STEPS, zt_test_tictactoe_ini(ini, sizeof ini), deterministic, &cfg, &t);
     CHECK(st == ZT_OK, "open: %s", zt_error_message());
     if (st != ZT_OK) {
         zt_config_free(cfg);
@@ -268,10 +216,10 @@ static void test_advance_in_chunks(void)
     char a[400], b[400];
     snprintf(a, sizeof a, "%s/ckpt/%08d/weights.safetensors", straight, STEPS);
     snprintf(b, sizeof b, "%s/ckpt/%08d/weights.safetensors", chunked, STEPS);
-    CHECK(same_file(a, b), "weights differ: %s vs %s", a, b);
+    CHECK(zt_test_same_file(a, b), "weights differ: %s vs %s", a, b);
     snprintf(a, sizeof a, "%s/ckpt/%08d/optimizer.safetensors", straight, STEPS);
     snprintf(b, sizeof b, "%s/ckpt/%08d/optimizer.safetensors", chunked, STEPS);
-    CHECK(same_file(a, b), "optimizer state differs: %s vs %s", a, b);
+    CHECK(zt_test_same_file(a, b), "optimizer state differs: %s vs %s", a, b);
 }
 
 /* Concurrent mode in chunks: each chunk ends at its step bound exactly, and
@@ -295,7 +243,7 @@ static void test_advance_concurrent(void)
     snprintf(run, sizeof run, "%s/concurrent_chunks", tmp_root);
     zt_config *cfg;
     zt_train *t;
-    zt_status st = open_run(run, 0, tictactoe_ini(ini, sizeof ini), sets, &cfg, &t);
+    zt_status st = open_run(run, 0, zt_test_tictactoe_ini(ini, sizeof ini), sets, &cfg, &t);
     CHECK(st == ZT_OK, "open: %s", zt_error_message());
     for (int i = 0; i < 4 && st == ZT_OK; i++) {
         zt_train_progress before = zt_train_get_progress(t);
@@ -343,7 +291,7 @@ static void test_metrics_cadence(void)
                                        NULL};
     char run[300], ini[512];
     snprintf(run, sizeof run, "%s/cadence", tmp_root);
-    zt_status st = train(run, false, 0, STEPS, tictactoe_ini(ini, sizeof ini), sets);
+    zt_status st = train(run, false, 0, STEPS, zt_test_tictactoe_ini(ini, sizeof ini), sets);
     CHECK(st == ZT_OK, "run: %s", zt_error_message());
     char path[400], *metrics;
     size_t len;
@@ -461,7 +409,7 @@ static void test_corrupt_checkpoint(void)
     char a[400], b[400];
     snprintf(a, sizeof a, "%s/ckpt/00000300/weights.safetensors", straight);
     snprintf(b, sizeof b, "%s/ckpt/00000300/weights.safetensors", killed);
-    CHECK(same_file(a, b), "after the fallback the weights differ: %s vs %s", a, b);
+    CHECK(zt_test_same_file(a, b), "after the fallback the weights differ: %s vs %s", a, b);
 
     /* every state.bin damaged: refused, naming latest's checkpoint */
     int n = corrupt_all(killed, "state.bin");
@@ -542,12 +490,7 @@ static void test_arena_opponents(void)
 int main(void)
 {
     zt_log_set_level(ZT_LOG_WARN);
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/zt_test_train.XXXXXX");
-    if (!mkdtemp(tmp_root)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    printf("runs under %s\n", tmp_root);
+    if (!zt_test_tmp_root(tmp_root, sizeof tmp_root, "test_train")) return 1;
     test_exact_resume();
     test_advance_in_chunks();
     test_advance_concurrent();
@@ -555,10 +498,6 @@ int main(void)
     test_corrupt_checkpoint();
     test_arena_opponents();
     test_perfect_play();
-    if (zt_test_failures == 0) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_root);
-    }
+    zt_test_remove_root(tmp_root);
     return zt_test_finish("test_train");
 }

@@ -21,6 +21,7 @@
 #include "train/train.h"
 
 #include "zt_test.h"
+#include "zt_train_test.h"
 
 static char tmp_root[256];
 
@@ -29,45 +30,22 @@ static const char *const SMALL[] = {
     "muzero.channels=16", "muzero.blocks=1",    "muzero.dyn_blocks=1",  "muzero.pred_blocks=0",
     "precision=fp32",     "mode=deterministic", "checkpoint.minutes=0", NULL};
 
-static const char *tictactoe_ini(char *buf, size_t cap)
-{
-    const char *src = getenv("ZT_SOURCE_DIR");
-    snprintf(buf, cap, "%s/configs/tictactoe.ini", src ? src : ".");
-    struct stat sb;
-    return stat(buf, &sb) == 0 ? buf : NULL;
-}
-
 /* algorithm: the `algorithm` setting of a new run (a resumed one keeps its
  * config.ini's). */
 static zt_status train(const char *algorithm, const char *run, bool resume, int64_t steps,
                        const char *const *extra)
 {
-    zt_config *cfg = zt_config_new();
-    char path[512];
-    zt_status st;
-    if (resume) {
-        snprintf(path, sizeof path, "%s/config.ini", run);
-        st = zt_config_load_file(cfg, path);
-    } else {
-        st = tictactoe_ini(path, sizeof path)
-                 ? zt_config_load_file(cfg, path)
-                 : zt_fail(ZT_ERR_NOT_FOUND, "no configs/tictactoe.ini "
-                                             "(set ZT_SOURCE_DIR)");
-        for (int i = 0; st == ZT_OK && SMALL[i]; i++) st = zt_config_set(cfg, SMALL[i]);
-        if (st == ZT_OK) zt_config_put(cfg, "algorithm", algorithm);
-    }
-    for (int i = 0; st == ZT_OK && extra && extra[i]; i++) st = zt_config_set(cfg, extra[i]);
-    if (st == ZT_OK) {
-        zt_train_options opt = {.game = resume ? NULL : "tictactoe",
-                                .config = cfg,
-                                .run_dir = run,
-                                .resume = resume,
-                                .steps = steps,
-                                .quiet = true};
-        st = zt_train_run(&opt);
-    }
-    zt_config_free(cfg);
-    return st;
+    char ini[512], alg[64];
+    const char *fresh[sizeof SMALL / sizeof SMALL[0] + 1];
+    int n = 0;
+    for (; SMALL[n]; n++) fresh[n] = SMALL[n];
+    snprintf(alg, sizeof alg, "algorithm=%s", algorithm);
+    fresh[n++] = alg;
+    fresh[n] = NULL;
+    const char *p = resume ? NULL : zt_test_tictactoe_ini(ini, sizeof ini);
+    if (!resume && !p)
+        return zt_fail(ZT_ERR_NOT_FOUND, "no configs/tictactoe.ini (set ZT_SOURCE_DIR)");
+    return zt_test_train(run, resume, p, fresh, extra, 0, steps);
 }
 
 static char *read_text(const char *run, const char *name)
@@ -186,20 +164,11 @@ static void check_resume_and_config(const char *algorithm)
 int main(void)
 {
     zt_log_set_level(ZT_LOG_WARN);
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/zt_test_train_muzero.XXXXXX");
-    if (!mkdtemp(tmp_root)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    printf("runs under %s\n", tmp_root);
+    if (!zt_test_tmp_root(tmp_root, sizeof tmp_root, "test_train_muzero")) return 1;
     check_resume_and_config("muzero");
     check_resume_and_config("stochastic_muzero");
     check_learns("muzero");
     check_learns("stochastic_muzero");
-    if (zt_test_failures == 0) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_root);
-    }
+    zt_test_remove_root(tmp_root);
     return zt_test_finish("test_train_muzero");
 }
