@@ -19,6 +19,7 @@
 #include "train/train.h"
 
 #include "zt_test.h"
+#include "zt_train_test.h"
 
 static char tmp_root[256];
 
@@ -42,22 +43,9 @@ static const char *const tiny[] = {"mode=deterministic",
 /* zt_train_open of a new run (resume false) or of a resume of `run`. */
 static zt_status open_run(const char *run, bool resume, zt_config **cfg, zt_train **t)
 {
-    *cfg = zt_config_new();
     *t = NULL;
-    zt_status st = ZT_OK;
-    if (resume) {
-        char path[512];
-        snprintf(path, sizeof path, "%s/config.ini", run);
-        st = zt_config_load_file(*cfg, path);
-    } else {
-        for (int i = 0; tiny[i] && st == ZT_OK; i++) st = zt_config_set(*cfg, tiny[i]);
-    }
-    if (st != ZT_OK) return st;
-    zt_train_options opt = {.game = resume ? NULL : "tictactoe",
-                            .config = *cfg,
-                            .run_dir = run,
-                            .resume = resume,
-                            .quiet = true};
+    ZT_TRY(zt_test_run_config(run, resume, NULL, tiny, NULL, cfg));
+    zt_train_options opt = zt_test_options(run, resume, *cfg, 0, 0);
     return zt_train_open(&opt, t);
 }
 
@@ -249,12 +237,7 @@ static int walk_resume_start(const char *run)
 int main(void)
 {
     zt_log_set_level(ZT_LOG_QUIET);
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/zt_test_faults.XXXXXX");
-    if (!mkdtemp(tmp_root)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    printf("runs under %s\n", tmp_root);
+    if (!zt_test_tmp_root(tmp_root, sizeof tmp_root, "test_faults")) return 1;
     char run[300], fresh[300];
     snprintf(run, sizeof run, "%s/run", tmp_root);
     snprintf(fresh, sizeof fresh, "%s/fresh", tmp_root);
@@ -276,6 +259,6 @@ int main(void)
         total += walk_checkpoint(run, 0, "checkpoint write replacing the same step");
     }
     printf("fault injection: %d I/O calls walked in all\n", total);
-    if (zt_test_failures == 0) zt_remove_tree(tmp_root);
+    zt_test_remove_root(tmp_root);
     return zt_test_finish("test_faults");
 }

@@ -162,8 +162,7 @@ static zt_status open_run(const char *run, int64_t steps, const char *ini, const
 {
     *t = NULL;
     ZT_TRY(zt_test_run_config(run, false, ini, NULL, sets, cfg));
-    zt_train_options opt = {
-        .game = "tictactoe", .config = *cfg, .run_dir = run, .steps = steps, .quiet = true};
+    zt_train_options opt = zt_test_options(run, false, *cfg, 0, steps);
     return zt_train_open(&opt, t);
 }
 

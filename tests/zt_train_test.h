@@ -1,5 +1,5 @@
 /* What the tests that train whole tic-tac-toe runs share (test_train,
- * test_checkpoint, test_reanalyse, test_train_muzero): a scratch directory
+ * test_checkpoint, test_reanalyse, test_train_muzero, test_faults): a scratch directory
  * for their runs, a run's config from settings, a run to a number of steps
  * or minutes, and comparing two files byte for byte. Header-only and
  * static, as zt_test.h, which it includes. */
@@ -73,8 +73,24 @@ static inline zt_status zt_test_run_config(const char *run, bool resume, const c
     return st;
 }
 
-/* One quiet training run (zt_train_run) of the config zt_test_run_config
- * makes, to `steps` learner steps or `minutes` (0: no bound). */
+/* The options of a quiet tic-tac-toe run in `run` with the config cfg (a
+ * new one names the game; a resumed one reads it from the run), to `steps`
+ * learner steps or `minutes` (0: no bound). */
+static inline zt_train_options zt_test_options(const char *run, bool resume, zt_config *cfg,
+                                               double minutes, int64_t steps)
+{
+    zt_train_options opt = {.game = resume ? NULL : "tictactoe",
+                            .config = cfg,
+                            .run_dir = run,
+                            .resume = resume,
+                            .minutes = minutes,
+                            .steps = steps,
+                            .quiet = true};
+    return opt;
+}
+
+/* One training run (zt_train_run) of the config zt_test_run_config makes,
+ * with zt_test_options. */
 static inline zt_status zt_test_train(const char *run, bool resume, const char *ini,
                                       const char *const *fresh, const char *const *sets,
                                       double minutes, int64_t steps)
@@ -82,13 +98,7 @@ static inline zt_status zt_test_train(const char *run, bool resume, const char *
     zt_config *cfg;
     zt_status st = zt_test_run_config(run, resume, ini, fresh, sets, &cfg);
     if (st == ZT_OK) {
-        zt_train_options opt = {.game = resume ? NULL : "tictactoe",
-                                .config = cfg,
-                                .run_dir = run,
-                                .resume = resume,
-                                .minutes = minutes,
-                                .steps = steps,
-                                .quiet = true};
+        zt_train_options opt = zt_test_options(run, resume, cfg, minutes, steps);
         st = zt_train_run(&opt);
     }
     zt_config_free(cfg);

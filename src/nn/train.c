@@ -379,12 +379,12 @@ zt_status zt_trainer_step_reduced(zt_trainer *t, const zt_train_batch *batch,
         losses.total = total_loss(&t->cfg, &losses);
     }
     const zt_train_config *c = &t->cfg;
+    /* clipping scales the gradient by k */
+    bool clip = c->clip_norm > 0 && losses.grad_norm > c->clip_norm;
+    float k = clip ? (float)(c->clip_norm / losses.grad_norm) : 1.0f;
+    double lr = zt_trainer_lr_at(c, t->step);
+    losses.lr = lr;
     if (t->device) {
-        float k = c->clip_norm > 0 && losses.grad_norm > c->clip_norm
-                      ? (float)(c->clip_norm / losses.grad_norm)
-                      : 1.0f;
-        double lr = zt_trainer_lr_at(c, t->step);
-        losses.lr = lr;
         zt_nn_opt o = {.adamw = c->optimizer == ZT_OPT_ADAMW,
                        .lr = lr,
                        .momentum = c->momentum,
@@ -400,12 +400,8 @@ zt_status zt_trainer_step_reduced(zt_trainer *t, const zt_train_batch *batch,
         return ZT_OK;
     }
     float *g = t->grads, *w = zt_net_params(t->net), *m = t->m, *v = t->v;
-    if (c->clip_norm > 0 && losses.grad_norm > c->clip_norm) {
-        float k = (float)(c->clip_norm / losses.grad_norm);
+    if (clip)
         for (size_t i = 0; i < t->n; i++) g[i] *= k;
-    }
-    double lr = zt_trainer_lr_at(c, t->step);
-    losses.lr = lr;
     t->step++;
     if (c->optimizer == ZT_OPT_SGD) {
         /* Nesterov momentum in Sutskever et al.'s (2013) reformulation, as

@@ -114,7 +114,6 @@ typedef struct game_entry {
     uint32_t bytes;  /* of its records */
     uint32_t length; /* positions */
     float return0;   /* final return of player 0 */
-    int64_t surprise; /* sum of its records' surprise bytes */
 } game_entry;
 
 struct zt_replay {
@@ -249,23 +248,29 @@ static game_entry *game_at(zt_replay *rb, int64_t i)
     return &rb->games[(rb->first_game + i) % rb->max_games];
 }
 
-static int count_policy_targets(zt_replay *rb, const uint8_t *p, uint32_t length)
+/* What a game's `length` records at p add to the buffer's counters: its
+ * policy targets and the sum of its surprise bytes, from their headers. */
+static void tally_records(zt_replay *rb, const uint8_t *p, uint32_t length, int64_t *targets,
+                          int64_t *surprise)
 {
-    int n = 0;
+    *targets = *surprise = 0;
     for (uint32_t i = 0; i < length; i++) {
-        n += p[0] & ZT_REPLAY_FULL_SEARCH;
-        p += zt_record_length(&rb->layout, p, rb->layout.max_bytes);
+        size_t len = zt_record_length(&rb->layout, p, rb->layout.max_bytes);
+        *targets += p[0] & ZT_REPLAY_FULL_SEARCH;
+        *surprise += zt_record_surprise(p, len);
+        p += len;
     }
-    return n;
 }
 
 static void evict_oldest(zt_replay *rb)
 {
     game_entry *e = game_at(rb, 0);
+    int64_t targets, surprise;
+    tally_records(rb, rb->ring + e->offset, e->length, &targets, &surprise);
     rb->positions -= e->length;
     rb->record_bytes -= e->bytes;
-    rb->policy_targets -= count_policy_targets(rb, rb->ring + e->offset, e->length);
-    rb->surprise_sum -= e->surprise;
+    rb->policy_targets -= targets;
+    rb->surprise_sum -= surprise;
     rb->first_game = (rb->first_game + 1) % rb->max_games;
     rb->num_games--;
 }
@@ -311,7 +316,6 @@ zt_status zt_replay_add_game(zt_replay *rb, const zt_replay_traj *t, float retur
     e->bytes = (uint32_t)t->used;
     e->length = (uint32_t)t->length;
     e->return0 = return0;
-    e->surprise = t->surprise_sum;
     rb->surprise_sum += t->surprise_sum;
     rb->num_games++;
     rb->positions += t->length;
@@ -1028,9 +1032,8 @@ static zt_status load_games(zt_replay *rb, reader *r, int64_t num_games, int64_t
     if (!records) return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: truncated records");
     int64_t positions = 0, targets = 0, surprise = 0;
     for (int64_t i = 0; i < num_games; i++) {
-        game_entry *e = &rb->games[i];
+        const game_entry *e = &rb->games[i];
         const uint8_t *p = records + e->offset;
-        e->surprise = 0;
         size_t left = e->bytes;
         for (uint32_t k = 0; k < e->length; k++) {
             size_t len = zt_record_length(&rb->layout, p, left);
@@ -1044,7 +1047,7 @@ static zt_status load_games(zt_replay *rb, reader *r, int64_t num_games, int64_t
                 return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: record %u of game %lld: %s", k,
                                (long long)i, zt_error_message());
             targets += view.flags & ZT_REPLAY_FULL_SEARCH;
-            e->surprise += view.surprise;
+            surprise += view.surprise;
             p += len;
             left -= len;
         }
@@ -1052,7 +1055,6 @@ static zt_status load_games(zt_replay *rb, reader *r, int64_t num_games, int64_t
             return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: game %lld has %zu stray bytes",
                            (long long)i, left);
         positions += e->length;
-        surprise += e->surprise;
     }
     if (positions > rb->cfg.capacity)
         return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: %lld positions exceed the capacity %lld",
