@@ -262,7 +262,7 @@ static zt_status measure_selfplay(const bench_args *A, const zt_game *g,
     bool shared = S->evaluator == ZT_EVALUATOR_SHARED;
     zt_evaluator_pool *pool = NULL;
     zt_status st = zt_evaluator_pool_new(&S->net, S->backend, S->precision, S->evaluator, n,
-                                         zt_actor_eval_batch(g, &S->actor), n, &pool);
+                                         zt_actor_eval_batch(g, &S->actor), n, S->inflight, &pool);
     zt_model_factory mf = zt_model_factory_for_evaluator();
     init_ctx ic = {S, g, A};
     for (int i = 0; i < n && st == ZT_OK; i++) {

@@ -17,7 +17,8 @@
 #                          then c4-64x5 again with ZT_CUDA_GRAPHS=1
 #         bench_nn_cuda.txt  bench nn --backend cuda (inference and train steps)
 #         train_smoke.log  a short training run with device=cuda and one with auto
-#         selfplay.txt     zeroth bench selfplay on the GPU (shared evaluator), then
+#         selfplay.txt     zeroth bench selfplay on the GPU (shared evaluator, two
+#                          merged batches in flight, then one), then
 #                          bench/mctx_selfplay.py (mctx + pgx, JAX) on the same net,
 #                          sims and games in flight
 #         torch_compare.txt  bench/torch_compare.py --device cuda (last; 120 s cap)
@@ -202,6 +203,11 @@ run() {
     {
         timeout 60 "$BIN/zeroth" bench selfplay connect4 --seconds 4 --set device=cuda \
             --set selfplay.evaluator=shared
+        echo "rc=$?"
+        # the service with one merged batch in flight, against the default two
+        echo "== selfplay.inflight=1 (the default above keeps 2 in flight on the GPU)"
+        timeout 40 "$BIN/zeroth" bench selfplay connect4 --seconds 4 --set device=cuda \
+            --set selfplay.evaluator=shared --set selfplay.inflight=1
         echo "rc=$?"
     } >"$OUT/selfplay.txt" 2>&1
     # "self-play connect4: N actor(s) x G games, ..."

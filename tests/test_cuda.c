@@ -610,7 +610,9 @@ static void *client_main(void *arg)
     return NULL;
 }
 
-static void shared_evaluator_case(zt_rng *r)
+/* Clients on the service over a GPU net get the CPU net's rows, with one
+ * merged batch in flight and with two (what 0 picks on the GPU). */
+static void shared_evaluator_case(zt_rng *r, int inflight)
 {
     zt_net_config cfg;
     zt_net_config_default(&cfg, 6, 7, 2, 7);
@@ -622,7 +624,10 @@ static void shared_evaluator_case(zt_rng *r)
     zt_net_init(cpu, r);
     copy_weights(gpu, cpu);
     zt_eval_service *svc;
-    MUST(zt_eval_service_new(gpu, CLIENTS, CLIENT_BATCH, &svc));
+    MUST(zt_eval_service_new(gpu, CLIENTS, CLIENT_BATCH, inflight, &svc));
+    CHECK(zt_eval_service_inflight(svc) == (inflight ? inflight : 2),
+          "inflight %d: the service keeps %d batches in flight", inflight,
+          zt_eval_service_inflight(svc));
     const int obs_size = 6 * 7 * 2, actions = 7;
     size_t rows = (size_t)ROUNDS * CLIENT_BATCH;
     client_job jobs[CLIENTS];
@@ -659,15 +664,17 @@ static void shared_evaluator_case(zt_rng *r)
         free(jobs[c].logits);
         free(jobs[c].values);
     }
-    CHECK(worst <= TOL_FP32, "shared GPU evaluator rows differ from the CPU net's by %.3g", worst);
+    CHECK(worst <= TOL_FP32, "shared GPU evaluator (%d in flight) rows differ from the CPU net's by %.3g",
+          zt_eval_service_inflight(svc), worst);
     uint64_t expect = 0;
     for (int round = 0; round < ROUNDS; round++)
         expect += (uint64_t)CLIENTS * (1 + round % CLIENT_BATCH);
     CHECK(st.positions == expect, "the service counted %llu positions, not %llu",
           (unsigned long long)st.positions, (unsigned long long)expect);
-    printf("test_cuda: shared evaluator: %llu calls for %llu positions from %d clients, worst "
-           "error %.2g\n",
-           (unsigned long long)st.calls, (unsigned long long)st.positions, CLIENTS, worst);
+    printf("test_cuda: shared evaluator, %d in flight: %llu calls for %llu positions from %d "
+           "clients, worst error %.2g\n",
+           zt_eval_service_inflight(svc), (unsigned long long)st.calls,
+           (unsigned long long)st.positions, CLIENTS, worst);
     free(lc);
     zt_eval_service_free(svc);
     zt_net_free(gpu);
@@ -705,12 +712,14 @@ int main(void)
            worst_fp32_fwd, worst_fp32_grad, worst_bf16_fwd, worst_bf16_grad);
     train_step_case(&r, ZT_OPT_SGD, 0);
     train_step_case(&r, ZT_OPT_ADAMW, 0.05);
-    shared_evaluator_case(&r);
+    shared_evaluator_case(&r, 1);
+    shared_evaluator_case(&r, 0);
     /* Inference again through CUDA graphs (read when a plan is made). */
     setenv("ZT_CUDA_GRAPHS", "1", 1);
     printf("test_cuda: again with ZT_CUDA_GRAPHS=1\n");
     whole_nets(cuda, &r);
-    shared_evaluator_case(&r);
+    shared_evaluator_case(&r, 1);
+    shared_evaluator_case(&r, 2);
     if (zt_test_failures) {
         printf("test_cuda: %d FAILED\n", zt_test_failures);
         return 1;

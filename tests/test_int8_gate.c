@@ -73,6 +73,19 @@ static void test_settings(void)
                         &S) == ZT_ERR_INVALID,
           "agreement 1.5 accepted");
     zt_game_free(g);
+    g = NULL;
+    MUST(read_settings("tictactoe",
+                       (const char *const[]){"precision", "int8", "int8.gate_every", "5", NULL}, &g,
+                       &S));
+    CHECK(S.int8_gate.every == 5, "gate_every read as %d", S.int8_gate.every);
+    zt_game_free(g);
+    g = NULL;
+    CHECK(read_settings("tictactoe",
+                        (const char *const[]){"precision", "int8", "int8.gate_every", "2", "mode",
+                                              "deterministic", NULL},
+                        &g, &S) == ZT_ERR_INVALID,
+          "gate_every 2 accepted in deterministic mode");
+    zt_game_free(g);
 }
 
 static float *flat_weights(const zt_net *net, size_t *n)
@@ -238,6 +251,54 @@ static void test_learner(const char *agreement, bool want_int8)
     zt_game_free(g);
 }
 
+/* int8.gate_every = 3: of 7 publications the 1st, 4th and 7th run the
+ * gate; the others go out with the last run's tail (verdict and ranges),
+ * counted by that verdict. */
+static void test_gate_every(void)
+{
+    zt_game *g;
+    zt_train_settings S;
+    MUST(read_settings("tictactoe",
+                       (const char *const[]){"precision", "int8", "int8.agreement", "0",
+                                             "int8.value_mae", "2", "int8.positions", "64",
+                                             "int8.gate_every", "3", "learner.prefetch", "false",
+                                             NULL},
+                       &g, &S));
+    zt_replay *rb;
+    MUST(zt_replay_new(g, &S.replay, &rb));
+    zt_learner *l;
+    MUST(zt_learner_new(g, &S, rb, &l));
+    size_t tail = zt_learner_weights_tail(l), nt = 0;
+    for (int i = 0; i < zt_net_tensor_count(zt_learner_net(l)); i++)
+        nt += zt_net_tensor_at(zt_learner_net(l), i).count;
+    const zt_weight_source *src = zt_learner_weight_source(l);
+    float *w = zt_xmalloc((nt + tail) * sizeof(float)), *first = zt_xmalloc(tail * sizeof(float));
+    uint64_t have = 0;
+    for (int v = 1; v <= 7; v++) {
+        zt_learner_publish(l);
+        zt_learner_int8_stats q;
+        CHECK(zt_learner_int8(l, &q), "no int8 stats");
+        uint64_t runs = (uint64_t)(v + 2) / 3;
+        CHECK(q.gate_runs == runs && q.int8_versions == (uint64_t)v && q.fallbacks == 0,
+              "after %d publications: %llu gate runs (want %llu), %llu int8, %llu fallbacks", v,
+              (unsigned long long)q.gate_runs, (unsigned long long)runs,
+              (unsigned long long)q.int8_versions, (unsigned long long)q.fallbacks);
+        uint64_t got = 0;
+        MUST(src->poll(src->ctx, have, w, nt + tail, &got));
+        CHECK(got == (uint64_t)v, "polled version %llu, want %d", (unsigned long long)got, v);
+        have = got;
+        if (v == 1) memcpy(first, w + nt, tail * sizeof(float));
+        else if (v < 4)
+            CHECK(memcmp(first, w + nt, tail * sizeof(float)) == 0,
+                  "version %d's tail is not the gate run's", v);
+    }
+    free(first);
+    free(w);
+    zt_learner_free(l);
+    zt_replay_free(rb);
+    zt_game_free(g);
+}
+
 int main(void)
 {
     const zt_nn_backend *be;
@@ -250,5 +311,6 @@ int main(void)
     test_gate("tictactoe", true);
     test_learner("1", false);
     test_learner("0", true);
+    test_gate_every();
     return zt_test_finish("test_int8_gate");
 }

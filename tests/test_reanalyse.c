@@ -153,7 +153,7 @@ static void test_fresh_search(void)
     nc.blocks = 1;
     zt_evaluator_pool *pool = NULL;
     CHECK(zt_evaluator_pool_new(&nc, "ref", ZT_PRECISION_FP32, ZT_EVALUATOR_PRIVATE, 1,
-                                zt_reanalyser_eval_batch(g, &cfg), 1, &pool) == ZT_OK,
+                                zt_reanalyser_eval_batch(g, &cfg), 1, 0, &pool) == ZT_OK,
           "pool: %s", zt_error_message());
     if (!pool) return;
     CHECK(zt_evaluator_pool_update(pool, 0, 1, init_weights, NULL) == ZT_OK, "weights: %s",

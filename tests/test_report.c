@@ -209,9 +209,16 @@ static void test_full_run(void)
             "{\"t\":%.3f,\"step\":%.0f,\"games\":%.0f,\"positions\":%.0f,\"kind\":\"selfplay\","
             "\"games_per_s\":2330,\"positions_per_s\":%.2f,\"inferences_per_s\":%.1f,"
             "\"replay_positions\":%.0f,\"replay_bytes_per_position\":12.0,"
-            "\"nncache_hit_rate\":0.66,\"steps_per_s\":900}\n",
-            t, step, games, 7 * games, 25400 + 20.0 * i / 39.0, 48000 + 10.0 * i, 700.0 * i);
-        records += 2;
+            "\"nncache_hit_rate\":0.66,\"steps_per_s\":900,\"actor_wait\":%.4f,"
+            "\"learner_wait\":0}\n",
+            t, step, games, 7 * games, 25400 + 20.0 * i / 39.0, 48000 + 10.0 * i, 700.0 * i,
+            0.5 - 0.01 * i);
+        add(&m, &len,
+            "{\"t\":%.3f,\"step\":%.0f,\"games\":%.0f,\"positions\":%.0f,\"kind\":"
+            "\"learner_time\",\"train_share\":%.4f,\"sample_share\":0.05,\"publish_share\":0.01,"
+            "\"checkpoint_share\":0,\"arena_share\":0.02,\"wait_share\":0.1}\n",
+            t, step, games, 7 * games, 0.7 + 0.001 * i);
+        records += 3;
         if (i % 13 == 0) { /* i = 0, 13, 26, 39: four arena rounds */
             add(&m, &len,
                 "{\"t\":%.3f,\"step\":%.0f,\"games\":%.0f,\"positions\":%.0f,\"kind\":\"arena\","
@@ -242,12 +249,13 @@ static void test_full_run(void)
     if (!page) return;
     CHECK(strstr(out, "vs random") && strstr(out, "vs perfect") && strstr(out, "ttt_positions") &&
               strstr(out, "Elo +0 [+0, +0]") && strstr(out, "optimal 4507/4520") &&
-              strstr(out, "total 4.846"),
+              strstr(out, "total 4.846") && strstr(out, "actors waiting 11.00 %") &&
+              strstr(out, "learner waiting 0 %"),
           "full: the summary on stdout lacks rows:\n%s", out);
     check_common("full", out, records, page);
     page_stats ps = check_charts("full", page, 4);
-    /* Seven panels, each against time and against games; every chart a curve. */
-    CHECK(ps.charts == 14 && ps.single == 0 && ps.none == 0 && ps.curves >= 14,
+    /* Nine panels, each against time and against games; every chart a curve. */
+    CHECK(ps.charts == 18 && ps.single == 0 && ps.none == 0 && ps.curves >= 18,
           "full: %d charts, %d curves, %d single, %d empty", ps.charts, ps.curves, ps.single,
           ps.none);
     /* The first report's repeated label is gone: 25,380..25,419 games get exact ticks. */

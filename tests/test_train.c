@@ -6,7 +6,9 @@
  * one that ran straight through, and so does one advanced in chunks of
  * steps and of time (zt_train_advance); concurrent chunks stop at their
  * step bound and leave no actor running; a short run's metrics draw curves
- * (several records, the arena at start and end); a corrupt checkpoint is refused with a
+ * (several records, the arena at start and end); the metrics say which side
+ * of a concurrent run waits for the other, and where the learner's time
+ * goes; a corrupt checkpoint is refused with a
  * one-line error; unknown keys are rejected.
  *
  * The training run takes up to two minutes of two cores; under the
@@ -321,6 +323,129 @@ static void test_metrics_cadence(void)
     free(metrics);
 }
 
+/* ---- which side waits ---- */
+
+/* The largest actor_wait and learner_wait over a run's selfplay records,
+ * and how many records; false where the run has none. */
+static bool max_waits(const char *run, double *actor, double *learner, int *records)
+{
+    char path[400], *metrics;
+    size_t len;
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
+    if (!read_all(path, &metrics, &len)) return false;
+    *actor = *learner = 0;
+    *records = 0;
+    for (const char *p = metrics; (p = strstr(p, "\"kind\":\"selfplay\"")); p++) {
+        const char *a = strstr(p, "\"actor_wait\":"), *l = strstr(p, "\"learner_wait\":");
+        const char *eol = strchr(p, '\n');
+        if (!a || !l || (eol && (a > eol || l > eol))) continue;
+        double va = strtod(a + strlen("\"actor_wait\":"), NULL);
+        double vl = strtod(l + strlen("\"learner_wait\":"), NULL);
+        *actor = va > *actor ? va : *actor;
+        *learner = vl > *learner ? vl : *learner;
+        ++*records;
+    }
+    free(metrics);
+    return *records > 0;
+}
+
+/* Over a run's learner_time records: the largest share of waiting for
+ * games and of training, and the largest sum of the shares over intervals
+ * of 0.05 s or more (parts of one thread's time: at most 1, but for a step
+ * that began in the interval before, whose whole time counts in this). */
+static bool learner_shares(const char *run, double *wait, double *train, double *sum, int *records)
+{
+    static const char *const keys[] = {"train_share",      "sample_share", "publish_share",
+                                       "checkpoint_share", "arena_share",  "wait_share"};
+    char path[400], *metrics;
+    size_t len;
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
+    if (!read_all(path, &metrics, &len)) return false;
+    *wait = *train = *sum = 0;
+    *records = 0;
+    double t_prev = 0;
+    for (const char *p = metrics; (p = strstr(p, "\"kind\":\"learner_time\"")); p++) {
+        const char *eol = strchr(p, '\n');
+        const char *bol = p;
+        while (bol > metrics && bol[-1] != '\n') bol--;
+        double t = strncmp(bol, "{\"t\":", 5) == 0 ? strtod(bol + 5, NULL) : 0;
+        bool long_enough = t - t_prev >= 0.05;
+        t_prev = t;
+        double total = 0, v[6];
+        bool all = true;
+        for (int k = 0; k < 6; k++) {
+            char key[40];
+            snprintf(key, sizeof key, "\"%s\":", keys[k]);
+            const char *at = strstr(p, key);
+            all = all && at && (!eol || at < eol);
+            v[k] = all ? strtod(at + strlen(key), NULL) : 0;
+            total += v[k];
+        }
+        if (!all) continue;
+        *train = v[0] > *train ? v[0] : *train;
+        *wait = v[5] > *wait ? v[5] : *wait;
+        if (long_enough) *sum = total > *sum ? total : *sum;
+        ++*records;
+    }
+    free(metrics);
+    return *records > 0;
+}
+
+/* A concurrent run whose replay ratio asks far more training than the
+ * actors' games allow holds its actors (actor_wait), and one that asks far
+ * less keeps its learner waiting for games (learner_wait) while its actors
+ * run free (their lead of 10 batches' worth of positions is never used up). */
+static void test_waits(void)
+{
+    static const char *const common[] = {"seed=3",
+                                         "actors=1",
+                                         "games_per_actor=8",
+                                         "search.sims=8",
+                                         "selfplay.root_cache_sims=16",
+                                         "learner.batch=32",
+                                         "learner.min_positions=64",
+                                         "arena.games=0",
+                                         "arena.positions=0",
+                                         "checkpoint.minutes=0",
+                                         NULL};
+    static const char *const ratios[] = {"replay_ratio=1000", "replay_ratio=0.1"};
+    for (int k = 0; k < 2; k++) {
+        const char *sets[16];
+        int n = 0;
+        for (; common[n]; n++) sets[n] = common[n];
+        sets[n++] = ratios[k];
+        sets[n] = NULL;
+        char run[300], ini[512];
+        snprintf(run, sizeof run, "%s/waits%d", tmp_root, k);
+        zt_status st = train(run, false, 0, k == 0 ? 300 : 40, zt_test_tictactoe_ini(ini, sizeof ini),
+                             sets);
+        CHECK(st == ZT_OK, "%s: %s", ratios[k], zt_error_message());
+        double actor = 0, learner = 0;
+        int records = 0;
+        CHECK(max_waits(run, &actor, &learner, &records), "%s: no selfplay records", ratios[k]);
+        printf("waits, %s: %d records, the most: actors %.3f, learner %.3f\n", ratios[k], records,
+               actor, learner);
+        if (k == 0)
+            CHECK(actor > 0.5, "%s: the actors waited at most %.3f of a record's time", ratios[k],
+                  actor);
+        else
+            CHECK(actor < 0.05 && learner > 0.5,
+                  "%s: actors held %.3f, the learner waited at most %.3f", ratios[k], actor,
+                  learner);
+        double wait = 0, train_share = 0, sum = 0;
+        CHECK(learner_shares(run, &wait, &train_share, &sum, &records),
+              "%s: no learner_time records", ratios[k]);
+        printf("learner time, %s: %d records, the most: training %.3f, waiting for games %.3f, "
+               "all parts %.3f\n",
+               ratios[k], records, train_share, wait, sum);
+        CHECK(sum <= (SANITIZED ? 1.5 : 1.1) && train_share > 0,
+              "%s: shares sum to %.3f, training at most %.3f", ratios[k], sum, train_share);
+        if (k == 1)
+            CHECK(wait > 0.5, "%s: the learner_time record's wait share is at most %.3f",
+                  ratios[k], wait);
+    }
+}
+
 /* ---- refusals ---- */
 
 static void expect_one_line_error(zt_status st, zt_status want, const char *what)
@@ -494,6 +619,7 @@ int main(void)
     test_advance_in_chunks();
     test_advance_concurrent();
     test_metrics_cadence();
+    test_waits();
     test_corrupt_checkpoint();
     test_arena_opponents();
     test_perfect_play();

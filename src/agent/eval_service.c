@@ -3,7 +3,11 @@
  * and scatters the rows back. A client waits only for the batch holding its
  * own rows; the service never waits for a client that has nothing queued,
  * so with several actors their tree work overlaps the network calls of the
- * others. Nothing is allocated after zt_eval_service_new. */
+ * others. With two batches in flight (a device that computes while the
+ * thread goes on: zt_net_overlaps) the thread gathers and submits the next
+ * batch while the device runs one, then scatters that one while the device
+ * runs the next: the device does not wait for the gathering, the copies or
+ * the clients woken. Nothing is allocated after zt_eval_service_new. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,14 +33,25 @@ typedef struct client {
     pthread_cond_t done;
 } client;
 
+/* A merged batch and its buffers (wdl: the raw value head, value_size > 1). */
+typedef struct slot {
+    int n, rows;  /* clients and rows in it */
+    int *taken;   /* its clients, in client order */
+    float *obs, *logits, *values, *wdl;
+    zt_status status; /* its submission's */
+    char message[ZT_MESSAGE_MAX];
+    uint64_t ns;  /* the thread's time in its net calls */
+} slot;
+
 struct zt_eval_service {
     zt_net *net;
     int nclients, client_batch, max_batch;
     int obs_size, num_actions, value_size;
     zt_value_kind value_kind;
-    float *obs, *logits, *values, *wdl; /* the merged batch (wdl: the raw value head, value_size > 1) */
+    int depth;        /* merged batches in flight at most: 1 or 2 */
+    slot slots[2];
+    int oldest, inflight; /* the slot submitted first, and how many are; under mu */
     client *clients;
-    int *taken; /* clients in the batch being run */
     pthread_mutex_t mu;
     pthread_cond_t work;
     pthread_t thread;
@@ -54,26 +69,105 @@ struct zt_eval_service {
     uint64_t *batch_counts;
 };
 
-/* Runs the merged batch (rows already gathered), off the lock; returns the
- * status every client in it gets. */
-static zt_status run_batch(zt_eval_service *svc, int rows, uint64_t *ns)
+/* Under mu: every queued request into slot s, in client order. */
+static void take_queued(zt_eval_service *svc, slot *s)
 {
-    if (zt_fault_hit(ZT_FAULT_EVAL))
-        return zt_fail(ZT_ERR_IO, "evaluator service: injected fault (ZT_FAULT=eval)");
+    s->n = s->rows = 0;
+    for (int i = 0; i < svc->nclients; i++) {
+        client *c = &svc->clients[i];
+        if (c->state != QUEUED) continue;
+        c->state = TAKEN;
+        c->offset = s->rows;
+        s->rows += c->B;
+        s->taken[s->n++] = i;
+    }
+    svc->queued = 0;
+}
+
+/* Off the lock: gathers slot s's rows and submits them. */
+static void submit(zt_eval_service *svc, slot *s)
+{
+    size_t O = (size_t)svc->obs_size;
+    for (int k = 0; k < s->n; k++) {
+        const client *c = &svc->clients[s->taken[k]];
+        memcpy(s->obs + (size_t)c->offset * O, c->obs, (size_t)c->B * O * sizeof(float));
+    }
     uint64_t t0 = zt_now_ns();
-    ZT_TRY(zt_net_forward(svc->net, rows, svc->obs, svc->logits, svc->value_size == 1 ? svc->values : svc->wdl));
-    *ns = zt_now_ns() - t0;
-    if (svc->value_size > 1) zt_net_head_to_value(svc->value_kind, rows, svc->wdl, svc->values);
-    return ZT_OK;
+    if (zt_fault_hit(ZT_FAULT_EVAL))
+        s->status = zt_fail(ZT_ERR_IO, "evaluator service: injected fault (ZT_FAULT=eval)");
+    else
+        s->status = zt_net_forward_submit(svc->net, (int)(s - svc->slots), s->rows, s->obs);
+    s->ns = zt_now_ns() - t0;
+    if (s->status != ZT_OK) snprintf(s->message, sizeof s->message, "%s", zt_error_message());
+}
+
+/* Off the lock: waits for slot s's call and scatters its rows. */
+static void complete(zt_eval_service *svc, slot *s)
+{
+    size_t A = (size_t)svc->num_actions;
+    if (s->status == ZT_OK) {
+        uint64_t t0 = zt_now_ns();
+        s->status = zt_net_forward_wait(svc->net, (int)(s - svc->slots), s->logits,
+                                        svc->value_size == 1 ? s->values : s->wdl);
+        s->ns += zt_now_ns() - t0;
+        if (s->status != ZT_OK) snprintf(s->message, sizeof s->message, "%s", zt_error_message());
+    }
+    if (s->status != ZT_OK) return;
+    if (svc->value_size > 1) zt_net_head_to_value(svc->value_kind, s->rows, s->wdl, s->values);
+    for (int k = 0; k < s->n; k++) {
+        client *c = &svc->clients[s->taken[k]];
+        memcpy(c->logits, s->logits + (size_t)c->offset * A, (size_t)c->B * A * sizeof(float));
+        memcpy(c->value, s->values + c->offset, (size_t)c->B * sizeof(float));
+    }
+}
+
+/* Under mu: slot s's clients get their status and wake. */
+static void release(zt_eval_service *svc, slot *s)
+{
+    if (s->status == ZT_OK) {
+        svc->stats.calls++;
+        svc->stats.positions += (uint64_t)s->rows;
+        svc->stats.net_ns += s->ns;
+        svc->batch_counts[s->rows]++;
+    }
+    for (int k = 0; k < s->n; k++) {
+        client *c = &svc->clients[s->taken[k]];
+        c->status = s->status;
+        if (s->status != ZT_OK) memcpy(c->message, s->message, sizeof s->message);
+        c->state = DONE;
+        pthread_cond_signal(&c->done);
+    }
 }
 
 static void *service_main(void *arg)
 {
     zt_eval_service *svc = arg;
-    size_t A = (size_t)svc->num_actions, O = (size_t)svc->obs_size;
     pthread_mutex_lock(&svc->mu);
     for (;;) {
-        while (!svc->stop && svc->queued == 0 && !svc->excl_fn) pthread_cond_wait(&svc->work, &svc->mu);
+        while (!svc->stop && svc->queued == 0 && !svc->excl_fn && svc->inflight == 0)
+            pthread_cond_wait(&svc->work, &svc->mu);
+        /* an exclusive function or the stop waits until nothing is in
+         * flight, and no batch is submitted meanwhile */
+        bool draining = svc->excl_fn || svc->stop;
+        if (!draining && svc->queued > 0 && svc->inflight < svc->depth) {
+            slot *s = &svc->slots[(svc->oldest + svc->inflight) % svc->depth];
+            take_queued(svc, s);
+            svc->inflight++;
+            pthread_mutex_unlock(&svc->mu);
+            submit(svc, s);
+            pthread_mutex_lock(&svc->mu);
+            continue;
+        }
+        if (svc->inflight > 0) {
+            slot *s = &svc->slots[svc->oldest];
+            pthread_mutex_unlock(&svc->mu);
+            complete(svc, s);
+            pthread_mutex_lock(&svc->mu);
+            release(svc, s);
+            svc->oldest = (svc->oldest + 1) % svc->depth;
+            svc->inflight--;
+            continue;
+        }
         if (svc->excl_fn) {
             svc->excl_status = svc->excl_fn(svc->excl_ctx);
             if (svc->excl_status != ZT_OK)
@@ -84,48 +178,6 @@ static void *service_main(void *arg)
             continue;
         }
         if (svc->stop) break;
-        /* take every queued request, in client order */
-        int n = 0, rows = 0;
-        for (int i = 0; i < svc->nclients; i++) {
-            client *c = &svc->clients[i];
-            if (c->state != QUEUED) continue;
-            c->state = TAKEN;
-            c->offset = rows;
-            rows += c->B;
-            svc->taken[n++] = i;
-        }
-        svc->queued = 0;
-        pthread_mutex_unlock(&svc->mu);
-
-        for (int k = 0; k < n; k++) {
-            const client *c = &svc->clients[svc->taken[k]];
-            memcpy(svc->obs + (size_t)c->offset * O, c->obs, (size_t)c->B * O * sizeof(float));
-        }
-        uint64_t ns = 0;
-        zt_status st = run_batch(svc, rows, &ns);
-        char message[ZT_MESSAGE_MAX];
-        message[0] = '\0';
-        if (st != ZT_OK) snprintf(message, sizeof message, "%s", zt_error_message());
-        for (int k = 0; k < n && st == ZT_OK; k++) {
-            client *c = &svc->clients[svc->taken[k]];
-            memcpy(c->logits, svc->logits + (size_t)c->offset * A, (size_t)c->B * A * sizeof(float));
-            memcpy(c->value, svc->values + c->offset, (size_t)c->B * sizeof(float));
-        }
-
-        pthread_mutex_lock(&svc->mu);
-        if (st == ZT_OK) {
-            svc->stats.calls++;
-            svc->stats.positions += (uint64_t)rows;
-            svc->stats.net_ns += ns;
-            svc->batch_counts[rows]++;
-        }
-        for (int k = 0; k < n; k++) {
-            client *c = &svc->clients[svc->taken[k]];
-            c->status = st;
-            if (st != ZT_OK) memcpy(c->message, message, sizeof message);
-            c->state = DONE;
-            pthread_cond_signal(&c->done);
-        }
     }
     pthread_mutex_unlock(&svc->mu);
     return NULL;
@@ -154,11 +206,15 @@ static zt_status client_eval(void *ctx, int B, const float *obs, float *logits, 
     return ZT_OK;
 }
 
-zt_status zt_eval_service_new(zt_net *net, int clients, int client_batch, zt_eval_service **out)
+zt_status zt_eval_service_new(zt_net *net, int clients, int client_batch, int inflight,
+                              zt_eval_service **out)
 {
     *out = NULL;
     if (clients < 1 || client_batch < 1)
         return zt_fail(ZT_ERR_INVALID, "evaluator service: clients and batch must be >= 1");
+    if (inflight < 0 || inflight > 2)
+        return zt_fail(ZT_ERR_INVALID, "evaluator service: %d batches in flight; 0 (auto), 1 or 2",
+                       inflight);
     zt_eval_service *svc = zt_xcalloc(1, sizeof *svc);
     const zt_net_config *cfg = zt_net_config_of(net);
     svc->net = net;
@@ -169,6 +225,7 @@ zt_status zt_eval_service_new(zt_net *net, int clients, int client_batch, zt_eva
     svc->num_actions = cfg->num_actions;
     svc->value_size = zt_net_value_size(cfg);
     svc->value_kind = cfg->value_kind;
+    svc->depth = inflight > 0 ? inflight : zt_net_overlaps(net) ? 2 : 1;
     pthread_mutex_init(&svc->mu, NULL);
     pthread_mutex_init(&svc->excl_mu, NULL);
     pthread_cond_init(&svc->work, NULL);
@@ -179,16 +236,18 @@ zt_status zt_eval_service_new(zt_net *net, int clients, int client_batch, zt_eva
         pthread_cond_init(&svc->clients[i].done, NULL);
     }
     size_t M = (size_t)svc->max_batch;
-    svc->taken = malloc((size_t)clients * sizeof *svc->taken);
-    svc->obs = malloc(M * (size_t)svc->obs_size * sizeof(float));
-    svc->logits = malloc(M * (size_t)svc->num_actions * sizeof(float));
-    svc->values = malloc(M * sizeof(float));
-    svc->wdl = svc->value_size > 1 ? malloc(M * (size_t)svc->value_size * sizeof(float)) : NULL;
-    svc->batch_counts = calloc(M + 1, sizeof *svc->batch_counts);
+    bool ok = (svc->batch_counts = calloc(M + 1, sizeof *svc->batch_counts)) != NULL;
+    for (int d = 0; d < svc->depth && ok; d++) {
+        slot *s = &svc->slots[d];
+        s->taken = malloc((size_t)clients * sizeof *s->taken);
+        s->obs = malloc(M * (size_t)svc->obs_size * sizeof(float));
+        s->logits = malloc(M * (size_t)svc->num_actions * sizeof(float));
+        s->values = malloc(M * sizeof(float));
+        s->wdl = svc->value_size > 1 ? malloc(M * (size_t)svc->value_size * sizeof(float)) : NULL;
+        ok = s->taken && s->obs && s->logits && s->values && (svc->value_size == 1 || s->wdl);
+    }
     zt_status st = ZT_OK;
-    if (!svc->taken || !svc->obs || !svc->logits || !svc->values || (svc->value_size > 1 && !svc->wdl) ||
-        !svc->batch_counts)
-        st = zt_fail(ZT_ERR_NOMEM, "evaluator service buffers for batch %d", svc->max_batch);
+    if (!ok) st = zt_fail(ZT_ERR_NOMEM, "evaluator service buffers for batch %d", svc->max_batch);
     if (st == ZT_OK) st = zt_net_reserve(net, svc->max_batch);
     if (st == ZT_OK) {
         if (pthread_create(&svc->thread, NULL, service_main, svc) != 0)
@@ -220,11 +279,13 @@ void zt_eval_service_free(zt_eval_service *svc)
     pthread_mutex_destroy(&svc->mu);
     pthread_mutex_destroy(&svc->excl_mu);
     free(svc->clients);
-    free(svc->taken);
-    free(svc->obs);
-    free(svc->logits);
-    free(svc->values);
-    free(svc->wdl);
+    for (int d = 0; d < 2; d++) {
+        free(svc->slots[d].taken);
+        free(svc->slots[d].obs);
+        free(svc->slots[d].logits);
+        free(svc->slots[d].values);
+        free(svc->slots[d].wdl);
+    }
     free(svc->batch_counts);
     free(svc);
 }
@@ -253,6 +314,11 @@ void zt_eval_service_batch_counts(zt_eval_service *svc, uint64_t *counts)
 int zt_eval_service_max_batch(const zt_eval_service *svc)
 {
     return svc->max_batch;
+}
+
+int zt_eval_service_inflight(const zt_eval_service *svc)
+{
+    return svc->depth;
 }
 
 zt_status zt_eval_service_exclusive(zt_eval_service *svc, zt_status (*fn)(void *ctx), void *ctx)

@@ -95,8 +95,11 @@ typedef struct zt_eval_service zt_eval_service;
 
 /* A service thread over `net` (borrowed; the service alone calls it) for
  * up to `clients` clients, each sending batches of at most client_batch
- * positions. Merged batches hold up to clients x client_batch positions. */
-zt_status zt_eval_service_new(zt_net *net, int clients, int client_batch, zt_eval_service **out);
+ * positions. Merged batches hold up to clients x client_batch positions;
+ * `inflight` of them (1 or 2; 0: 2 where the net's device computes while
+ * the thread goes on, zt_net_overlaps, else 1) are submitted at once. */
+zt_status zt_eval_service_new(zt_net *net, int clients, int client_batch, int inflight,
+                              zt_eval_service **out);
 /* Stops the thread (no client may be waiting) and frees the service. */
 void zt_eval_service_free(zt_eval_service *svc);
 /* Client i's evaluator (0 <= i < clients); one thread uses it at a time.
@@ -107,6 +110,8 @@ zt_evaluator_stats zt_eval_service_get_stats(zt_eval_service *svc);
  * client_batch]. */
 void zt_eval_service_batch_counts(zt_eval_service *svc, uint64_t *counts);
 int zt_eval_service_max_batch(const zt_eval_service *svc);
+/* The merged batches it keeps in flight (1 or 2). */
+int zt_eval_service_inflight(const zt_eval_service *svc);
 /* Runs fn(ctx) on the service thread between batches (no batch in flight),
  * and returns when it has run: a way to change the net's weights. */
 zt_status zt_eval_service_exclusive(zt_eval_service *svc, zt_status (*fn)(void *ctx), void *ctx);
@@ -124,10 +129,11 @@ typedef struct zt_evaluator_pool zt_evaluator_pool;
 
 /* Nets of architecture cfg (zero weights until written) and their
  * evaluators for `clients` clients of up to client_batch positions each:
- * private nets run on one thread, the shared net on shared_threads. */
+ * private nets run on one thread, the shared net on shared_threads with
+ * `inflight` merged batches in flight (zt_eval_service_new). */
 zt_status zt_evaluator_pool_new(const zt_net_config *cfg, const char *backend, zt_precision prec,
                                 zt_evaluator_kind kind, int clients, int client_batch,
-                                int shared_threads, zt_evaluator_pool **out);
+                                int shared_threads, int inflight, zt_evaluator_pool **out);
 void zt_evaluator_pool_free(zt_evaluator_pool *p);
 zt_evaluator_kind zt_evaluator_pool_kind(const zt_evaluator_pool *p);
 zt_evaluator zt_evaluator_pool_client(zt_evaluator_pool *p, int i);

@@ -20,7 +20,7 @@ struct zt_evaluator_pool {
 
 zt_status zt_evaluator_pool_new(const zt_net_config *cfg, const char *backend, zt_precision prec,
                                 zt_evaluator_kind kind, int clients, int client_batch,
-                                int shared_threads, zt_evaluator_pool **out)
+                                int shared_threads, int inflight, zt_evaluator_pool **out)
 {
     *out = NULL;
     if (clients < 1 || client_batch < 1)
@@ -35,7 +35,8 @@ zt_status zt_evaluator_pool_new(const zt_net_config *cfg, const char *backend, z
     zt_status st = ZT_OK;
     if (kind == ZT_EVALUATOR_SHARED) {
         st = zt_net_new(cfg, backend, prec, shared_threads > 0 ? shared_threads : 1, &p->nets[0]);
-        if (st == ZT_OK) st = zt_eval_service_new(p->nets[0], clients, client_batch, &p->service);
+        if (st == ZT_OK) st = zt_eval_service_new(p->nets[0], clients, client_batch, inflight,
+                                                  &p->service);
     } else {
         p->private_ev = zt_xcalloc((size_t)clients, sizeof *p->private_ev);
         for (int i = 0; i < clients && st == ZT_OK; i++) {

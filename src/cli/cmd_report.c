@@ -43,6 +43,14 @@ static const char *const known_fields[] = {"t",
                                            "replay_positions",
                                            "replay_bytes_per_position",
                                            "nncache_hit_rate",
+                                           "actor_wait",
+                                           "learner_wait",
+                                           "train_share",
+                                           "sample_share",
+                                           "publish_share",
+                                           "checkpoint_share",
+                                           "arena_share",
+                                           "wait_share",
                                            "wins",
                                            "draws",
                                            "losses",
@@ -520,7 +528,7 @@ static void collect(chart *c, const record *recs, int n, xaxis xa, const char *k
 
 typedef struct panel {
     const char *title, *y_label, *kind;
-    const char *fields[6], *labels[6];
+    const char *fields[8], *labels[8];
     double y_scale;
     const char *group, *lo, *hi;
     bool from_zero;
@@ -619,6 +627,32 @@ static const panel panels[] = {
      NULL,
      true,
      false},
+    /* Concurrent runs: which side waits for the other (the one near 0 %
+     * limits the run). */
+    {"Waiting: share of each side's time spent waiting for the other",
+     "%",
+     "selfplay",
+     {"actor_wait", "learner_wait", NULL},
+     {"actors", "learner", NULL},
+     100,
+     NULL,
+     NULL,
+     NULL,
+     true,
+     true},
+    {"Learner thread: share of its time in each part",
+     "%",
+     "learner_time",
+     {"train_share", "sample_share", "publish_share", "checkpoint_share", "arena_share",
+      "wait_share", NULL},
+     {"training steps", "waiting for batches", "publishing", "checkpoints", "arenas",
+      "waiting for games", NULL},
+     100,
+     NULL,
+     NULL,
+     NULL,
+     true,
+     true},
     {"Replay buffer",
      "positions",
      "selfplay",
@@ -785,6 +819,8 @@ static void make_summary(const record *recs, int n, summary *sm)
         add_value(res, CELL, selfplay, "games_per_s", "", 1, " games/s");
         add_value(res, CELL, selfplay, "inferences_per_s", "", 1, " inferences/s");
         add_value(res, CELL, selfplay, "nncache_hit_rate", "NN cache hits ", 100, " %");
+        add_value(res, CELL, selfplay, "actor_wait", "actors waiting ", 100, " %");
+        add_value(res, CELL, selfplay, "learner_wait", "learner waiting ", 100, " %");
         add_row(sm, selfplay, "%s", "self-play", res);
     }
 }

@@ -212,7 +212,8 @@ static zt_status make_runner(actor_rank *A, int64_t actors)
                            .precision = S->precision,
                            .weights_tail = tail,
                            .evaluator = S->evaluator,
-                           .shared_threads = S->actors};
+                           .shared_threads = S->actors,
+                           .inflight = S->inflight};
     zt_runner_hooks hooks = {.ctx = A, .hold = held};
     ZT_TRY(zt_runner_new(A->game, &rc, &A->sink, &A->wrapper, &hooks, &A->runner));
     /* until rank 0's first allowance: the positions before training, and

@@ -153,6 +153,16 @@ typedef struct zt_nn_backend {
      * statistics and, when update_stats, updates the running ones. */
     zt_status (*forward)(zt_nn_plan *p, int B, const float *in, float *const *outs, bool training,
                          bool update_stats);
+    /* Optional, both or neither: an inference forward in two halves, for a
+     * caller that works while the device computes (the evaluator service
+     * with two batches in flight). forward_submit queues the call on B
+     * inputs in `slot` (0 or 1: its own staging buffers) and returns;
+     * forward_wait(slot) blocks until that call is done and writes its
+     * outputs as forward does. Each submitted slot is waited for once, in
+     * the order of submission, before it is submitted again; nothing else
+     * runs on the plan meanwhile. `in` stays valid until the wait. */
+    zt_status (*forward_submit)(zt_nn_plan *p, int slot, int B, const float *in);
+    zt_status (*forward_wait)(zt_nn_plan *p, int slot, float *const *outs);
     /* After a training forward of the same batch: d_outs[i] are the loss
      * gradients of the outputs; parameter gradients are ADDED to grads
      * (param_floats); d_in (B x input size) is written when not NULL. */

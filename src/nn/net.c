@@ -21,6 +21,12 @@ struct zt_net {
     zt_precision precision;
     int threads;
     int reserved; /* the largest batch reserved (kept across zt_net_set_precision) */
+    /* zt_net_forward_submit where the backend has no halves: the calls
+     * that zt_net_forward_wait runs */
+    struct {
+        int B;
+        const float *obs;
+    } pending[2];
 };
 
 /* ---- config ---- */
@@ -766,6 +772,35 @@ zt_status zt_net_forward(zt_net *net, int B, const float *obs, float *policy_log
     if (net->mz) return zt_mz_initial(net->mz, B, obs, NULL, policy_logits, value);
     float *outs[2] = {policy_logits, value};
     return net->backend->forward(net->plan, B, obs, outs, false, false);
+}
+
+bool zt_net_overlaps(const zt_net *net)
+{
+    return !net->mz && net->backend->forward_submit && net->backend->forward_wait;
+}
+
+zt_status zt_net_forward_submit(zt_net *net, int slot, int B, const float *obs)
+{
+    ZT_ASSERT(B > 0 && (slot == 0 || slot == 1) && net->pending[slot].B == 0);
+    if (zt_net_overlaps(net)) {
+        ZT_TRY(net->backend->forward_submit(net->plan, slot, B, obs));
+    } else {
+        net->pending[slot].obs = obs;
+    }
+    net->pending[slot].B = B;
+    return ZT_OK;
+}
+
+zt_status zt_net_forward_wait(zt_net *net, int slot, float *policy_logits, float *value)
+{
+    ZT_ASSERT((slot == 0 || slot == 1) && net->pending[slot].B > 0);
+    int B = net->pending[slot].B;
+    net->pending[slot].B = 0;
+    if (zt_net_overlaps(net)) {
+        float *outs[2] = {policy_logits, value};
+        return net->backend->forward_wait(net->plan, slot, outs);
+    }
+    return zt_net_forward(net, B, net->pending[slot].obs, policy_logits, value);
 }
 
 zt_status zt_net_initial(zt_net *net, int B, const float *obs, float *hidden, float *policy_logits,

@@ -260,6 +260,18 @@ zt_status zt_net_set_precision(zt_net *net, zt_precision precision);
 zt_status zt_net_forward(zt_net *net, int B, const float *obs, float *policy_logits,
                          float *value);
 
+/* zt_net_forward in two halves (nn/backend.h's forward_submit/wait): submit
+ * queues the call on B observations in `slot` (0 or 1) and returns; wait
+ * blocks until it is done and writes its outputs. Each submitted slot is
+ * waited for once, in submission order, before it is submitted again, and
+ * nothing else may use the net meanwhile; obs stays as it is until the
+ * wait. Where the backend runs calls on the calling thread (the CPU
+ * backends, MuZero nets) submit only records the call and wait runs it:
+ * zt_net_overlaps says whether a device computes while the caller goes on. */
+zt_status zt_net_forward_submit(zt_net *net, int slot, int B, const float *obs);
+zt_status zt_net_forward_wait(zt_net *net, int slot, float *policy_logits, float *value);
+bool zt_net_overlaps(const zt_net *net);
+
 /* ---- int8 activation ranges ---- *
  * An int8 net codes each tensor a conv or dense reads with a per-tensor scale
  * chosen from the range of its values over sample observations. The ranges

@@ -66,6 +66,12 @@ struct zt_nn_plan {
     const zt_nn_backend *cpu_be, *gpu_be;
     zt_nn_plan *cpu, *gpu;
     int crossover; /* first batch size run on the GPU (INT_MAX: never) */
+    /* forward_submit's slots: a call below the crossover runs on the CPU
+     * at the wait (B > 0: that call's size and input) */
+    struct {
+        int B;
+        const float *in;
+    } cpu_call[2];
 };
 
 static bool backends(const zt_nn_backend **cpu, const zt_nn_backend **gpu)
@@ -139,6 +145,25 @@ static zt_status routed_forward(zt_nn_plan *p, int B, const float *in, float *co
     return p->cpu_be->forward(p->cpu, B, in, outs, false, false);
 }
 
+static zt_status routed_forward_submit(zt_nn_plan *p, int slot, int B, const float *in)
+{
+    if (B >= p->crossover) {
+        p->cpu_call[slot].B = 0;
+        return p->gpu_be->forward_submit(p->gpu, slot, B, in);
+    }
+    p->cpu_call[slot].B = B;
+    p->cpu_call[slot].in = in;
+    return ZT_OK;
+}
+
+static zt_status routed_forward_wait(zt_nn_plan *p, int slot, float *const *outs)
+{
+    int B = p->cpu_call[slot].B;
+    if (B == 0) return p->gpu_be->forward_wait(p->gpu, slot, outs);
+    p->cpu_call[slot].B = 0;
+    return p->cpu_be->forward(p->cpu, B, p->cpu_call[slot].in, outs, false, false);
+}
+
 static zt_status routed_backward(zt_nn_plan *p, int B, const float *const *d_outs, float *grads,
                                  float *d_in)
 {
@@ -154,5 +179,7 @@ const zt_nn_backend zt_nn_backend_routed = {
     .reserve = routed_reserve,
     .params_changed = routed_params_changed,
     .forward = routed_forward,
+    .forward_submit = routed_forward_submit,
+    .forward_wait = routed_forward_wait,
     .backward = routed_backward,
 };

@@ -11,6 +11,7 @@
 #include "agent/mz_model.h"
 #include "core/alloc.h"
 #include "core/thread.h"
+#include "core/timer.h"
 
 typedef struct actor_thread {
     zt_runner *R;
@@ -40,6 +41,7 @@ struct zt_runner {
     pthread_cond_t cv;
     atomic_bool stop_actors;
     atomic_llong positions, games; /* pushed, counting the totals set */
+    atomic_ullong held_ns, waited_ns; /* zt_runner_get_waits */
     zt_actor_stats remote_stats;   /* remote actors' statistics, under mu */
     zt_status error;               /* the first actor thread's failure */
     char message[ZT_MESSAGE_MAX];
@@ -88,7 +90,7 @@ zt_status zt_runner_new(const zt_game *g, const zt_runner_config *cfg, const zt_
     }
     zt_status st = zt_evaluator_pool_new(&cfg->net, cfg->backend, cfg->precision, cfg->evaluator,
                                          R->nactors, zt_actor_eval_batch(g, &cfg->actor),
-                                         cfg->shared_threads, &R->evaluators);
+                                         cfg->shared_threads, cfg->inflight, &R->evaluators);
     for (int i = 0; i < R->nactors && st == ZT_OK; i++) {
         zt_actor_config ac = cfg->actor;
         ac.id = i;
@@ -275,7 +277,12 @@ static void *actor_main(void *arg)
         /* the hold hook reads the learner's progress unlocked: a stale
          * value only delays the wake-up by one wait */
         pthread_mutex_lock(&R->mu);
-        while (!atomic_load(&R->stop_actors) && held(R)) timed_wait(R, 0.05);
+        /* counted wait by wait, so that a long hold shows while it lasts */
+        while (!atomic_load(&R->stop_actors) && held(R)) {
+            uint64_t t0 = zt_now_ns();
+            timed_wait(R, 0.05);
+            atomic_fetch_add(&R->held_ns, zt_now_ns() - t0);
+        }
         pthread_mutex_unlock(&R->mu);
         if (atomic_load(&R->stop_actors)) break;
         st = runner_pull_weights(R, T);
@@ -344,9 +351,19 @@ bool zt_runner_wait_if(zt_runner *R, bool (*pred)(void *ctx), void *ctx, double 
 {
     pthread_mutex_lock(&R->mu);
     bool wait = pred(ctx);
-    if (wait) timed_wait(R, seconds);
+    if (wait) {
+        uint64_t t0 = zt_now_ns();
+        timed_wait(R, seconds);
+        atomic_fetch_add(&R->waited_ns, zt_now_ns() - t0);
+    }
     pthread_mutex_unlock(&R->mu);
     return wait;
+}
+
+zt_runner_waits zt_runner_get_waits(const zt_runner *R)
+{
+    return (zt_runner_waits){.actors_ns = atomic_load(&R->held_ns),
+                             .learner_ns = atomic_load(&R->waited_ns)};
 }
 
 /* ---- generations ---- */

@@ -64,6 +64,7 @@ typedef struct zt_runner_config {
     size_t weights_tail;
     zt_evaluator_kind evaluator;
     int shared_threads;
+    int inflight; /* shared: merged batches in flight (zt_eval_service_new; 0: auto) */
 } zt_runner_config;
 
 typedef struct zt_runner zt_runner;
@@ -108,6 +109,13 @@ bool zt_runner_failed(zt_runner *r);
 /* Under the runner's lock: if pred(ctx), waits up to `seconds` for an actor
  * to push games. Returns what pred said. */
 bool zt_runner_wait_if(zt_runner *r, bool (*pred)(void *ctx), void *ctx, double seconds);
+/* Which side of a concurrent run waits: the nanoseconds the actor threads
+ * have spent held by the hold hook (summed over the threads), and those
+ * zt_runner_wait_if's callers have spent waiting for games. */
+typedef struct zt_runner_waits {
+    uint64_t actors_ns, learner_ns;
+} zt_runner_waits;
+zt_runner_waits zt_runner_get_waits(const zt_runner *r);
 
 /* Generations: starts generation `generation` in every actor and plays it to
  * its end (or until the stop hook says so: then it returns ZT_OK with the

@@ -28,6 +28,7 @@ void zt_int8_gate_config_default(zt_int8_gate_config *c)
     c->agreement = 0.99;
     c->value_mae = 0.02;
     c->tie = 0.02;
+    c->every = 1;
 }
 
 zt_status zt_int8_gate_new(const zt_game *g, const zt_net_config *cfg, const char *backend,

@@ -32,9 +32,14 @@ typedef struct zt_int8_gate_config {
      * this much probability are ties: either move agrees (an untrained or
      * small net's near-uniform policy would otherwise fail on coin flips). */
     double tie;
+    /* Publications per gate run (the learner's, train/learner.c): the
+     * versions between two runs go out with the last run's ranges and
+     * verdict, so the gate costs the learner 1 / every of its time. */
+    int every;
 } zt_int8_gate_config;
 
-/* 128 calibration positions, 256 gate positions, 0.99, 0.02, tie 0.02. */
+/* 128 calibration positions, 256 gate positions, 0.99, 0.02, tie 0.02,
+ * every publication gated. */
 void zt_int8_gate_config_default(zt_int8_gate_config *c);
 
 typedef struct zt_int8_gate_result {

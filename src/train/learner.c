@@ -8,6 +8,7 @@
 
 #include "core/alloc.h"
 #include "core/log.h"
+#include "core/timer.h"
 
 struct zt_learner {
     const zt_game *game;
@@ -30,6 +31,9 @@ struct zt_learner {
     zt_replay_batch cal_batch;  /* the calibration positions */
     size_t tensors_n;           /* floats of the tensors before the int8 tail */
     zt_learner_int8_stats int8;
+    float *int8_tail;           /* the last gate run's tail, for the versions until the next */
+    uint64_t int8_carried;      /* versions sent out with it since */
+    zt_learner_times times;
 };
 
 static size_t weight_floats(const zt_net *net)
@@ -104,6 +108,7 @@ void zt_learner_free(zt_learner *l)
     zt_replay_batch_free(&l->sync_batch);
     if (l->gate) zt_replay_batch_free(&l->cal_batch);
     zt_int8_gate_free(l->gate);
+    free(l->int8_tail);
     free(l->value_target);
     zt_weight_store_free(l->store);
     zt_trainer_free(l->trainer);
@@ -165,6 +170,7 @@ zt_status zt_learner_step(zt_learner *l)
     const zt_train_settings *S = l->S;
     ZT_TRY(start_sampler(l));
     const zt_replay_batch *b;
+    uint64_t t0 = zt_now_ns();
     if (l->sampler) {
         ZT_TRY(zt_replay_sampler_next(l->sampler, &b));
         l->counters.sample_rng = b->rng_after;
@@ -172,6 +178,7 @@ zt_status zt_learner_step(zt_learner *l)
         ZT_TRY(zt_replay_sample(l->rb, &l->counters.sample_rng, &l->sync_batch));
         b = &l->sync_batch;
     }
+    l->times.sample_ns += zt_now_ns() - t0;
     if (b->unroll > 0) {
         /* MuZero: targets of every step of the unroll (root_value_weight
          * does not apply: the value targets are the outcomes) */
@@ -224,8 +231,11 @@ static zt_status train_on(zt_learner *l, const zt_train_batch *tb)
 {
     zt_train_losses loss;
     bool skipped = false;
-    ZT_TRY(zt_trainer_step_reduced(l->trainer, tb, l->reducer.reduce, l->reducer.ctx, &loss,
-                                   &skipped));
+    uint64_t t0 = zt_now_ns();
+    zt_status st = zt_trainer_step_reduced(l->trainer, tb, l->reducer.reduce, l->reducer.ctx,
+                                           &loss, &skipped);
+    l->times.train_ns += zt_now_ns() - t0;
+    ZT_TRY(st);
     if (skipped) {
         l->stopped = true;
         return ZT_OK;
@@ -271,9 +281,20 @@ bool zt_learner_stopped(const zt_learner *l)
     return l->stopped;
 }
 
-/* Quantises and gates the version in `weights`, writing its int8 tail. */
+/* Quantises and gates the version in `weights`, writing its int8 tail; or,
+ * between gate runs (int8.gate_every), sends it out with the last run's. */
 static void publish_int8(zt_learner *l, const float *weights, float *tail)
 {
+    size_t tail_n = zt_int8_gate_tail_size(l->gate);
+    if (l->int8_tail && l->int8_carried + 1 < (uint64_t)l->S->int8_gate.every) {
+        memcpy(tail, l->int8_tail, tail_n * sizeof *tail);
+        l->int8_carried++;
+        if (tail[0] == 1.0f)
+            l->int8.int8_versions++;
+        else
+            l->int8.fallbacks++;
+        return;
+    }
     const float *obs = NULL;
     int B = 0;
     if (l->rb) {
@@ -301,14 +322,26 @@ static void publish_int8(zt_learner *l, const float *weights, float *tail)
                 zt_precision_name(zt_int8_gate_fallback(l->gate)));
     }
     l->int8.last = r;
+    l->int8.gate_runs++;
     if (r.passed)
         l->int8.int8_versions++;
     else
         l->int8.fallbacks++;
+    if (l->S->int8_gate.every > 1) {
+        if (!l->int8_tail) l->int8_tail = zt_xmalloc(tail_n * sizeof *l->int8_tail);
+        memcpy(l->int8_tail, tail, tail_n * sizeof *tail);
+        l->int8_carried = 0;
+    }
+}
+
+zt_learner_times zt_learner_get_times(const zt_learner *l)
+{
+    return l->times;
 }
 
 void zt_learner_publish(zt_learner *l)
 {
+    uint64_t t0 = zt_now_ns();
     float *start = zt_weight_store_begin(l->store), *dst = start;
     int n = zt_net_tensor_count(l->net);
     for (int i = 0; i < n; i++) {
@@ -319,6 +352,7 @@ void zt_learner_publish(zt_learner *l)
     if (l->gate) publish_int8(l, start, dst);
     zt_weight_store_commit(l->store);
     l->counters.published++;
+    l->times.publish_ns += zt_now_ns() - t0;
 }
 
 bool zt_learner_int8(const zt_learner *l, zt_learner_int8_stats *out)

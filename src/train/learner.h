@@ -84,8 +84,9 @@ void zt_learner_publish(zt_learner *l);
 /* int8 actors: versions that went out in int8 and that fell back, and the
  * last gate's result. */
 typedef struct zt_learner_int8_stats {
-    uint64_t int8_versions, fallbacks;
-    zt_int8_gate_result last;
+    uint64_t int8_versions, fallbacks; /* versions sent out int8 / in the fallback */
+    uint64_t gate_runs; /* the rest carried the last run's ranges (int8.gate_every) */
+    zt_int8_gate_result last; /* the last gate run's */
 } zt_learner_int8_stats;
 /* False (nothing written) when the actors are not int8. */
 bool zt_learner_int8(const zt_learner *l, zt_learner_int8_stats *out);
@@ -93,6 +94,15 @@ bool zt_learner_int8(const zt_learner *l, zt_learner_int8_stats *out);
 size_t zt_learner_weights_tail(const zt_learner *l);
 /* The store as a weight source (valid while the learner lives). */
 const zt_weight_source *zt_learner_weight_source(const zt_learner *l);
+
+/* Where the learner's thread spent its time, in nanoseconds since the
+ * learner was made: getting batches (the prefetching sampler's wait, or
+ * sampling on this thread without one), the training steps on them, and
+ * publications (int8 actors: their gate included). */
+typedef struct zt_learner_times {
+    uint64_t sample_ns, train_ns, publish_ns;
+} zt_learner_times;
+zt_learner_times zt_learner_get_times(const zt_learner *l);
 
 /* The mean of the losses since zt_learner_reset_losses (lr: the last
  * step's) into *mean, and how many steps it covers; with none, the last

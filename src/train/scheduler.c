@@ -40,6 +40,9 @@ typedef struct totals {
     double t;
     int64_t games, positions, step;
     uint64_t inferences, valued, hits, moves;
+    zt_runner_waits waits;
+    zt_learner_times learner;
+    uint64_t checkpoint_ns, arena_ns;
 } totals;
 
 struct zt_scheduler {
@@ -50,6 +53,7 @@ struct zt_scheduler {
     double elapsed0; /* the run's wall seconds before it */
 
     totals last_log_totals, last_metrics_totals;
+    uint64_t checkpoint_ns, arena_ns; /* the learner thread's time in them (periodic ones) */
     double last_log, last_metrics, last_status, last_ckpt, last_arena;
     bool replay_figure_logged;
 
@@ -132,45 +136,83 @@ static totals current_totals(zt_scheduler *L)
                     .inferences = a.inferences,
                     .valued = a.positions_valued,
                     .hits = a.nncache_hits,
-                    .moves = a.moves};
+                    .moves = a.moves,
+                    .waits = zt_runner_get_waits(L->p.runner),
+                    .learner = zt_learner_get_times(L->p.learner),
+                    .checkpoint_ns = L->checkpoint_ns,
+                    .arena_ns = L->arena_ns};
 }
 
+/* actor_wait: the share of the actor threads' time the hold hook kept them
+ * waiting for the learner; learner_wait: the share of the learner's spent
+ * waiting for games. Concurrent runs; which one is near 0 says which side
+ * limits the run. */
 typedef struct rates {
-    double gps, pps, ips, sps, hit_rate;
+    double gps, pps, ips, sps, hit_rate, actor_wait, learner_wait;
 } rates;
 
-static rates rates_between(const totals *now, const totals *was)
+static rates rates_between(const zt_scheduler *L, const totals *now, const totals *was)
 {
     double dt = now->t - was->t;
     if (dt <= 0) dt = 1e-9;
     uint64_t dv = now->valued - was->valued;
+    int actors = zt_runner_actors(L->p.runner);
+    double held = (double)(now->waits.actors_ns - was->waits.actors_ns) * 1e-9;
+    double waited = (double)(now->waits.learner_ns - was->waits.learner_ns) * 1e-9;
     return (rates){.gps = (double)(now->games - was->games) / dt,
                    .pps = (double)(now->moves - was->moves) / dt,
                    .ips = (double)(now->inferences - was->inferences) / dt,
                    .sps = (double)(now->step - was->step) / dt,
-                   .hit_rate = dv ? (double)(now->hits - was->hits) / (double)dv : 0};
+                   .hit_rate = dv ? (double)(now->hits - was->hits) / (double)dv : 0,
+                   .actor_wait = actors > 0 ? fmin(1.0, held / (dt * actors)) : 0,
+                   .learner_wait = fmin(1.0, waited / dt)};
 }
 
 /* The status and log line: rates since the last log line. */
 static void format_line(zt_scheduler *L, const totals *now, char *line, size_t cap)
 {
-    rates r = rates_between(now, &L->last_log_totals);
+    rates r = rates_between(L, now, &L->last_log_totals);
     zt_train_losses l;
     zt_learner_mean_losses(L->p.learner, &l);
     zt_replay_stats rs = zt_replay_get_stats(L->p.rb);
+    char waits[64] = "";
+    if (L->S->mode == ZT_TRAIN_CONCURRENT)
+        snprintf(waits, sizeof waits, " | waiting: actors %.0f%% learner %.0f%%",
+                 100 * r.actor_wait, 100 * r.learner_wait);
     snprintf(line, cap,
              "step %lld  %.1f steps/s | games %lld  %.1f/s | positions %.0f/s | inferences %.0f/s "
-             "(cache %.0f%%) | loss p %.3f v %.3f | replay %lld%s%s",
+             "(cache %.0f%%)%s | loss p %.3f v %.3f | replay %lld%s%s",
              (long long)now->step, r.sps, (long long)now->games, r.gps, r.pps, r.ips,
-             100 * r.hit_rate, l.policy, l.value, (long long)rs.positions,
+             100 * r.hit_rate, waits, l.policy, l.value, (long long)rs.positions,
              L->arena_summary[0] ? " | " : "", L->arena_summary);
+}
+
+/* A "learner_time" record: where the learner's thread spent the interval
+ * since `was`, as shares of its wall time: training steps, getting batches
+ * (waiting for the prefetching sampler), publications, checkpoints, arenas
+ * and (concurrent runs) waiting for games; what is left is the loop's own
+ * work and, in the other modes, self-play. */
+static void write_learner_time(zt_scheduler *L, const totals *now, const totals *was)
+{
+    double dt = now->t - was->t;
+    if (dt <= 0) return;
+    double k = 1e-9 / dt;
+    metric(L, "learner_time",
+           "\"train_share\":%.4f,\"sample_share\":%.4f,\"publish_share\":%.4f,"
+           "\"checkpoint_share\":%.4f,\"arena_share\":%.4f,\"wait_share\":%.4f",
+           k * (double)(now->learner.train_ns - was->learner.train_ns),
+           k * (double)(now->learner.sample_ns - was->learner.sample_ns),
+           k * (double)(now->learner.publish_ns - was->learner.publish_ns),
+           k * (double)(now->checkpoint_ns - was->checkpoint_ns),
+           k * (double)(now->arena_ns - was->arena_ns),
+           k * (double)(now->waits.learner_ns - was->waits.learner_ns));
 }
 
 /* A "train" record (the mean losses since the last one) and a "selfplay"
  * record (rates since the last one). */
 static void write_metrics(zt_scheduler *L, const totals *now)
 {
-    rates r = rates_between(now, &L->last_metrics_totals);
+    rates r = rates_between(L, now, &L->last_metrics_totals);
     zt_train_losses l;
     if (zt_learner_mean_losses(L->p.learner, &l) > 0) {
         metric(L, "train",
@@ -188,20 +230,26 @@ static void write_metrics(zt_scheduler *L, const totals *now)
     zt_learner_int8_stats q;
     if (zt_learner_int8(L->p.learner, &q))
         metric(L, "int8",
-               "\"int8_versions\":%llu,\"fallback_versions\":%llu,\"last_passed\":%s,"
-               "\"last_agreement\":%.5f,\"last_value_mae\":%.5f,\"last_ties\":%d,"
-               "\"gate_positions\":%d,\"gate_seconds\":%.4f",
+               "\"int8_versions\":%llu,\"fallback_versions\":%llu,\"gate_runs\":%llu,"
+               "\"last_passed\":%s,\"last_agreement\":%.5f,\"last_value_mae\":%.5f,"
+               "\"last_ties\":%d,\"gate_positions\":%d,\"gate_seconds\":%.4f",
                (unsigned long long)q.int8_versions, (unsigned long long)q.fallbacks,
+               (unsigned long long)q.gate_runs,
                q.last.passed ? "true" : "false", q.last.agreement, q.last.value_mae, q.last.ties,
                q.last.positions, q.last.seconds);
     zt_replay_stats rs = zt_replay_get_stats(L->p.rb);
+    char waits[64] = ""; /* concurrent runs only: the other modes take turns */
+    if (L->S->mode == ZT_TRAIN_CONCURRENT)
+        snprintf(waits, sizeof waits, ",\"actor_wait\":%.4f,\"learner_wait\":%.4f", r.actor_wait,
+                 r.learner_wait);
     metric(L, "selfplay",
            "\"games_per_s\":%.3f,\"positions_per_s\":%.2f,\"inferences_per_s\":%.1f,\"replay_"
            "positions\":%lld,"
            "\"replay_bytes_per_position\":%.2f,\"replay_surprise\":%.4f,\"nncache_hit_rate\":%.4f,"
-           "\"steps_per_s\":%.3f",
+           "\"steps_per_s\":%.3f%s",
            r.gps, r.pps, r.ips, (long long)rs.positions, rs.bytes_per_position, rs.surprise,
-           r.hit_rate, r.sps);
+           r.hit_rate, r.sps, waits);
+    write_learner_time(L, now, &L->last_metrics_totals);
     L->last_metrics_totals = *now;
     L->last_metrics = zt_now_s();
 }
@@ -491,13 +539,17 @@ zt_status zt_scheduler_tick(zt_scheduler *L, bool boundary)
     }
     if (!boundary) return ZT_OK;
     if (S->checkpoint_minutes > 0 && now - L->last_ckpt >= S->checkpoint_minutes * 60) {
+        uint64_t t0 = zt_now_ns();
         ZT_TRY(L->p.checkpoint(L->p.ctx));
+        L->checkpoint_ns += zt_now_ns() - t0;
         L->last_ckpt = zt_now_s();
     }
     int64_t step = learner_step(L);
     if (S->arena_minutes > 0 && now - L->last_arena >= S->arena_minutes * 60 &&
         step > L->arena_step && step > 0) {
+        uint64_t t0 = zt_now_ns();
         ZT_TRY(run_arena(L));
+        L->arena_ns += zt_now_ns() - t0;
         L->last_arena = zt_now_s();
     }
     return ZT_OK;

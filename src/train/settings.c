@@ -25,6 +25,7 @@ static zt_status read_int8(zt_config *c, zt_train_settings *S)
     ZT_TRY(zt_config_double(c, "int8.agreement", q->agreement, 0, 1, &q->agreement));
     ZT_TRY(zt_config_double(c, "int8.value_mae", q->value_mae, 0, 2, &q->value_mae));
     ZT_TRY(zt_config_double(c, "int8.tie", q->tie, 0, 1, &q->tie));
+    ZT_TRY(zt_config_int32(c, "int8.gate_every", q->every, 1, 1 << 20, &q->every));
     S->int8_actors = false;
     /* auto keeps bf16 actors: int8 is opt-in until a 2-hour Connect Four
      * run shows int8 actors reach the bf16 run's strength (issue 16), and
@@ -41,6 +42,13 @@ static zt_status read_int8(zt_config *c, zt_train_settings *S)
         return zt_fail(ZT_ERR_UNSUPPORTED, "precision = int8: nn backend '%s' has no int8 here "
                                            "(it needs the cpu backend and AVX512_VNNI)",
                        S->backend);
+    /* A resumed run gates its first publication afresh; the straight run
+     * may have sent that version out with the ranges of an earlier one. */
+    if (q->every > 1 && S->mode == ZT_TRAIN_DETERMINISTIC)
+        return zt_fail(ZT_ERR_INVALID,
+                       "int8.gate_every = %d needs mode = concurrent or alternate (a "
+                       "deterministic resume could not repeat the versions between gates)",
+                       q->every);
     S->int8_actors = true;
     S->precision = ZT_PRECISION_AUTO;
     return ZT_OK;
@@ -357,6 +365,7 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     int evaluator;
     ZT_TRY(zt_config_choice(c, "selfplay.evaluator", "private", evaluators, &evaluator));
     S->evaluator = evaluator == 0 ? ZT_EVALUATOR_PRIVATE : ZT_EVALUATOR_SHARED;
+    ZT_TRY(zt_config_int32(c, "selfplay.inflight", 0, 0, 2, &S->inflight));
     ZT_TRY(zt_config_bool(c, "selfplay.nncache", !debug, &A->nncache));
     ZT_TRY(zt_config_int32(c, "selfplay.nncache_entries", A->nncache_entries, 1, 1 << 28,
                    &A->nncache_entries));

@@ -337,7 +337,8 @@ static zt_status setup(zt_train *t)
                            .precision = S->precision,
                            .weights_tail = zt_learner_weights_tail(t->learner),
                            .evaluator = S->evaluator,
-                           .shared_threads = S->actors};
+                           .shared_threads = S->actors,
+                           .inflight = S->inflight};
     zt_runner_hooks hooks = {
         .ctx = t, .hold = actors_ahead, .stop = generation_stop, .tick = generation_tick};
     ZT_TRY(zt_runner_new(t->game, &rc, &t->sink, zt_learner_weight_source(t->learner), &hooks,
@@ -387,11 +388,13 @@ static void log_start(zt_train *t)
             zt_net_backend_name(net), zt_precision_name(zt_net_precision(net)),
             zt_net_param_count(net));
     if (S->int8_actors)
-        zt_info("int8 actors: each version is quantised on %d replay positions and gated on %d "
-                "fixed ones (top-1 agreement >= %.3f, value MAE <= %.3f); a failing version runs "
-                "in %s",
+        zt_info("int8 actors: a version is quantised on %d replay positions and gated on %d "
+                "fixed ones (top-1 agreement >= %.3f, value MAE <= %.3f) at every %d "
+                "publication(s), those between carrying its ranges and verdict; a failing "
+                "version runs in %s",
                 S->int8_gate.calibration, S->int8_gate.positions, S->int8_gate.agreement,
-                S->int8_gate.value_mae, zt_precision_name(zt_net_precision(net)));
+                S->int8_gate.value_mae, S->int8_gate.every,
+                zt_precision_name(zt_net_precision(net)));
     else
         zt_info("actors run %s (int8 actors: precision = int8, on the cpu backend with "
                 "AVX512_VNNI)",

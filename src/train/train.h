@@ -77,6 +77,7 @@ typedef struct zt_train_settings {
     int learner_threads;  /* threads of the learner's net */
     bool learner_threads_auto; /* learner.threads = 0: chosen from the cores */
     zt_evaluator_kind evaluator; /* selfplay.evaluator: private nets or one shared service */
+    int inflight;                /* selfplay.inflight: the shared service's batches in flight */
     char backend[32];      /* the nets' backend, after `device` (docs/cuda.md) */
     zt_device device;      /* device: auto (routed by batch size where a GPU is), cpu, cuda[:N] */
     zt_precision precision; /* the learner's (int8 in the config: AUTO here) */

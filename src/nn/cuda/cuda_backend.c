@@ -151,6 +151,7 @@ enum { GRAPH_MAX_BATCH = 256, GRAPH_WORKSPACE = 32 << 20 };
 /* A captured inference call for one batch size. */
 typedef struct graph_entry {
     int B;
+    int io; /* the pinned pair it copies through (zt_nn_plan.io) */
     cudaGraphExec_t exec;
 } graph_entry;
 
@@ -205,6 +206,14 @@ struct zt_nn_plan {
     float *dcol;                /* its gradient (training) */
     void *dylow;                /* the incoming gradient in bf16 (training) */
     float *h_in, *h_out;        /* pinned */
+    /* forward_submit's slots: slot 0 copies through h_in/h_out, slot 1
+     * through its own pinned pair; io says which pair the inference
+     * program being queued uses. done[s] is recorded after slot s's
+     * outputs come down; slot_B[s] > 0 while slot s is in flight. */
+    float *h_in1, *h_out1;
+    int io;
+    cudaEvent_t done[2];
+    int slot_B[2];
     float *h_buf;               /* pinned, max(param_floats, state_floats) */
     /* The optimizer on the device (opt_attach): moments, the decay flags,
      * two double sums; `stale` while the host parameters are older than
@@ -433,6 +442,9 @@ static void free_buffers(zt_nn_plan *p)
     cudaFree(p->d_outs);
     cudaFreeHost(p->h_in);
     cudaFreeHost(p->h_out);
+    cudaFreeHost(p->h_in1);
+    cudaFreeHost(p->h_out1);
+    p->h_in1 = p->h_out1 = NULL;
     p->ln_mean = p->ln_invstd = NULL;
     p->col = p->dylow = NULL;
     p->dcol = p->d_outs = NULL;
@@ -466,6 +478,8 @@ static void cuda_plan_free(zt_nn_plan *p)
     cudaFree(p->d_decay);
     cudaFree(p->d_norms);
     cudaFreeHost(p->h_buf);
+    for (int i = 0; i < 2; i++)
+        if (p->done[i]) cudaEventDestroy(p->done[i]);
     if (p->blas) cublasDestroy(p->blas);
     if (p->stream) cudaStreamDestroy(p->stream);
     zt_nn_graph_free(&p->fg);
@@ -607,6 +621,8 @@ static zt_status reserve_buffers(zt_nn_plan *p, int cap, bool training)
     if (training && in_n > out_n) out_n = in_n; /* d_in comes down through h_out too */
     CU(cudaMallocHost((void **)&p->h_in, in_n * sizeof(float)));
     CU(cudaMallocHost((void **)&p->h_out, out_n * sizeof(float)));
+    CU(cudaMallocHost((void **)&p->h_in1, in_n * sizeof(float)));
+    CU(cudaMallocHost((void **)&p->h_out1, out_n * sizeof(float)));
     if (!training) return ZT_OK;
     for (int t = 0; t < g->ntensors; t++) {
         size_t bytes = (size_t)cap * zt_nn_shape_size(g->tensors[t]) * sizeof(float);
@@ -691,11 +707,22 @@ static const float *bias_ptr(const zt_nn_graph *g, const dev_params *d, const zt
     return op->p[1] >= 0 ? d->params + param_off(g, op->p[1]) : NULL;
 }
 
-/* The input goes up from h_in, which the caller filled. */
+/* The pinned input and output buffers of the pair p->io. */
+static float *io_in(const zt_nn_plan *p)
+{
+    return p->io ? p->h_in1 : p->h_in;
+}
+
+static float *io_out(const zt_nn_plan *p)
+{
+    return p->io ? p->h_out1 : p->h_out;
+}
+
+/* The input goes up from io_in, which the caller filled. */
 static zt_status queue_upload(zt_nn_plan *p, int B, float *dst)
 {
     size_t n = (size_t)B * zt_nn_shape_size(p->g->tensors[p->g->input]);
-    CU(cudaMemcpyAsync(dst, p->h_in, n * sizeof(float), cudaMemcpyHostToDevice, p->stream));
+    CU(cudaMemcpyAsync(dst, io_in(p), n * sizeof(float), cudaMemcpyHostToDevice, p->stream));
     return ZT_OK;
 }
 
@@ -705,32 +732,39 @@ static zt_status upload_input(zt_nn_plan *p, int B, const float *in, float *dst)
     return queue_upload(p, B, dst);
 }
 
-/* The graph outputs (device arrays src[o]) come down into h_out. */
+/* The graph outputs (device arrays src[o]) come down into io_out. */
 static zt_status queue_download(zt_nn_plan *p, int B, float *const *src)
 {
     const zt_nn_graph *g = p->g;
     size_t off = 0;
     for (int o = 0; o < g->noutputs; o++) {
         size_t n = (size_t)B * zt_nn_shape_size(g->tensors[g->outputs[o]]);
-        CU(cudaMemcpyAsync(p->h_out + off, src[o], n * sizeof(float), cudaMemcpyDeviceToHost,
+        CU(cudaMemcpyAsync(io_out(p) + off, src[o], n * sizeof(float), cudaMemcpyDeviceToHost,
                            p->stream));
         off += n;
     }
     return ZT_OK;
 }
 
-/* Waits for the stream, then copies h_out to the caller's outs. */
-static zt_status finish_outputs(zt_nn_plan *p, int B, float *const *outs)
+/* Copies the B rows of outputs in the pinned buffer h to the caller's
+ * outs. */
+static void copy_outputs(const zt_nn_plan *p, int B, const float *h, float *const *outs)
 {
     const zt_nn_graph *g = p->g;
-    CU(cudaStreamSynchronize(p->stream));
-    CU(cudaGetLastError());
     size_t off = 0;
     for (int o = 0; o < g->noutputs; o++) {
         size_t n = (size_t)B * zt_nn_shape_size(g->tensors[g->outputs[o]]);
-        memcpy(outs[o], p->h_out + off, n * sizeof(float));
+        memcpy(outs[o], h + off, n * sizeof(float));
         off += n;
     }
+}
+
+/* Waits for the stream, then copies h_out to the caller's outs. */
+static zt_status finish_outputs(zt_nn_plan *p, int B, float *const *outs)
+{
+    CU(cudaStreamSynchronize(p->stream));
+    CU(cudaGetLastError());
+    copy_outputs(p, B, p->h_out, outs);
     return ZT_OK;
 }
 
@@ -797,7 +831,7 @@ static zt_status infer_queue(zt_nn_plan *p, int B)
 static cudaGraphExec_t graph_for(zt_nn_plan *p, int B)
 {
     for (int i = 0; i < p->ngraphs; i++)
-        if (p->graphs[i].B == B) return p->graphs[i].exec;
+        if (p->graphs[i].B == B && p->graphs[i].io == p->io) return p->graphs[i].exec;
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
     if (cudaStreamBeginCapture(p->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
@@ -820,19 +854,32 @@ static cudaGraphExec_t graph_for(zt_nn_plan *p, int B)
         p->graphs_cap = p->graphs_cap ? 2 * p->graphs_cap : 16;
         p->graphs = zt_xrealloc(p->graphs, (size_t)p->graphs_cap * sizeof *p->graphs);
     }
-    p->graphs[p->ngraphs++] = (graph_entry){.B = B, .exec = exec};
+    p->graphs[p->ngraphs++] = (graph_entry){.B = B, .io = p->io, .exec = exec};
     return exec;
+}
+
+/* Queues an inference call on B inputs `in` through the pinned pair io:
+ * the input into its buffer, then the captured call for B or the program. */
+static zt_status infer_launch(zt_nn_plan *p, int io, int B, const float *in)
+{
+    if (p->fold_dirty) ZT_TRY(refold(p));
+    p->io = io;
+    memcpy(io_in(p), in, (size_t)B * zt_nn_shape_size(p->g->tensors[p->g->input]) * sizeof(float));
+    cudaGraphExec_t exec = p->use_graphs && B <= GRAPH_MAX_BATCH ? graph_for(p, B) : NULL;
+    zt_status s = ZT_OK;
+    if (exec) {
+        cudaError_t e = cudaGraphLaunch(exec, p->stream);
+        if (e != cudaSuccess) s = cu_fail("cudaGraphLaunch", e);
+    } else {
+        s = infer_queue(p, B);
+    }
+    p->io = 0;
+    return s;
 }
 
 static zt_status infer_forward(zt_nn_plan *p, int B, const float *in, float *const *outs)
 {
-    if (p->fold_dirty) ZT_TRY(refold(p));
-    memcpy(p->h_in, in, (size_t)B * zt_nn_shape_size(p->g->tensors[p->g->input]) * sizeof(float));
-    cudaGraphExec_t exec = p->use_graphs && B <= GRAPH_MAX_BATCH ? graph_for(p, B) : NULL;
-    if (exec)
-        CU(cudaGraphLaunch(exec, p->stream));
-    else
-        ZT_TRY(infer_queue(p, B));
+    ZT_TRY(infer_launch(p, 0, B, in));
     return finish_outputs(p, B, outs);
 }
 
@@ -904,6 +951,39 @@ static zt_status cuda_forward(zt_nn_plan *p, int B, const float *in, float *cons
     ZT_TRY(use_device(p));
     ZT_TRY(cuda_reserve(p, B, training));
     return training ? train_forward(p, B, in, outs, update_stats) : infer_forward(p, B, in, outs);
+}
+
+/* forward_submit / forward_wait (backend.h): slot s's call copies through
+ * its own pinned pair and records done[s]; the two slots' programs share
+ * the device activations, which the stream's order keeps apart. */
+static zt_status cuda_forward_submit(zt_nn_plan *p, int slot, int B, const float *in)
+{
+    ZT_TRY(use_device(p));
+    if (B > p->cap) {
+        /* growing frees the pinned buffers the other slot's outputs come down into */
+        if (p->slot_B[0] || p->slot_B[1])
+            return zt_fail(ZT_ERR_INVALID, "cuda: batch %d beyond the %d reserved while a call "
+                                           "is in flight", B, p->cap);
+        ZT_TRY(cuda_reserve(p, B, false));
+    }
+    for (int i = 0; i < 2; i++)
+        if (!p->done[i]) CU(cudaEventCreateWithFlags(&p->done[i], cudaEventDisableTiming));
+    ZT_TRY(infer_launch(p, slot, B, in));
+    CU(cudaEventRecord(p->done[slot], p->stream));
+    p->slot_B[slot] = B;
+    return ZT_OK;
+}
+
+static zt_status cuda_forward_wait(zt_nn_plan *p, int slot, float *const *outs)
+{
+    int B = p->slot_B[slot];
+    ZT_ASSERT(B > 0);
+    p->slot_B[slot] = 0;
+    ZT_TRY(use_device(p));
+    CU(cudaEventSynchronize(p->done[slot]));
+    CU(cudaGetLastError());
+    copy_outputs(p, B, slot ? p->h_out1 : p->h_out, outs);
+    return ZT_OK;
 }
 
 static zt_status gemm_backward(zt_nn_plan *p, int i, int B, const float *dy, float *dx)
@@ -1152,6 +1232,8 @@ const zt_nn_backend zt_nn_backend_cuda = {
     .reserve = cuda_reserve,
     .params_changed = cuda_params_changed,
     .forward = cuda_forward,
+    .forward_submit = cuda_forward_submit,
+    .forward_wait = cuda_forward_wait,
     .backward = cuda_backward,
     .opt_attach = cuda_opt_attach,
     .opt_norms = cuda_opt_norms,
