@@ -211,44 +211,63 @@ static void test_gate(const char *game, bool mlp)
     zt_game_free(g);
 }
 
+/* A tic-tac-toe learner with int8 actors from the settings kv (the
+ * gate's 64 positions, no prefetch, and these), its replay buffer, and the
+ * floats of its tensors and of the int8 tail each version carries. */
+typedef struct int8_learner {
+    zt_game *g;
+    zt_train_settings S;
+    zt_replay *rb;
+    zt_learner *l;
+    size_t tensors, tail;
+} int8_learner;
+
+static void int8_learner_open(int8_learner *t, const char *const *kv)
+{
+    const char *all[32] = {"precision", "int8", "int8.positions", "64", "learner.prefetch", "false"};
+    int n = 6;
+    for (int i = 0; kv[i] && n < 30; i++) all[n++] = kv[i];
+    all[n] = NULL;
+    MUST(read_settings("tictactoe", all, &t->g, &t->S));
+    MUST(zt_replay_new(t->g, &t->S.replay, &t->rb));
+    MUST(zt_learner_new(t->g, &t->S, t->rb, &t->l));
+    t->tail = zt_learner_weights_tail(t->l);
+    t->tensors = 0;
+    for (int i = 0; i < zt_net_tensor_count(zt_learner_net(t->l)); i++)
+        t->tensors += zt_net_tensor_at(zt_learner_net(t->l), i).count;
+}
+
+static void int8_learner_close(int8_learner *t)
+{
+    zt_learner_free(t->l);
+    zt_replay_free(t->rb);
+    zt_game_free(t->g);
+}
+
 /* The learner publishes a version that fails a forced gate as a fallback
  * one, and one that passes as int8. */
 static void test_learner(const char *agreement, bool want_int8)
 {
-    zt_game *g;
-    zt_train_settings S;
-    MUST(read_settings("tictactoe",
-                       (const char *const[]){"precision", "int8", "int8.agreement", agreement,
-                                             "int8.value_mae", want_int8 ? "2" : "0",
-                                             "int8.positions", "64", "learner.prefetch", "false",
-                                             NULL},
-                       &g, &S));
-    zt_replay *rb;
-    MUST(zt_replay_new(g, &S.replay, &rb));
-    zt_learner *l;
-    MUST(zt_learner_new(g, &S, rb, &l));
-    size_t tail = zt_learner_weights_tail(l);
-    CHECK(tail > 1, "no int8 tail");
-    zt_learner_publish(l);
+    int8_learner t;
+    int8_learner_open(&t, (const char *const[]){"int8.agreement", agreement, "int8.value_mae",
+                                                want_int8 ? "2" : "0", NULL});
+    CHECK(t.tail > 1, "no int8 tail");
+    zt_learner_publish(t.l);
     zt_learner_int8_stats q;
-    CHECK(zt_learner_int8(l, &q), "no int8 stats");
+    CHECK(zt_learner_int8(t.l, &q), "no int8 stats");
     CHECK(q.int8_versions == (want_int8 ? 1u : 0u) && q.fallbacks == (want_int8 ? 0u : 1u),
           "agreement %s: %llu int8, %llu fallbacks", agreement,
           (unsigned long long)q.int8_versions, (unsigned long long)q.fallbacks);
     CHECK(q.last.passed == want_int8 && q.last.positions == 64, "last gate");
-    const zt_weight_source *src = zt_learner_weight_source(l);
-    size_t nt = 0;
-    for (int i = 0; i < zt_net_tensor_count(zt_learner_net(l)); i++)
-        nt += zt_net_tensor_at(zt_learner_net(l), i).count;
-    float *w = zt_xmalloc((nt + tail) * sizeof(float));
+    const zt_weight_source *src = zt_learner_weight_source(t.l);
+    size_t nt = t.tensors;
+    float *w = zt_xmalloc((nt + t.tail) * sizeof(float));
     uint64_t got = 0;
-    MUST(src->poll(src->ctx, 0, w, nt + tail, &got));
+    MUST(src->poll(src->ctx, 0, w, nt + t.tail, &got));
     CHECK(got == 1 && w[nt] == (want_int8 ? 1.0f : 0.0f), "published tail flag %g",
           (double)w[nt]);
     free(w);
-    zt_learner_free(l);
-    zt_replay_free(rb);
-    zt_game_free(g);
+    int8_learner_close(&t);
 }
 
 /* int8.gate_every = 3: of 7 publications the 1st, 4th and 7th run the
@@ -256,28 +275,17 @@ static void test_learner(const char *agreement, bool want_int8)
  * counted by that verdict. */
 static void test_gate_every(void)
 {
-    zt_game *g;
-    zt_train_settings S;
-    MUST(read_settings("tictactoe",
-                       (const char *const[]){"precision", "int8", "int8.agreement", "0",
-                                             "int8.value_mae", "2", "int8.positions", "64",
-                                             "int8.gate_every", "3", "learner.prefetch", "false",
-                                             NULL},
-                       &g, &S));
-    zt_replay *rb;
-    MUST(zt_replay_new(g, &S.replay, &rb));
-    zt_learner *l;
-    MUST(zt_learner_new(g, &S, rb, &l));
-    size_t tail = zt_learner_weights_tail(l), nt = 0;
-    for (int i = 0; i < zt_net_tensor_count(zt_learner_net(l)); i++)
-        nt += zt_net_tensor_at(zt_learner_net(l), i).count;
-    const zt_weight_source *src = zt_learner_weight_source(l);
+    int8_learner t;
+    int8_learner_open(&t, (const char *const[]){"int8.agreement", "0", "int8.value_mae", "2",
+                                                "int8.gate_every", "3", NULL});
+    size_t nt = t.tensors, tail = t.tail;
+    const zt_weight_source *src = zt_learner_weight_source(t.l);
     float *w = zt_xmalloc((nt + tail) * sizeof(float)), *first = zt_xmalloc(tail * sizeof(float));
     uint64_t have = 0;
     for (int v = 1; v <= 7; v++) {
-        zt_learner_publish(l);
+        zt_learner_publish(t.l);
         zt_learner_int8_stats q;
-        CHECK(zt_learner_int8(l, &q), "no int8 stats");
+        CHECK(zt_learner_int8(t.l, &q), "no int8 stats");
         uint64_t runs = (uint64_t)(v + 2) / 3;
         CHECK(q.gate_runs == runs && q.int8_versions == (uint64_t)v && q.fallbacks == 0,
               "after %d publications: %llu gate runs (want %llu), %llu int8, %llu fallbacks", v,
@@ -294,9 +302,7 @@ static void test_gate_every(void)
     }
     free(first);
     free(w);
-    zt_learner_free(l);
-    zt_replay_free(rb);
-    zt_game_free(g);
+    int8_learner_close(&t);
 }
 
 int main(void)

@@ -31,7 +31,8 @@ struct zt_learner {
     zt_replay_batch cal_batch;  /* the calibration positions */
     size_t tensors_n;           /* floats of the tensors before the int8 tail */
     zt_learner_int8_stats int8;
-    float *int8_tail;           /* the last gate run's tail, for the versions until the next */
+    float *int8_tail;           /* int8.gate_every > 1: the last gate run's tail, for the
+                                 * versions until the next */
     uint64_t int8_carried;      /* versions sent out with it since */
     zt_learner_times times;
 };
@@ -90,6 +91,8 @@ zt_status zt_learner_new(const zt_game *g, const zt_train_settings *S, zt_replay
         if (st == ZT_OK)
             st = zt_replay_batch_init(&l->cal_batch, g, S->int8_gate.calibration,
                                       S->net.value_kind == ZT_VALUE_WDL);
+        if (st == ZT_OK && S->int8_gate.every > 1)
+            l->int8_tail = zt_xmalloc(zt_int8_gate_tail_size(l->gate) * sizeof *l->int8_tail);
         if (st != ZT_OK) {
             zt_learner_free(l);
             return st;
@@ -281,20 +284,9 @@ bool zt_learner_stopped(const zt_learner *l)
     return l->stopped;
 }
 
-/* Quantises and gates the version in `weights`, writing its int8 tail; or,
- * between gate runs (int8.gate_every), sends it out with the last run's. */
-static void publish_int8(zt_learner *l, const float *weights, float *tail)
+/* Quantises and gates the version in `weights`, writing its int8 tail. */
+static void run_gate(zt_learner *l, const float *weights, float *tail)
 {
-    size_t tail_n = zt_int8_gate_tail_size(l->gate);
-    if (l->int8_tail && l->int8_carried + 1 < (uint64_t)l->S->int8_gate.every) {
-        memcpy(tail, l->int8_tail, tail_n * sizeof *tail);
-        l->int8_carried++;
-        if (tail[0] == 1.0f)
-            l->int8.int8_versions++;
-        else
-            l->int8.fallbacks++;
-        return;
-    }
     const float *obs = NULL;
     int B = 0;
     if (l->rb) {
@@ -323,15 +315,27 @@ static void publish_int8(zt_learner *l, const float *weights, float *tail)
     }
     l->int8.last = r;
     l->int8.gate_runs++;
-    if (r.passed)
+}
+
+/* The version's int8 tail: the gate's, or between gate runs
+ * (int8.gate_every) the last run's; counted by the verdict it carries. */
+static void publish_int8(zt_learner *l, const float *weights, float *tail)
+{
+    size_t tail_n = zt_int8_gate_tail_size(l->gate);
+    if (l->int8.gate_runs > 0 && l->int8_carried + 1 < (uint64_t)l->S->int8_gate.every) {
+        memcpy(tail, l->int8_tail, tail_n * sizeof *tail);
+        l->int8_carried++;
+    } else {
+        run_gate(l, weights, tail);
+        if (l->int8_tail) {
+            memcpy(l->int8_tail, tail, tail_n * sizeof *tail);
+            l->int8_carried = 0;
+        }
+    }
+    if (tail[0] == 1.0f)
         l->int8.int8_versions++;
     else
         l->int8.fallbacks++;
-    if (l->S->int8_gate.every > 1) {
-        if (!l->int8_tail) l->int8_tail = zt_xmalloc(tail_n * sizeof *l->int8_tail);
-        memcpy(l->int8_tail, tail, tail_n * sizeof *tail);
-        l->int8_carried = 0;
-    }
 }
 
 zt_learner_times zt_learner_get_times(const zt_learner *l)
