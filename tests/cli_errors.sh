@@ -48,6 +48,11 @@ expect_ok --help
 tmp_run=$(mktemp -d)/run
 expect_error "unknown device 'gpu'" train tictactoe --run "$tmp_run" --set device=gpu
 expect_error "unknown device 'cuda:x'" train tictactoe --run "$tmp_run" --set device=cuda:x
+# A calibrated resignation threshold with no games played out to calibrate on.
+expect_error "selfplay.resign_false_rate = 0.05 calibrates on played-out games" train backgammon \
+    --run "$tmp_run" --set selfplay.resign=true --set selfplay.resign_playout_fraction=0
+expect_error "selfplay.resign_false_rate" train tictactoe --run "$tmp_run" \
+    --set selfplay.resign_false_rate=0.7
 if "$BIN" bench devices --help >/dev/null 2>&1 && ! "$BIN" bench devices --net bg-mlp512 \
     --seconds 0.001 2>/dev/null | grep -q '^GPU: none found'; then
     echo "cli_errors: a GPU is present: the no-GPU errors are test_cuda's to check there"

@@ -7,7 +7,11 @@
  * comes back as a status, not an abort; finished games go through the
  * trajectory sink, generations in slot order, and a sink's error stops the
  * actor's step with its message; with record_surprise every full search's
- * record holds its surprise. */
+ * record holds its surprise; resignation's threshold is calibrated as the
+ * brute force finds it, and an actor resigns at the fixed threshold, never
+ * when no threshold keeps false resignations rare, and at the calibrated
+ * one when one does. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -501,6 +505,157 @@ static void test_surprise_recorded(void)
     zt_game_free(g);
 }
 
+/* ---- resignation ---- */
+
+/* The brute-force threshold: over every candidate (each side's min_value
+ * and the ceiling, highest first), the first whose resigned sides (min_value
+ * below it; at least one) hold at most false_rate that did not lose. */
+static float brute_threshold(const zt_resign_side *s, int n, float ceiling, double rate)
+{
+    if (n < ZT_RESIGN_MIN_SIDES) return ZT_RESIGN_NONE;
+    float best = ZT_RESIGN_NONE;
+    for (int c = 0; c <= n; c++) {
+        float t = c < n ? s[c].min_value : ceiling;
+        if (t > ceiling || t <= best) continue;
+        int k = 0, wrong = 0;
+        for (int i = 0; i < n; i++)
+            if (s[i].min_value < t) k++, wrong += !s[i].lost;
+        if (k > 0 && wrong <= rate * k) best = t;
+    }
+    return best;
+}
+
+/* zt_resign_calibrate against the brute force on random windows (lost
+ * sides low, others spread, ties from a coarse grid), and the cases by
+ * hand: too few sides, every side lost, no threshold that keeps the share. */
+static void test_resign_calibrate(void)
+{
+    zt_resign_side s[ZT_RESIGN_WINDOW], copy[ZT_RESIGN_WINDOW];
+    zt_rng rng;
+    zt_rng_seed(&rng, 3, 0);
+    int some = 0, none = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        int n = 90 + (int)zt_rng_below(&rng, 400);
+        double rate = trial % 3 == 0 ? 0.05 : trial % 3 == 1 ? 0.2 : 0.0;
+        float ceiling = trial % 2 ? -0.9f : -0.5f;
+        double spread = 0.1 + 0.9 * zt_rng_uniform(&rng);
+        for (int i = 0; i < n; i++) {
+            bool lost = zt_rng_uniform(&rng) < 0.6;
+            double v = lost ? -1 + 0.2 * zt_rng_uniform(&rng) : -1 + 2 * spread * zt_rng_uniform(&rng);
+            if (trial % 4 == 0) v = round(v * 20) / 20; /* ties */
+            s[i] = (zt_resign_side){.min_value = (float)v, .lost = lost};
+        }
+        memcpy(copy, s, (size_t)n * sizeof *s);
+        float want = brute_threshold(s, n, ceiling, rate);
+        float got = zt_resign_calibrate(copy, n, ceiling, rate);
+        CHECK(got == want, "trial %d (n %d, rate %g, ceiling %g): threshold %g, brute force %g",
+              trial, n, rate, (double)ceiling, (double)got, (double)want);
+        some += got > ZT_RESIGN_NONE;
+        none += got == ZT_RESIGN_NONE;
+    }
+    CHECK(some > 20 && none > 20, "random windows: %d with a threshold, %d without", some, none);
+
+    for (int i = 0; i < ZT_RESIGN_MIN_SIDES; i++)
+        s[i] = (zt_resign_side){.min_value = -0.99f + 0.001f * (float)i, .lost = true};
+    CHECK(zt_resign_calibrate(s, ZT_RESIGN_MIN_SIDES - 1, -0.9f, 0.05) == ZT_RESIGN_NONE,
+          "a threshold from fewer than %d sides", ZT_RESIGN_MIN_SIDES);
+    CHECK(zt_resign_calibrate(s, ZT_RESIGN_MIN_SIDES, -0.9f, 0.05) == -0.9f,
+          "every side lost: the threshold is not the ceiling");
+    CHECK(zt_resign_calibrate(s, ZT_RESIGN_MIN_SIDES, -0.95f, 0.05) == -0.95f,
+          "every side lost: the threshold is not the lower ceiling");
+    /* the lowest side did not lose, and none may: no threshold resigns it alone */
+    for (int i = 0; i < ZT_RESIGN_MIN_SIDES; i++)
+        s[i] = (zt_resign_side){.min_value = -0.99f + 0.001f * (float)i, .lost = i > 0};
+    CHECK(zt_resign_calibrate(s, ZT_RESIGN_MIN_SIDES, -0.9f, 0.0) == ZT_RESIGN_NONE,
+          "a threshold with a false resignation at false_rate 0");
+    /* 1 of the lowest 20 did not lose: 5 % allows all 20 and no more
+     * (sides from 20 on did not lose) */
+    for (int i = 0; i < ZT_RESIGN_MIN_SIDES; i++)
+        s[i] = (zt_resign_side){.min_value = -0.99f + 0.001f * (float)i, .lost = i > 0 && i < 20};
+    float t = zt_resign_calibrate(s, ZT_RESIGN_MIN_SIDES, -0.9f, 0.05);
+    CHECK(t == -0.99f + 0.001f * 20, "1 false in the lowest 20: threshold %.4f, not side 20's",
+          (double)t);
+}
+
+/* An evaluator that tells player 0 (X) every position is lost and player 1
+ * (O) won: X's root value is -1 wherever no move wins at once, O's +1. */
+static zt_status x_loses_eval(void *ctx, int B, const float *obs, float *logits, float *value)
+{
+    const zt_evaluator *inner = ctx;
+    ZT_TRY(inner->eval(inner->ctx, B, obs, logits, value));
+    for (int b = 0; b < B; b++) value[b] = obs[(size_t)b * 27 + 2] > 0.5f ? -1.0f : 1.0f;
+    return ZT_OK;
+}
+
+/* Resignation on tic-tac-toe with x_loses_eval: X would resign at its
+ * first move of every game, though with a random net it wins or draws most
+ * of them. With the fixed threshold it resigns and the played-out games
+ * count false resignations; calibrated to at most 5 % false it never
+ * resigns (no threshold keeps that share); calibrated to at most 99.9 %
+ * false it resigns, at the ceiling, once the window holds enough sides. */
+static void test_resign(void)
+{
+    zt_game *g;
+    CHECK(zt_game_new("tictactoe", NULL, &g) == ZT_OK, "tictactoe: %s", zt_error_message());
+    zt_net_config nc;
+    small_net(g, &nc);
+    const double rates[] = {0.0, 0.05, 0.999};
+    for (int r = 0; r < 3; r++) {
+        zt_actor_config ac = small_config(true);
+        ac.games = 16;
+        ac.resign = true;
+        ac.resign_threshold = -0.9f;
+        ac.resign_playout_fraction = 0.5;
+        ac.resign_false_rate = rates[r];
+        zt_evaluator_pool *pool = NULL;
+        CHECK(zt_evaluator_pool_new(&nc, "ref", ZT_PRECISION_FP32, ZT_EVALUATOR_PRIVATE, 1,
+                                    zt_actor_eval_batch(g, &ac), 1, 0, &pool) == ZT_OK,
+              "pool: %s", zt_error_message());
+        if (!pool) break;
+        zt_evaluator inner = zt_evaluator_pool_client(pool, 0);
+        zt_evaluator ev = {.ctx = &inner, .eval = x_loses_eval};
+        zt_model_factory mf = zt_az_model_factory();
+        zt_actor *a = NULL;
+        CHECK(zt_actor_new(g, &mf, &ev, &ac, &a) == ZT_OK, "actor: %s", zt_error_message());
+        if (a) CHECK(zt_actor_weights_changed(a) == ZT_OK, "weights: %s", zt_error_message());
+        CHECK(!a || zt_actor_resign_threshold(a) == (r == 0 ? -0.9f : ZT_RESIGN_NONE),
+              "rate %g: threshold %g before any game", rates[r],
+              a ? (double)zt_actor_resign_threshold(a) : 0.0);
+        length_sink c = {0};
+        zt_traj_sink sink = {.ctx = &c, .push = length_push};
+        for (int step = 0; a && step < 5000 && c.games < 600; step++)
+            CHECK(zt_actor_step(a, &sink) == ZT_OK, "step: %s", zt_error_message());
+        zt_actor_stats as = a ? zt_actor_get_stats(a) : (zt_actor_stats){0};
+        float at = a ? zt_actor_resign_threshold(a) : 0;
+        if (r == 0)
+            CHECK(c.games >= 600 && as.resignations > 150 && as.false_resignations > 0 &&
+                      as.false_resignations <= as.playouts_would_resign && at == -0.9f,
+                  "fixed: %d games, %llu resigned, false %llu of %llu, threshold %g", c.games,
+                  (unsigned long long)as.resignations, (unsigned long long)as.false_resignations,
+                  (unsigned long long)as.playouts_would_resign, (double)at);
+        else if (r == 1)
+            CHECK(c.games >= 600 && as.resignations == 0 && at == ZT_RESIGN_NONE,
+                  "at most 5 %% false: %d games, %llu resigned, threshold %g", c.games,
+                  (unsigned long long)as.resignations, (double)at);
+        else
+            CHECK(c.games >= 600 && as.resignations > 50 && at == -0.9f,
+                  "at most 99.9 %% false: %d games, %llu resigned, threshold %g", c.games,
+                  (unsigned long long)as.resignations, (double)at);
+        zt_actor_free(a);
+        zt_evaluator_pool_free(pool);
+    }
+    zt_actor_config bad = small_config(true);
+    bad.resign = true;
+    bad.resign_false_rate = 1.0;
+    zt_actor *a = NULL;
+    zt_evaluator none = {0};
+    zt_model_factory mf = zt_az_model_factory();
+    CHECK(zt_actor_new(g, &mf, &none, &bad, &a) == ZT_ERR_INVALID && !a &&
+              strstr(zt_error_message(), "resign_false_rate"),
+          "resign_false_rate 1 accepted: %s", zt_error_message());
+    zt_game_free(g);
+}
+
 int main(void)
 {
     test_games_stored();
@@ -511,5 +666,7 @@ int main(void)
     test_sink();
     test_start_positions();
     test_surprise_recorded();
+    test_resign_calibrate();
+    test_resign();
     return zt_test_finish("test_actor");
 }

@@ -24,6 +24,7 @@ typedef struct game_slot {
     bool finished;     /* generation mode: over, waiting for zt_actor_flush */
     bool playout;      /* resignation disabled in this game */
     int would_resign;  /* played-out games: the first player who would have resigned, or -1 */
+    float min_value[2]; /* played-out games: each player's lowest root value (calibration) */
     float return0;
 } game_slot;
 
@@ -44,6 +45,11 @@ struct zt_actor {
     bool start_is_decision;
     uint64_t games_started; /* continuous mode: the stream of the next game */
     zt_actor_stats stats;
+    /* Resignation: the threshold in force and, when calibrated, the newest
+     * ZT_RESIGN_WINDOW played-out sides (a ring) and a copy to sort. */
+    float resign_at;
+    zt_resign_side *sides, *sorted;
+    int nsides, next_side;
 };
 
 void zt_actor_config_default(zt_actor_config *c)
@@ -59,6 +65,7 @@ void zt_actor_config_default(zt_actor_config *c)
     c->resign = false;
     c->resign_threshold = -0.9f;
     c->resign_playout_fraction = 0.1;
+    c->resign_false_rate = 0.05;
     c->nncache = true;
     c->nncache_entries = 1 << 18;
     c->root_cache = true;
@@ -116,6 +123,8 @@ zt_status zt_actor_new(const zt_game *g, const zt_model_factory *mf, const zt_ev
     if (cfg->games < 1) return zt_fail(ZT_ERR_INVALID, "games_per_actor must be >= 1");
     if (!(cfg->full_search_fraction > 0 && cfg->full_search_fraction <= 1))
         return zt_fail(ZT_ERR_INVALID, "full_search_fraction must be in (0, 1]");
+    if (!(cfg->resign_false_rate >= 0 && cfg->resign_false_rate < 1))
+        return zt_fail(ZT_ERR_INVALID, "resign_false_rate must be in [0, 1)");
     zt_actor *a = zt_xcalloc(1, sizeof *a);
     a->game = g;
     a->cfg = *cfg;
@@ -141,6 +150,11 @@ zt_status zt_actor_new(const zt_game *g, const zt_model_factory *mf, const zt_ev
     a->slots = zt_xcalloc((size_t)cfg->games, sizeof *a->slots);
     a->searched = zt_xcalloc((size_t)cfg->games, sizeof *a->searched);
     a->policy = zt_xcalloc((size_t)g->num_actions, sizeof *a->policy);
+    a->resign_at = cfg->resign && cfg->resign_false_rate == 0 ? cfg->resign_threshold : ZT_RESIGN_NONE;
+    if (cfg->resign && cfg->resign_false_rate > 0) {
+        a->sides = zt_xcalloc(ZT_RESIGN_WINDOW, sizeof *a->sides);
+        a->sorted = zt_xcalloc(ZT_RESIGN_WINDOW, sizeof *a->sorted);
+    }
     for (int t = 0; t < cfg->games && st == ZT_OK; t++) st = zt_replay_traj_new(g, &a->slots[t].traj);
     g->reset(g, a->start);
     a->start_is_decision = g->current_player(g, a->start) >= 0;
@@ -169,6 +183,8 @@ void zt_actor_free(zt_actor *a)
     free(a->slots);
     free(a->searched);
     free(a->policy);
+    free(a->sides);
+    free(a->sorted);
     free(a);
 }
 
@@ -193,6 +209,7 @@ static void start_game(zt_actor *a, int t, uint64_t stream)
     s->running = true;
     s->finished = false;
     s->would_resign = -1;
+    s->min_value[0] = s->min_value[1] = INFINITY;
     s->playout = !a->cfg.resign || zt_rng_uniform(&s->rng) < a->cfg.resign_playout_fraction;
     s->return0 = 0;
     s->random_plies = 0;
@@ -223,6 +240,57 @@ static zt_status append_game(zt_actor *a, const game_slot *s, const zt_traj_sink
     return ZT_OK;
 }
 
+/* ---- resignation ---- */
+
+static int by_min_value(const void *x, const void *y)
+{
+    const zt_resign_side *a = x, *b = y;
+    if (a->min_value != b->min_value) return a->min_value < b->min_value ? -1 : 1;
+    return (int)a->lost - (int)b->lost;
+}
+
+float zt_resign_calibrate(zt_resign_side *sides, int n, float ceiling, double false_rate)
+{
+    if (n < ZT_RESIGN_MIN_SIDES) return ZT_RESIGN_NONE;
+    qsort(sides, (size_t)n, sizeof *sides, by_min_value);
+    /* A threshold t resigns the sides with min_value < t: with sides
+     * sorted, the first k for t in (min_value[k - 1], min_value[k]]. The
+     * largest k whose share of sides that did not lose is small enough
+     * (counted in integers: no rounding decides it) gives t = min_value[k],
+     * or the ceiling where that is lower; equal values go together. */
+    float at = ZT_RESIGN_NONE;
+    int wrong = 0;
+    for (int k = 1; k <= n && sides[k - 1].min_value < ceiling; k++) {
+        wrong += !sides[k - 1].lost;
+        if (k < n && sides[k].min_value == sides[k - 1].min_value) continue;
+        if ((double)wrong <= false_rate * k)
+            at = k < n && sides[k].min_value < ceiling ? sides[k].min_value : ceiling;
+    }
+    return at;
+}
+
+/* A played-out game's sides join the window and the threshold is set again
+ * from it. return0 is player 0's result. */
+static void calibrate_resignation(zt_actor *a, const game_slot *s, float return0)
+{
+    int players = zt_game_num_players(a->game) == 1 ? 1 : 2;
+    for (int p = 0; p < players; p++) {
+        if (!(s->min_value[p] <= 1.0f)) continue; /* it never moved */
+        float r = p == 0 ? return0 : -return0;
+        a->sides[a->next_side] = (zt_resign_side){.min_value = s->min_value[p], .lost = r < 0};
+        a->next_side = (a->next_side + 1) % ZT_RESIGN_WINDOW;
+        if (a->nsides < ZT_RESIGN_WINDOW) a->nsides++;
+    }
+    memcpy(a->sorted, a->sides, (size_t)a->nsides * sizeof *a->sorted);
+    a->resign_at = zt_resign_calibrate(a->sorted, a->nsides, a->cfg.resign_threshold,
+                                       a->cfg.resign_false_rate);
+}
+
+float zt_actor_resign_threshold(const zt_actor *a)
+{
+    return a->resign_at;
+}
+
 static zt_status end_game(zt_actor *a, int t, float return0, const zt_traj_sink *sink)
 {
     game_slot *s = &a->slots[t];
@@ -234,6 +302,7 @@ static zt_status end_game(zt_actor *a, int t, float return0, const zt_traj_sink 
         float r = s->would_resign == 0 ? return0 : -return0;
         if (r >= 0) a->stats.false_resignations++;
     }
+    if (s->playout && a->sides) calibrate_resignation(a, s, return0);
     forget_tree(a->full, t);
     forget_tree(a->fast, t);
     if (!a->cfg.continuous) {
@@ -401,7 +470,9 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
         }
         a->stats.moves++;
         a->stats.full_searches += full;
-        if (a->cfg.resign && root_value < a->cfg.resign_threshold) {
+        if (s->playout && player >= 0 && player < 2 && root_value < s->min_value[player])
+            s->min_value[player] = root_value;
+        if (a->cfg.resign && root_value < a->resign_at) {
             if (!s->playout) {
                 zt_replay_traj_add_surprise(s->traj, s->state, full ? a->policy : NULL,
                                             root_value, full, -1, 0.0f, surprise);

@@ -46,11 +46,23 @@ typedef struct zt_actor_config {
     int temperature_moves;
     float temperature;
     /* Resignation (Silver et al. 2017): a player whose root value falls
-     * below resign_threshold loses at once, except in a share of games
-     * played out to the end to count false resignations. */
+     * below the threshold loses at once, except in a share of games played
+     * out to the end to count false resignations. With resign_false_rate
+     * 0 the threshold is resign_threshold. Above 0 it is calibrated as
+     * AlphaGo Zero's was: from the played-out games, the highest threshold
+     * at most resign_threshold under which no more than that share of the
+     * sides that would have resigned did not lose (zt_resign_calibrate);
+     * none, so no resignation, until ZT_RESIGN_MIN_SIDES played-out sides
+     * are in or while no threshold keeps the share. A young net's values
+     * are far off, and resigned games teach the net the loss it expected,
+     * so an uncalibrated threshold feeds its own errors back (backgammon,
+     * first minutes at -0.9: a fifth of the played-out sides that would
+     * have resigned did not lose, and every resigned game is recorded as
+     * a lost backgammon). */
     bool resign;
     float resign_threshold;
     double resign_playout_fraction;
+    double resign_false_rate;
     /* Random openings: a share of games begin with 1..random_opening_plies
      * uniformly random moves, neither searched nor recorded, so that the
      * net also sees positions strong self-play never reaches (KataGo plays
@@ -105,6 +117,26 @@ typedef struct zt_actor_stats {
 
 typedef struct zt_actor zt_actor;
 
+/* Resignation's calibration: each side of a played-out game gives the
+ * lowest root value it saw at its own moves and whether it lost. */
+typedef struct zt_resign_side {
+    float min_value;
+    bool lost;
+} zt_resign_side;
+
+enum {
+    ZT_RESIGN_WINDOW = 1000,   /* the newest played-out sides an actor calibrates on */
+    ZT_RESIGN_MIN_SIDES = 100, /* ... and the fewest it sets a threshold from */
+};
+#define ZT_RESIGN_NONE (-2.0f) /* no threshold: below every root value */
+
+/* The highest threshold t <= ceiling such that, of the n sides with
+ * min_value < t, at most false_rate (a share) did not lose, where such a t
+ * exists and n >= ZT_RESIGN_MIN_SIDES; ZT_RESIGN_NONE otherwise. t is a
+ * side's min_value (or the ceiling), so it separates the sides exactly.
+ * Sorts sides[0..n) in place. */
+float zt_resign_calibrate(zt_resign_side *sides, int n, float ceiling, double false_rate);
+
 /* The largest batch an actor of cfg sends its evaluator (G x K, times the
  * chance outcomes where the model expands them): the batch to reserve. */
 int zt_actor_eval_batch(const zt_game *g, const zt_actor_config *cfg);
@@ -133,6 +165,9 @@ zt_status zt_actor_flush(zt_actor *a, const zt_traj_sink *sink);
 zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink);
 
 zt_actor_stats zt_actor_get_stats(const zt_actor *a);
+/* The resignation threshold in force: resign_threshold, or the calibrated
+ * one, or ZT_RESIGN_NONE (resignation off, or not calibrated yet). */
+float zt_actor_resign_threshold(const zt_actor *a);
 
 /* zt_actor_eval_batch of the actor's game and settings. */
 int zt_actor_max_batch(const zt_actor *a);

@@ -20,6 +20,7 @@ typedef struct actor_thread {
     bool started;
     uint64_t version;     /* weights it holds (0: none yet) */
     zt_actor_stats stats; /* snapshot after its last step, under R->mu */
+    float resign_at;      /* its resignation threshold then, under R->mu */
     zt_status status;     /* generations: how its last one went */
     char message[ZT_MESSAGE_MAX];
 } actor_thread;
@@ -97,6 +98,8 @@ zt_status zt_runner_new(const zt_game *g, const zt_runner_config *cfg, const zt_
         R->actors[i].R = R;
         zt_evaluator ev = zt_evaluator_pool_client(R->evaluators, i);
         st = zt_actor_new(g, &R->model, &ev, &ac, &R->actors[i].actor);
+        R->actors[i].resign_at = ZT_RESIGN_NONE;
+        if (st == ZT_OK) R->actors[i].resign_at = zt_actor_resign_threshold(R->actors[i].actor);
     }
     if (st != ZT_OK) {
         zt_runner_free(R);
@@ -163,6 +166,16 @@ static void add_stats(zt_actor_stats *sum, const zt_actor_stats *s)
     sum->playouts_would_resign += s->playouts_would_resign;
     sum->false_resignations += s->false_resignations;
     sum->weight_updates += s->weight_updates;
+}
+
+float zt_runner_resign_threshold(zt_runner *R)
+{
+    float at = ZT_RESIGN_NONE;
+    pthread_mutex_lock(&R->mu);
+    for (int i = 0; i < R->nactors; i++)
+        if (R->actors[i].resign_at > at) at = R->actors[i].resign_at;
+    pthread_mutex_unlock(&R->mu);
+    return at;
 }
 
 zt_actor_stats zt_runner_stats(zt_runner *R)
@@ -246,6 +259,7 @@ static void account_actor(zt_runner *R, actor_thread *T)
     atomic_fetch_add(&R->positions, (long long)(s.positions_added - T->stats.positions_added));
     atomic_fetch_add(&R->games, (long long)(s.games_added - T->stats.games_added));
     T->stats = s;
+    T->resign_at = zt_actor_resign_threshold(T->actor);
     pthread_cond_broadcast(&R->cv);
     pthread_mutex_unlock(&R->mu);
 }

@@ -83,6 +83,9 @@ int64_t zt_runner_games(const zt_runner *r);
 int64_t zt_runner_positions(const zt_runner *r);
 /* The actors' statistics summed, as of each one's last step. */
 zt_actor_stats zt_runner_stats(zt_runner *r);
+/* The highest resignation threshold the local actors use, as of each one's
+ * last step (zt_actor_resign_threshold); ZT_RESIGN_NONE when none does. */
+float zt_runner_resign_threshold(zt_runner *r);
 
 /* Remote actors (any thread): adds games and positions that reached the
  * sink from elsewhere to the counts, sets what the remote actors' statistics

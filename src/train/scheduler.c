@@ -249,9 +249,40 @@ static void write_metrics(zt_scheduler *L, const totals *now)
            "\"steps_per_s\":%.3f%s",
            r.gps, r.pps, r.ips, (long long)rs.positions, rs.bytes_per_position, rs.surprise,
            r.hit_rate, r.sps, waits);
+    if (L->S->actor.resign) {
+        /* cumulative counts; the threshold in force, null while none is */
+        zt_actor_stats a = zt_runner_stats(L->p.runner);
+        float at = zt_runner_resign_threshold(L->p.runner);
+        char thr[32] = "null";
+        if (zt_runner_actors(L->p.runner) > 0 && at > ZT_RESIGN_NONE)
+            snprintf(thr, sizeof thr, "%.4f", (double)at);
+        metric(L, "resign",
+               "\"resigned\":%llu,\"played_out_would_resign\":%llu,\"false_resignations\":%llu,"
+               "\"threshold\":%s",
+               (unsigned long long)a.resignations, (unsigned long long)a.playouts_would_resign,
+               (unsigned long long)a.false_resignations, thr);
+    }
     write_learner_time(L, now, &L->last_metrics_totals);
     L->last_metrics_totals = *now;
     L->last_metrics = zt_now_s();
+}
+
+/* The resignation threshold in force, in words (the local actors'; an MPI
+ * learner rank has none of its own). */
+static void resign_threshold_text(zt_scheduler *L, char *out, size_t cap)
+{
+    const zt_actor_config *A = &L->S->actor;
+    float at = zt_runner_resign_threshold(L->p.runner);
+    if (zt_runner_actors(L->p.runner) == 0)
+        snprintf(out, cap, "threshold %s", A->resign_false_rate > 0 ? "calibrated by the actor ranks" : "fixed");
+    else if (A->resign_false_rate == 0)
+        snprintf(out, cap, "threshold %.3f", (double)at);
+    else if (at <= ZT_RESIGN_NONE)
+        snprintf(out, cap, "no threshold yet keeps false resignations at %g %% or under",
+                 100 * A->resign_false_rate);
+    else
+        snprintf(out, cap, "threshold %.3f (calibrated: at most %g %% false)", (double)at,
+                 100 * A->resign_false_rate);
 }
 
 /* The plain log line (where no status line shows it) and the notes that go
@@ -267,10 +298,13 @@ static void log_line(zt_scheduler *L, const char *line)
         L->replay_figure_logged = true;
     }
     zt_actor_stats a = zt_runner_stats(L->p.runner);
-    if (L->S->actor.resign && a.playouts_would_resign > 0)
-        zt_info("resignation: %llu resigned, false resignations %llu of %llu played out",
+    if (L->S->actor.resign) {
+        char at[96];
+        resign_threshold_text(L, at, sizeof at);
+        zt_info("resignation: %s; %llu resigned, false resignations %llu of %llu played out", at,
                 (unsigned long long)a.resignations, (unsigned long long)a.false_resignations,
                 (unsigned long long)a.playouts_would_resign);
+    }
     if (a.games_abandoned > 0)
         zt_info("%llu games abandoned unfinished at %d plies (not learned from)",
                 (unsigned long long)a.games_abandoned, L->p.game->max_game_length);

@@ -348,6 +348,14 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
                      &A->resign_threshold));
     ZT_TRY(zt_config_double(c, "selfplay.resign_playout_fraction", A->resign_playout_fraction, 0, 1,
                             &A->resign_playout_fraction));
+    ZT_TRY(zt_config_double(c, "selfplay.resign_false_rate", A->resign_false_rate, 0, 0.5,
+                            &A->resign_false_rate));
+    if (A->resign && A->resign_false_rate > 0 && A->resign_playout_fraction == 0)
+        return zt_fail(ZT_ERR_INVALID,
+                       "selfplay.resign_false_rate = %g calibrates on played-out games: it needs "
+                       "selfplay.resign_playout_fraction > 0 (or resign_false_rate = 0 for the "
+                       "fixed resign_threshold)",
+                       A->resign_false_rate);
     ZT_TRY(zt_config_double(c, "selfplay.random_opening_fraction", 0.0, 0, 1,
                             &A->random_opening_fraction));
     ZT_TRY(zt_config_int32(c, "selfplay.random_opening_plies", 0, 0, 1 << 16, &A->random_opening_plies));
