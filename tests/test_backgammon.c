@@ -3,8 +3,9 @@
  * plays, the notation of each, and that action sequences reach exactly those
  * plays), gnubg id round trips, rules cases, random games, text and error
  * handling, and pubeval's strength against a random player; the hand-made
- * inputs (inputs = extended) against positions counted by hand, and the
- * setting's spec, size and refusal of a bad value. */
+ * inputs (inputs = extended) against positions counted by hand, the shot
+ * counts against a slow count on random boards, and the setting's spec,
+ * size and refusal of a bad value. */
 #include "agent/player.h"
 #include "core/alloc.h"
 #include "core/rng.h"
@@ -710,6 +711,89 @@ static void test_features(void)
     zt_game_free(g);
 }
 
+/* The shots of `roller` at `target`'s blots counted the slow way, over the
+ * 36 ordered rolls and every roller checker: a blot one die away, both dice
+ * away over an open point (either order), or for doubles up to four steps
+ * over open points; from the bar only while checkers are there. */
+static int shots_by_hand(const uint8_t *roller, const uint8_t *target)
+{
+    int count = 0;
+    for (int a = 1; a <= 6; a++)
+        for (int b = 1; b <= 6; b++) {
+            bool hit = false;
+            for (int src = 0; src <= BG_BAR && !hit; src++) {
+                if (!roller[src] || (roller[BG_BAR] && src != BG_BAR)) continue;
+#define BLOT(x) ((x) >= 0 && target[23 - (x)] == 1)
+#define OPEN(x) ((x) >= 0 && target[23 - (x)] < 2)
+                if (a != b) {
+                    hit = BLOT(src - a) || BLOT(src - b) ||
+                          (BLOT(src - a - b) && (OPEN(src - a) || OPEN(src - b)));
+                } else {
+                    for (int k = 1; k <= 4 && !hit; k++) {
+                        if (BLOT(src - k * a)) hit = true;
+                        else if (!OPEN(src - k * a)) break;
+                    }
+                }
+#undef BLOT
+#undef OPEN
+            }
+            count += hit;
+        }
+    return count;
+}
+
+/* The shot features against shots_by_hand, and the hit-now feature against
+ * the legal moves, on random boards: each point held by one side or
+ * neither, 0..4 checkers, bars often occupied, a roll in hand or not. */
+static void test_shots_random(uint64_t seed)
+{
+    zt_rng rng;
+    zt_rng_seed(&rng, seed, 7);
+    int differ = 0, some = 0, hits = 0;
+    for (int i = 0; i < 20000; i++) {
+        bg_state s;
+        memset(&s, 0, sizeof s);
+        for (int x = 0; x < 24; x++) {
+            int n = (int)zt_rng_below(&rng, 5), side = (int)zt_rng_below(&rng, 2);
+            if (side == 0) s.board[0][x] = (uint8_t)n;
+            else s.board[1][23 - x] = (uint8_t)n;
+        }
+        for (int side = 0; side < 2; side++)
+            if (zt_rng_uniform(&rng) < 0.3) s.board[side][BG_BAR] = (uint8_t)(1 + zt_rng_below(&rng, 2));
+        s.turn = (uint8_t)zt_rng_below(&rng, 2);
+        int hi = 1 + (int)zt_rng_below(&rng, 6), lo = 1 + (int)zt_rng_below(&rng, 6);
+        if (i % 4) { /* a roll in hand (else the roll is next) */
+            s.n_dice = hi == lo ? 4 : 2;
+            s.dice[0] = (uint8_t)(hi > lo ? hi : lo);
+            s.dice[1] = (uint8_t)(hi > lo ? lo : hi);
+            if (hi == lo) s.dice[2] = s.dice[3] = (uint8_t)hi;
+        }
+        float f[BG_NUM_FEATURES];
+        zt_bg_features(&s, f);
+        const uint8_t *own = s.board[s.turn], *opp = s.board[!s.turn];
+        int want_own = shots_by_hand(own, opp), want_opp = shots_by_hand(opp, own);
+        /* hit now: a legal first move lands on a blot */
+        uint16_t acts[BG_NUM_ACTIONS];
+        int na = zt_bg_legal(&s, acts);
+        bool want_hit = false;
+        for (int k = 0; k < na; k++) {
+            int dst = acts[k] / 6 - (acts[k] % 6 + 1);
+            want_hit |= dst >= 0 && opp[23 - dst] == 1;
+        }
+        if (!near_f(f[BG_FEAT_SHOTS_OWN], want_own / 36.0) ||
+            !near_f(f[BG_FEAT_SHOTS_OPP], want_opp / 36.0) || f[BG_FEAT_HIT_NOW] != want_hit) {
+            if (differ++ < 3)
+                CHECK(0, "board %d: shots %g and %g, by hand %d and %d; hit now %g, legal %d", i,
+                      f[BG_FEAT_SHOTS_OWN] * 36, f[BG_FEAT_SHOTS_OPP] * 36, want_own, want_opp,
+                      f[BG_FEAT_HIT_NOW], want_hit);
+        }
+        some += want_own > 0 && want_own < 36;
+        hits += want_hit;
+    }
+    CHECK(differ == 0 && some > 1000 && hits > 1000,
+          "%d of 20000 boards differ; %d with some shots, %d that can hit now", differ, some, hits);
+}
+
 int main(void)
 {
     uint64_t seed = zt_test_seed(20240611);
@@ -726,6 +810,7 @@ int main(void)
     test_random_games(g, seed);
     test_pubeval(g, seed);
     test_features();
+    test_shots_random(seed);
     zt_game_free(g);
     return zt_test_finish("test_backgammon");
 }

@@ -108,25 +108,54 @@ static void move_do(bg_state *s, int src, int die)
     own[dst]++;
 }
 
+/* Move generation over bit masks in the mover's indices (bit x: its point
+ * x + 1, bit 24 the bar). `open` has the points the opponent does not hold;
+ * the mover's moves never change it within a turn (a hit leaves the point
+ * open), so it is taken once per turn. movable() is move_ok() for every
+ * source at once: about as cheap as one move_ok, where the move generator
+ * called move_ok for every source at every node. */
+static uint32_t open_mask(const bg_state *s)
+{
+    const uint8_t *opp = s->board[!s->turn];
+    uint32_t open = 0;
+    for (int x = 0; x < 24; x++) open |= (uint32_t)(opp[23 - x] < 2) << x;
+    return open;
+}
+
+/* The sources from which `die` can be played. */
+static uint32_t movable(const uint8_t *own, uint32_t open, int die)
+{
+    if (own[BG_BAR]) return (open >> (BG_BAR - die)) & 1u ? 1u << BG_BAR : 0;
+    uint32_t held = 0;
+    for (int x = 0; x < 24; x++) held |= (uint32_t)(own[x] != 0) << x;
+    uint32_t m = held & (open << die) & 0xffffffu; /* src - die >= 0, landing open */
+    if (held && !(held >> 6)) {                     /* all home: bearing off */
+        if ((held >> (die - 1)) & 1u)
+            m |= 1u << (die - 1);
+        else if (31 - __builtin_clz(held) < die - 1) /* a higher die from the highest point */
+            m |= 1u << (31 - __builtin_clz(held));
+    }
+    return m;
+}
+
 static bool any_move(const bg_state *s, int die)
 {
-    if (s->board[s->turn][BG_BAR]) return move_ok(s, BG_BAR, die);
-    for (int src = 0; src < 24; src++)
-        if (move_ok(s, src, die)) return true;
-    return false;
+    return movable(s->board[s->turn], open_mask(s), die) != 0;
 }
 
 /* The most of k moves of `die` (doubles) playable with sources <= top. Any
  * play of equal dice can be reordered to non-increasing sources (the order
  * gnubg generates), so this is the true maximum when top = BG_BAR. */
-static int doubles_depth(const bg_state *s, int die, int k, int top)
+static int doubles_depth(const bg_state *s, uint32_t open, int die, int k, int top)
 {
     int best = 0;
-    for (int src = top; src >= 0 && k > 0; src--) {
-        if (!move_ok(s, src, die)) continue;
+    uint32_t m = movable(s->board[s->turn], open, die) & ((2u << top) - 1);
+    while (m && k > 0) {
+        int src = 31 - __builtin_clz(m);
+        m &= ~(1u << src);
         bg_state t = *s;
         move_do(&t, src, die);
-        int r = 1 + doubles_depth(&t, die, k - 1, src);
+        int r = 1 + doubles_depth(&t, open, die, k - 1, src);
         if (r > best) best = r;
         if (best == k) break;
     }
@@ -200,14 +229,16 @@ int zt_bg_legal(const bg_state *s, uint16_t *actions)
     if (n == 0) return 0;
     int hi = s->dice[0], lo = s->dice[n - 1];
     int count = 0;
+    uint32_t open = open_mask(s);
+    const uint8_t *own = s->board[s->turn];
     if (hi == lo) {
         uint8_t r[25] = {0};
         int best = 0;
-        for (int src = 0; src < 25; src++) {
-            if (!move_ok(s, src, hi)) continue;
+        for (uint32_t m = movable(own, open, hi); m; m &= m - 1) {
+            int src = __builtin_ctz(m);
             bg_state t = *s;
             move_do(&t, src, hi);
-            r[src] = (uint8_t)(1 + doubles_depth(&t, hi, n - 1, BG_BAR));
+            r[src] = (uint8_t)(1 + doubles_depth(&t, open, hi, n - 1, BG_BAR));
             if (r[src] > best) best = r[src];
         }
         for (int src = 0; src < 25; src++)
@@ -217,20 +248,20 @@ int zt_bg_legal(const bg_state *s, uint16_t *actions)
     /* Two different dice: a move counts 2 if the other die can follow it. */
     uint8_t rh[25] = {0}, rl[25] = {0};
     int best = 0;
-    bool hi_any = false;
-    for (int src = 0; src < 25; src++) {
-        if (move_ok(s, src, hi)) {
-            bg_state t = *s;
-            move_do(&t, src, hi);
-            rh[src] = (uint8_t)(1 + any_move(&t, lo));
-            hi_any = true;
-        }
-        if (move_ok(s, src, lo)) {
-            bg_state t = *s;
-            move_do(&t, src, lo);
-            rl[src] = (uint8_t)(1 + any_move(&t, hi));
-        }
+    uint32_t mh = movable(own, open, hi), ml = movable(own, open, lo);
+    bool hi_any = mh != 0;
+    for (; mh; mh &= mh - 1) {
+        int src = __builtin_ctz(mh);
+        bg_state t = *s;
+        move_do(&t, src, hi);
+        rh[src] = (uint8_t)(1 + (movable(t.board[t.turn], open, lo) != 0));
         if (rh[src] > best) best = rh[src];
+    }
+    for (; ml; ml &= ml - 1) {
+        int src = __builtin_ctz(ml);
+        bg_state t = *s;
+        move_do(&t, src, lo);
+        rl[src] = (uint8_t)(1 + (movable(t.board[t.turn], open, hi) != 0));
         if (rl[src] > best) best = rl[src];
     }
     /* When only one die can be played, it must be the larger if possible. */
@@ -287,6 +318,7 @@ typedef struct gen_ctx {
     bool doubles;
     int max_moves;
     int need_die; /* when one of two different dice can be played: that die */
+    uint32_t open; /* open_mask of the turn */
     uint8_t from[4], to[4], die[4];
 } gen_ctx;
 
@@ -322,11 +354,13 @@ static int gen_plays(gen_ctx *c, const bg_state *s, int depth, int top)
 {
     if (depth >= c->n_roll) return -1;
     int die = c->roll[depth];
-    bool on_bar = s->board[s->turn][BG_BAR] > 0;
-    int first = on_bar ? BG_BAR : top, last = on_bar ? BG_BAR : 0;
+    const uint8_t *own = s->board[s->turn];
+    uint32_t m = movable(own, c->open, die); /* from the bar: that alone */
+    if (!own[BG_BAR]) m &= (2u << top) - 1;
     bool used = false;
-    for (int src = first; src >= last; src--) {
-        if (!move_ok(s, src, die)) continue;
+    while (m) {
+        int src = 31 - __builtin_clz(m);
+        m &= ~(1u << src);
         bg_state t = *s;
         move_do(&t, src, die);
         c->from[depth] = (uint8_t)(src + 1);
@@ -344,13 +378,13 @@ void zt_bg_plays(const bg_state *s, bg_playlist *out)
     ZT_ASSERT(s->n_dice > 0 && !is_terminal(s));
     out->count = 0;
     memset(out->slot, 0xff, sizeof out->slot);
-    gen_ctx c = {.out = out};
+    gen_ctx c = {.out = out, .open = open_mask(s)};
     int n = s->n_dice, hi = s->dice[0], lo = s->dice[n - 1];
     if (hi == lo) {
         c.doubles = true;
         c.n_roll = n;
         for (int i = 0; i < n; i++) c.roll[i] = hi;
-        c.max_moves = doubles_depth(s, hi, n, BG_BAR);
+        c.max_moves = doubles_depth(s, c.open, hi, n, BG_BAR);
         if (c.max_moves) gen_plays(&c, s, 0, 23);
         return;
     }
@@ -362,7 +396,7 @@ void zt_bg_plays(const bg_state *s, bg_playlist *out)
     for (int i = 0; i < nfirst && c.max_moves == 1; i++) {
         bg_state t = *s;
         move_do(&t, first[i] / 6, first[i] % 6 + 1);
-        if (any_move(&t, first[i] % 6 + 1 == hi ? lo : hi)) c.max_moves = 2;
+        if (movable(t.board[t.turn], c.open, first[i] % 6 + 1 == hi ? lo : hi)) c.max_moves = 2;
     }
     if (c.max_moves == 1) c.need_die = first[0] % 6 + 1;
     c.n_roll = 2;
