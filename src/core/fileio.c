@@ -391,8 +391,13 @@ bool zt_data_find(const char *dir, const char *rel, char *out, size_t cap)
         snprintf(beside_tests, sizeof beside_tests, "%s/../tests/data", exe);
         snprintf(beside_shared, sizeof beside_shared, "%s/../../shared/data", exe);
     }
+#ifdef ZT_SOURCE_TESTS_DATA
+    const char *source_tests = ZT_SOURCE_TESTS_DATA; /* the checkout built from */
+#else
+    const char *source_tests = NULL;
+#endif
     const char *dirs[] = {dir, getenv("ZT_DATA_DIR"), "../shared/data", "tests/data",
-                          beside_tests, beside_shared};
+                          beside_tests, beside_shared, source_tests};
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
         if (!dirs[i] || !dirs[i][0]) continue;
         int len = snprintf(out, cap, "%s/%s", dirs[i], rel);

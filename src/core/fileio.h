@@ -61,8 +61,9 @@ void zt_dir_lock_release(zt_dir_lock *l);
  * "connect4/Test_L2_R1") under the first of `dir` (a caller's override such
  * as arena.data_dir; NULL or "" for none), $ZT_DATA_DIR, ../shared/data,
  * tests/data, then beside the executable (<exe dir>/../tests/data and
- * <exe dir>/../../shared/data: build/zeroth in a checkout) that has it, and
- * writes its path to out. False when none has it; out then holds the
+ * <exe dir>/../../shared/data: build/zeroth in a checkout), then the
+ * tests/data of the checkout it was built from (a build directory outside
+ * the tree) that has it, and writes its path to out. False when none has it; out then holds the
  * tests/data path, for messages. */
 bool zt_data_find(const char *dir, const char *rel, char *out, size_t cap);
 
