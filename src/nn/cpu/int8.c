@@ -155,13 +155,16 @@ static void add_step(zt_int8_plan *p, int kind, int idx)
     p->steps[p->nsteps++] = (qstep){kind, idx};
 }
 
-/* Whether oneDNN's int8 convolutions run on AMX here (CPUID.(7,0):EDX[25]
- * AMX-INT8, and a oneDNN allowed to use it); ZT_INT8_DNNL=0 keeps every
- * conv on our kernel, to compare. */
-static bool dnnl_amx(void)
+/* Whether the convs and wide dense layers choose_dnnl() allows run
+ * oneDNN's int8 primitives: where they run on AMX (CPUID.(7,0):EDX[25]
+ * AMX-INT8, and a oneDNN allowed to use it). ZT_INT8_DNNL=0 keeps every op
+ * on our kernel and ZT_INT8_DNNL=1 gives oneDNN those ops on any CPU (its
+ * VNNI kernels without AMX), to compare. */
+static bool use_dnnl(void)
 {
     const char *env = getenv("ZT_INT8_DNNL");
     if (env && strcmp(env, "0") == 0) return false;
+    if (env && strcmp(env, "1") == 0) return true;
     unsigned a, b, c, d;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 25))) return false;
     unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
@@ -185,7 +188,7 @@ enum { DNNL_DENSE_MIN_OUT = 128 };
 static void choose_dnnl(zt_int8_plan *p)
 {
     const zt_nn_graph *g = &p->fg;
-    bool amx = dnnl_amx();
+    bool amx = use_dnnl(); /* (AMX, or asked for) */
     bool *relu_out = zt_xcalloc((size_t)g->ntensors, sizeof *relu_out);
     for (int k = 0; k < p->nqc; k++)
         if (p->qc[k].relu) relu_out[p->qc[k].out] = true;
