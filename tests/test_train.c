@@ -9,7 +9,8 @@
  * (several records, the arena at start and end); the metrics say which side
  * of a concurrent run waits for the other, and where the learner's time
  * goes; a corrupt checkpoint is refused with a
- * one-line error; unknown keys are rejected.
+ * one-line error; unknown keys are rejected; a config of one net kind runs
+ * as the other.
  *
  * The training run takes up to two minutes of two cores; under the
  * sanitizers (ten times slower) it is skipped and says so. */
@@ -611,6 +612,45 @@ static void test_arena_opponents(void)
     }
 }
 
+/* ---- the net's kind switched from the command line ---- */
+
+/* Settings of tic-tac-toe from key, value pairs (NULL-ended). */
+static zt_status read_pairs(const char *const *kv, zt_train_settings *S)
+{
+    zt_config *cfg = zt_config_new();
+    zt_game *g = NULL;
+    for (int i = 0; kv[i]; i += 2) zt_config_put(cfg, kv[i], kv[i + 1]);
+    zt_status st = zt_game_new("tictactoe", NULL, &g);
+    if (st == ZT_OK) st = zt_train_settings_read(cfg, g, S);
+    zt_game_free(g);
+    zt_config_free(cfg);
+    return st;
+}
+
+/* A config written for one kind of net runs as the other: both kinds' keys
+ * are read (and range-checked) whatever net.kind says, and only its own
+ * shape the net. */
+static void test_net_kind_switch(void)
+{
+    zt_train_settings S;
+    zt_status st = read_pairs((const char *const[]){"net.kind", "mlp", "net.channels", "32",
+                                                    "net.blocks", "3", "net.mlp_hidden", "48",
+                                                    "net.mlp_layers", "2", NULL},
+                              &S);
+    CHECK(st == ZT_OK && S.net.kind == ZT_NET_MLP && S.net.mlp_hidden == 48 &&
+              S.net.mlp_layers == 2,
+          "mlp with a resnet's keys: %s", st == ZT_OK ? "wrong shape" : zt_error_message());
+    st = read_pairs((const char *const[]){"net.kind", "resnet", "net.channels", "24", "net.blocks",
+                                          "2", "net.mlp_hidden", "48", "net.mlp_norm", "batch",
+                                          NULL},
+                    &S);
+    CHECK(st == ZT_OK && S.net.kind == ZT_NET_RESNET && S.net.channels == 24 && S.net.blocks == 2,
+          "resnet with an mlp's keys: %s", st == ZT_OK ? "wrong shape" : zt_error_message());
+    st = read_pairs((const char *const[]){"net.kind", "resnet", "net.mlp_layers", "0", NULL}, &S);
+    CHECK(st == ZT_ERR_INVALID && strstr(zt_error_message(), "net.mlp_layers"),
+          "an mlp key out of range under resnet: %s", zt_error_message());
+}
+
 int main(void)
 {
     zt_log_set_level(ZT_LOG_WARN);
@@ -622,6 +662,7 @@ int main(void)
     test_waits();
     test_corrupt_checkpoint();
     test_arena_opponents();
+    test_net_kind_switch();
     test_perfect_play();
     zt_test_remove_root(tmp_root);
     return zt_test_finish("test_train");

@@ -79,23 +79,25 @@ static zt_status read_net(zt_config *c, const zt_game *g, zt_net_config *n)
                        "(backgammon), not %s",
                        g->title);
     ZT_TRY(zt_config_int32(c, "net.value_hidden", n->value_hidden, 1, 1 << 14, &n->value_hidden));
-    if (n->kind == ZT_NET_RESNET) {
-        ZT_TRY(zt_config_int32(c, "net.channels", n->channels ? n->channels : 64, 1, 4096, &n->channels));
-        ZT_TRY(zt_config_int32(c, "net.blocks", n->channels ? n->blocks : 5, 0, 256, &n->blocks));
-        ZT_TRY(zt_config_int32(c, "net.policy_channels", n->policy_channels ? n->policy_channels : 2, 1,
-                       4096, &n->policy_channels));
-        ZT_TRY(zt_config_int32(c, "net.value_channels", n->value_channels ? n->value_channels : 1, 1, 4096,
-                       &n->value_channels));
-    } else {
-        ZT_TRY(zt_config_int32(c, "net.mlp_hidden", n->mlp_hidden ? n->mlp_hidden : 256, 1, 1 << 14,
-                       &n->mlp_hidden));
-        ZT_TRY(zt_config_int32(c, "net.mlp_layers", n->mlp_layers ? n->mlp_layers : 3, 1, 256,
-                       &n->mlp_layers));
-        static const char *const norms[] = {"layer", "batch", NULL};
-        int norm;
-        ZT_TRY(zt_config_choice(c, "net.mlp_norm", "layer", norms, &norm));
-        n->mlp_norm = norm == 0 ? ZT_NORM_LAYER : ZT_NORM_BATCH;
-    }
+    /* Both kinds' keys are read (and checked) whatever the kind, the other
+     * kind's into a copy, so that a config written for one kind can be run
+     * as the other (--set net.kind=mlp over configs/sim.ini). */
+    zt_net_config other = *n;
+    zt_net_config *r = n->kind == ZT_NET_RESNET ? n : &other, *m = n->kind == ZT_NET_MLP ? n : &other;
+    ZT_TRY(zt_config_int32(c, "net.channels", r->channels ? r->channels : 64, 1, 4096, &r->channels));
+    ZT_TRY(zt_config_int32(c, "net.blocks", r->channels ? r->blocks : 5, 0, 256, &r->blocks));
+    ZT_TRY(zt_config_int32(c, "net.policy_channels", r->policy_channels ? r->policy_channels : 2, 1,
+                           4096, &r->policy_channels));
+    ZT_TRY(zt_config_int32(c, "net.value_channels", r->value_channels ? r->value_channels : 1, 1, 4096,
+                           &r->value_channels));
+    ZT_TRY(zt_config_int32(c, "net.mlp_hidden", m->mlp_hidden ? m->mlp_hidden : 256, 1, 1 << 14,
+                           &m->mlp_hidden));
+    ZT_TRY(zt_config_int32(c, "net.mlp_layers", m->mlp_layers ? m->mlp_layers : 3, 1, 256,
+                           &m->mlp_layers));
+    static const char *const norms[] = {"layer", "batch", NULL};
+    int norm;
+    ZT_TRY(zt_config_choice(c, "net.mlp_norm", "layer", norms, &norm));
+    m->mlp_norm = norm == 0 ? ZT_NORM_LAYER : ZT_NORM_BATCH;
     return zt_net_config_check(n);
 }
 
