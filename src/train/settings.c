@@ -84,8 +84,10 @@ static zt_status read_net(zt_config *c, const zt_game *g, zt_net_config *n)
      * as the other (--set net.kind=mlp over configs/sim.ini). */
     zt_net_config other = *n;
     zt_net_config *r = n->kind == ZT_NET_RESNET ? n : &other, *m = n->kind == ZT_NET_MLP ? n : &other;
+    /* (a game whose default net is an MLP has no resnet shape: 64 x 5) */
+    int def_blocks = r->channels ? r->blocks : 5;
     ZT_TRY(zt_config_int32(c, "net.channels", r->channels ? r->channels : 64, 1, 4096, &r->channels));
-    ZT_TRY(zt_config_int32(c, "net.blocks", r->channels ? r->blocks : 5, 0, 256, &r->blocks));
+    ZT_TRY(zt_config_int32(c, "net.blocks", def_blocks, 0, 256, &r->blocks));
     ZT_TRY(zt_config_int32(c, "net.policy_channels", r->policy_channels ? r->policy_channels : 2, 1,
                            4096, &r->policy_channels));
     ZT_TRY(zt_config_int32(c, "net.value_channels", r->value_channels ? r->value_channels : 1, 1, 4096,
