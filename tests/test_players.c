@@ -1,5 +1,7 @@
 /* Baseline players: every player returns legal actions; the perfect
- * tic-tac-toe player never loses; the exact players beat random play; the
+ * tic-tac-toe player never loses; the exact players beat random play, and
+ * so does UCT with random rollouts, which also holds perfect tic-tac-toe
+ * play to draws; the
  * "solver" player takes the fastest win; bad player specs are refused
  * naming the problem (the known specs listed, a baseline of another game
  * named with its game). */
@@ -113,6 +115,12 @@ int main(void)
     versus("sim", k6, "negamax:3", "random", 100, 0.3, 50);
     versus("backgammon", NULL, "pubeval", "random", 100, 0.5, 50);
     versus("backgammon", NULL, "random", "random", 20, -3.0, 20);
+    /* UCT with random rollouts: no network, no game knowledge */
+    versus("tictactoe", NULL, "mcts:2000", "random", 40, 0.5, 0);
+    versus("tictactoe", NULL, "mcts:2000", "perfect", 20, 0.0, 0);
+    versus("connect4", NULL, "mcts:400", "random", 20, 0.8, 0);
+    versus("sim", k6, "mcts:500", "random", 40, 0.5, 5);
+    versus("backgammon", NULL, "mcts:8", "random", 4, -3.0, 4); /* chance nodes: legal moves */
 
     zt_game *g;
     zt_player *p;
@@ -120,8 +128,8 @@ int main(void)
         CHECK(zt_player_new(g, "gnuchess", &p) == ZT_ERR_INVALID &&
                   strstr(zt_error_message(), "gnuchess"),
               "unknown spec: %s", zt_error_message());
-        CHECK(strstr(zt_error_message(),
-                     "(random, perfect, solver, alphabeta:D, negamax:D, pubeval, expectimax:D, gnubg:P)"),
+        CHECK(strstr(zt_error_message(), "(random, perfect, solver, mcts:N, alphabeta:D, negamax:D, "
+                                         "pubeval, expectimax:D, gnubg:P)"),
               "the known players are not listed: %s", zt_error_message());
         CHECK(zt_player_new(g, "pubeval", &p) == ZT_ERR_UNSUPPORTED &&
                   strstr(zt_error_message(), "player 'pubeval' exists for backgammon, not tictactoe"),
@@ -131,9 +139,20 @@ int main(void)
               "alphabeta on tictactoe: %s", zt_error_message());
         CHECK(zt_player_new(g, "alphabeta:x", &p) == ZT_ERR_INVALID, "bad depth accepted");
         CHECK(zt_player_new(g, "alphabeta", &p) == ZT_ERR_INVALID, "a depth player without depth");
+        static const char *const bad_mcts[] = {"mcts", "mcts:", "mcts:0", "mcts:x", "mcts:100001"};
+        for (int i = 0; i < 5; i++)
+            CHECK(zt_player_new(g, bad_mcts[i], &p) == ZT_ERR_INVALID &&
+                      strstr(zt_error_message(), "mcts"),
+                  "'%s' accepted or badly refused: %s", bad_mcts[i], zt_error_message());
         CHECK(zt_player_new(g, "gnubg:0", &p) == ZT_ERR_INVALID &&
                   strstr(zt_error_message(), "gnubg plays backgammon"),
               "gnubg on tictactoe: %s", zt_error_message());
+        zt_game_free(g);
+    }
+    if (zt_game_new("2048", NULL, &g) == ZT_OK) {
+        CHECK(zt_player_new(g, "mcts:10", &p) == ZT_ERR_UNSUPPORTED &&
+                  strstr(zt_error_message(), "two-player"),
+              "mcts on 2048: %s", zt_error_message());
         zt_game_free(g);
     }
     if (zt_game_new("backgammon", NULL, &g) == ZT_OK) {

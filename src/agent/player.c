@@ -118,7 +118,7 @@ static bool names_baseline(const zt_baseline *b, const char *spec)
 void zt_player_specs(char *buf, size_t cap)
 {
     size_t used = 0;
-    int n = snprintf(buf, cap, "random, perfect, solver");
+    int n = snprintf(buf, cap, "random, perfect, solver, mcts:N");
     if (n < 0 || (size_t)n >= cap) return;
     used = (size_t)n;
     for (int i = 0; i < zt_game_registry_count; i++) {
@@ -161,6 +161,11 @@ zt_status zt_player_new(const zt_game *g, const char *spec, zt_player **out)
         return ZT_OK;
     }
     if (names_gnubg(spec)) return zt_player_new_gnubg(g, spec, out);
+    if (strcmp(spec, "mcts") == 0 || strncmp(spec, "mcts:", 5) == 0) {
+        if (spec[4] == '\0')
+            return zt_fail(ZT_ERR_INVALID, "player 'mcts': say how many simulations (mcts:N)");
+        return zt_player_new_mcts(g, spec, out);
+    }
     /* The game's own baselines first, then those of other games, which
      * are named in the refusal. */
     for (int pass = 0; pass < 2; pass++) {

@@ -1,6 +1,7 @@
 /* Baseline players by spec (used by the arena and eval): the generic ones,
- * "random" and "perfect"/"solver" (any game whose registry entry names an
- * exact solver), the baselines games declare in their registry entries
+ * "random", "perfect"/"solver" (any game whose registry entry names an
+ * exact solver) and "mcts:N" (UCT with random rollouts, any two-player
+ * game), the baselines games declare in their registry entries
  * (game.h, zt_baseline: "alphabeta:D" for connect4, "negamax:D" for sim,
  * "pubeval" for backgammon), and the outside engine GNU Backgammon
  * ("gnubg" or "gnubg:P", agent/gnubg.h). The interface is game/player.h. The caller
@@ -14,7 +15,9 @@
 
 /* spec: "random", "perfect" (exact solver, random among value-preserving
  * moves), "solver" (the exact solver, random among the moves that also
- * keep its finer score: fastest win, slowest loss), or a baseline of g's
+ * keep its finer score: fastest win, slowest loss), "mcts:N" (Monte Carlo
+ * tree search with random rollouts, N simulations a move; two-player
+ * games; agent/mcts_rollout.c), or a baseline of g's
  * registry entry, or "gnubg"/"gnubg:P" (backgammon; needs the gnubg
  * program, ZT_ERR_NOT_FOUND without it). Errors name the spec: an unknown player (listing every
  * spec known), a bad depth, a baseline of another game ("player 'alphabeta'
@@ -22,7 +25,10 @@
 zt_status zt_player_new(const zt_game *g, const char *spec, zt_player **out);
 
 /* Every player spec zt_player_new knows, for help texts and messages:
- * "random, perfect, solver, alphabeta:D, negamax:D, pubeval, expectimax:D, gnubg:P". */
+ * "random, perfect, solver, mcts:N, alphabeta:D, negamax:D, pubeval, expectimax:D, gnubg:P". */
 void zt_player_specs(char *buf, size_t cap);
+
+/* "mcts:N" (zt_player_new's spec, N in 1..100000). */
+zt_status zt_player_new_mcts(const zt_game *g, const char *spec, zt_player **out);
 
 #endif
