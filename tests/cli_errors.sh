@@ -64,6 +64,19 @@ else
 fi
 rm -rf "$(dirname "$tmp_run")"
 
+# Two baselines' match (eval --player X --opponent Y): the perfect
+# tic-tac-toe player never loses to random play, and UCT with random
+# rollouts (mcts:N) holds it to draws; a one-player game has no opponent,
+# and a model's flags are refused with a baseline.
+out=$("$BIN" eval tictactoe --player perfect --opponent random --games 20 2>&1 | tail -n 1)
+case $out in "W-D-L "*-*-0,*) ;; *) echo "FAIL: perfect vs random: $out"; fails=$((fails + 1)) ;; esac
+out=$("$BIN" eval tictactoe --player perfect --opponent mcts:2000 --games 10 2>&1 | tail -n 1)
+case $out in "W-D-L 0-10-0,"*) ;; *) echo "FAIL: perfect vs mcts:2000: $out"; fails=$((fails + 1)) ;; esac
+expect_error "2048 is a one-player game" eval 2048 --player random --opponent random
+expect_error "simulations must be an integer" eval sim --player mcts:0 --opponent random
+"$BIN" eval sim --player mcts:10 --opponent random --sims 3 >/dev/null 2>&1
+[ $? -eq 2 ] || { echo "FAIL: --sims with two baselines was not a usage error"; fails=$((fails + 1)); }
+
 # The count is the last line of perft.
 last=$("$BIN" perft tictactoe 9 | tail -n 1)
 [ "$last" = "127872" ] || { echo "FAIL: perft tictactoe 9 = $last, want 127872"; fails=$((fails + 1)); }

@@ -47,12 +47,14 @@ static void usage(FILE *f)
         "                        [--set k=v]\n"
         "       zeroth eval GAME --model M --positions FILE [--limit N] [--sims S] [--set k=v]\n"
         "       zeroth eval GAME --model M [--games N] [--sims S] [--set k=v]  (one player)\n"
-        "       zeroth eval GAME --player X [--games N] [--set k=v]             (one player)\n\n"
+        "       zeroth eval GAME --player X [--games N] [--set k=v]             (one player)\n"
+        "       zeroth eval GAME --player X --opponent Y [--games N] [--sprt ...] [--set k=v]\n\n"
         "Measures a model's strength. A model is a weights file, a checkpoint directory\n"
         "or a run directory (its latest checkpoint). In a one-player game (2048) a\n"
         "model or a baseline (--player: random or the game's baselines) plays alone and\n"
         "eval prints the mean score with its 95 %% interval and the distribution of\n"
-        "the highest tile.\n"
+        "the highest tile. In a two-player game --player X --opponent Y plays two\n"
+        "baselines against each other (--set also takes the game's settings).\n"
         "  --opponent X   random, perfect, solver, mcts:N (UCT with random rollouts,\n"
         "                 N simulations a move), the game's baselines:\n"
         "                 %s,\n"
@@ -201,6 +203,28 @@ static zt_status score_run(const zt_game *g, zt_agent *agent, long games, long s
     return ZT_OK;
 }
 
+/* A match's result: games and time, wins by seat, points per game where a
+ * game is worth more than one point, W-D-L with score and Elo. */
+static void print_match(const zt_game *g, const zt_match_result *r, const char *opponent,
+                        double dt, bool sprt)
+{
+    printf("%d games against %s in %.1f s (%.2f games/s)%s\n", r->games, opponent, dt,
+           dt > 0 ? r->games / dt : 0.0, r->stopped_early ? ", stopped early by the SPRT" : "");
+    printf("as first player: %d wins in %d games; as second: %d wins in %d games\n", r->wins_first,
+           r->games_first, r->wins - r->wins_first, r->games - r->games_first);
+    /* Games worth more than one point (backgammon's gammons) report points. */
+    if (g->max_return > 1) {
+        char pts[128];
+        zt_points_format(&r->points, pts, sizeof pts);
+        printf("%s (95 %% interval; %d %s%s%s)\n", pts, r->points.units,
+               r->duplicate ? "pair" : "game", r->points.units == 1 ? "" : "s",
+               r->duplicate ? " of games, duplicate dice" : "");
+    }
+    char line[256];
+    zt_match_format(r, sprt, line, sizeof line);
+    printf("%s\n", line);
+}
+
 /* zeroth eval GAME --player X: a baseline alone at a one-player game. */
 static int eval_player(const char *game_name, const char *spec, zt_config *cfg,
                        const char *games_arg, const char *seed_arg)
@@ -232,6 +256,71 @@ static int eval_player(const char *game_name, const char *spec, zt_config *cfg,
     zt_agent_free(agent);
     zt_game_free(g);
     return st == ZT_OK ? 0 : zt_cli_fail(st);
+}
+
+/* zeroth eval GAME --player X --opponent Y: two baselines' match in a
+ * two-player game, X as the "model" side of the result. */
+static int eval_baselines(const char *game_name, const char *spec, const char *opponent,
+                          zt_config *cfg, long games, long seed, bool sprt,
+                          const zt_sprt_config *sc)
+{
+    zt_game *g = NULL;
+    zt_player *p[2] = {NULL, NULL};
+    zt_agent *agent[2] = {NULL, NULL};
+    int64_t concurrency;
+    bool duplicate;
+    int rc = 1;
+    zt_status st = zt_game_new(game_name, cfg, &g);
+    if (st == ZT_OK) st = zt_config_int(cfg, "concurrency", 64, 1, 4096, &concurrency);
+    if (st == ZT_OK) st = zt_config_bool(cfg, "duplicate", true, &duplicate);
+    if (st == ZT_OK) st = zt_config_check_unused(cfg);
+    if (st != ZT_OK) goto fail;
+    if (zt_game_num_players(g) != 2) {
+        rc = zt_cli_error("eval: %s is a one-player game: --player X alone (no --opponent)",
+                          g->title);
+        goto done;
+    }
+    const char *specs[2] = {spec, opponent};
+    for (int i = 0; i < 2; i++) {
+        if ((st = zt_player_new(g, specs[i], &p[i])) != ZT_OK) goto fail;
+        agent[i] = zt_agent_from_player(p[i], true);
+    }
+    bool chance = g->max_chance_outcomes > 0;
+    zt_match_config mc = {.games = games > 0 ? (int)games : chance ? 1000 : 100,
+                          .concurrency = (int)concurrency,
+                          .seed = (uint64_t)seed,
+                          .duplicate = duplicate && chance,
+                          .use_sprt = sprt,
+                          .sprt = *sc};
+    printf("player %s (%s)\n", spec, g->title);
+    zt_match_result r;
+    zt_progress_meter meter;
+    zt_cli_match_progress(&mc, &meter);
+    double t0 = zt_now_s();
+    st = zt_arena_match(g, agent[0], agent[1], &mc, &r);
+    zt_progress_meter_end(&meter);
+    /* A failing gnubg shows as an illegal move to the arena: say why. */
+    for (int i = 0; i < 2; i++)
+        if ((strcmp(specs[i], "gnubg") == 0 || strncmp(specs[i], "gnubg:", 6) == 0) &&
+            zt_gnubg_error(p[i])[0]) {
+            rc = zt_cli_error("%s", zt_gnubg_error(p[i]));
+            goto done;
+        }
+    if (st != ZT_OK) goto fail;
+    print_match(g, &r, agent[1]->name, zt_now_s() - t0, sprt);
+    rc = 0;
+    goto done;
+fail:
+    rc = zt_cli_fail(st);
+done:
+    for (int i = 0; i < 2; i++) {
+        if (agent[i])
+            zt_agent_free(agent[i]); /* frees its player */
+        else
+            zt_player_free(p[i]);
+    }
+    zt_game_free(g);
+    return rc;
 }
 
 int zt_cmd_eval(int argc, char **argv)
@@ -280,7 +369,9 @@ int zt_cmd_eval(int argc, char **argv)
         rc = eval_player(game_name, player_spec, cfg, games_arg, seed_arg);
         goto done;
     }
-    if (!game_name || !model_path || player_spec) {
+    bool baselines = player_spec && opponent && !model_path; /* two baselines' match */
+    if (!game_name || (!model_path && !baselines) || (model_path && player_spec) ||
+        (baselines && (sims_arg || greedy))) {
         usage(stderr);
         rc = 2;
         goto done;
@@ -304,6 +395,10 @@ int zt_cmd_eval(int argc, char **argv)
     }
     if (sprt && sc.elo0 >= sc.elo1) {
         rc = zt_cli_error("eval: --elo0 (%g) must be below --elo1 (%g)", sc.elo0, sc.elo1);
+        goto done;
+    }
+    if (baselines) {
+        rc = eval_baselines(game_name, player_spec, opponent, cfg, games, seed, sprt, &sc);
         goto done;
     }
     if (sims_arg) {
@@ -429,22 +524,7 @@ int zt_cmd_eval(int argc, char **argv)
         goto done;
     }
     if (st != ZT_OK) goto fail;
-    double dt = zt_now_s() - t0;
-    printf("%d games against %s in %.1f s (%.2f games/s)%s\n", r.games, opp_agent->name, dt,
-           dt > 0 ? r.games / dt : 0.0, r.stopped_early ? ", stopped early by the SPRT" : "");
-    printf("as first player: %d wins in %d games; as second: %d wins in %d games\n", r.wins_first,
-           r.games_first, r.wins - r.wins_first, r.games - r.games_first);
-    /* Games worth more than one point (backgammon's gammons) report points. */
-    if (g->max_return > 1) {
-        char pts[128];
-        zt_points_format(&r.points, pts, sizeof pts);
-        printf("%s (95 %% interval; %d %s%s%s)\n", pts, r.points.units,
-               r.duplicate ? "pair" : "game", r.points.units == 1 ? "" : "s",
-               r.duplicate ? " of games, duplicate dice" : "");
-    }
-    char line[256];
-    zt_match_format(&r, sprt, line, sizeof line);
-    printf("%s\n", line);
+    print_match(g, &r, opp_agent->name, zt_now_s() - t0, sprt);
     rc = 0;
     goto done;
 fail:
