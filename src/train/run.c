@@ -307,10 +307,16 @@ bool zt_run_default_config(const char *game, char *out, size_t cap)
         char *slash = strrchr(exe, '/');
         if (slash) *slash = '\0';
     }
-    char dirs[2][4200];
-    snprintf(dirs[0], sizeof dirs[0], "configs");
-    snprintf(dirs[1], sizeof dirs[1], "%s/../configs", exe);
-    for (int i = 0; i < (exe[0] ? 2 : 1); i++) {
+    /* configs/ here, beside the executable (build/zeroth in a checkout),
+     * then in the checkout it was built from (a build directory outside
+     * the tree, and the tests that run there) */
+    char dirs[3][4200] = {"configs", "", ""};
+    if (exe[0]) snprintf(dirs[1], sizeof dirs[1], "%s/../configs", exe);
+#ifdef ZT_SOURCE_CONFIGS
+    snprintf(dirs[2], sizeof dirs[2], "%s", ZT_SOURCE_CONFIGS);
+#endif
+    for (int i = 0; i < 3; i++) {
+        if (!dirs[i][0]) continue;
         snprintf(out, cap, "%s/%s.ini", dirs[i], game);
         FILE *f = fopen(out, "r");
         if (f) {

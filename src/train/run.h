@@ -97,8 +97,9 @@ zt_status zt_run_nn_settings(zt_config *cfg, int default_threads, const char **b
                              zt_precision *prec, int *threads);
 
 /* Finds configs/<game>.ini in the working directory, else beside the
- * executable (build/zeroth in a checkout: ../configs). Writes the path found
- * to out; false when neither exists. */
+ * executable (build/zeroth in a checkout: ../configs), else in the checkout
+ * the program was built from. Writes the path found to out; false when none
+ * has it. */
 bool zt_run_default_config(const char *game, char *out, size_t cap);
 
 #endif
