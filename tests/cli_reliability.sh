@@ -138,9 +138,11 @@ next=$((10#$(cat "$run/ckpt/latest") + 1))
 [ "$(cat "$run/ckpt/latest")" = "$(printf '%08d' "$next")" ] || fail "resumed to $(cat "$run/ckpt/latest"), not $next"
 
 # a second signal while the first is being handled (here: the arena at the
-# start, which plays on) stops the run at once
+# start, which plays on: 4,000 simulations on each of the 4,520 positions
+# take seconds, so the signals 0.2 s apart both land inside it; at 400 a
+# fast machine ended it between them) stops the run at once
 run2="$tmp/sig2"
-"$BIN" train tictactoe --run "$run2" --steps 1000 --set arena.games=0 --set arena.sims=400 \
+"$BIN" train tictactoe --run "$run2" --steps 1000 --set arena.games=0 --set arena.sims=4000 \
     --set arena.positions=1 --set arena.positions_limit=0 >/dev/null 2>&1 &
 pid=$!; pids+=("$pid")
 wait_for "$run2/log.txt" "train tictactoe in" 0 30 || fail "the second run did not start"
