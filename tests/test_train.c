@@ -566,16 +566,22 @@ static void test_corrupt_checkpoint(void)
 
 /* ---- arena opponents ---- */
 
-static zt_status read_settings(const char *opponents, zt_train_settings *S)
+/* Settings of tic-tac-toe from key, value pairs (NULL-ended). */
+static zt_status read_pairs(const char *const *kv, zt_train_settings *S)
 {
     zt_config *cfg = zt_config_new();
     zt_game *g = NULL;
-    zt_config_put(cfg, "arena.opponents", opponents);
+    for (int i = 0; kv[i]; i += 2) zt_config_put(cfg, kv[i], kv[i + 1]);
     zt_status st = zt_game_new("tictactoe", NULL, &g);
     if (st == ZT_OK) st = zt_train_settings_read(cfg, g, S);
     zt_game_free(g);
     zt_config_free(cfg);
     return st;
+}
+
+static zt_status read_settings(const char *opponents, zt_train_settings *S)
+{
+    return read_pairs((const char *const[]){"arena.opponents", opponents, NULL}, S);
 }
 
 static void test_arena_opponents(void)
@@ -615,19 +621,6 @@ static void test_arena_opponents(void)
 }
 
 /* ---- the net's kind switched from the command line ---- */
-
-/* Settings of tic-tac-toe from key, value pairs (NULL-ended). */
-static zt_status read_pairs(const char *const *kv, zt_train_settings *S)
-{
-    zt_config *cfg = zt_config_new();
-    zt_game *g = NULL;
-    for (int i = 0; kv[i]; i += 2) zt_config_put(cfg, kv[i], kv[i + 1]);
-    zt_status st = zt_game_new("tictactoe", NULL, &g);
-    if (st == ZT_OK) st = zt_train_settings_read(cfg, g, S);
-    zt_game_free(g);
-    zt_config_free(cfg);
-    return st;
-}
 
 /* A config written for one kind of net runs as the other: both kinds' keys
  * are read (and range-checked) whatever net.kind says, and only its own

@@ -115,17 +115,16 @@ static int32_t sample_child(const mcts_player *m, int32_t i, zt_rng *rng)
     return p->first + zt_rng_categorical(rng, probs, p->count);
 }
 
-/* Plays s out at random; the returns, in [-1, 1], into r. */
+/* Plays s out at random; the returns, in [-1, 1], into r. (As
+ * zt_game_random_playout, but cut at the game's max_game_length: a
+ * rollout must end.) */
 static void rollout(const zt_game *g, void *s, int plies, zt_rng *rng, float *r)
 {
     for (;;) {
         int who = g->current_player(g, s);
         if (who == ZT_TERMINAL) break;
         if (who == ZT_CHANCE) {
-            int outcomes[ZT_MAX_CHANCE_OUTCOMES];
-            float probs[ZT_MAX_CHANCE_OUTCOMES];
-            int n = g->chance_outcomes(g, s, outcomes, probs);
-            g->apply(g, s, outcomes[zt_rng_categorical(rng, probs, n)]);
+            g->apply(g, s, zt_game_sample_chance(g, s, rng));
             continue;
         }
         if (plies++ >= g->max_game_length) {
