@@ -91,9 +91,13 @@ if [ "$game" = 2048 ]; then
     summary="$summary	$line"
 fi
 # Backgammon: the final model against GNU Backgammon at 0 ply over
-# ZT_RECIPE_GNUBG_GAMES (1,000) duplicate games, where gnubg is installed.
+# ZT_RECIPE_GNUBG_GAMES (1,000) duplicate games, where gnubg is installed,
+# played as the arena played (greedily where arena.sims = 0).
 if [ "$game" = backgammon ] && { command -v gnubg >/dev/null || [ -x /usr/games/gnubg ]; }; then
-    out=$("$bin" eval "$game" --model "$run" --opponent gnubg:0 \
+    # the arena's way of playing: greedy where it plays with arena.sims = 0
+    how=()
+    grep -Eq '^sims *= *0( |;|$)' <(sed -n '/^\[arena\]/,/^\[/p' "$run/config.ini") && how=(--greedy)
+    out=$("$bin" eval "$game" --model "$run" --opponent gnubg:0 "${how[@]}" \
         --games "${ZT_RECIPE_GNUBG_GAMES:-1000}" 2>&1) || {
         echo "recipe: eval against gnubg:0 failed: $out" >&2
     }

@@ -8,7 +8,9 @@
 # gnubg to the end (every move of both sides checked legal by the arena,
 # each game counted with a result), and `zeroth eval --opponent gnubg:0`
 # plays a full match and reports points per game; the arena's points per
-# game reach the metrics and the report's panel.
+# game reach the metrics and the report's panel. A run whose net values the
+# positions before a roll (net.chance_values) trains, records it in its
+# weights and plays its arena greedily (arena.sims = 0).
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
@@ -46,6 +48,32 @@ out=$("$BIN" train tictactoe --run "$dir/ttt" --steps 1 --set net.value=equity 2
     fail "tic-tac-toe accepted net.value=equity"
 printf '%s' "$out" | grep -q "equity head is for games of 1/2/3-point results" ||
     fail "tic-tac-toe equity refusal: $out"
+
+# Values before the roll (net.chance_values): a tiny run records them, its
+# weights say so ("... chance"), its arena plays greedily (arena.sims=0) and
+# its model plays eval matches; games without positions before a roll, and
+# MuZero, refuse the key.
+cv="$dir/chance"
+if ! "$BIN" train backgammon --run "$cv" --steps 2 --set net.chance_values=true --set arena.games=2 \
+    --set arena.opponents=pubeval --set selfplay.full_search_fraction=0.5 \
+    --set selfplay.fast_moves=greedy "${tiny[@]}" --set arena.sims=0 >"$dir/chance.out" 2>&1; then
+    fail "train with net.chance_values=true: $(tail -n 3 "$dir/chance.out")"
+fi
+grep -q "norm=layer chance" "$cv/ckpt/$(cat "$cv/ckpt/latest" 2>/dev/null)/weights.safetensors" 2>/dev/null ||
+    fail "the chance-values run's weights do not record it"
+n=$(grep -c '"kind":"arena","opponent":"pubeval","arena_games":2,' "$cv/metrics.jsonl" 2>/dev/null)
+[ "${n:-0}" -eq 2 ] || fail "expected 2 greedy arena matches, got ${n:-0}"
+out=$("$BIN" eval backgammon --model "$cv" --opponent pubeval --games 4 --sims 2 \
+    --set backend=ref 2>&1) || fail "eval of the chance-values model: $out"
+printf '%s\n' "$out" | grep -q "^4 games against pubeval" || fail "chance-values eval: $out"
+out=$("$BIN" train connect4 --run "$dir/c4cv" --steps 1 --set net.chance_values=true 2>&1) &&
+    fail "connect4 accepted net.chance_values=true"
+printf '%s' "$out" | grep -q "net.chance_values: .* has no chance states a net can value" ||
+    fail "connect4 chance_values refusal: $out"
+out=$("$BIN" train backgammon --run "$dir/mzcv" --steps 1 --set net.chance_values=true \
+    --set algorithm=stochastic_muzero 2>&1) && fail "stochastic muzero accepted net.chance_values"
+printf '%s' "$out" | grep -q "net.chance_values is for algorithm = alphazero" ||
+    fail "muzero chance_values refusal: $out"
 
 if ! command -v gnubg >/dev/null && [ ! -x /usr/games/gnubg ] && [ -z "${ZT_GNUBG:-}" ]; then
     [ $fails -eq 0 ] || exit 1

@@ -5,7 +5,9 @@
  * later checker moves come from the plan without another network call; in
  * tic-tac-toe over the exact oracle, greedy play by both sides draws; an
  * actor with selfplay.fast_moves = greedy plays most moves without search
- * and its games still end and reach the replay buffer. */
+ * and its games still end and reach the replay buffer; over a net that
+ * values chance states, every turn end costs one evaluation and self-play
+ * records the positions before the rolls as value targets. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,14 +52,17 @@ static zt_status unused_eval(void *ctx, int B, const float *obs, float *logits, 
     return zt_fail(ZT_ERR_INVALID, "observations asked of a state evaluator");
 }
 
-static void test_backgammon(uint64_t seed)
+/* chance_values: the evaluator values positions before a roll too (the
+ * race is the same), so every turn end takes one evaluation, not 21. */
+static void test_backgammon(uint64_t seed, bool chance_values)
 {
     zt_game *g;
     if (zt_game_new("backgammon", NULL, &g) != ZT_OK) {
         CHECK(0, "backgammon: %s", zt_error_message());
         return;
     }
-    zt_evaluator ev = {.ctx = g, .eval = unused_eval, .eval_states = race_eval};
+    zt_evaluator ev = {
+        .ctx = g, .eval = unused_eval, .eval_states = race_eval, .chance_values = chance_values};
     zt_greedy *gr;
     /* a small batch, so that a turn's positions take several calls */
     CHECK(zt_greedy_new(g, &ev, 1, 37, &gr) == ZT_OK, "%s", zt_error_message());
@@ -79,8 +84,10 @@ static void test_backgammon(uint64_t seed)
             /* Every complete play, and the best race value after it. */
             zt_bg_plays(&s, pl);
             float best = -2;
+            int open_ends = 0; /* plays that do not end the game */
             for (int i = 0; i < pl->count; i++) {
                 bg_state after = pl->plays[i].after;
+                open_ends += !zt_game_is_terminal(g, &after);
                 float v = zt_game_is_terminal(g, &after) ? zt_game_value_of(g, &after, s.turn)
                                                           : -race_value(&after);
                 /* after.turn is the opponent (to roll): its race negated */
@@ -88,8 +95,17 @@ static void test_backgammon(uint64_t seed)
             }
             int mover = s.turn, action;
             float value;
-            uint64_t calls = zt_greedy_calls(gr);
+            uint64_t calls = zt_greedy_calls(gr), evals = zt_greedy_evaluations(gr);
             CHECK(zt_greedy_choose(gr, 0, &s, &action, &value) == ZT_OK, "%s", zt_error_message());
+            uint64_t valued = zt_greedy_evaluations(gr) - evals;
+            if (chance_values)
+                CHECK(valued == 0 || valued == (uint64_t)open_ends,
+                      "turn %d: %llu evaluations for %d ends before a roll", turns,
+                      (unsigned long long)valued, open_ends);
+            else
+                CHECK(valued == 0 || valued > (uint64_t)open_ends,
+                      "turn %d: %llu evaluations for %d ends, not their rolls'", turns,
+                      (unsigned long long)valued, open_ends);
             CHECK(fabsf(value - best) < 1e-5f, "turn %d: greedy value %g, best play %g", turns,
                   value, best);
             uint64_t after_first = zt_greedy_calls(gr);
@@ -109,8 +125,8 @@ static void test_backgammon(uint64_t seed)
             turns++;
         }
     }
-    printf("backgammon: %d turns chosen greedily (%d valued), %llu positions in %llu calls\n",
-           turns, hits, (unsigned long long)zt_greedy_evaluations(gr),
+    printf("backgammon%s: %d turns chosen greedily (%d valued), %llu positions in %llu calls\n",
+           chance_values ? " (chance values)" : "", turns, hits, (unsigned long long)zt_greedy_evaluations(gr),
            (unsigned long long)zt_greedy_calls(gr));
     CHECK(turns > 100, "only %d turns", turns);
     free(pl);
@@ -201,11 +217,87 @@ static void test_actor(void)
     zt_game_free(g);
 }
 
+/* A backgammon actor over a net that values chance states: the positions
+ * before each roll reach the replay buffer beside the players' positions,
+ * value targets for the side about to roll (its result, the same as that
+ * side's next position's), with no policy; an actor over a net without
+ * them records none. */
+static void test_chance_records(bool chance_values)
+{
+    zt_game *g;
+    if (zt_game_new("backgammon", NULL, &g) != ZT_OK) return;
+    zt_evaluator ev = {
+        .ctx = g, .eval = unused_eval, .eval_states = race_eval, .chance_values = chance_values};
+    zt_actor_config ac;
+    zt_actor_config_default(&ac);
+    ac.games = 4;
+    ac.search.num_simulations = 8;
+    ac.root_cache = false;
+    ac.nncache = false;
+    ac.full_search_fraction = 0.1;
+    ac.greedy_fast = true;
+    zt_replay_config rc;
+    zt_replay_config_default(&rc);
+    rc.capacity = 100000;
+    zt_replay *rb = NULL;
+    zt_actor *a = NULL;
+    zt_model_factory mf = zt_az_model_factory();
+    CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
+    CHECK(zt_actor_new(g, &mf, &ev, &ac, &a) == ZT_OK, "actor: %s", zt_error_message());
+    if (!a || !rb) return;
+    zt_traj_sink sink = zt_traj_sink_replay(rb);
+    for (int step = 0; step < 1500; step++)
+        CHECK(zt_actor_step(a, &sink) == ZT_OK, "step: %s", zt_error_message());
+    zt_replay_stats rs = zt_replay_get_stats(rb);
+    int64_t chance = 0, with_policy = 0, mismatched = 0, followed = 0;
+    int64_t first = rs.positions_seen - rs.positions;
+    for (int64_t i = first; i < rs.positions_seen; i++) {
+        zt_replay_position pos;
+        float policy[BG_NUM_ACTIONS];
+        if (zt_replay_get(rb, i, &pos, policy) != ZT_OK) {
+            CHECK(0, "position %lld: %s", (long long)i, zt_error_message());
+            break;
+        }
+        if (g->current_player(g, pos.state) != ZT_CHANCE) continue;
+        chance++;
+        with_policy += pos.flags != 0;
+        /* the observer's next position in the same game has its result */
+        int observer = g->chance_observer(g, pos.state);
+        for (int64_t j = i + 1; j < rs.positions_seen; j++) {
+            zt_replay_position next;
+            if (zt_replay_get(rb, j, &next, NULL) != ZT_OK || next.game_id != pos.game_id) break;
+            if (g->current_player(g, next.state) != observer) continue;
+            followed++;
+            mismatched += next.outcome != pos.outcome;
+            break;
+        }
+    }
+    printf("backgammon actor%s: %lld games, %lld positions, %lld before a roll (%lld followed)\n",
+           chance_values ? " (chance values)" : "", (long long)rs.games, (long long)rs.positions,
+           (long long)chance, (long long)followed);
+    CHECK(rs.games >= 2, "only %lld games", (long long)rs.games);
+    if (chance_values)
+        CHECK(chance * 5 > rs.positions && followed * 2 > chance && mismatched == 0 &&
+                  with_policy == 0,
+              "%lld chance records of %lld, %lld of %lld followed with another outcome, %lld "
+              "with a policy",
+              (long long)chance, (long long)rs.positions, (long long)mismatched,
+              (long long)followed, (long long)with_policy);
+    else
+        CHECK(chance == 0, "%lld chance records without chance values", (long long)chance);
+    zt_actor_free(a);
+    zt_replay_free(rb);
+    zt_game_free(g);
+}
+
 int main(void)
 {
     uint64_t seed = zt_test_seed(20261126);
-    test_backgammon(seed);
+    test_backgammon(seed, false);
+    test_backgammon(seed, true);
     test_tictactoe();
     test_actor();
+    test_chance_records(false);
+    test_chance_records(true);
     return zt_test_finish("test_greedy");
 }

@@ -5,7 +5,9 @@
  * changing results; observations reach an observation evaluator. In 2048
  * (one player) every transition carries its reward, a chance node's value
  * is the exact expectation over the spawns with finished games worth
- * nothing more, nothing is negated, and search takes the merge that pays. */
+ * nothing more, nothing is negated, and search takes the merge that pays.
+ * A backgammon net that values chance states values a roll with one
+ * evaluation. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include "agent/az_model.h"
 #include "agent/evaluators.h"
 #include "core/rng.h"
+#include "game/backgammon.h"
 #include "game/g2048.h"
 #include "game/solver.h"
 #include "search/nncache.h"
@@ -359,6 +362,84 @@ static void backgammon_chance(void)
     zt_game_free(g);
 }
 
+/* Backgammon with a net that values chance states (evaluator.h,
+ * chance_values): the turn's last checker move leads to a chance node
+ * whose value is the evaluator's value of the position before the roll,
+ * for the roller and so negated for the mover, from one evaluation; without
+ * it, the expectation over the rolls, from one evaluation per roll. */
+static zt_status marked_race(void *ctx, int B, const void *const *states, float *logits,
+                             float *value)
+{
+    const zt_game *g = ctx;
+    memset(logits, 0, (size_t)B * (size_t)g->num_actions * sizeof *logits);
+    for (int i = 0; i < B; i++) {
+        const bg_state *s = states[i];
+        int own = 0, opp = 0;
+        for (int p = 0; p < 25; p++) {
+            own += s->board[s->turn][p] * (p + 1);
+            opp += s->board[!s->turn][p] * (p + 1);
+        }
+        /* a mark no position with dice carries */
+        value[i] = (float)(opp - own) / 400.0f + (s->n_dice == 0 ? 0.25f : 0.0f);
+    }
+    return ZT_OK;
+}
+
+static void backgammon_chance_values(void)
+{
+    zt_game *g;
+    if (zt_game_new("backgammon", NULL, &g) != ZT_OK) {
+        CHECK(0, "backgammon: %s", zt_error_message());
+        return;
+    }
+    enum { O = ZT_MAX_CHANCE_OUTCOMES };
+    float logits[BG_NUM_ACTIONS], value[1], reward[1], probs[O];
+    int8_t kind[1], player[1];
+    int num_outcomes[1], outcomes[O];
+    zt_model_output out = {logits, value, reward, kind, player, num_outcomes, outcomes, probs};
+    /* the opening roll 3-1, then one checker move: one die left */
+    uint8_t root[ZT_MAX_STATE_BYTES], st[ZT_MAX_STATE_BYTES], next[ZT_MAX_STATE_BYTES];
+    g->reset(g, root);
+    g->apply(g, root, zt_bg_roll_id(3, 1));
+    uint16_t legal[ZT_MAX_ACTIONS];
+    CHECK(g->legal(g, root, legal) > 0, "no move after the opening roll");
+    g->apply(g, root, legal[0]);
+    int mover = g->current_player(g, root), last;
+    CHECK(mover >= 0 && g->legal(g, root, legal) > 0, "no second checker move");
+    last = legal[0];
+    uint8_t after[ZT_MAX_STATE_BYTES];
+    memcpy(after, root, g->state_size);
+    g->apply(g, after, last);
+    CHECK(g->current_player(g, after) == ZT_CHANCE && g->chance_observer(g, after) != mover,
+          "the turn did not pass to the opponent's roll");
+    float marked;
+    const void *ap[1] = {after};
+    marked_race(g, 1, ap, logits, &marked);
+    for (int pass = 0; pass < 2; pass++) {
+        zt_evaluator ev = {.ctx = g, .eval_states = marked_race, .chance_values = pass == 1};
+        zt_model *m;
+        CHECK(zt_az_model_new(g, &ev, 1, NULL, &m) == ZT_OK, "az model: %s", zt_error_message());
+        const void *roots[1] = {root}, *states[1] = {st};
+        void *sts[1] = {st}, *nexts[1] = {next};
+        CHECK(m->initial(m, 1, roots, sts, &out) == ZT_OK, "initial");
+        uint64_t before = m->stats.evaluations;
+        CHECK(m->recurrent(m, 1, states, &last, nexts, &out) == ZT_OK, "recurrent");
+        uint64_t evals = m->stats.evaluations - before;
+        CHECK(kind[0] == ZT_NODE_CHANCE && player[0] == mover && num_outcomes[0] == 21,
+              "pass %d: kind %d player %d outcomes %d", pass, kind[0], player[0], num_outcomes[0]);
+        if (pass == 1)
+            CHECK(evals == 1 && fabsf(value[0] + marked) < 1e-6f,
+                  "chance values: %llu evaluations, value %g (want %g)", (unsigned long long)evals,
+                  value[0], -marked);
+        else
+            CHECK(evals == 21 && fabsf(value[0] + (marked - 0.25f)) < 1e-6f,
+                  "expectation: %llu evaluations, value %g (want %g)", (unsigned long long)evals,
+                  value[0], -(marked - 0.25f));
+        zt_model_free(m);
+    }
+    zt_game_free(g);
+}
+
 /* 2048: an evaluator that values every position at G2048_POINTS points
  * still to come, through the net's transform (game.h). */
 #define G2048_POINTS 100.0f
@@ -461,6 +542,7 @@ int main(void)
     caches("tictactoe");
     caches("connect4");
     backgammon_chance();
+    backgammon_chance_values();
     g2048_rewards();
     return zt_test_finish("test_search_az");
 }

@@ -20,6 +20,7 @@ typedef struct az_model {
     zt_model base;
     const zt_game *game;
     bool one_player; /* rewards on every transition, values never negated (game.h) */
+    bool chance_net; /* chance states valued by one evaluation (evaluator.h, chance_values) */
     zt_evaluator ev;
     zt_nncache *cache;
     size_t game_bytes; /* game state padded to 8 (chance scratch stride) */
@@ -163,6 +164,16 @@ static zt_status classify(az_model *m, int i, void *state, int from, bool is_roo
     int *outcomes = out->outcomes + (size_t)i * O;
     float *probs = out->outcome_probs + (size_t)i * O;
     out->num_outcomes[i] = g->chance_outcomes(g, state, outcomes, probs);
+    if (m->chance_net) {
+        /* the net's own value of the chance state, for its observer */
+        if (*nj == m->max_jobs) {
+            ZT_TRY(run_jobs(m, *nj, out));
+            *nj = 0;
+        }
+        add_job(m, nj, i, g->chance_observer(g, state) == from ? 1.0f : -1.0f, false, state);
+        m->mass[i] = 1;
+        return ZT_OK;
+    }
     m->mass[i] = 0;
     return expect_chance(m, i, state, from, 1.0f, 0, out, nj);
 }
@@ -313,6 +324,7 @@ zt_status zt_az_model_new(const zt_game *g, const zt_evaluator *ev, int max_batc
     az_model *m = zt_xcalloc(1, sizeof *m);
     m->game = g;
     m->one_player = zt_game_num_players(g) == 1;
+    m->chance_net = ev->chance_values && g->chance_observer;
     m->ev = *ev;
     m->cache = cache;
     m->game_bytes = (g->state_size + 7) / 8 * 8;

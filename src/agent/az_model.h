@@ -2,9 +2,10 @@
  * the real game and evaluating new positions through a batched evaluator, one
  * evaluator call per model call. Terminal states return the game's result
  * with no evaluation. A chance state's value is the exact expectation of the
- * evaluator's values over its outcomes, evaluated in the same call (so that
- * no observation is ever taken at a chance node; rolls that lead to rolls
- * are expanded in turn).
+ * evaluator's values over its outcomes, evaluated in the same call (rolls
+ * that lead to rolls are expanded in turn), or, with a net that learned
+ * chance states' values (evaluator.h, chance_values), the net's value of the
+ * chance state itself: one evaluation where backgammon's roll took 21.
  *
  * A model state is the game state followed by its perspective player (see
  * model.h); a root input is a bare game state. The caller owns the model

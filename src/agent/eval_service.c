@@ -293,7 +293,9 @@ void zt_eval_service_free(zt_eval_service *svc)
 zt_evaluator zt_eval_service_client(zt_eval_service *svc, int i)
 {
     ZT_ASSERT(i >= 0 && i < svc->nclients);
-    return (zt_evaluator){.ctx = &svc->clients[i], .eval = client_eval};
+    return (zt_evaluator){.ctx = &svc->clients[i],
+                          .eval = client_eval,
+                          .chance_values = zt_net_config_of(svc->net)->chance_values != 0};
 }
 
 zt_evaluator_stats zt_eval_service_get_stats(zt_eval_service *svc)

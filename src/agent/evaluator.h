@@ -55,6 +55,11 @@ typedef struct zt_evaluator {
     zt_status (*afterstate)(void *ctx, int B, const float *hidden, const int *actions, float *after,
                             float *chance_logits, float *q);
     int chance_codes;
+    /* The net values chance states too (nn.h, chance_values; the game has
+     * a chance observer): models value a chance state with one evaluation
+     * of its observation rather than the expectation over its outcomes,
+     * and self-play records chance states as value targets. */
+    bool chance_values;
 } zt_evaluator;
 
 /* Builds the model an actor searches with: `max_batch` (state, action)

@@ -198,6 +198,8 @@ static void add_end(zt_greedy *gr, const void *s, const uint16_t *path, int n)
         te->value = zt_game_value_of(g, s, gr->mover);
     else if (cp >= 0)
         add_query(gr, s, e, cp == gr->mover ? 1.0f : -1.0f);
+    else if (gr->ev.chance_values && g->chance_observer)
+        add_query(gr, s, e, g->chance_observer(g, s) == gr->mover ? 1.0f : -1.0f);
     else {
         te->mass = 0;
         expand_chance(gr, s, e, 1.0, 0);

@@ -3,10 +3,10 @@
  * position the mover's turn can end in (in backgammon, every complete play of
  * the dice: all checker moves of the turn) is valued by the network, and the
  * best one is played. This is TD-Gammon's way of playing (Tesauro 1995) and
- * GNU Backgammon's "0-ply" move choice, with one difference: a turn that ends
- * at the opponent's roll is valued as the exact expectation over the 21
- * rolls of the network's values after each (the network is trained on
- * positions with dice to play, never on positions before a roll).
+ * GNU Backgammon's "0-ply" move choice. A turn that ends at the opponent's
+ * roll is valued by the network directly where it learned the values of
+ * positions before a roll (evaluator.h, chance_values), else as the exact
+ * expectation over the 21 rolls of the network's values after each.
  *
  * The whole turn's plan is kept per game, so the later checker moves of a
  * turn cost nothing. The caller owns what zt_greedy_new returns

@@ -145,7 +145,7 @@ zt_evaluator zt_net_evaluator_get(zt_net_evaluator *ne)
                               .turns = cfg->turn_head != 0,
                               .afterstate = cfg->chance_codes > 0 ? net_afterstate : NULL,
                               .chance_codes = cfg->chance_codes};
-    return (zt_evaluator){.ctx = ne, .eval = net_eval};
+    return (zt_evaluator){.ctx = ne, .eval = net_eval, .chance_values = cfg->chance_values != 0};
 }
 
 zt_evaluator_stats zt_net_evaluator_get_stats(const zt_net_evaluator *ne)

@@ -780,6 +780,14 @@ static void g_observe(const zt_game *g, const void *vs, float *obs)
     if (t->extended) zt_bg_features(s, obs + OBS_FEATURES);
 }
 
+/* Before the roll the board is observed from the side about to roll
+ * (end_turn passed it the turn), with the to-roll input set. */
+static int g_chance_observer(const zt_game *g, const void *vs)
+{
+    (void)g;
+    return cst(vs)->turn;
+}
+
 static void g_encode(const zt_game *g, const void *vs, uint8_t *out)
 {
     (void)g;
@@ -1132,6 +1140,7 @@ static zt_status create(zt_config *cfg, zt_game *g)
     g->chance_outcomes = g_chance_outcomes;
     g->returns = g_returns;
     g->observe = g_observe;
+    g->chance_observer = g_chance_observer;
     g->encode = g_encode;
     g->decode = g_decode;
     g->sym_state = g_sym_state;

@@ -118,6 +118,12 @@ struct zt_game {
      * tile), and its name ("highest tile"). */
     int (*level)(const zt_game *g, const void *s);
     const char *level_name;
+    /* Optional (NULL if absent), for games whose chance states a network
+     * can value (backgammon: before the roll): the player from whose view
+     * observe() writes chance state s, whose value the net then gives.
+     * With it, a net may learn chance states' values (net.chance_values)
+     * and a search value one with a single evaluation. */
+    int (*chance_observer)(const zt_game *g, const void *s);
 };
 
 /* ---- registry ---- */
@@ -270,6 +276,17 @@ static inline float zt_game_value_from_net(const zt_game *g, float y)
 /* Terminal state s's return for `player` on the network's value scale,
  * [-1, 1]: returns / max_return. (A one-player game's banked score, on the
  * value scale: not bounded by 1.) */
+/* The player whose value a record or evaluation of s stands for: the
+ * player to move, or at a chance state the game's chance observer (-1
+ * where there is none, and at a terminal state). */
+static inline int zt_game_observer(const zt_game *g, const void *s)
+{
+    int cp = g->current_player(g, s);
+    if (cp >= 0) return cp;
+    if (cp == ZT_CHANCE && g->chance_observer) return g->chance_observer(g, s);
+    return -1;
+}
+
 static inline float zt_game_value_of(const zt_game *g, const void *s, int player)
 {
     float r[2];

@@ -81,6 +81,10 @@ zt_status zt_net_config_check(const zt_net_config *cfg)
         return zt_fail(ZT_ERR_INVALID, "chance codes (%d), a value support (%d) and a to-play head "
                        "(%d) belong to muzero nets only",
                        cfg->chance_codes, cfg->value_support, cfg->turn_head);
+    ZT_TRY(check_range("chance_values", cfg->chance_values, 0, 1));
+    if (cfg->kind == ZT_NET_MUZERO && cfg->chance_values)
+        return zt_fail(ZT_ERR_INVALID, "chance values belong to AlphaZero nets: a muzero net "
+                       "models chance in its own dynamics");
     if (cfg->kind == ZT_NET_MUZERO) {
         ZT_TRY(check_range("dyn_blocks", cfg->dyn_blocks, 0, 256));
         ZT_TRY(check_range("pred_blocks", cfg->pred_blocks, 0, 256));
@@ -140,6 +144,10 @@ void zt_net_config_format(const zt_net_config *cfg, char *buf, size_t cap)
                  cfg->in_h, cfg->in_w, cfg->in_c, cfg->num_actions, value, cfg->value_hidden,
                  cfg->mlp_hidden, cfg->mlp_layers,
                  cfg->mlp_norm == ZT_NORM_BATCH ? "batch" : "layer");
+    /* without it the string is as before, so older files still read */
+    size_t len = strlen(buf);
+    if (cfg->kind != ZT_NET_MUZERO && cfg->chance_values && len + 8 < cap)
+        memcpy(buf + len, " chance", 8);
 }
 
 zt_status zt_net_config_parse(const char *text, zt_net_config *cfg)
@@ -180,6 +188,10 @@ zt_status zt_net_config_parse(const char *text, zt_net_config *cfg)
                    &c.mlp_hidden, &c.mlp_layers, norm, &n) != 9)
             n = 0;
         c.mlp_norm = strcmp(norm, "batch") == 0 ? ZT_NORM_BATCH : ZT_NORM_LAYER;
+    }
+    if (n > 0 && c.kind != ZT_NET_MUZERO && strcmp(text + n, " chance") == 0) {
+        c.chance_values = 1;
+        n += 7;
     }
     c.value_kind = strcmp(value, "wdl") == 0      ? ZT_VALUE_WDL
                    : strcmp(value, "equity") == 0 ? ZT_VALUE_EQUITY

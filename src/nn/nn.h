@@ -60,6 +60,11 @@ typedef struct zt_net_config {
     int mlp_hidden;        /* width of each dense block */
     int mlp_layers;        /* number of dense-norm-ReLU blocks */
     zt_norm_kind mlp_norm;
+    /* resnet and mlp: 1 when the net also learns the values of chance
+     * states (net.chance_values: backgammon before the roll), so that a
+     * search may value one with a single evaluation; 0: decision states
+     * only. Text form: a trailing " chance". */
+    int chance_values;
 } zt_net_config;
 
 /* Defaults for a game of shape (h, w, c) with `num_actions` actions: a resnet

@@ -81,6 +81,11 @@ static zt_status refresh_round(zt_reanalyser *r, zt_search *s, zt_replay *rb, in
             continue;
         }
         ZT_TRY(st);
+        if (r->game->current_player(r->game, pos.state) < 0) {
+            /* a chance state's record: a value target with no search */
+            r->stats.skipped++;
+            continue;
+        }
         memcpy(r->states + (size_t)t * ZT_MAX_STATE_BYTES, pos.state, ZT_MAX_STATE_BYTES);
         zt_search_forget(s, t);
         zt_search_begin(s, t, r->states + (size_t)t * ZT_MAX_STATE_BYTES);

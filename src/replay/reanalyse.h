@@ -34,7 +34,7 @@ typedef struct zt_reanalyse_config {
 typedef struct zt_reanalyse_stats {
     int64_t positions; /* refreshed */
     int64_t policies;  /* of which with a policy target */
-    int64_t skipped;   /* drawn but evicted before their refresh */
+    int64_t skipped;   /* drawn but evicted before their refresh, or chance states (no search) */
     double policy_l1;  /* sum over `policies` of the L1 change of the stored policy */
     double seconds;    /* spent in zt_reanalyser_run */
 } zt_reanalyse_stats;

@@ -146,7 +146,9 @@ size_t zt_record_encode_full(const zt_record_layout *l, const zt_game *g, const 
                              const float *policy, float root_value, bool full_search, int action,
                              float reward, float surprise, uint8_t *out)
 {
-    ZT_ASSERT(g->current_player(g, state) >= 0);
+    /* a player's position, or a chance state as a value target alone */
+    ZT_ASSERT(g->current_player(g, state) >= 0 ||
+              (zt_game_observer(g, state) >= 0 && !full_search && action < 0));
     ZT_ASSERT(isfinite(root_value));
     ZT_ASSERT(isfinite(surprise) && surprise >= 0);
     uint8_t flags = full_search ? ZT_REPLAY_FULL_SEARCH : 0;
@@ -282,8 +284,10 @@ zt_status zt_record_decode(const zt_record_layout *l, const zt_game *g, const ui
     int count = (p[1] & 0x7f) | ((p[1] & 0x80) ? p[2] << 7 : 0);
     const uint8_t *q = p + head;
     ZT_TRY(g->decode(g, q, state));
-    if (g->current_player(g, state) < 0)
-        return zt_fail(ZT_ERR_CORRUPT, "replay record of a chance or terminal position");
+    if (g->current_player(g, state) < 0 &&
+        (zt_game_observer(g, state) < 0 || (flags & (ZT_REPLAY_FULL_SEARCH | RECORD_ACTION))))
+        return zt_fail(ZT_ERR_CORRUPT, "replay record of a terminal position, or of a chance "
+                       "position with a policy or an action");
     q += l->compact_size;
     view->flags = flags;
     view->root_value = zt_record_half_to_float(get_u16(q));

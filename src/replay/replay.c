@@ -22,7 +22,9 @@ zt_status zt_replay_traj_new(const zt_game *g, zt_replay_traj **out)
     zt_replay_traj *t = zt_xcalloc(1, sizeof *t);
     t->game = g;
     zt_record_layout_init(&t->layout, g);
-    t->max_length = g->max_game_length;
+    /* a game's plies, and where chance states are recorded too (game.h,
+     * chance_observer) as many of those: past that the actor abandons it */
+    t->max_length = g->chance_observer ? 2 * g->max_game_length : g->max_game_length;
     t->capacity = (size_t)t->max_length * t->layout.max_bytes;
     t->bytes = malloc(t->capacity);
     if (!t->bytes) {
@@ -39,6 +41,11 @@ void zt_replay_traj_free(zt_replay_traj *t)
     if (!t) return;
     free(t->bytes);
     free(t);
+}
+
+bool zt_replay_traj_full(const zt_replay_traj *t)
+{
+    return t->length >= t->max_length;
 }
 
 void zt_replay_traj_clear(zt_replay_traj *t)
@@ -389,14 +396,14 @@ static const uint8_t *find_record(zt_replay *rb, int64_t index, int64_t *game, s
 }
 
 /* The value target of a position: two players, the final result for the
- * player to move; one player, the points still to come, undiscounted (the
+ * player to move (at a chance state, for its observer: game.h); one player, the points still to come, undiscounted (the
  * final score less the score banked in the position, on the value scale):
  * the Monte Carlo return-to-go, the quantity search backs up (q = reward +
  * value, model.h), read from the record and the game's return alone. */
 static float outcome_for(const zt_game *g, const void *state, float return0)
 {
     if (zt_game_num_players(g) == 1) return return0 - zt_game_score(g, state) / g->max_return;
-    return g->current_player(g, state) == 0 ? return0 : -return0;
+    return zt_game_observer(g, state) == 0 ? return0 : -return0;
 }
 
 zt_status zt_replay_get(zt_replay *rb, int64_t index, zt_replay_position *pos, float *policy)

@@ -42,11 +42,16 @@ zt_status zt_replay_traj_new(const zt_game *g, zt_replay_traj **out);
 void zt_replay_traj_free(zt_replay_traj *t);
 void zt_replay_traj_clear(zt_replay_traj *t);
 int zt_replay_traj_length(const zt_replay_traj *t);
+/* No room for another position: max_game_length of them, twice that for a
+ * game with a chance observer (its chance states may be recorded too). */
+bool zt_replay_traj_full(const zt_replay_traj *t);
 
 /* Adds the position `state` (a player node) searched to `policy` (num_actions
  * floats, 0 on illegal actions, any positive scale) with root value
  * `root_value` for the player to move. With full_search false (a cheap
- * search) the policy is not stored and may be NULL. */
+ * search) the policy is not stored and may be NULL. A chance state of a
+ * game with a chance observer (game.h) may be added too, without policy or
+ * action: a value target for its observer (net.chance_values). */
 void zt_replay_traj_add(zt_replay_traj *t, const void *state, const float *policy, float root_value,
                         bool full_search);
 /* The same with the action taken from the position (legal in it) and that

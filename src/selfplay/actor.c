@@ -121,8 +121,8 @@ zt_status zt_actor_new(const zt_game *g, const zt_model_factory *mf, const zt_ev
 {
     *out = NULL;
     if (cfg->games < 1) return zt_fail(ZT_ERR_INVALID, "games_per_actor must be >= 1");
-    if (!(cfg->full_search_fraction > 0 && cfg->full_search_fraction <= 1))
-        return zt_fail(ZT_ERR_INVALID, "full_search_fraction must be in (0, 1]");
+    if (!(cfg->full_search_fraction >= 0 && cfg->full_search_fraction <= 1))
+        return zt_fail(ZT_ERR_INVALID, "full_search_fraction must be in [0, 1]");
     if (!(cfg->resign_false_rate >= 0 && cfg->resign_false_rate < 1))
         return zt_fail(ZT_ERR_INVALID, "resign_false_rate must be in [0, 1)");
     zt_actor *a = zt_xcalloc(1, sizeof *a);
@@ -366,6 +366,15 @@ static zt_status reach_decision(zt_actor *a, int t, const zt_traj_sink *sink, bo
         if (cp == ZT_TERMINAL) {
             ZT_TRY(end_game(a, t, zt_game_value_of(g, s->state, 0), sink));
             continue;
+        }
+        /* A net that values chance states learns them from their outcomes
+         * too: the position before the roll, a value target alone. */
+        if (a->ev.chance_values && g->chance_observer) {
+            if (zt_replay_traj_full(s->traj)) { /* rolls without moves, on and on */
+                ZT_TRY(abandon_game(a, t));
+                continue;
+            }
+            zt_replay_traj_add(s->traj, s->state, NULL, 0.0f, false);
         }
         int o = zt_game_sample_chance(g, s->state, &s->rng);
         g->apply(g, s->state, o);

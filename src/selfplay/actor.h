@@ -34,7 +34,7 @@ typedef struct zt_actor_config {
     /* Playout-cap randomisation (Wu 2019 §3.1): a share of the moves get the
      * full search and become policy targets, the others a cheap search of
      * fast_simulations whose positions are value targets only. */
-    double full_search_fraction; /* 1: every move searched fully */
+    double full_search_fraction; /* 1: every move searched fully; 0: none (no policy targets) */
     int fast_simulations;
     /* The moves without the full search are chosen greedily instead of by
      * a fast search: the network's value of every end of the mover's turn,

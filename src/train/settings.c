@@ -79,6 +79,16 @@ static zt_status read_net(zt_config *c, const zt_game *g, zt_net_config *n)
                        "(backgammon), not %s",
                        g->title);
     ZT_TRY(zt_config_int32(c, "net.value_hidden", n->value_hidden, 1, 1 << 14, &n->value_hidden));
+    /* Values of chance states too: self-play records them as value targets
+     * and the search values one with a single evaluation (nn.h). */
+    bool chance;
+    ZT_TRY(zt_config_bool(c, "net.chance_values", false, &chance));
+    if (chance && !g->chance_observer)
+        return zt_fail(ZT_ERR_INVALID,
+                       "net.chance_values: %s has no chance states a net can value (backgammon "
+                       "has: the positions before a roll)",
+                       g->title);
+    n->chance_values = chance;
     /* Both kinds' keys are read (and checked) whatever the kind, the other
      * kind's into a copy, so that a config written for one kind can be run
      * as the other (--set net.kind=mlp over configs/sim.ini). */
@@ -110,6 +120,7 @@ static zt_status read_muzero(zt_config *c, const zt_game *g, zt_train_settings *
 {
     zt_net_config m = S->net;
     m.kind = ZT_NET_MUZERO;
+    m.chance_values = 0; /* MuZero models chance in its own dynamics */
     ZT_TRY(zt_config_int32(c, "muzero.channels", 32, 1, 4096, &m.channels));
     ZT_TRY(zt_config_int32(c, "muzero.blocks", 2, 0, 256, &m.blocks));
     ZT_TRY(zt_config_int32(c, "muzero.dyn_blocks", 2, 0, 256, &m.dyn_blocks));
@@ -146,6 +157,10 @@ static zt_status read_muzero(zt_config *c, const zt_game *g, zt_train_settings *
     /* categorical value and reward heads (0: tanh) */
     ZT_TRY(zt_config_int32(c, "muzero.support", 0, 0, ZT_MZ_MAX_SUPPORT, &m.value_support));
     if (!zt_algorithm_is_muzero(S->algorithm)) return ZT_OK;
+    if (S->net.chance_values)
+        return zt_fail(ZT_ERR_INVALID, "net.chance_values is for algorithm = alphazero: %s models "
+                       "chance in its own dynamics",
+                       zt_algorithm_name(S->algorithm));
     m.chance_codes = S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO ? codes : 0;
     /* MuZero's value, reward and Q heads are its own (tanh, or categorical
      * with muzero.support): net.value, like the rest of [net], is the
@@ -340,7 +355,9 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_float(c, "selfplay.temperature", A->temperature, 0, 100, &A->temperature));
     ZT_TRY(zt_config_int32(c, "selfplay.temperature_moves", A->temperature_moves, 0, 1 << 20,
                    &A->temperature_moves));
-    ZT_TRY(zt_config_double(c, "selfplay.full_search_fraction", 1.0, 1e-3, 1.0,
+    /* 0: no full searches, so no policy targets (TD-Gammon's way with
+     * fast_moves = greedy: value targets alone) */
+    ZT_TRY(zt_config_double(c, "selfplay.full_search_fraction", 1.0, 0, 1.0,
                             &A->full_search_fraction));
     ZT_TRY(zt_config_int32(c, "selfplay.fast_sims", A->fast_simulations, 1, 1 << 20, &A->fast_simulations));
     static const char *const fast_moves[] = {"search", "greedy", NULL};
@@ -441,7 +458,7 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_bool(c, "arena.positions", true, &S->arena_positions));
     ZT_TRY(zt_config_int32(c, "arena.positions_limit", positions_limit, 0, 1 << 30,
                    &S->arena_positions_limit));
-    ZT_TRY(zt_config_int32(c, "arena.sims", A->search.num_simulations, 1, 1 << 20, &S->arena_sims));
+    ZT_TRY(zt_config_int32(c, "arena.sims", A->search.num_simulations, 0, 1 << 20, &S->arena_sims));
     ZT_TRY(zt_config_bool(c, "arena.stop_on_perfect", false, &S->arena_stop_on_perfect));
     ZT_TRY(zt_config_string(c, "arena.data_dir", "", &S->data_dir));
     ZT_TRY(zt_config_int32(c, "dist.learners", 1, 1, 4096, &S->dist_learners));
