@@ -51,8 +51,8 @@ printf '%s' "$out" | grep -q "equity head is for games of 1/2/3-point results" |
 
 # Values before the roll (net.chance_values): a tiny run records them, its
 # weights say so ("... chance"), its arena plays greedily (arena.sims=0) and
-# its model plays eval matches; games without positions before a roll, and
-# MuZero, refuse the key.
+# its model plays eval matches; games without positions before a roll
+# refuse the key.
 cv="$dir/chance"
 if ! "$BIN" train backgammon --run "$cv" --steps 2 --set net.chance_values=true --set arena.games=2 \
     --set arena.opponents=pubeval --set selfplay.full_search_fraction=0.5 \
@@ -70,10 +70,6 @@ out=$("$BIN" train connect4 --run "$dir/c4cv" --steps 1 --set net.chance_values=
     fail "connect4 accepted net.chance_values=true"
 printf '%s' "$out" | grep -q "net.chance_values: .* has no chance states a net can value" ||
     fail "connect4 chance_values refusal: $out"
-out=$("$BIN" train backgammon --run "$dir/mzcv" --steps 1 --set net.chance_values=true \
-    --set algorithm=stochastic_muzero 2>&1) && fail "stochastic muzero accepted net.chance_values"
-printf '%s' "$out" | grep -q "net.chance_values is for algorithm = alphazero" ||
-    fail "muzero chance_values refusal: $out"
 
 if ! command -v gnubg >/dev/null && [ ! -x /usr/games/gnubg ] && [ -z "${ZT_GNUBG:-}" ]; then
     [ $fails -eq 0 ] || exit 1

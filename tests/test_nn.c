@@ -5,7 +5,8 @@
  * the equity head: its gradient against finite differences, its consistency
  * caps, cubeless equity and its targets against hand computations; a
  * forward's rows independent of the batch's split, also when the call goes
- * in halves (zt_net_forward_submit and _wait, two slots in flight). */
+ * in halves (zt_net_forward_submit and _wait, two slots in flight); the
+ * architecture's text form round-trips, chance values included. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -781,6 +782,21 @@ static void test_config(void)
     CHECK(strstr(buf, " value=equity:") != NULL, "equity architecture '%s'", buf);
     CHECK_OK(zt_net_config_parse(buf, &back));
     CHECK(memcmp(&c, &back, sizeof c) == 0, "equity round trip of '%s'", buf);
+    /* a net that learns chance states' values says so at the end, and
+     * only AlphaZero nets may */
+    for (int k = 0; k < 2; k++) {
+        c = k ? small_mlp(ZT_NORM_LAYER) : small_resnet(ZT_VALUE_SCALAR);
+        c.chance_values = 1;
+        zt_net_config_format(&c, buf, sizeof buf);
+        size_t n = strlen(buf);
+        CHECK(n > 7 && strcmp(buf + n - 7, " chance") == 0, "chance architecture '%s'", buf);
+        CHECK_OK(zt_net_config_parse(buf, &back));
+        CHECK(memcmp(&c, &back, sizeof c) == 0, "chance round trip of '%s'", buf);
+        strcat(buf, " chance");
+        CHECK(zt_net_config_parse(buf, &back) == ZT_ERR_INVALID, "'%s' accepted", buf);
+    }
+    c.kind = ZT_NET_MUZERO;
+    CHECK(zt_net_config_check(&c) == ZT_ERR_INVALID, "a muzero net with chance values accepted");
     c = small_mlp(ZT_NORM_BATCH);
     zt_net_config_format(&c, buf, sizeof buf);
     CHECK(zt_net_config_parse("resnet in=3x3x2 actions=9", &back) == ZT_ERR_INVALID, "short");

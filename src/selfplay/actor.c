@@ -316,8 +316,9 @@ static zt_status end_game(zt_actor *a, int t, float return0, const zt_traj_sink 
 }
 
 /* A game that reached max_game_length plies without an outcome (backgammon
- * can go on without bound in principle): its positions have no return to
- * learn, so it is dropped, never appended. */
+ * can go on without bound in principle), or whose records filled its
+ * trajectory (with the positions before the rolls, zt_replay_traj_full):
+ * its positions have no return to learn, so it is dropped, never appended. */
 static zt_status abandon_game(zt_actor *a, int t)
 {
     game_slot *s = &a->slots[t];
@@ -355,7 +356,7 @@ static zt_status reach_decision(zt_actor *a, int t, const zt_traj_sink *sink, bo
             if (a->fast) zt_search_played(a->fast, t, action);
             continue;
         }
-        if (cp >= 0 && s->ply >= g->max_game_length) {
+        if (cp >= 0 && (s->ply >= g->max_game_length || zt_replay_traj_full(s->traj))) {
             ZT_TRY(abandon_game(a, t));
             continue;
         }

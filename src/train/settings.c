@@ -120,7 +120,9 @@ static zt_status read_muzero(zt_config *c, const zt_game *g, zt_train_settings *
 {
     zt_net_config m = S->net;
     m.kind = ZT_NET_MUZERO;
-    m.chance_values = 0; /* MuZero models chance in its own dynamics */
+    /* net.chance_values, like the rest of [net], is the AlphaZero net's:
+     * MuZero models chance in its own dynamics */
+    m.chance_values = 0;
     ZT_TRY(zt_config_int32(c, "muzero.channels", 32, 1, 4096, &m.channels));
     ZT_TRY(zt_config_int32(c, "muzero.blocks", 2, 0, 256, &m.blocks));
     ZT_TRY(zt_config_int32(c, "muzero.dyn_blocks", 2, 0, 256, &m.dyn_blocks));
@@ -157,10 +159,6 @@ static zt_status read_muzero(zt_config *c, const zt_game *g, zt_train_settings *
     /* categorical value and reward heads (0: tanh) */
     ZT_TRY(zt_config_int32(c, "muzero.support", 0, 0, ZT_MZ_MAX_SUPPORT, &m.value_support));
     if (!zt_algorithm_is_muzero(S->algorithm)) return ZT_OK;
-    if (S->net.chance_values)
-        return zt_fail(ZT_ERR_INVALID, "net.chance_values is for algorithm = alphazero: %s models "
-                       "chance in its own dynamics",
-                       zt_algorithm_name(S->algorithm));
     m.chance_codes = S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO ? codes : 0;
     /* MuZero's value, reward and Q heads are its own (tanh, or categorical
      * with muzero.support): net.value, like the rest of [net], is the
@@ -297,10 +295,17 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_string(c, "muzero.precision", "auto", &mz_precision));
     zt_precision mz_prec;
     ZT_TRY(zt_precision_parse(mz_precision, &mz_prec));
+    /* and muzero.full_search_fraction selfplay's: MuZero learns its policy
+     * and its dynamics from full searches, while backgammon's AlphaZero
+     * recipe (TD-Gammon's) has none */
+    double mz_full;
+    ZT_TRY(zt_config_double(c, "muzero.full_search_fraction", 1.0, 1e-3, 1.0, &mz_full));
     if (zt_algorithm_is_muzero(S->algorithm)) {
         char text[32];
         snprintf(text, sizeof text, "%.17g", mz_c_scale);
         zt_config_put(c, "search.c_scale", text);
+        snprintf(text, sizeof text, "%.17g", mz_full);
+        zt_config_put(c, "selfplay.full_search_fraction", text);
         if (!debug) zt_config_put(c, "precision", zt_precision_name(mz_prec)); /* debug: fp32 */
     }
     static const char *const modes[] = {"concurrent", "alternate", "deterministic", NULL};
