@@ -66,6 +66,10 @@ n=$(grep -c '"kind":"arena","opponent":"pubeval","arena_games":2,' "$cv/metrics.
 out=$("$BIN" eval backgammon --model "$cv" --opponent pubeval --games 4 --sims 2 \
     --set backend=ref 2>&1) || fail "eval of the chance-values model: $out"
 printf '%s\n' "$out" | grep -q "^4 games against pubeval" || fail "chance-values eval: $out"
+out=$("$BIN" train backgammon --run "$dir/rvcv" --steps 1 --set net.value=scalar \
+    --set learner.root_value_weight=0.5 2>&1) && fail "chance values accepted a root-value mix"
+printf '%s' "$out" | grep -q "root_value_weight = 0.5 needs net.chance_values = false" ||
+    fail "root_value_weight with chance values: $out"
 out=$("$BIN" train connect4 --run "$dir/c4cv" --steps 1 --set net.chance_values=true 2>&1) &&
     fail "connect4 accepted net.chance_values=true"
 printf '%s' "$out" | grep -q "net.chance_values: .* has no chance states a net can value" ||

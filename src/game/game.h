@@ -273,9 +273,6 @@ static inline float zt_game_value_from_net(const zt_game *g, float y)
     return (float)(zt_value_h_inverse((double)y * zt_value_h(g->max_return)) / g->max_return);
 }
 
-/* Terminal state s's return for `player` on the network's value scale,
- * [-1, 1]: returns / max_return. (A one-player game's banked score, on the
- * value scale: not bounded by 1.) */
 /* The player whose value a record or evaluation of s stands for: the
  * player to move, or at a chance state the game's chance observer (-1
  * where there is none, and at a terminal state). */
@@ -287,6 +284,9 @@ static inline int zt_game_observer(const zt_game *g, const void *s)
     return -1;
 }
 
+/* Terminal state s's return for `player` on the network's value scale,
+ * [-1, 1]: returns / max_return. (A one-player game's banked score, on the
+ * value scale: not bounded by 1.) */
 static inline float zt_game_value_of(const zt_game *g, const void *s, int player)
 {
     float r[2];

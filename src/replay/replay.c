@@ -396,10 +396,11 @@ static const uint8_t *find_record(zt_replay *rb, int64_t index, int64_t *game, s
 }
 
 /* The value target of a position: two players, the final result for the
- * player to move (at a chance state, for its observer: game.h); one player, the points still to come, undiscounted (the
- * final score less the score banked in the position, on the value scale):
- * the Monte Carlo return-to-go, the quantity search backs up (q = reward +
- * value, model.h), read from the record and the game's return alone. */
+ * player to move (at a chance state, for its observer: game.h); one
+ * player, the points still to come, undiscounted (the final score less the
+ * score banked in the position, on the value scale): the Monte Carlo
+ * return-to-go, the quantity search backs up (q = reward + value, model.h),
+ * read from the record and the game's return alone. */
 static float outcome_for(const zt_game *g, const void *state, float return0)
 {
     if (zt_game_num_players(g) == 1) return return0 - zt_game_score(g, state) / g->max_return;

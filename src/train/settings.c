@@ -442,6 +442,12 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
                        "learner.root_value_weight = %g needs net.value = scalar (the search's "
                        "root value is one number, not %s probabilities)",
                        S->root_value_weight, S->net.value_kind == ZT_VALUE_WDL ? "WDL" : "equity");
+    /* a position before a roll is recorded with no search, so no root value */
+    if (S->root_value_weight > 0 && S->net.chance_values)
+        return zt_fail(ZT_ERR_INVALID,
+                       "learner.root_value_weight = %g needs net.chance_values = false (the "
+                       "positions before a roll are recorded without a search's value)",
+                       S->root_value_weight);
     ZT_TRY(zt_config_bool(c, "learner.prefetch", !debug, &S->prefetch));
     ZT_TRY(zt_config_double(c, "reanalyse.fraction", 0.0, 0, 1, &S->reanalyse_fraction));
     ZT_TRY(zt_config_int32(c, "reanalyse.simulations", 0, 0, 1 << 20, &S->reanalyse_simulations));
