@@ -165,14 +165,12 @@ static void test_tictactoe(void)
     zt_game_free(g);
 }
 
-/* An actor whose fast moves are greedy: few full searches, every game over
- * and stored, and with the oracle every game a draw. */
-static void test_actor(void)
+/* An actor of 4 games whose fast moves are greedy (a tenth of its moves a
+ * full search of 8 simulations), `steps` steps into a replay buffer of
+ * `capacity` positions; false if either could not be made. */
+static bool run_greedy_actor(const zt_game *g, const zt_evaluator *ev, int64_t capacity, int steps,
+                             zt_actor **a, zt_replay **rb)
 {
-    zt_game *g;
-    if (zt_game_new("tictactoe", NULL, &g) != ZT_OK) return;
-    zt_evaluator ev;
-    CHECK(zt_evaluator_oracle_new(g, &ev) == ZT_OK, "oracle: %s", zt_error_message());
     zt_actor_config ac;
     zt_actor_config_default(&ac);
     ac.games = 4;
@@ -183,16 +181,28 @@ static void test_actor(void)
     ac.greedy_fast = true;
     zt_replay_config rc;
     zt_replay_config_default(&rc);
-    rc.capacity = 10000;
+    rc.capacity = capacity;
+    zt_model_factory mf = zt_az_model_factory();
+    CHECK(zt_replay_new(g, &rc, rb) == ZT_OK, "replay: %s", zt_error_message());
+    CHECK(zt_actor_new(g, &mf, ev, &ac, a) == ZT_OK, "actor: %s", zt_error_message());
+    if (!*a || !*rb) return false;
+    zt_traj_sink sink = zt_traj_sink_replay(*rb);
+    for (int step = 0; step < steps; step++)
+        CHECK(zt_actor_step(*a, &sink) == ZT_OK, "step: %s", zt_error_message());
+    return true;
+}
+
+/* An actor whose fast moves are greedy: few full searches, every game over
+ * and stored, and with the oracle every game a draw. */
+static void test_actor(void)
+{
+    zt_game *g;
+    if (zt_game_new("tictactoe", NULL, &g) != ZT_OK) return;
+    zt_evaluator ev;
+    CHECK(zt_evaluator_oracle_new(g, &ev) == ZT_OK, "oracle: %s", zt_error_message());
     zt_replay *rb = NULL;
     zt_actor *a = NULL;
-    zt_model_factory mf = zt_az_model_factory();
-    CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
-    CHECK(zt_actor_new(g, &mf, &ev, &ac, &a) == ZT_OK, "actor: %s", zt_error_message());
-    if (!a || !rb) return;
-    zt_traj_sink sink = zt_traj_sink_replay(rb);
-    for (int step = 0; step < 400; step++)
-        CHECK(zt_actor_step(a, &sink) == ZT_OK, "step: %s", zt_error_message());
+    if (!run_greedy_actor(g, &ev, 10000, 400, &a, &rb)) return;
     zt_actor_stats as = zt_actor_get_stats(a);
     zt_replay_stats rs = zt_replay_get_stats(rb);
     printf("tictactoe actor: %llu moves, %llu full searches, %llu games\n",
@@ -228,26 +238,9 @@ static void test_chance_records(bool chance_values)
     if (zt_game_new("backgammon", NULL, &g) != ZT_OK) return;
     zt_evaluator ev = {
         .ctx = g, .eval = unused_eval, .eval_states = race_eval, .chance_values = chance_values};
-    zt_actor_config ac;
-    zt_actor_config_default(&ac);
-    ac.games = 4;
-    ac.search.num_simulations = 8;
-    ac.root_cache = false;
-    ac.nncache = false;
-    ac.full_search_fraction = 0.1;
-    ac.greedy_fast = true;
-    zt_replay_config rc;
-    zt_replay_config_default(&rc);
-    rc.capacity = 100000;
     zt_replay *rb = NULL;
     zt_actor *a = NULL;
-    zt_model_factory mf = zt_az_model_factory();
-    CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
-    CHECK(zt_actor_new(g, &mf, &ev, &ac, &a) == ZT_OK, "actor: %s", zt_error_message());
-    if (!a || !rb) return;
-    zt_traj_sink sink = zt_traj_sink_replay(rb);
-    for (int step = 0; step < 1500; step++)
-        CHECK(zt_actor_step(a, &sink) == ZT_OK, "step: %s", zt_error_message());
+    if (!run_greedy_actor(g, &ev, 100000, 1500, &a, &rb)) return;
     zt_replay_stats rs = zt_replay_get_stats(rb);
     int64_t chance = 0, with_policy = 0, mismatched = 0, followed = 0;
     int64_t first = rs.positions_seen - rs.positions;

@@ -356,7 +356,10 @@ static zt_status reach_decision(zt_actor *a, int t, const zt_traj_sink *sink, bo
             if (a->fast) zt_search_played(a->fast, t, action);
             continue;
         }
-        if (cp >= 0 && (s->ply >= g->max_game_length || zt_replay_traj_full(s->traj))) {
+        /* too long, or (recording the positions before the rolls too) its
+         * records fill the trajectory: rolls without moves, on and on */
+        if ((cp >= 0 && s->ply >= g->max_game_length) ||
+            (cp != ZT_TERMINAL && zt_replay_traj_full(s->traj))) {
             ZT_TRY(abandon_game(a, t));
             continue;
         }
@@ -370,13 +373,8 @@ static zt_status reach_decision(zt_actor *a, int t, const zt_traj_sink *sink, bo
         }
         /* A net that values chance states learns them from their outcomes
          * too: the position before the roll, a value target alone. */
-        if (a->ev.chance_values && g->chance_observer) {
-            if (zt_replay_traj_full(s->traj)) { /* rolls without moves, on and on */
-                ZT_TRY(abandon_game(a, t));
-                continue;
-            }
+        if (a->ev.chance_values && g->chance_observer)
             zt_replay_traj_add(s->traj, s->state, NULL, 0.0f, false);
-        }
         int o = zt_game_sample_chance(g, s->state, &s->rng);
         g->apply(g, s->state, o);
         if (a->full) zt_search_played(a->full, t, o);

@@ -424,19 +424,20 @@ static zt_status run_arena(zt_scheduler *L)
     ZT_TRY(arena_precision(L));
     if (L->eval_cache) zt_nncache_clear(L->eval_cache);
     zt_evaluator ev = zt_net_evaluator_get(L->eval);
-    zt_search_config sc = S->actor.search;
-    sc.num_simulations = S->arena_sims > 0 ? S->arena_sims : 1;
-    sc.gumbel_noise = false;
-    sc.dirichlet_fraction = 0;
-    sc.node_capacity = 0;
-    sc.edge_capacity = 0;
-    zt_search_config_size(&sc, game, 0);
     zt_agent *agent;
-    /* arena.sims = 0: no search, each turn's best end by the net's value */
-    if (S->arena_sims == 0)
+    if (S->arena_sims == 0) {
+        /* no search: each turn's best end by the net's value */
         ZT_TRY(zt_agent_greedy_new(game, &ev, ARENA_MAX_GAMES, &agent));
-    else
+    } else {
+        zt_search_config sc = S->actor.search;
+        sc.num_simulations = S->arena_sims;
+        sc.gumbel_noise = false;
+        sc.dirichlet_fraction = 0;
+        sc.node_capacity = 0;
+        sc.edge_capacity = 0;
+        zt_search_config_size(&sc, game, 0);
         ZT_TRY(zt_agent_search_new(game, &ev, &sc, ARENA_MAX_GAMES, L->eval_cache, &agent));
+    }
     double t0 = zt_now_s();
     zt_status st = ZT_OK;
     char summary[sizeof L->arena_summary] = "";
