@@ -3,11 +3,13 @@
  * and scatters the rows back. A client waits only for the batch holding its
  * own rows; the service never waits for a client that has nothing queued,
  * so with several actors their tree work overlaps the network calls of the
- * others. With two batches in flight (a device that computes while the
- * thread goes on: zt_net_overlaps) the thread gathers and submits the next
- * batch while the device runs one, then scatters that one while the device
- * runs the next: the device does not wait for the gathering, the copies or
- * the clients woken. Nothing is allocated after zt_eval_service_new. */
+ * others. With two batches in flight (inflight = 2, on a device that
+ * computes while the thread goes on: zt_net_overlaps) the thread gathers and
+ * submits the next batch while the device runs one, then scatters that one
+ * while the device runs the next: the device does not wait for the
+ * gathering, the copies or the clients woken. The default is one: on an
+ * H100 Connect Four self-play ran 19-28 % slower with two, whose batches are
+ * smaller (docs/cuda.md). Nothing is allocated after zt_eval_service_new. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -225,7 +227,7 @@ zt_status zt_eval_service_new(zt_net *net, int clients, int client_batch, int in
     svc->num_actions = cfg->num_actions;
     svc->value_size = zt_net_value_size(cfg);
     svc->value_kind = cfg->value_kind;
-    svc->depth = inflight > 0 ? inflight : zt_net_overlaps(net) ? 2 : 1;
+    svc->depth = inflight > 0 ? inflight : 1;
     pthread_mutex_init(&svc->mu, NULL);
     pthread_mutex_init(&svc->excl_mu, NULL);
     pthread_cond_init(&svc->work, NULL);
