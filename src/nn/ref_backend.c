@@ -2,7 +2,9 @@
  * double. It is the ground truth the fast backends are tested against, so it
  * is written to be obviously right, not fast; it runs on the calling thread.
  * bf16 is emulated: conv and dense weights, the input and every op's output
- * are rounded to bf16, products and sums stay in double. */
+ * are rounded to bf16, and so is the gradient coming into a conv or dense
+ * layer in backward (the fast backends' GEMM operand); products and sums
+ * stay in double. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -504,6 +506,8 @@ static zt_status ref_backward(zt_nn_plan *p, int B, const float *const *d_outs, 
          * nobody asked for it. */
         float *dx = op->in[0] == g->input && !d_in ? NULL : p->grad[op->in[0]];
         size_t n = (size_t)B * zt_nn_shape_size(g->tensors[op->out]);
+        if (p->prec == ZT_PRECISION_BF16 && (op->kind == ZT_OP_CONV || op->kind == ZT_OP_DENSE))
+            round_bf16(p->grad[op->out], n); /* complete: its consumers came first */
         switch (op->kind) {
         case ZT_OP_CONV: conv_backward(p, op, B, dy, dx, grads); break;
         case ZT_OP_DENSE: dense_backward(p, op, B, dy, dx, grads); break;
