@@ -16,7 +16,10 @@
  * Inference runs a separate program over the graph with batch norm folded
  * (zt_nn_graph_fold_bn, host side, redone lazily after parameters or running
  * statistics change), each GEMM's bias, a following residual add and a
- * following ReLU/tanh fused into one epilogue kernel.
+ * following ReLU/tanh fused into one epilogue. In bf16 a convolution (and a
+ * small dense layer) is one kernel, zt_cu_conv_fused: the implicit GEMM
+ * done implicitly, gather, tensor-core product and epilogue in one launch
+ * (ZT_CUDA_IMPLICIT=0 turns it off, for comparison).
  *
  * Host traffic: parameters and running statistics go up in params_changed;
  * inputs and outputs pass through pinned buffers with asynchronous copies
@@ -31,8 +34,8 @@
  * that updates them, so the host's state array stays the truth. `threads` is
  * unused: one stream per plan, a plan used by one thread at a time.
  *
- * CUDA graphs (opt-in, ZT_CUDA_GRAPHS=1 when the plan is made, not yet run
- * on a GPU): an inference call of at most GRAPH_MAX_BATCH rows is captured
+ * CUDA graphs (on unless ZT_CUDA_GRAPHS=0 when the plan is made): an
+ * inference call of at most GRAPH_MAX_BATCH rows is captured
  * once per batch size (input copy, every kernel and GEMM, output copy) and
  * replayed, which saves the launch overhead that dominates small batches.
  * cuBLAS gets a workspace of its own so that nothing allocates during
@@ -146,7 +149,11 @@ zt_status zt_cuda_set_default_device(int index)
 
 /* ---- the plan ---- */
 
-enum { GRAPH_MAX_BATCH = 256, GRAPH_WORKSPACE = 32 << 20 };
+enum {
+    GRAPH_MAX_BATCH = 256,
+    GRAPH_WORKSPACE = 32 << 20,
+    IMPLICIT_MIN_ROWS = 4096 /* the fused kernel from here (docs/cuda.md) */
+};
 
 /* A captured inference call for one batch size. */
 typedef struct graph_entry {
@@ -222,7 +229,10 @@ struct zt_nn_plan {
     float *d_m, *d_v;
     unsigned char *d_decay;
     double *d_norms;
-    bool use_graphs;            /* ZT_CUDA_GRAPHS=1 */
+    bool use_graphs;            /* unless ZT_CUDA_GRAPHS=0 */
+    bool use_implicit;          /* unless ZT_CUDA_IMPLICIT=0 (implicit_gemm) */
+    long implicit_min_rows;     /* ZT_CUDA_IMPLICIT_MIN_ROWS, else IMPLICIT_MIN_ROWS */
+    int implicit_variant;       /* ZT_CUDA_IMPLICIT_VARIANT (ZT_CU_CONV_*), else -1 */
     void *blas_workspace;       /* cuBLAS's, with graphs */
     graph_entry *graphs;
     int ngraphs, graphs_cap;
@@ -511,7 +521,15 @@ static zt_status plan_init(zt_nn_plan *p)
     /* fp32 stays IEEE fp32 products (no TF32), as the reference. */
     BLAS(cublasSetMathMode(p->blas, CUBLAS_DEFAULT_MATH));
     const char *graphs = getenv("ZT_CUDA_GRAPHS");
-    p->use_graphs = graphs && strcmp(graphs, "1") == 0;
+    p->use_graphs = !(graphs && strcmp(graphs, "0") == 0);
+    const char *implicit = getenv("ZT_CUDA_IMPLICIT");
+    p->use_implicit = !(implicit && strcmp(implicit, "0") == 0);
+    const char *min_rows = getenv("ZT_CUDA_IMPLICIT_MIN_ROWS");
+    p->implicit_min_rows = min_rows ? atol(min_rows) : IMPLICIT_MIN_ROWS;
+    const char *variant = getenv("ZT_CUDA_IMPLICIT_VARIANT");
+    p->implicit_variant = variant ? atoi(variant) : -1;
+    if (p->implicit_variant < ZT_CU_CONV_BK32_1 || p->implicit_variant > ZT_CU_CONV_BK64_2)
+        p->implicit_variant = -1;
     if (p->use_graphs) {
         CU(cudaMalloc(&p->blas_workspace, GRAPH_WORKSPACE));
         BLAS(cublasSetWorkspace(p->blas, p->blas_workspace, GRAPH_WORKSPACE));
@@ -707,6 +725,39 @@ static const float *bias_ptr(const zt_nn_graph *g, const dev_params *d, const zt
     return op->p[1] >= 0 ? d->params + param_off(g, op->p[1]) : NULL;
 }
 
+/* Whether a forward pass on B rows runs op i of g (fg in inference) as one
+ * implicit-GEMM kernel
+ * (zt_cu_conv_fused): in bf16, convolutions and dense layers of at most
+ * 64 K weights (the heads; wide layers stay on cuBLAS, faster on them at
+ * large batches) over at least implicit_min_rows output rows (the kernel
+ * walks K serially in each block, so a few blocks are slower than cuBLAS's
+ * split products; see docs/cuda.md for the measured crossover). fp32
+ * keeps cuBLAS, as the reference. */
+static bool implicit_gemm(const zt_nn_plan *p, const zt_nn_graph *g, int i, int B)
+{
+    if (!p->bf16 || !p->use_implicit) return false;
+    const zt_nn_op *op = &g->ops[i];
+    zt_nn_shape in = g->tensors[op->in[0]];
+    if (op->kind == ZT_OP_CONV) return (long)B * in.h * in.w >= p->implicit_min_rows;
+    return B >= p->implicit_min_rows &&
+           (size_t)g->tensors[op->out].c * zt_nn_shape_size(in) <= 65536;
+}
+
+/* y = act(op i (x) + bias + resid) through zt_cu_conv_fused, in its K-32
+ * two-stage shape (on an H100 the fastest or within 1 % of it from batch
+ * 128 to 4096 of the Connect Four net, docs/cuda.md), or the one
+ * ZT_CUDA_IMPLICIT_VARIANT names. */
+static void conv_fused(const zt_nn_plan *p, const zt_nn_graph *g, const dev_params *d, int i,
+                       int B, const float *x, const float *resid, int act, float *y)
+{
+    const zt_nn_op *op = &g->ops[i];
+    int H, W, C, k;
+    gemm_dims(g, op, &H, &W, &C, &k);
+    int variant = p->implicit_variant < 0 ? ZT_CU_CONV_BK32_2 : p->implicit_variant;
+    zt_cu_conv_fused(p->stream, variant, x, weight_ptr(p, g, d, i), bias_ptr(g, d, op), resid, act,
+                     y, B, H, W, C, g->tensors[op->out].c, k);
+}
+
 /* The pinned input and output buffers of the pair p->io. */
 static float *io_in(const zt_nn_plan *p)
 {
@@ -790,8 +841,13 @@ static zt_status infer_queue(zt_nn_plan *p, int B)
         switch (op->kind) {
         case ZT_OP_CONV:
         case ZT_OP_DENSE: {
-            ZT_TRY(gemm_forward(p, g, d, st->op, B, x, y));
             int O = g->tensors[op->out].c;
+            if (implicit_gemm(p, g, st->op, B)) {
+                conv_fused(p, g, d, st->op, B, x, st->resid >= 0 ? p->fact[st->resid] : NULL,
+                           st->act, y);
+                break;
+            }
+            ZT_TRY(gemm_forward(p, g, d, st->op, B, x, y));
             zt_cu_epilogue(p->stream, y, n / (size_t)O, O, bias_ptr(g, d, op),
                            st->resid >= 0 ? p->fact[st->resid] : NULL, st->act);
             break;
@@ -898,8 +954,12 @@ static zt_status train_forward(zt_nn_plan *p, int B, const float *in, float *con
         switch (op->kind) {
         case ZT_OP_CONV:
         case ZT_OP_DENSE: {
-            ZT_TRY(gemm_forward(p, g, d, i, B, x, y));
             int O = g->tensors[op->out].c;
+            if (implicit_gemm(p, g, i, B)) { /* the same product, bias on the way out */
+                conv_fused(p, g, d, i, B, x, NULL, ZT_CU_ACT_NONE, y);
+                break;
+            }
+            ZT_TRY(gemm_forward(p, g, d, i, B, x, y));
             zt_cu_epilogue(p->stream, y, n / (size_t)O, O, bias_ptr(g, d, op), NULL,
                            ZT_CU_ACT_NONE);
             break;

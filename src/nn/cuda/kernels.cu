@@ -6,6 +6,7 @@
  * (cuda_backend.c); these kernels are the memory-bound rest. */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 
 #include "nn/cuda/kernels.h"
 
@@ -108,6 +109,268 @@ __global__ void epilogue_kernel(float *y, size_t n, int C, const float *__restri
         if (act == ZT_CU_ACT_RELU) v = v > 0.0f ? v : 0.0f;
         else if (act == ZT_CU_ACT_TANH) v = tanhf(v);
         y[i] = v;
+    }
+}
+
+/* ---- the implicit-GEMM convolution (bf16 tensor cores) ----
+ *
+ * Y (M x O) = gather(x) (M x K) W^T with M = B*H*W output positions and
+ * K = k*k*C, the gather never written out: each 128-thread block owns a
+ * 64-row by 64-channel tile of Y, and for each BK-wide step of K copies
+ * the input values it needs (zero outside the board, rounded to bf16) and
+ * the matching weight rows into shared memory, where four warps multiply
+ * them on the tensor cores (16x16x16 bf16 fragments, fp32 sums), each warp
+ * a 32 x 32 quarter. With two shared stages the global loads of step s+1
+ * are in flight (in registers) while step s multiplies, one barrier a
+ * step; with one, load, barrier, multiply, barrier. The tile then goes
+ * through shared memory once more so that bias, residual and activation
+ * are applied on the way out in coalesced rows. One launch replaces
+ * im2col, the GEMM and the epilogue.
+ *
+ * Three shapes (zt_cu_conv_fused's `variant`), measured side by side on
+ * an H100 (docs/cuda.md): BK 32 with one stage (96 registers), BK 32 with
+ * two (128; the fastest there, the default), BK 64 with two (165, fewest
+ * barriers). */
+constexpr int kConvBM = 64, kConvBN = 64;
+constexpr int kConvLdC = kConvBN + 4; /* floats */
+constexpr int kConvThreads = 128;
+
+template <int BK>
+struct ConvShape {
+    static constexpr int ld = BK + 8;               /* bf16 a row: 16-byte aligned rows */
+    static constexpr int stage = (kConvBM + kConvBN) * ld; /* bf16 elements: A then B */
+    static constexpr int agroups = BK / 8;          /* A float4 groups a thread */
+    static constexpr int arow_threads = BK / 4;     /* threads across an A row */
+    static constexpr int bvecs = BK / 16;           /* B uint4 pieces a thread */
+};
+
+/* One step's global values in registers: this thread's A rows (4 columns
+ * each, fp32) and its B row's BK/2 columns (bf16). */
+template <int BK>
+struct ConvRegs {
+    float4 a[ConvShape<BK>::agroups];
+    uint4 b[ConvShape<BK>::bvecs];
+};
+
+/* VEC: C % 4 == 0 (four consecutive K columns are one tap's four channels,
+ * one aligned float4) and K % 8 == 0 (weight rows in 16-byte pieces). */
+template <bool VEC, int BK>
+__device__ __forceinline__ void conv_load(ConvRegs<BK> &g, const float *__restrict__ x,
+                                          const __nv_bfloat16 *__restrict__ w, int k0,
+                                          const int *rn, const int *ry, const int *rx, int ja,
+                                          int o, int jb, int H, int W, int C, int O, int K, int k)
+{
+    const int pad = k / 2;
+#pragma unroll
+    for (int i = 0; i < ConvShape<BK>::agroups; i++) {
+        float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (rn[i] >= 0) {
+            if (VEC) {
+                int kk = k0 + ja;
+                if (kk < K) {
+                    int tap = kk / C, c = kk - tap * C;
+                    int ky = tap / k, kx = tap - ky * k;
+                    int iy = ry[i] + ky - pad, ix = rx[i] + kx - pad;
+                    if (iy >= 0 && iy < H && ix >= 0 && ix < W) {
+                        float4 f = __ldg(reinterpret_cast<const float4 *>(
+                            x + (((size_t)rn[i] * H + iy) * W + ix) * C + c));
+                        v[0] = f.x;
+                        v[1] = f.y;
+                        v[2] = f.z;
+                        v[3] = f.w;
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int kk = k0 + ja + e;
+                    if (kk >= K) break;
+                    int tap = kk / C, c = kk - tap * C;
+                    int ky = tap / k, kx = tap - ky * k;
+                    int iy = ry[i] + ky - pad, ix = rx[i] + kx - pad;
+                    if (iy >= 0 && iy < H && ix >= 0 && ix < W)
+                        v[e] = __ldg(x + (((size_t)rn[i] * H + iy) * W + ix) * C + c);
+                }
+            }
+        }
+        g.a[i] = make_float4(v[0], v[1], v[2], v[3]);
+    }
+#pragma unroll
+    for (int q = 0; q < ConvShape<BK>::bvecs; q++) {
+        int kk = k0 + jb + 8 * q;
+        if (VEC) {
+            g.b[q] = make_uint4(0, 0, 0, 0);
+            if (o < O && kk < K)
+                g.b[q] = __ldg(reinterpret_cast<const uint4 *>(w + (size_t)o * K + kk));
+        } else {
+            union {
+                uint4 u;
+                __nv_bfloat16 h[8];
+            } t;
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                t.h[e] = o < O && kk + e < K ? w[(size_t)o * K + kk + e]
+                                             : __float2bfloat16_rn(0.0f);
+            g.b[q] = t.u;
+        }
+    }
+}
+
+template <int BK>
+__device__ __forceinline__ void conv_store(const ConvRegs<BK> &g, __nv_bfloat16 *stage, int tid,
+                                           int ja, int ob, int jb)
+{
+    using S = ConvShape<BK>;
+    __nv_bfloat16 *As = stage, *Bs = stage + kConvBM * S::ld;
+#pragma unroll
+    for (int i = 0; i < S::agroups; i++) {
+        int r = tid / S::arow_threads + (kConvThreads / S::arow_threads) * i;
+        union {
+            uint2 u;
+            __nv_bfloat162 h[2];
+        } t;
+        t.h[0] = __floats2bfloat162_rn(g.a[i].x, g.a[i].y);
+        t.h[1] = __floats2bfloat162_rn(g.a[i].z, g.a[i].w);
+        *reinterpret_cast<uint2 *>(As + r * S::ld + ja) = t.u;
+    }
+#pragma unroll
+    for (int q = 0; q < S::bvecs; q++)
+        *reinterpret_cast<uint4 *>(Bs + ob * S::ld + jb + 8 * q) = g.b[q];
+}
+
+template <int BK>
+__device__ __forceinline__ void conv_mma(
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2],
+    const __nv_bfloat16 *stage, int wm, int wn)
+{
+    using namespace nvcuda;
+    using S = ConvShape<BK>;
+    const __nv_bfloat16 *As = stage, *Bs = stage + kConvBM * S::ld;
+#pragma unroll
+    for (int ks = 0; ks < BK; ks += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a[2];
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b[2];
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+            wmma::load_matrix_sync(a[i], As + (wm + 16 * i) * S::ld + ks, S::ld);
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+            wmma::load_matrix_sync(b[j], Bs + (wn + 16 * j) * S::ld + ks, S::ld);
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+    }
+}
+
+template <bool VEC, int BK, int STAGES>
+__global__ void __launch_bounds__(kConvThreads)
+    conv_fused_kernel(const float *__restrict__ x, const __nv_bfloat16 *__restrict__ w,
+                      const float *__restrict__ bias, const float *__restrict__ resid,
+                      float *__restrict__ y, int M, int H, int W, int C, int O, int k, int act)
+{
+    using namespace nvcuda;
+    using S = ConvShape<BK>;
+    constexpr int stage_bytes = STAGES * S::stage * 2, tile_bytes = kConvBM * kConvLdC * 4;
+    constexpr int smem_bytes = stage_bytes > tile_bytes ? stage_bytes : tile_bytes;
+    __shared__ __align__(128) unsigned char raw[smem_bytes];
+    __nv_bfloat16 *smem = reinterpret_cast<__nv_bfloat16 *>(raw);
+    const int tid = threadIdx.x, warp = tid / 32;
+    const int m0 = blockIdx.x * kConvBM, o0 = blockIdx.y * kConvBN;
+    const int K = k * k * C, HW = H * W;
+
+    /* This thread's A rows and its 4 columns in a step; its B row (an
+     * output channel) and BK/2 columns. */
+    const int ja = (tid % S::arow_threads) * 4;
+    int rn[S::agroups], ry[S::agroups], rx[S::agroups];
+#pragma unroll
+    for (int i = 0; i < S::agroups; i++) {
+        int m = m0 + tid / S::arow_threads + (kConvThreads / S::arow_threads) * i;
+        if (m < M) {
+            rn[i] = m / HW;
+            int rem = m - rn[i] * HW;
+            ry[i] = rem / W;
+            rx[i] = rem - ry[i] * W;
+        } else {
+            rn[i] = -1;
+            ry[i] = rx[i] = 0;
+        }
+    }
+    const int ob = tid / 2, jb = (tid % 2) * (BK / 2), o = o0 + ob;
+
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
+    const int wm = (warp / 2) * 32, wn = (warp % 2) * 32;
+
+    ConvRegs<BK> g;
+    if (STAGES == 1) {
+        for (int k0 = 0; k0 < K; k0 += BK) {
+            conv_load<VEC, BK>(g, x, w, k0, rn, ry, rx, ja, o, jb, H, W, C, O, K, k);
+            conv_store<BK>(g, smem, tid, ja, ob, jb);
+            __syncthreads();
+            conv_mma<BK>(acc, smem, wm, wn);
+            __syncthreads();
+        }
+    } else {
+        conv_load<VEC, BK>(g, x, w, 0, rn, ry, rx, ja, o, jb, H, W, C, O, K, k);
+        conv_store<BK>(g, smem, tid, ja, ob, jb);
+        __syncthreads();
+        int cur = 0;
+        for (int k0 = 0; k0 < K; k0 += BK) {
+            bool next = k0 + BK < K;
+            if (next) conv_load<VEC, BK>(g, x, w, k0 + BK, rn, ry, rx, ja, o, jb, H, W, C, O, K, k);
+            conv_mma<BK>(acc, smem + cur * S::stage, wm, wn);
+            /* The other stage was last read before the previous barrier. */
+            if (next) conv_store<BK>(g, smem + (cur ^ 1) * S::stage, tid, ja, ob, jb);
+            __syncthreads();
+            cur ^= 1;
+        }
+    }
+    /* The tile through shared memory (over the stages, all read by now),
+     * then bias, residual and activation. */
+    float *Cs = reinterpret_cast<float *>(raw);
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+            wmma::store_matrix_sync(Cs + (wm + 16 * i) * kConvLdC + wn + 16 * j, acc[i][j],
+                                    kConvLdC, wmma::mem_row_major);
+    __syncthreads();
+    for (int e = tid; e < kConvBM * kConvBN; e += kConvThreads) {
+        int r = e / kConvBN, c = e - r * kConvBN;
+        int m = m0 + r, oc = o0 + c;
+        if (m >= M || oc >= O) continue;
+        float v = Cs[r * kConvLdC + c];
+        if (bias) v += bias[oc];
+        size_t at = (size_t)m * O + oc;
+        if (resid) v += resid[at];
+        if (act == ZT_CU_ACT_RELU) v = v > 0.0f ? v : 0.0f;
+        else if (act == ZT_CU_ACT_TANH) v = tanhf(v);
+        y[at] = v;
+    }
+}
+
+template <bool VEC>
+void conv_fused_launch(cudaStream_t s, int variant, dim3 grid, const float *x,
+                       const __nv_bfloat16 *w, const float *bias, const float *resid, float *y,
+                       int M, int H, int W, int C, int O, int k, int act)
+{
+    switch (variant) {
+    case ZT_CU_CONV_BK32_1:
+        conv_fused_kernel<VEC, 32, 1>
+            <<<grid, kConvThreads, 0, s>>>(x, w, bias, resid, y, M, H, W, C, O, k, act);
+        break;
+    case ZT_CU_CONV_BK32_2:
+        conv_fused_kernel<VEC, 32, 2>
+            <<<grid, kConvThreads, 0, s>>>(x, w, bias, resid, y, M, H, W, C, O, k, act);
+        break;
+    default:
+        conv_fused_kernel<VEC, 64, 2>
+            <<<grid, kConvThreads, 0, s>>>(x, w, bias, resid, y, M, H, W, C, O, k, act);
+        break;
     }
 }
 
@@ -476,6 +739,19 @@ void zt_cu_epilogue(cudaStream_t s, float *y, size_t rows, int C, const float *b
     if (!bias && !resid && act == ZT_CU_ACT_NONE) return;
     size_t n = rows * (size_t)C;
     epilogue_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, n, C, bias, resid, act);
+}
+
+void zt_cu_conv_fused(cudaStream_t s, int variant, const float *x, const void *w,
+                      const float *bias, const float *resid, int act, float *y, int B, int H,
+                      int W, int C, int O, int k)
+{
+    int M = B * H * W, K = k * k * C;
+    dim3 grid((unsigned)((M + kConvBM - 1) / kConvBM), (unsigned)((O + kConvBN - 1) / kConvBN));
+    const __nv_bfloat16 *wb = static_cast<const __nv_bfloat16 *>(w);
+    if (C % 4 == 0 && K % 8 == 0)
+        conv_fused_launch<true>(s, variant, grid, x, wb, bias, resid, y, M, H, W, C, O, k, act);
+    else
+        conv_fused_launch<false>(s, variant, grid, x, wb, bias, resid, y, M, H, W, C, O, k, act);
 }
 
 void zt_cu_colsum_add(cudaStream_t s, const float *x, size_t rows, int C, float *out)

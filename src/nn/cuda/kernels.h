@@ -35,6 +35,16 @@ void zt_cu_cast(cudaStream_t s, const float *x, void *y, bool bf16, size_t n);
 /* y[r][c] = act(y[r][c] + bias[c] + resid[r][c]); bias and resid may be NULL. */
 void zt_cu_epilogue(cudaStream_t s, float *y, size_t rows, int C, const float *bias,
                     const float *resid, int act);
+/* y = act(conv(x, w) + bias + resid) in bf16, as one implicit GEMM on the
+ * tensor cores: x fp32 NHWC (B x H x W x C, rounded to bf16 as it is
+ * read), w the bf16 weights in OHWI rows of k*k*C (16-byte aligned), y
+ * fp32 (B*H*W rows of O); bias and resid may be NULL. A dense layer is the
+ * case H = W = k = 1. `variant` picks the kernel's shape (kernels.cu): K
+ * steps of 32 with one shared stage or two, or of 64 with two. */
+enum { ZT_CU_CONV_BK32_1, ZT_CU_CONV_BK32_2, ZT_CU_CONV_BK64_2 };
+void zt_cu_conv_fused(cudaStream_t s, int variant, const float *x, const void *w,
+                      const float *bias, const float *resid, int act, float *y, int B, int H,
+                      int W, int C, int O, int k);
 /* out[c] += sum over rows of x[r][c]. */
 void zt_cu_colsum_add(cudaStream_t s, const float *x, size_t rows, int C, float *out);
 
