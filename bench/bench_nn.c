@@ -50,11 +50,12 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: zeroth bench nn [--backend NAME] [--seconds S] [--threads N]\n"
                "                       [--precision fp32|bf16|int8|both|all] [--net NAME]\n"
-               "                       [--batch B]\n"
+               "                       [--batch B] [--train-batch B]\n"
                "                       [--no-train] [--json] [--export DIR]\n"
                "  --net may repeat (c4-64x5, c4-128x10, bg-mlp; default all), as may --batch\n"
                "  (default 1 8 32 64 256 1024 4096). --threads is 'all threads' (default: every\n"
                "  cpu). %%peak: against one core's FMA-loop peak times the threads.\n"
+               "  --train-batch: the train step's batch (default 256).\n"
                "  --json: one JSON object per measurement. --export DIR: write each net's\n"
                "  weights and a reference input/output pair (for bench/torch_compare.py).\n");
 }
@@ -264,9 +265,8 @@ static zt_status bench_inference(const bench_net *bn, const char *backend, zt_pr
 }
 
 static zt_status bench_train(const bench_net *bn, const char *backend, zt_precision prec,
-                             int threads, double seconds)
+                             int threads, double seconds, int B)
 {
-    enum { B = 256 };
     zt_net_config cfg;
     int A;
     ZT_TRY(net_config(bn, &cfg, &A));
@@ -401,7 +401,7 @@ int zt_bench_nn(int argc, char **argv)
     bool train = true;
     const char *export_dir = NULL;
     const char *nets[8];
-    int nnets = 0, batches[16], nbatches = 0;
+    int nnets = 0, batches[16], nbatches = 0, train_batch = 256;
     for (int i = 1; i < argc; i++) {
         const char *v;
         zt_status st = ZT_OK;
@@ -446,6 +446,13 @@ int zt_bench_nn(int argc, char **argv)
                                     "bg-mlp)",
                                     v);
             nets[nnets++] = v;
+        } else if (zt_cli_flag_value(argc, argv, &i, "--train-batch", &v, &st)) {
+            if (st != ZT_OK) return zt_cli_fail(st);
+            char *end;
+            long b = strtol(v, &end, 10);
+            if (*end || b < 1 || b > 65536)
+                return zt_cli_error("bench nn: --train-batch must be in [1, 65536], got '%s'", v);
+            train_batch = (int)b;
         } else if (zt_cli_flag_value(argc, argv, &i, "--batch", &v, &st)) {
             if (st != ZT_OK) return zt_cli_fail(st);
             int b = atoi(v);
@@ -542,7 +549,7 @@ int zt_bench_nn(int argc, char **argv)
         if (!chosen) continue;
         for (int pi = 0; pi < nprecs && rc == 0; pi++) {
             if (precs[pi] == ZT_PRECISION_INT8) continue;
-            st = bench_train(bn, backend, precs[pi], threads, seconds);
+            st = bench_train(bn, backend, precs[pi], threads, seconds, train_batch);
             if (st != ZT_OK) rc = zt_cli_fail(st);
         }
     }

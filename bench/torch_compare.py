@@ -299,9 +299,12 @@ def int8_error(model, fn, x):
     return max((p - qp).abs().max().item(), (v - qv).abs().max().item())
 
 
-def torch_train_step_rate(model, arch, batch, min_time, repeats):
-    """Samples/s of an SGD step with bf16 autocast (policy CE + value MSE)."""
+def torch_train_step_rate(model, arch, batch, min_time, repeats, compiled=False):
+    """Samples/s of an SGD step with bf16 autocast (policy CE + value MSE);
+    with `compiled`, the forward through torch.compile (backward traced
+    with it by AOTAutograd)."""
     model = model.train()
+    fwd = torch.compile(model) if compiled else model
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, nesterov=True,
                           weight_decay=1e-4)
     x = torch.randn(batch, arch["c"], arch["h"], arch["w"]) if arch["kind"] == "resnet" \
@@ -313,7 +316,7 @@ def torch_train_step_rate(model, arch, batch, min_time, repeats):
     def step(_):
         opt.zero_grad(set_to_none=True)
         with torch.autocast(DEVICE, dtype=torch.bfloat16):
-            p, v = model(x)
+            p, v = fwd(x)
         loss = -(target * torch.log_softmax(p.float(), 1)).sum(1).mean() + \
             F.mse_loss(v.float().reshape(-1, 1)[:, :1], vt)
         loss.backward()
@@ -324,10 +327,10 @@ def torch_train_step_rate(model, arch, batch, min_time, repeats):
     return batch / sec
 
 
-def zeroth_numbers(zeroth, nets, batches, threads, quick, int8):
+def zeroth_numbers(zeroth, nets, batches, threads, quick, int8, train_batch):
     # int8 rows only where PyTorch's int8 paths are timed too.
     cmd = [zeroth, "bench", "nn", "--json", "--threads", str(threads), "--precision",
-           "all" if int8 else "both"]
+           "all" if int8 else "both", "--train-batch", str(train_batch)]
     if DEVICE == "cuda":
         cmd += ["--backend", "cuda"]
     for n in nets:
@@ -335,7 +338,7 @@ def zeroth_numbers(zeroth, nets, batches, threads, quick, int8):
     for b in batches:
         cmd += ["--batch", str(b)]
     if quick:
-        cmd += ["--seconds", "0.05"]
+        cmd += ["--seconds", "0.1"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return rows
@@ -350,14 +353,22 @@ def main():
     ap.add_argument("--nets", default="c4-64x5,c4-128x10,bg-mlp")
     ap.add_argument("--quick", action="store_true", help="shorter timings (smoke test)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--train-batch", type=int, default=256, help="the train step's batch")
+    ap.add_argument("--train-compile", action="store_true",
+                    help="also time PyTorch's train step through torch.compile")
     ap.add_argument("--no-int8", action="store_true", help="skip the int8 paths (CPU)")
+    # Each batch size and variant compiles its own graph: past dynamo's
+    # default limit of 8 a compiled variant silently falls back to eager.
+    for knob in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, 256)
     args = ap.parse_args()
     global DEVICE
     DEVICE = args.device
     torch.set_num_threads(args.threads)
     batches = [int(b) for b in args.batches.split(",")]
     nets = args.nets.split(",")
-    min_time, repeats = (0.05, 1) if args.quick else (0.3, 5)
+    min_time, repeats = (0.1, 3) if args.quick else (0.3, 5)
     if DEVICE == "cuda":
         print(f"PyTorch {torch.__version__} on {torch.cuda.get_device_name(0)}")
     else:
@@ -370,7 +381,8 @@ def main():
             export += ["--net", n]
         subprocess.run(export, check=True, stdout=subprocess.DEVNULL)
         int8 = DEVICE == "cpu" and not args.no_int8
-        zrows = zeroth_numbers(args.zeroth, nets, batches, args.threads, args.quick, int8)
+        zrows = zeroth_numbers(args.zeroth, nets, batches, args.threads, args.quick, int8,
+                               args.train_batch)
         zbest, zint8 = {}, {}
         for r in zrows:
             if "batch" in r and (DEVICE == "cuda" or r.get("threads") == args.threads):
@@ -428,11 +440,22 @@ def main():
                     line += (f" {z8:>12.0f} {best8[0]:>11.0f} {best8[1]:<24} "
                              f"{z8 / best8[0] if best8[0] else float('nan'):>6.2f}")
                 print(line, flush=True)
-            t_rate = torch_train_step_rate(model, arch, 256, min_time, repeats)
+            tb = args.train_batch
+            t_rate = torch_train_step_rate(model, arch, tb, min_time, repeats)
+            how = "bf16 autocast"
+            if args.train_compile:
+                try:
+                    c_rate = torch_train_step_rate(model, arch, tb, min_time, repeats, True)
+                    print(f"  {name} train step batch {tb}: PyTorch eager {t_rate:.0f}, "
+                          f"compiled {c_rate:.0f} samples/s")
+                    if c_rate > t_rate:
+                        t_rate, how = c_rate, "bf16 autocast + torch.compile"
+                except Exception as e:
+                    print(f"  (compiled train step failed: {type(e).__name__})")
             model = model.cpu()
             z_rate = ztrain.get(name, float("nan"))
-            print(f"{name:<10} train step batch 256: zeroth {z_rate:.0f} samples/s, "
-                  f"PyTorch bf16 autocast {t_rate:.0f} samples/s, ratio {z_rate / t_rate:.2f}")
+            print(f"{name:<10} train step batch {tb}: zeroth {z_rate:.0f} samples/s, "
+                  f"PyTorch {how} {t_rate:.0f} samples/s, ratio {z_rate / t_rate:.2f}")
     return 0 if ok else 1
 
 

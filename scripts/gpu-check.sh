@@ -4,30 +4,37 @@
 #   scripts/gpu-check.sh pack   here, on the development machine (no GPU):
 #       fills .gpu-carry/ (ignored by git) with what the GPU machine's image
 #       lacks: inih's and oneDNN's headers and libraries (a small sysroot),
-#       and a fallback build of zeroth and test_cuda made here with
-#       ZT_CUDA=ON for any AVX-512 CPU, in case the build there fails.
+#       and the build of zeroth and test_cuda that runs there, made here with
+#       ZT_CUDA=ON for any AVX-512 CPU (device time is short: nothing is
+#       compiled there unless it fails to start); then packs it all into
+#       .gpu-pack/carry.tar.xz (xz keeps the sent tree under the device
+#       tool's 64 MiB).
 #   scripts/gpu-check.sh run    on the GPU machine, from the repository root,
 #       with .gpu-carry carried along; results go to $OUT (default
-#       ./gpu-check-out), at most 8 files:
+#       ./gpu-check-out), at most 8 files (the device tool's limit):
 #         env.txt          GPU, driver, toolkit, what links (ldd)
-#         build.log        configure + build with ZT_CUDA=ON (16 cores)
-#         test_cuda.log    every op, four nets, a train step, the shared evaluator
-#                          (nets and evaluator again with ZT_CUDA_GRAPHS=1)
+#         build.log        only when the carried build does not start there and
+#                          one is made there (ZT_GPU_BUILD=1 forces that)
+#         test_cuda.log    every op, four nets, train steps, the shared evaluator;
+#                          then the ops, nets and evaluator with CUDA graphs and the
+#                          fused convolution kernel in each of its shapes
 #         bench_devices.txt  zeroth bench devices (CPU against GPU, crossover),
-#                          then c4-64x5 again with ZT_CUDA_GRAPHS=1
-#         bench_nn_cuda.txt  bench nn --backend cuda (inference and train steps)
-#         train_smoke.log  a short training run with device=cuda and one with auto
-#         selfplay.txt     zeroth bench selfplay on the GPU (shared evaluator, two
-#                          merged batches in flight, then one), then
+#                          then c4-64x5 with the fused kernel at every batch in each
+#                          shape, and without it (im2col + cuBLAS), same run
+#         torch_compare.txt  bench/torch_compare.py --device cuda: PyTorch eager,
+#                          autocast, torch.compile (+ CUDA graphs) at batches 1, 8,
+#                          256, 1024 and the train step at 1024, eager and compiled
+#         selfplay.txt     zeroth bench selfplay on the GPU (shared evaluator; one
+#                          merged batch in flight, two, and 256 games per actor), then
 #                          bench/mctx_selfplay.py (mctx + pgx, JAX) on the same net,
-#                          sims and games in flight
-#         torch_compare.txt  bench/torch_compare.py --device cuda (last; 120 s cap)
+#                          sims and games in flight as the first and the last
+#         train_smoke.txt  30 learner steps of Connect Four with device=cuda
 #         summary.txt      one line per step: ok / FAILED / skipped
-#       Budget: about 6-8 minutes (build ~1-2, tests ~1, benchmarks ~2, self-play
-#       ~1.5, the PyTorch comparison up to 2 at the end).
+#       About 3 minutes on an H100 (the carried build: no compiling there).
 #
 # With the device tool: run `scripts/gpu-check.sh pack` here, then
-#   run(command="bash scripts/gpu-check.sh run", carry=[".gpu-carry"], timeout_s=540)
+#   run(command="tar -xJf .gpu-pack/carry.tar.xz && bash scripts/gpu-check.sh run",
+#       carry=[".gpu-pack"], timeout_s=300)
 set -u -o pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,6 +47,7 @@ pack() {
     exclude=$(git rev-parse --git-path info/exclude)
     mkdir -p "$(dirname "$exclude")"
     grep -qx '/.gpu-carry/' "$exclude" 2>/dev/null || echo '/.gpu-carry/' >>"$exclude"
+    grep -qx '/.gpu-pack/' "$exclude" 2>/dev/null || echo '/.gpu-pack/' >>"$exclude"
     rm -rf "$CARRY"
     mkdir -p "$CARRY/sysroot/include/oneapi" "$CARRY/sysroot/lib/pkgconfig" "$CARRY/bin" \
         "$CARRY/pylib"
@@ -69,10 +77,12 @@ EOF
     # code for any AVX-512 CPU (x86-64-v4: Sapphire Rapids, Zen 4) rather
     # than this one; the CPU backend's kernels need AVX-512.
     rm -f build-gpu/CMakeCache.txt # pkg-config results are cached
+    local launcher
+    launcher=$(command -v ccache || true)
     PKG_CONFIG_LIBDIR="$CARRY/sysroot/lib/pkgconfig" cmake -S . -B build-gpu \
         -DCMAKE_BUILD_TYPE=Release -DZT_CUDA=ON -DZT_NATIVE=OFF -DZT_MPI=OFF \
         -DCMAKE_C_FLAGS=-march=x86-64-v4 \
-        -DCMAKE_C_COMPILER_LAUNCHER=ccache >/dev/null
+        ${launcher:+-DCMAKE_C_COMPILER_LAUNCHER=$launcher} >/dev/null
     cmake --build build-gpu -j2 --target zeroth test_cuda >/dev/null
     cp build-gpu/zeroth build-gpu/test_cuda "$CARRY/bin/"
     # mctx and pgx for bench/mctx_selfplay.py (the image has JAX, no registry):
@@ -84,7 +94,11 @@ EOF
         chex==0.1.92 toolz svgwrite absl-py typing_extensions
     rm -rf "$venv"
     du -sh "$CARRY"
-    echo "packed: now run 'bash scripts/gpu-check.sh run' on the GPU machine with .gpu-carry carried"
+    mkdir -p "$ROOT/.gpu-pack"
+    tar -C "$ROOT" -cf - .gpu-carry | xz -T0 -6 >"$ROOT/.gpu-pack/carry.tar.xz"
+    du -sh "$ROOT/.gpu-pack/carry.tar.xz"
+    echo "packed: now run 'tar -xJf .gpu-pack/carry.tar.xz && bash scripts/gpu-check.sh run'" \
+        "on the GPU machine with .gpu-pack carried"
 }
 
 run() {
@@ -122,9 +136,15 @@ run() {
     export LD_LIBRARY_PATH="$CARRY/sysroot/lib${blas_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" >>"$OUT/env.txt"
 
-    # -- build there (16 cores), else the carried build --
+    # -- the carried build (made here by `pack`, x86-64-v4): device time is
+    # short, so build there only when it does not start --
     local BIN=""
-    (
+    if [ "${ZT_GPU_BUILD:-0}" != 1 ] && [ -x "$CARRY/bin/zeroth" ] &&
+        "$CARRY/bin/zeroth" --version >"$OUT/build.log" 2>&1; then
+        BIN=$CARRY/bin
+        note "build: the carried one ($(head -1 "$OUT/build.log"))"
+        rm -f "$OUT/build.log"
+    elif (
         set -e
         export CMAKE_PREFIX_PATH="$CARRY/sysroot"
         if command -v pkg-config >/dev/null; then export PKG_CONFIG_LIBDIR="$CARRY/sysroot/lib/pkgconfig"; fi
@@ -135,22 +155,18 @@ run() {
         cmake -S . -B build-cuda $gen -DCMAKE_BUILD_TYPE=Release -DZT_CUDA=ON -DZT_MPI=OFF \
             -DPKG_CONFIG_EXECUTABLE="$(command -v pkg-config || echo /nonexistent)"
         cmake --build build-cuda -j16 --target zeroth test_cuda
-    ) >"$OUT/build.log" 2>&1
-    if [ $? -eq 0 ]; then
+    ) >>"$OUT/build.log" 2>&1; then
         BIN=$ROOT/build-cuda
-        note "build: ok ($((SECONDS - t0)) s)"
-    elif [ -x "$CARRY/bin/zeroth" ]; then
-        BIN=$CARRY/bin
-        note "build: FAILED there (see build.log); using the carried build (x86-64-v4)"
+        note "build: made there ($((SECONDS - t0)) s)"
     else
-        note "build: FAILED and nothing carried; stop"
+        note "build: FAILED (see build.log); stop"
         return 1
     fi
     ldd "$BIN/zeroth" >>"$OUT/env.txt" 2>&1
 
     # -- tests --
     local t=$SECONDS
-    timeout 180 "$BIN/test_cuda" >"$OUT/test_cuda.log" 2>&1
+    timeout 120 "$BIN/test_cuda" >"$OUT/test_cuda.log" 2>&1
     local rc=$?
     case $rc in
     0) note "test_cuda: ok ($((SECONDS - t)) s)" ;;
@@ -158,76 +174,77 @@ run() {
     *) note "test_cuda: FAILED rc=$rc ($(grep -c FAIL "$OUT/test_cuda.log") FAIL lines)" ;;
     esac
 
-    # -- benchmarks --
-    t=$SECONDS
-    timeout 150 "$BIN/zeroth" bench devices --seconds 0.25 >"$OUT/bench_devices.txt" 2>&1 &&
-        note "bench devices: ok ($((SECONDS - t)) s)" || note "bench devices: FAILED"
+    # -- benchmarks: the defaults, then c4-64x5 with the fused convolution
+    # kernel at every batch size, and without it (cuBLAS), same run --
     t=$SECONDS
     {
+        timeout 90 "$BIN/zeroth" bench devices --seconds 0.25
+        echo "rc=$?"
         echo
-        echo "== again with ZT_CUDA_GRAPHS=1 (inference replayed from CUDA graphs up to batch 256)"
-        ZT_CUDA_GRAPHS=1 timeout 60 "$BIN/zeroth" bench devices --net c4-64x5 --seconds 0.25
-    } >>"$OUT/bench_devices.txt" 2>&1 &&
-        note "bench devices, CUDA graphs: ok ($((SECONDS - t)) s)" || note "bench devices, CUDA graphs: FAILED"
-    t=$SECONDS
-    {
-        timeout 60 "$BIN/zeroth" bench nn --backend cuda --net c4-64x5 --precision both \
-            --seconds 0.3 --batch 1 --batch 8 --batch 256 --batch 1024 --batch 4096
+        for v in 0 1 2; do
+            echo "== c4-64x5, ZT_CUDA_IMPLICIT_MIN_ROWS=0 ZT_CUDA_IMPLICIT_VARIANT=$v (the fused" \
+                "convolution kernel at every batch, shape $v: K-32 one stage, K-32 two, K-64 two)"
+            ZT_CUDA_IMPLICIT_MIN_ROWS=0 ZT_CUDA_IMPLICIT_VARIANT=$v timeout 40 "$BIN/zeroth" \
+                bench devices --net c4-64x5 --seconds 0.25
+            echo "rc=$?"
+            echo
+        done
+        echo
+        echo "== c4-64x5, ZT_CUDA_IMPLICIT=0 (bf16 convolutions as im2col + cuBLAS + epilogue)"
+        ZT_CUDA_IMPLICIT=0 timeout 40 "$BIN/zeroth" bench devices --net c4-64x5 --seconds 0.25
         echo "rc=$?"
-        timeout 40 "$BIN/zeroth" bench nn --backend cuda --net bg-mlp --precision bf16 \
-            --seconds 0.3 --batch 1 --batch 256 --batch 4096
-        echo "rc=$?"
-    } >"$OUT/bench_nn_cuda.txt" 2>&1
-    note "bench nn cuda: done ($((SECONDS - t)) s; see rc= lines)"
+    } >"$OUT/bench_devices.txt" 2>&1
+    note "bench devices: done ($((SECONDS - t)) s; see rc= lines)"
 
-    # -- training runs on the device --
+    # -- PyTorch on the same GPU, same weights (inference; train step at 1024) --
     t=$SECONDS
-    {
-        rm -rf /tmp/zt-gpu-run1 /tmp/zt-gpu-run2
-        echo "== device=cuda, shared evaluator, 30 learner steps"
-        timeout 70 "$BIN/zeroth" train connect4 --run /tmp/zt-gpu-run1 --set device=cuda \
-            --set selfplay.evaluator=shared --set learner.min_positions=500 --steps 30 --minutes 1
-        echo "rc=$?"
-        tail -5 /tmp/zt-gpu-run1/log.txt 2>/dev/null
-        echo "== device=auto (crossover measured, then cached)"
-        timeout 45 "$BIN/zeroth" train connect4 --run /tmp/zt-gpu-run2 --set device=auto \
-            --set selfplay.evaluator=shared --set learner.min_positions=500 --steps 5 --minutes 0.7
-        echo "rc=$?"
-        cat /tmp/zt-gpu-run2/device_crossover.txt 2>/dev/null
-    } >"$OUT/train_smoke.log" 2>&1
-    note "train smoke: done ($((SECONDS - t)) s; see rc= lines)"
+    PYTHONUNBUFFERED=1 timeout 180 python3 bench/torch_compare.py --device cuda \
+        --zeroth "$BIN/zeroth" --nets c4-64x5 --batches 1,8,256,1024 --quick \
+        --train-batch 1024 --train-compile >"$OUT/torch_compare.txt" 2>&1
+    note "torch compare: rc=$? ($((SECONDS - t)) s)"
 
-    # -- self-play: Zeroth on the GPU, then mctx + pgx at the same net, sims
-    # and games in flight (the image's JAX with the carried mctx and pgx) --
+    # -- self-play: Zeroth on the GPU (two merged batches in flight, one, and
+    # more games per actor), then mctx + pgx at the same net, sims and games
+    # in flight (the image's JAX with the carried mctx and pgx) --
     t=$SECONDS
     {
-        timeout 60 "$BIN/zeroth" bench selfplay connect4 --seconds 4 --set device=cuda \
+        timeout 40 "$BIN/zeroth" bench selfplay connect4 --seconds 4 --set device=cuda \
             --set selfplay.evaluator=shared
         echo "rc=$?"
-        # the service with one merged batch in flight, against the default two
-        echo "== selfplay.inflight=1 (the default above keeps 2 in flight on the GPU)"
+        echo "== selfplay.inflight=2 (the default above keeps 1 in flight)"
         timeout 40 "$BIN/zeroth" bench selfplay connect4 --seconds 4 --set device=cuda \
-            --set selfplay.evaluator=shared --set selfplay.inflight=1
+            --set selfplay.evaluator=shared --set selfplay.inflight=2
+        echo "rc=$?"
+        echo "== games_per_actor=256"
+        timeout 40 "$BIN/zeroth" bench selfplay connect4 --seconds 4 --set device=cuda \
+            --set selfplay.evaluator=shared --set games_per_actor=256
         echo "rc=$?"
     } >"$OUT/selfplay.txt" 2>&1
-    # "self-play connect4: N actor(s) x G games, ..."
-    local games
-    games=$(sed -n 's/^self-play connect4: \([0-9]*\) actor(s) x \([0-9]*\) games.*/\1 \2/p' \
-        "$OUT/selfplay.txt" | awk '{ print $1 * $2 }')
-    {
-        echo "== mctx + pgx, ${games:-960} games in flight, 32 sims, bf16"
-        PYTHONPATH="$CARRY/pylib" PYTHONUNBUFFERED=1 timeout 100 python3 bench/mctx_selfplay.py \
-            --zeroth "$BIN/zeroth" --games "${games:-960}" --sims 32 --seconds 3 --repeats 2
+    # "self-play connect4: N actor(s) x G games, ..." of the first and last runs
+    local g1 g2
+    g1=$(sed -n 's/^self-play connect4: \([0-9]*\) actor(s) x \([0-9]*\) games.*/\1 \2/p' \
+        "$OUT/selfplay.txt" | head -1 | awk '{ print $1 * $2 }')
+    g2=$(sed -n 's/^self-play connect4: \([0-9]*\) actor(s) x \([0-9]*\) games.*/\1 \2/p' \
+        "$OUT/selfplay.txt" | tail -1 | awk '{ print $1 * $2 }')
+    for games in ${g1:-960} ${g2:-3840}; do
+        echo "== mctx + pgx, $games games in flight, 32 sims, bf16"
+        PYTHONPATH="$CARRY/pylib" PYTHONUNBUFFERED=1 timeout 60 python3 bench/mctx_selfplay.py \
+            --zeroth "$BIN/zeroth" --games "$games" --sims 32 --seconds 3 --repeats 2
         echo "rc=$?"
-    } >>"$OUT/selfplay.txt" 2>&1
+    done >>"$OUT/selfplay.txt" 2>&1
     note "self-play zeroth vs mctx: done ($((SECONDS - t)) s; see rc= lines)"
 
-    # -- last (may be cut by its timeout): PyTorch on the same GPU, same weights --
+    # -- a short training run on the GPU (bench nn's figures are in
+    # torch_compare.txt, which runs it) --
     t=$SECONDS
-    PYTHONUNBUFFERED=1 timeout 120 python3 bench/torch_compare.py --device cuda \
-        --zeroth "$BIN/zeroth" --nets c4-64x5 --batches 8,1024 --quick \
-        >"$OUT/torch_compare.txt" 2>&1
-    note "torch compare: rc=$? ($((SECONDS - t)) s)"
+    {
+        rm -rf /tmp/zt-gpu-run1
+        echo "== train: device=cuda, shared evaluator, 30 learner steps"
+        timeout 50 "$BIN/zeroth" train connect4 --run /tmp/zt-gpu-run1 --set device=cuda \
+            --set selfplay.evaluator=shared --set learner.min_positions=500 --steps 30 --minutes 0.6
+        echo "rc=$?"
+    } >"$OUT/train_smoke.txt" 2>&1
+    note "train smoke: done ($((SECONDS - t)) s; see rc= lines)"
     note "total: $((SECONDS - t0)) s on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
 }
 
