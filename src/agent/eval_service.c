@@ -8,7 +8,7 @@
  * submits the next batch while the device runs one, then scatters that one
  * while the device runs the next: the device does not wait for the
  * gathering, the copies or the clients woken. The default is one: on an
- * H100 Connect Four self-play ran 19-28 % slower with two, whose batches are
+ * H100 Connect Four self-play ran 7-28 % slower with two, whose batches are
  * smaller (docs/cuda.md). Nothing is allocated after zt_eval_service_new. */
 #include <pthread.h>
 #include <stdbool.h>
