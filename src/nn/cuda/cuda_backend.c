@@ -729,8 +729,8 @@ static const float *bias_ptr(const zt_nn_graph *g, const dev_params *d, const zt
  * implicit-GEMM kernel (zt_cu_conv_fused): in bf16, convolutions and dense
  * layers of at most 64 K weights (the heads; wide layers stay on cuBLAS,
  * faster on them at large batches) over at least implicit_min_rows output
- * rows (each block walks all of K alone, so a few blocks are slower than
- * cuBLAS's split products; docs/cuda.md has the measured crossover). fp32
+ * rows (below, there are few blocks, each walking all of K alone, and
+ * im2col + cuBLAS is faster: docs/cuda.md has the measured crossover). fp32
  * keeps cuBLAS, as the reference. */
 static bool implicit_gemm(const zt_nn_plan *p, const zt_nn_graph *g, int i, int B)
 {
