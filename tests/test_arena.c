@@ -81,8 +81,16 @@ static void test_elo(void)
     }
     e = zt_elo_estimate(0, 0, 0);
     CHECK(e.elo == 0 && e.lo == 0 && e.hi == 0, "no games");
-    e = zt_elo_estimate(0, 7, 0);
-    CHECK(e.elo == 0 && isfinite(e.lo) && isfinite(e.hi), "all draws");
+    /* All draws: Elo 0 in an interval around it that narrows with games. */
+    width = INFINITY;
+    for (int n = 1; n <= 1000; n *= 10) {
+        e = zt_elo_estimate(0, n, 0);
+        CHECK(e.elo == 0 && isfinite(e.lo) && isfinite(e.hi) && e.lo < 0 && e.hi > 0 &&
+                  near(e.lo, -e.hi, 1e-9) && e.hi - e.lo < width && !e.bound,
+              "%d draws: %g [%g, %g]", n, e.elo, e.lo, e.hi);
+        printf("elo 0-%d-0 %+7.1f [%+7.1f, %+7.1f]\n", n, e.elo, e.lo, e.hi);
+        width = e.hi - e.lo;
+    }
 
     zt_sprt_config sc = {0, 50, 0.05, 0.05};
     zt_sprt_state s = zt_sprt_update(&sc, 0, 0, 0);

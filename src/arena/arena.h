@@ -90,8 +90,10 @@ typedef struct zt_elo {
 
 /* From the trinomial counts: the score's standard error over games gives
  * score +- 1.96 se, mapped to Elo. A perfect (or nil) score is computed as
- * if half a game had gone the other way, and interval ends are kept a
- * quarter game from 0 and 1, so everything is finite. */
+ * if half a game had gone the other way, all draws as if half a game had
+ * been a quarter won and a quarter lost (an interval around 0, not
+ * [0, 0]), and interval ends are kept a quarter game from 0 and 1, so
+ * everything is finite. */
 zt_elo zt_elo_estimate(int wins, int draws, int losses);
 
 typedef struct zt_sprt_config {

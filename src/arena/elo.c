@@ -5,7 +5,7 @@
 
 double zt_elo_from_score(double score)
 {
-    return -400.0 * log10(1.0 / score - 1.0);
+    return -400.0 * log10(1.0 / score - 1.0) + 0.0; /* + 0.0: an even score is +0, not -0 */
 }
 
 double zt_score_from_elo(double elo)
@@ -40,6 +40,13 @@ zt_elo zt_elo_estimate(int wins, int draws, int losses)
         l -= 0.5;
         w += 0.5;
         r.bound = true;
+    } else if (draws == n) {
+        /* All draws have no spread to measure: split half a game into a
+         * quarter won and a quarter lost, so the interval is not [0, 0]
+         * but narrows with games, as the perfect score's does. */
+        d -= 0.5;
+        w += 0.25;
+        l += 0.25;
     }
     double s, var;
     score_moments(w, d, l, &s, &var);
