@@ -221,11 +221,11 @@ run() {
         echo "rc=$?"
     } >"$OUT/selfplay.txt" 2>&1
     # "self-play connect4: N actor(s) x G games, ..." of the first and last runs
-    local g1 g2
-    g1=$(sed -n 's/^self-play connect4: \([0-9]*\) actor(s) x \([0-9]*\) games.*/\1 \2/p' \
-        "$OUT/selfplay.txt" | head -1 | awk '{ print $1 * $2 }')
-    g2=$(sed -n 's/^self-play connect4: \([0-9]*\) actor(s) x \([0-9]*\) games.*/\1 \2/p' \
-        "$OUT/selfplay.txt" | tail -1 | awk '{ print $1 * $2 }')
+    local inflight g1 g2
+    inflight=$(sed -n 's/^self-play connect4: \([0-9]*\) actor(s) x \([0-9]*\) games.*/\1 \2/p' \
+        "$OUT/selfplay.txt" | awk '{ print $1 * $2 }')
+    g1=$(echo "$inflight" | head -1)
+    g2=$(echo "$inflight" | tail -1)
     for games in ${g1:-960} ${g2:-3840}; do
         echo "== mctx + pgx, $games games in flight, 32 sims, bf16"
         PYTHONPATH="$CARRY/pylib" PYTHONUNBUFFERED=1 timeout 60 python3 bench/mctx_selfplay.py \

@@ -64,7 +64,7 @@ typedef struct zt_runner_config {
     size_t weights_tail;
     zt_evaluator_kind evaluator;
     int shared_threads;
-    int inflight; /* shared: merged batches in flight (zt_eval_service_new; 0: auto) */
+    int inflight; /* shared: merged batches in flight (zt_eval_service_new; 0: 1) */
 } zt_runner_config;
 
 typedef struct zt_runner zt_runner;
