@@ -10,7 +10,8 @@
 # plays a full match and reports points per game; the arena's points per
 # game reach the metrics and the report's panel. A run whose net values the
 # positions before a roll (net.chance_values) trains, records it in its
-# weights and plays its arena greedily (arena.sims = 0).
+# weights and plays its arena greedily (arena.sims = 0), and eval and play
+# play its model greedily by default.
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
@@ -66,6 +67,22 @@ n=$(grep -c '"kind":"arena","opponent":"pubeval","arena_games":2,' "$cv/metrics.
 out=$("$BIN" eval backgammon --model "$cv" --opponent pubeval --games 4 --sims 2 \
     --set backend=ref 2>&1) || fail "eval of the chance-values model: $out"
 printf '%s\n' "$out" | grep -q "^4 games against pubeval" || fail "chance-values eval: $out"
+# ... and, its arena having played greedily, eval and play play it so by
+# default (--sims searches; --greedy with --sims is refused).
+out=$("$BIN" eval backgammon --model "$cv" --opponent pubeval --games 2 --set backend=ref 2>&1) ||
+    fail "eval of the chance-values model, its default: $out"
+printf '%s\n' "$out" | grep -q "greedy, no search, as its run's arena played" ||
+    fail "eval did not play the greedy run greedily: $out"
+out=$(printf 'quit\n' | "$BIN" play backgammon --model "$cv" --first agent --seed 3 \
+    --set backend=ref 2>&1) || fail "play of the chance-values model: $out"
+printf '%s\n' "$out" | grep -q "agent: greedy, no search, as its run's arena played" &&
+    printf '%s\n' "$out" | grep -q "greedy, the best end of its turn" &&
+    printf '%s\n' "$out" | grep -q "^agent plays " || fail "play did not play greedily: $out"
+out=$(printf 'quit\n' | "$BIN" play backgammon --model "$cv" --first agent --seed 3 --sims 2 \
+    --set backend=ref 2>&1) || fail "play --sims 2: $out"
+printf '%s\n' "$out" | grep -q "agent: gumbel search" || fail "play --sims 2 did not search: $out"
+"$BIN" play backgammon --model "$cv" --greedy --sims 2 </dev/null >/dev/null 2>&1
+[ $? -eq 2 ] || fail "play --greedy --sims 2 was not a usage error"
 out=$("$BIN" train backgammon --run "$dir/rvcv" --steps 1 --set net.value=scalar \
     --set learner.root_value_weight=0.5 2>&1) && fail "chance values accepted a root-value mix"
 printf '%s' "$out" | grep -q "root_value_weight = 0.5 needs net.chance_values = false" ||

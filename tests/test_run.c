@@ -157,7 +157,7 @@ static void check_search_defaults(void)
         path_in(p, sizeof p, forms[i]);
         zt_config *cfg = zt_config_new();
         zt_config_put(cfg, "search.algorithm", "gumbel"); /* the user's */
-        zt_status st = zt_run_search_defaults(p, cfg, from, sizeof from);
+        zt_status st = zt_run_search_defaults(p, cfg, from, sizeof from, NULL);
         CHECK(st == ZT_OK, "%s: %s", forms[i], zt_error_message());
         bool from_run = i < 2;
         CHECK(from_run == (strstr(from, "srun/config.ini") != NULL), "%s: from '%s'", forms[i],
@@ -177,11 +177,38 @@ static void check_search_defaults(void)
               "%s: keys beyond search.* were taken", forms[i]);
         zt_config_free(cfg);
     }
+    /* A run whose arena played greedily (arena.sims = 0) is played so,
+     * unless the user asks for a search (search.sims); a weights file, a run
+     * whose arena searched and a run without arena.sims are not. */
+    struct {
+        const char *ini, *form;
+        bool user_sims, greedy;
+    } cases[] = {
+        {"[search]\nsims = 7\n[arena]\nsims = 0\n", "srun", false, true},
+        {"[search]\nsims = 7\n[arena]\nsims = 0\n", "srun/ckpt/00000005", false, true},
+        {"[search]\nsims = 7\n[arena]\nsims = 0\n", "srun", true, false},
+        {"[search]\nsims = 7\n[arena]\nsims = 0\n", "srun/ckpt/00000005/weights.safetensors",
+         false, false},
+        {"[search]\nsims = 7\n[arena]\nsims = 4\n", "srun", false, false},
+        {"[search]\nsims = 7\n", "srun", false, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_text("srun/config.ini", cases[i].ini);
+        char p[512], from[1024];
+        path_in(p, sizeof p, cases[i].form);
+        zt_config *cfg = zt_config_new();
+        if (cases[i].user_sims) zt_config_put(cfg, "search.sims", "5");
+        bool greedy = !cases[i].greedy;
+        zt_status st = zt_run_search_defaults(p, cfg, from, sizeof from, &greedy);
+        CHECK(st == ZT_OK && greedy == cases[i].greedy, "greedy case %zu: %s, greedy %d", i,
+              st == ZT_OK ? "ok" : zt_error_message(), greedy);
+        zt_config_free(cfg);
+    }
     write_text("srun/config.ini", "[search\nsims = 7\n");
     char p[512], from[1024];
     path_in(p, sizeof p, "srun");
     zt_config *cfg = zt_config_new();
-    CHECK(zt_run_search_defaults(p, cfg, from, sizeof from) == ZT_ERR_INVALID &&
+    CHECK(zt_run_search_defaults(p, cfg, from, sizeof from, NULL) == ZT_ERR_INVALID &&
               strstr(zt_error_message(), "config.ini"),
           "a damaged config.ini: %s", zt_error_message());
     zt_config_free(cfg);

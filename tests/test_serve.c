@@ -594,6 +594,78 @@ static void test_concurrent(void)
     zt_game_free(g);
 }
 
+/* The oracle's exact values under a flat policy: what a greedy agent plays
+ * perfectly with, and a raw policy cannot use. */
+typedef struct values_only {
+    zt_evaluator oracle;
+    int num_actions;
+} values_only;
+
+static zt_status values_only_eval(void *ctx, int B, const void *const *states, float *logits,
+                                  float *values)
+{
+    values_only *v = ctx;
+    ZT_TRY(v->oracle.eval_states(v->oracle.ctx, B, states, logits, values));
+    memset(logits, 0, (size_t)B * (size_t)v->num_actions * sizeof *logits);
+    return ZT_OK;
+}
+
+/* With `greedy` and 0 simulations the agent plays the move whose position
+ * its values rank best, its one top move: on tic-tac-toe's exact values it
+ * never loses to random moves, where the flat policy's first legal move
+ * loses some games; /api/info says which it is. */
+static void test_greedy(void)
+{
+    zt_game *g = NULL;
+    CHECK(zt_game_new("tictactoe", NULL, &g) == ZT_OK, "");
+    values_only vo = {.num_actions = g->num_actions};
+    CHECK(zt_evaluator_oracle_new(g, &vo.oracle) == ZT_OK, "%s", zt_error_message());
+    CHECK(vo.oracle.eval_states, "the oracle values states");
+    zt_evaluator ev = {.ctx = &vo, .eval_states = values_only_eval};
+    response *r = malloc(sizeof *r);
+    for (int greedy = 0; greedy < 2; greedy++) {
+        zt_serve_config c = {.game = g,
+                             .ev = ev,
+                             .greedy = greedy,
+                             .max_sims = 8,
+                             .max_sessions = 1,
+                             .idle_seconds = 1800,
+                             .max_body = 4096,
+                             .seed = 7,
+                             .model = "test"};
+        zt_search_config_default(&c.search, ZT_SEARCH_GUMBEL);
+        c.search.num_simulations = 0;
+        zt_serve *srv = NULL;
+        CHECK(zt_serve_new(&c, &srv) == ZT_OK, "%s", zt_error_message());
+        CHECK(req(srv, "GET", "/api/info", NULL, NULL, r) == 200 &&
+                  strstr(r->body, greedy ? "\"greedy\": true" : "\"greedy\": false"),
+              "info: %s", r->body);
+        zt_rng rng;
+        zt_rng_seed(&rng, zt_test_seed(13), (uint64_t)greedy);
+        int lost = 0;
+        for (int game = 0; game < 20; game++) {
+            char body[64], sid[32], v[32];
+            snprintf(body, sizeof body, "{\"side\": %d}", game % 2);
+            CHECK(req(srv, "POST", "/api/new", NULL, body, r) == 200, "%s", r->body);
+            field(r->body, "session", sid, sizeof sid);
+            if (greedy && game % 2 == 1)
+                CHECK(count_of(r->body, "\"share\": ") == 1, "greedy: one top move: %s", r->body);
+            CHECK(play_out(srv, sid, &rng, r) >= 2, "game %d", game);
+            CHECK(field(r->body, "result", v, sizeof v), "%s", r->body);
+            lost += strcmp(v, "win") == 0; /* the person's result */
+            snprintf(body, sizeof body, "{\"session\": \"%s\"}", sid);
+            CHECK(req(srv, "POST", "/api/close", NULL, body, r) == 200, "%s", r->body);
+        }
+        printf("tic-tac-toe on exact values, %s: the agent lost %d of 20 to random moves\n",
+               greedy ? "greedy" : "raw flat policy", lost);
+        CHECK(greedy ? lost == 0 : lost > 0, "%s agent lost %d", greedy ? "greedy" : "raw", lost);
+        zt_serve_free(srv);
+    }
+    free(r);
+    zt_evaluator_oracle_free(&vo.oracle);
+    zt_game_free(g);
+}
+
 static void test_config(void)
 {
     zt_game *g = NULL;
@@ -625,6 +697,7 @@ int main(void)
     test_config();
     test_routes();
     test_whole_games();
+    test_greedy();
     test_backgammon();
     test_bound();
     test_agent_failure();

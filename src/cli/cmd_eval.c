@@ -76,7 +76,9 @@ static void usage(FILE *f)
         "                 for --set search.sims=S\n"
         "  --greedy       no search: each turn ends where the net's value is highest\n"
         "                 (backgammon: the best complete play, as gnubg's 0-ply; the\n"
-        "                 opponent's roll averaged exactly); models on both sides\n"
+        "                 opponent's roll averaged exactly); models on both sides.\n"
+        "                 The default for a model whose run's arena played so\n"
+        "                 (arena.sims = 0, backgammon's default) unless --sims is given\n"
         "  --seed N       seed of dice and the agents' randomness (default 1)\n"
         "  --set k=v      search settings, search.KEY (docs/search.md): search.algorithm\n"
         "                 (gumbel|puct), search.sims, search.leaves_per_tree,\n"
@@ -416,9 +418,12 @@ int zt_cmd_eval(int argc, char **argv)
     char run_config[4200];
     /* Gumbel noise varies the games of a match; positions are judged on
      * the search's best move. */
+    bool run_greedy; /* the run's arena played greedily, and --sims was not given */
     if ((st = zt_run_open_player(model_path, game_name, cfg, positions == NULL, &me.game, &me.net,
-                                 &search, run_config, sizeof run_config)) != ZT_OK)
+                                 &search, run_config, sizeof run_config, &run_greedy)) != ZT_OK)
         goto fail;
+    run_greedy = run_greedy && !greedy;
+    greedy = greedy || run_greedy;
     if ((st = zt_run_evaluator_new(me.net, &me.ev)) != ZT_OK) goto fail;
     zt_search_config_size(&search, me.game, 0);
     if ((st = zt_config_int(cfg, "concurrency", 64, 1, 4096, &concurrency)) != ZT_OK) goto fail;
@@ -442,7 +447,9 @@ int zt_cmd_eval(int argc, char **argv)
     }
     char spec[256], what[128];
     zt_game_spec(g, spec, sizeof spec);
-    if (greedy)
+    if (run_greedy)
+        snprintf(what, sizeof what, "greedy, no search, as its run's arena played; --sims S searches");
+    else if (greedy)
         snprintf(what, sizeof what, "greedy, no search");
     else if (search.num_simulations == 0)
         snprintf(what, sizeof what, "raw policy");

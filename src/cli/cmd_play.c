@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/greedy.h"
 #include "cli/cli.h"
 #include "core/rng.h"
 #include "search/search.h"
@@ -18,8 +19,8 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: zeroth play GAME --model M [--sims S] [--first human|agent] [--seed N]\n"
-               "                   [--set k=v]\n\n"
+    fprintf(f, "usage: zeroth play GAME --model M [--sims S | --greedy] [--first human|agent]\n"
+               "                   [--seed N] [--set k=v]\n\n"
                "Plays one game against a model (a weights file, a checkpoint or a run directory)\n"
                "in the terminal. Type a move in the game's notation (tictactoe: a cell 0..8;\n"
                "connect4: a column 1..7; sim: an edge u-v; backgammon: one checker move such as\n"
@@ -28,20 +29,24 @@ static void usage(FILE *f)
                "game (2048) you play alone, or with --first agent watch the agent play.\n"
                "  --sims S         simulations per agent move (0: the raw policy); short for\n"
                "                   --set search.sims=S\n"
+               "  --greedy         no search: each turn ends where the net's value is highest\n"
+               "                   (backgammon: the best complete play, gnubg's 0-ply)\n"
                "  --first WHO      who plays first, human (default) or agent (one player: who plays)\n"
                "  --seed N         seed of the dice and the search (default: the clock)\n"
                "  --set k=v        search settings search.KEY as for zeroth eval\n"
                "                   (search.algorithm=puct, ...; search.gumbel_noise default off)\n\n"
                "A run or checkpoint directory plays with its run's search (the search.* keys\n"
                "of RUN/config.ini, without self-play's noise), a weights file with the\n"
-               "defaults; flags override either.\n");
+               "defaults; flags override either. A run whose arena played greedily\n"
+               "(arena.sims = 0, backgammon's default) plays greedily unless --sims is given.\n");
 }
 
 typedef struct session {
     const zt_game *g;
     zt_evaluator ev;
-    zt_model *model;   /* NULL with the raw policy */
-    zt_search *search; /* NULL with the raw policy */
+    zt_model *model;   /* NULL with the raw policy and greedy */
+    zt_search *search; /* NULL with the raw policy and greedy */
+    zt_greedy *greedy; /* NULL unless greedy */
     int sims;
     float *obs, *logits;
 } session;
@@ -68,6 +73,15 @@ static int agent_move(session *ss, const void *s)
     scored_move mv[ZT_MAX_ACTIONS];
     float value;
     int choice;
+    if (ss->greedy) {
+        /* one slot: the turn's plan goes on while the state is the one it
+         * expects, and a new turn (or the human's) makes a new one */
+        if (zt_greedy_choose(ss->greedy, 0, s, &choice, &value) != ZT_OK) return -1;
+        printf("agent: value %+.3f (its own view: +1 a win, -1 a loss); greedy, the best end "
+               "of its turn\n",
+               value);
+        return choice;
+    }
     if (ss->search) {
         int32_t visits[ZT_MAX_ACTIONS];
         zt_search_begin(ss->search, 0, s);
@@ -273,6 +287,7 @@ int zt_cmd_play(int argc, char **argv)
     zt_config *cfg = zt_config_new();
     const char *game_name = NULL, *model_path = NULL, *sims_arg = NULL, *first = "human";
     const char *seed_arg = NULL;
+    bool greedy = false;
     zt_status st = ZT_OK;
     int rc = 1;
     zt_game *g = NULL;
@@ -291,11 +306,13 @@ int zt_cmd_play(int argc, char **argv)
             zt_cli_flag_value(argc, argv, &i, "--first", &first, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--seed", &seed_arg, &st)) {
             if (st != ZT_OK) goto fail;
+        } else if (strcmp(argv[i], "--greedy") == 0) {
+            greedy = true;
         } else if ((rc = zt_cli_positional("play", argv[i], (const char **const[]){&game_name}, 1)) != 0) {
             goto done;
         }
     }
-    if (!game_name || !model_path) {
+    if (!game_name || !model_path || (greedy && sims_arg)) {
         usage(stderr);
         rc = 2;
         goto done;
@@ -333,16 +350,21 @@ int zt_cmd_play(int argc, char **argv)
     zt_search_config sc;
     char run_config[4200];
     /* Deterministic by default: the agent's best, not an exploring move. */
+    bool run_greedy;
     if ((st = zt_run_open_player(model_path, game_name, cfg, false, &g, &net, &sc, run_config,
-                                 sizeof run_config)) != ZT_OK)
+                                 sizeof run_config, &run_greedy)) != ZT_OK)
         goto fail;
+    run_greedy = run_greedy && !greedy;
+    greedy = greedy || run_greedy;
     zt_search_config_size(&sc, g, 0);
     if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
     sc.seed = seed;
     ss.g = g;
     ss.sims = sc.num_simulations;
     if ((st = zt_run_evaluator_new(net, &ss.ev)) != ZT_OK) goto fail;
-    if (sc.num_simulations > 0) {
+    if (greedy) {
+        if ((st = zt_greedy_new(g, &ss.ev, 1, 256, &ss.greedy)) != ZT_OK) goto fail;
+    } else if (sc.num_simulations > 0) {
         if ((st = zt_model_for_evaluator(g, &ss.ev, sc.leaves_per_round, NULL, &ss.model)) != ZT_OK)
             goto fail;
         if ((st = zt_search_new(&sc, ss.model, 1, &ss.search)) != ZT_OK) goto fail;
@@ -358,17 +380,21 @@ int zt_cmd_play(int argc, char **argv)
     zt_rng rng;
     zt_rng_seed(&rng, seed, 0);
     printf("model %s; agent: %s (seed %llu)\n", model_path,
-           sc.num_simulations == 0            ? "raw policy"
+           run_greedy                         ? "greedy, no search, as its run's arena played; "
+                                                "--sims S searches"
+           : greedy                           ? "greedy, no search"
+           : sc.num_simulations == 0          ? "raw policy"
            : sc.algorithm == ZT_SEARCH_GUMBEL ? "gumbel search"
                                               : "puct search",
            (unsigned long long)seed);
-    if (sc.num_simulations > 0) printf("%d simulations per move\n", sc.num_simulations);
+    if (!greedy && sc.num_simulations > 0) printf("%d simulations per move\n", sc.num_simulations);
     if (run_config[0]) printf("search settings of %s (flags override them)\n", run_config);
     rc = play_game(&ss, human, &rng);
     goto done;
 fail:
     rc = zt_cli_fail(st);
 done:
+    zt_greedy_free(ss.greedy);
     zt_search_free(ss.search);
     zt_model_free(ss.model);
     zt_run_evaluator_free(&ss.ev);

@@ -240,7 +240,7 @@ int zt_cmd_positions(int argc, char **argv)
     if (model_path) {
         char from[4200];
         if ((st = zt_run_open_player(model_path, game_name, cfg, true, &g, &net, &search, from,
-                                     sizeof from)) != ZT_OK)
+                                     sizeof from, NULL)) != ZT_OK)
             goto fail;
         if ((st = zt_run_evaluator_new(net, &ev)) != ZT_OK) goto fail;
         have_ev = true;

@@ -17,7 +17,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: zeroth serve GAME --model M [--port P] [--host H] [--sims S]\n"
+    fprintf(f, "usage: zeroth serve GAME --model M [--port P] [--host H] [--sims S | --greedy]\n"
                "                    [--max-sims S] [--max-sessions N] [--seed N] [--set k=v]\n\n"
                "Serves a page to play GAME against a model (a weights file, a checkpoint or a\n"
                "run directory) in a browser: the board, moves by click, the agent's value and\n"
@@ -28,6 +28,9 @@ static void usage(FILE *f)
                "                    or :: open it to the network: there is no authentication)\n"
                "  --sims S          the agent's simulations per move in a new game (0: the raw\n"
                "                    policy); short for --set search.sims=S\n"
+               "  --greedy          with 0 simulations (then the default) the agent plays\n"
+               "                    greedily, not the raw policy: each turn ends where the\n"
+               "                    net's value is highest (backgammon: gnubg's 0-ply)\n"
                "  --max-sims S      the most simulations a player may pick (default 4096, or\n"
                "                    the default sims if larger)\n"
                "  --max-sessions N  games at once (default 64); a session idle for 30 minutes\n"
@@ -36,7 +39,9 @@ static void usage(FILE *f)
                "  --set k=v         search settings search.KEY as for zeroth play\n\n"
                "A run or checkpoint directory plays with its run's search (the search.* keys\n"
                "of RUN/config.ini, without self-play's noise), a weights file with the\n"
-               "defaults; flags override either.\n");
+               "defaults; flags override either. A run whose arena played greedily\n"
+               "(arena.sims = 0, backgammon's default) is served as with --greedy unless\n"
+               "--sims is given.\n");
 }
 
 /* Parses a decimal integer in [lo, hi] for flag `name`; false after
@@ -66,6 +71,7 @@ int zt_cmd_serve(int argc, char **argv)
     zt_evaluator ev = {0};
     zt_serve *srv = NULL;
     zt_serve_http *http = NULL;
+    bool greedy = false;
 
     for (int i = 1; i < argc; i++) {
         if (zt_cli_is_help(argv[i])) {
@@ -82,12 +88,14 @@ int zt_cmd_serve(int argc, char **argv)
             zt_cli_flag_value(argc, argv, &i, "--max-sessions", &max_sessions_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--seed", &seed_arg, &st)) {
             if (st != ZT_OK) goto fail;
+        } else if (strcmp(argv[i], "--greedy") == 0) {
+            greedy = true;
         } else if ((rc = zt_cli_positional("serve", argv[i], (const char **const[]){&game_name},
                                            1)) != 0) {
             goto done;
         }
     }
-    if (!game_name || !model_path) {
+    if (!game_name || !model_path || (greedy && sims_arg)) {
         usage(stderr);
         rc = 2;
         goto done;
@@ -121,9 +129,13 @@ int zt_cmd_serve(int argc, char **argv)
     zt_search_config sc;
     char run_config[4200];
     /* As in play: the agent's best move, not an exploring one. */
+    bool run_greedy;
     if ((st = zt_run_open_player(model_path, game_name, cfg, false, &g, &net, &sc, run_config,
-                                 sizeof run_config)) != ZT_OK)
+                                 sizeof run_config, &run_greedy)) != ZT_OK)
         goto fail;
+    run_greedy = run_greedy && !greedy;
+    greedy = greedy || run_greedy;
+    if (greedy) sc.num_simulations = 0; /* a new game's default: greedy */
     if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
     sc.seed = seed;
     if (max_sims < 0) max_sims = sc.num_simulations > 4096 ? sc.num_simulations : 4096;
@@ -137,6 +149,7 @@ int zt_cmd_serve(int argc, char **argv)
         .game = g,
         .ev = ev,
         .search = sc,
+        .greedy = greedy,
         .max_sims = (int)max_sims,
         .max_sessions = (int)max_sessions,
         .idle_seconds = 30 * 60,
@@ -156,7 +169,10 @@ int zt_cmd_serve(int argc, char **argv)
     if ((st = zt_serve_http_start(srv, host, (int)port, &http)) != ZT_OK) goto fail;
     bool v6 = strchr(host, ':') != NULL;
     printf("model %s; agent: %s (seed %llu)\n", model_path,
-           sc.num_simulations == 0            ? "raw policy"
+           run_greedy ? "greedy, no search, as its run's arena played; --sims S or the page's "
+                        "simulations search"
+           : greedy                           ? "greedy, no search"
+           : sc.num_simulations == 0          ? "raw policy"
            : sc.algorithm == ZT_SEARCH_GUMBEL ? "gumbel search"
                                               : "puct search",
            (unsigned long long)seed);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/greedy.h"
 #include "agent/mz_model.h"
 #include "core/alloc.h"
 #include "core/rng.h"
@@ -47,7 +48,7 @@ typedef struct session {
     char id[SESSION_ID_LEN + 1];
     /* Under lock: */
     int human; /* the player the person plays */
-    int sims;  /* the agent's simulations per move (0: raw policy) */
+    int sims;  /* the agent's simulations per move (0: raw policy, or greedy) */
     zt_rng dice;
     uint8_t state[ZT_MAX_STATE_BYTES]; /* after plies[0 .. count) */
     ply *plies;
@@ -70,6 +71,8 @@ struct zt_serve {
     zt_search *search; /* for search_sims simulations; NULL until needed */
     int search_sims;
     float *obs, *logits; /* the raw policy's */
+    zt_greedy *greedy;   /* cfg.greedy: one slot for every session (its plan
+                          * goes on only where the state is the one it left) */
 };
 
 /* ---- replies ---- */
@@ -158,6 +161,7 @@ zt_status zt_serve_new(const zt_serve_config *c, zt_serve **out)
     srv->logits = zt_xcalloc((size_t)g->num_actions, sizeof(float));
     zt_status st =
         zt_model_for_evaluator(g, &srv->cfg.ev, c->search.leaves_per_round, NULL, &srv->model);
+    if (st == ZT_OK && c->greedy) st = zt_greedy_new(g, &srv->cfg.ev, 1, 256, &srv->greedy);
     if (st != ZT_OK) {
         zt_serve_free(srv);
         return st;
@@ -176,6 +180,7 @@ void zt_serve_free(zt_serve *srv)
     free(srv->sessions);
     zt_search_free(srv->search);
     zt_model_free(srv->model);
+    zt_greedy_free(srv->greedy);
     free(srv->obs);
     free(srv->logits);
     pthread_mutex_destroy(&srv->table_lock);
@@ -229,9 +234,10 @@ static zt_status search_for(zt_serve *srv, int sims)
     return ZT_OK;
 }
 
-/* The agent's move in s with `sims` simulations (0: the raw policy's best),
- * its value and its top moves by visit share (policy share without search),
- * into *out. Fails when the network call fails. */
+/* The agent's move in s with `sims` simulations (0: the raw policy's best,
+ * or the greedy one's), its value and its top moves by visit share (policy
+ * share without search; greedy: its move alone), into *out. Fails when the
+ * network call fails. */
 static zt_status agent_decide(zt_serve *srv, const void *s, int sims, ply *out)
 {
     const zt_game *g = srv->cfg.game;
@@ -261,6 +267,10 @@ static zt_status agent_decide(zt_serve *srv, const void *s, int sims, ply *out)
             for (int i = 0; i < n; i++)
                 mv[i] = (scored){legal[i], total ? (float)visits[legal[i]] / (float)total : 0.0f};
         }
+    } else if (srv->greedy) {
+        st = zt_greedy_choose(srv->greedy, 0, s, &choice, &value);
+        n = 1;
+        if (st == ZT_OK) mv[0] = (scored){choice, 1.0f};
     } else {
         const zt_evaluator *ev = &srv->cfg.ev;
         if (ev->eval_states) {
@@ -749,9 +759,9 @@ static void api_info(zt_serve *srv, zt_serve_reply *out)
     zt_json_string(&b, c->game->settings);
     zt_json_printf(&b, ", \"model\": ");
     zt_json_string(&b, c->model);
-    zt_json_printf(&b, ", \"algorithm\": \"%s\", \"sims\": %d, \"max_sims\": %d",
+    zt_json_printf(&b, ", \"algorithm\": \"%s\", \"sims\": %d, \"max_sims\": %d, \"greedy\": %s",
                    c->search.algorithm == ZT_SEARCH_GUMBEL ? "gumbel" : "puct",
-                   c->search.num_simulations, c->max_sims);
+                   c->search.num_simulations, c->max_sims, c->greedy ? "true" : "false");
     zt_json_printf(&b, ", \"sessions\": %d, \"max_sessions\": %d, \"max_body\": %zu}\n",
                    zt_serve_session_count(srv), c->max_sessions, c->max_body);
     reply_json(out, 200, &b);

@@ -27,8 +27,13 @@ typedef struct zt_serve_config {
     zt_evaluator ev;
     /* The agent's search (search/settings.h), not yet sized: sized here for
      * each simulation count a player picks. num_simulations is the default
-     * of a new game; 0 plays the raw policy. */
+     * of a new game; 0 plays the raw policy, or greedily (below). */
     zt_search_config search;
+    /* With 0 simulations the agent plays greedily (agent/greedy.h: each turn
+     * ends where the net's value is highest), not the raw policy: a model
+     * whose run played so (arena.sims = 0, backgammon's default) and whose
+     * policy head learned nothing. */
+    bool greedy;
     int max_sims;        /* the most simulations a player may pick (>= the default) */
     int max_sessions;    /* games at once, >= 1 */
     double idle_seconds; /* a session idle this long may be reclaimed for a new one */

@@ -256,9 +256,11 @@ static bool run_of(const char *path, char *run, size_t cap)
     return true;
 }
 
-zt_status zt_run_search_defaults(const char *path, zt_config *cfg, char *from, size_t cap)
+zt_status zt_run_search_defaults(const char *path, zt_config *cfg, char *from, size_t cap,
+                                 bool *greedy)
 {
     if (cap) from[0] = '\0';
+    if (greedy) *greedy = false;
     char run[PATH_MAX], ini[PATH_MAX + 16];
     if (!run_of(path, run, sizeof run)) return ZT_OK;
     int n = snprintf(ini, sizeof ini, "%s%sconfig.ini", run,
@@ -266,6 +268,13 @@ zt_status zt_run_search_defaults(const char *path, zt_config *cfg, char *from, s
     if (n < 0 || (size_t)n >= sizeof ini || !is_file(ini)) return ZT_OK;
     zt_config *trained = zt_config_new();
     zt_status st = zt_config_load_file(trained, ini);
+    if (st == ZT_OK && greedy && !zt_config_has(cfg, "search.sims") &&
+        zt_config_has(trained, "arena.sims")) {
+        /* the arena's way of playing (train/scheduler.c: 0 is greedy) */
+        int64_t arena_sims;
+        st = zt_config_int(trained, "arena.sims", 0, 0, 1 << 20, &arena_sims);
+        *greedy = st == ZT_OK && arena_sims == 0;
+    }
     if (st == ZT_OK) {
         /* Self-play explores; an agent playing to win does not. */
         static const char *const noise[] = {"search.gumbel_noise", "search.dirichlet_alpha",
@@ -329,7 +338,7 @@ bool zt_run_default_config(const char *game, char *out, size_t cap)
 
 zt_status zt_run_open_player(const char *path, const char *game_name, zt_config *cfg,
                              bool gumbel_noise, zt_game **game, zt_net **net,
-                             zt_search_config *sc, char *from, size_t cap)
+                             zt_search_config *sc, char *from, size_t cap, bool *greedy)
 {
     *game = NULL;
     *net = NULL;
@@ -342,7 +351,7 @@ zt_status zt_run_open_player(const char *path, const char *game_name, zt_config 
     ZT_TRY(zt_run_open_model(path, backend, prec, threads, &g, &n));
     zt_search_read_options opt = {.use = ZT_SEARCH_PLAY, .gumbel_noise = gumbel_noise};
     zt_status st = zt_run_check_game(path, g, game_name, cfg);
-    if (st == ZT_OK) st = zt_run_search_defaults(path, cfg, from, cap);
+    if (st == ZT_OK) st = zt_run_search_defaults(path, cfg, from, cap, greedy);
     if (st == ZT_OK) st = zt_search_config_read(cfg, &opt, sc);
     if (st != ZT_OK) {
         zt_net_free(n);

@@ -65,8 +65,13 @@ void zt_run_evaluator_free(zt_evaluator *ev);
  * zt_search_config_read (search/settings.h) of cfg gives the run's search
  * under the user's overrides. A weights file, or a directory without a
  * run's config.ini, adds nothing. `from` gets the config file read ("" for
- * none). Errors: a config.ini that cannot be read or parsed. */
-zt_status zt_run_search_defaults(const char *path, zt_config *cfg, char *from, size_t cap);
+ * none). *greedy (when not NULL) says whether the run's arena played the
+ * model without search (arena.sims = 0: backgammon's default, whose policy
+ * head learns nothing) and cfg leaves search.sims unset: an agent that plays
+ * the model as its run measured it then plays greedily (agent/greedy.h).
+ * Errors: a config.ini that cannot be read or parsed. */
+zt_status zt_run_search_defaults(const char *path, zt_config *cfg, char *from, size_t cap,
+                                 bool *greedy);
 
 /* The default `threads` of a net that plays (eval, play, serve): one.
  * Their net calls are batches of a few leaves, a few oneDNN primitives
@@ -83,12 +88,13 @@ enum { ZT_RUN_PLAY_THREADS = 1 };
  * play `game_name` (zt_run_check_game), the run's search settings taken as
  * defaults under cfg's (zt_run_search_defaults: `from` names the file read)
  * and the search read for play, gumbel_noise its default of
- * search.gumbel_noise. Capacities stay 0 (zt_search_config_size), the seed
- * is the caller's. The caller frees *net and then *game; nothing is left to
+ * search.gumbel_noise; *greedy as zt_run_search_defaults gives it (NULL: not
+ * asked). Capacities stay 0 (zt_search_config_size), the seed is the
+ * caller's. The caller frees *net and then *game; nothing is left to
  * free on an error. */
 zt_status zt_run_open_player(const char *path, const char *game_name, zt_config *cfg,
                              bool gumbel_noise, zt_game **game, zt_net **net,
-                             zt_search_config *sc, char *from, size_t cap);
+                             zt_search_config *sc, char *from, size_t cap, bool *greedy);
 
 /* Network settings from cfg: backend [auto], device [auto: the CPU here;
  * cuda or cuda:N: backend "cuda", or "no CUDA GPU found: ..."], precision
