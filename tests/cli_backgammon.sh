@@ -83,6 +83,18 @@ out=$(printf 'quit\n' | "$BIN" play backgammon --model "$cv" --first agent --see
 printf '%s\n' "$out" | grep -q "agent: gumbel search" || fail "play --sims 2 did not search: $out"
 "$BIN" play backgammon --model "$cv" --greedy --sims 2 </dev/null >/dev/null 2>&1
 [ $? -eq 2 ] || fail "play --greedy --sims 2 was not a usage error"
+# One ply deeper (--plies 1): eval and play; refused for a search.
+out=$("$BIN" eval backgammon --model "$cv" --opponent pubeval --games 2 --plies 1 \
+    --set backend=ref 2>&1) || fail "eval --plies 1: $out"
+printf '%s\n' "$out" | grep -q "greedy 1-ply, no search" && printf '%s\n' "$out" |
+    grep -q "^2 games against pubeval" || fail "eval --plies 1: $out"
+out=$(printf 'quit\n' | "$BIN" play backgammon --model "$cv" --first agent --seed 3 --plies 1 \
+    --set backend=ref 2>&1) || fail "play --plies 1: $out"
+printf '%s\n' "$out" | grep -q "agent: greedy 1-ply" && printf '%s\n' "$out" |
+    grep -q "^agent plays " || fail "play --plies 1: $out"
+out=$("$BIN" eval backgammon --model "$cv" --opponent pubeval --games 2 --sims 2 --plies 1 \
+    --set backend=ref 2>&1) && fail "eval --sims 2 --plies 1 was accepted"
+printf '%s\n' "$out" | grep -q "plies is for greedy play" || fail "eval --sims --plies: $out"
 out=$("$BIN" train backgammon --run "$dir/rvcv" --steps 1 --set net.value=scalar \
     --set learner.root_value_weight=0.5 2>&1) && fail "chance values accepted a root-value mix"
 printf '%s' "$out" | grep -q "root_value_weight = 0.5 needs net.chance_values = false" ||

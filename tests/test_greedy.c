@@ -134,6 +134,131 @@ static void test_backgammon(uint64_t seed, bool chance_values)
     zt_game_free(g);
 }
 
+/* The race value, for `who`, of a position where `who`'s turn has just
+ * ended (chance: a roll comes next) or the game is over. */
+static float end_value(const zt_game *g, const bg_state *s, int who)
+{
+    if (zt_game_is_terminal(g, s)) return zt_game_value_of(g, s, who);
+    return s->turn == who ? race_value(s) : -race_value(s);
+}
+
+/* One ply deeper by brute force: the expectation over the opponent's rolls
+ * of the mover's value after the opponent's best play (every complete play
+ * by zt_bg_plays), from position `end` where the mover's turn ended. */
+static double one_ply_value(const zt_game *g, const bg_state *end, int mover, bg_playlist *pl)
+{
+    if (zt_game_is_terminal(g, end)) return zt_game_value_of(g, end, mover);
+    int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+    float probs[ZT_MAX_CHANCE_OUTCOMES];
+    int n = g->chance_outcomes(g, end, outcomes, probs);
+    double v = 0;
+    for (int i = 0; i < n; i++) {
+        bg_state r = *end;
+        g->apply(g, &r, outcomes[i]);
+        int opp = g->current_player(g, &r);
+        if (opp < 0) { /* no move: the mover rolls next, the race stands */
+            v += probs[i] * end_value(g, &r, mover);
+            continue;
+        }
+        zt_bg_plays(&r, pl);
+        float best = -2;
+        for (int k = 0; k < pl->count; k++) {
+            float o = end_value(g, &pl->plays[k].after, opp);
+            if (o > best) best = o;
+        }
+        v -= probs[i] * best;
+    }
+    return v;
+}
+
+/* Greedy play one ply deeper (zt_greedy_set_plies(1)) over the race
+ * evaluator: the value of each chosen turn is, to float rounding, the brute
+ * force's one-ply value of the position it ends in; it is at least the
+ * one-ply value of some play best at 0 ply (the best of those goes on to
+ * the lookahead) and at most the best one-ply value of all plays, which it
+ * is wherever the turn has at most 8 plays; the turn follows its plan. */
+static void test_lookahead(uint64_t seed, bool chance_values)
+{
+    zt_game *g;
+    if (zt_game_new("backgammon", NULL, &g) != ZT_OK) {
+        CHECK(0, "backgammon: %s", zt_error_message());
+        return;
+    }
+    zt_evaluator ev = {
+        .ctx = g, .eval = unused_eval, .eval_states = race_eval, .chance_values = chance_values};
+    zt_greedy *gr;
+    CHECK(zt_greedy_new(g, &ev, 1, 61, &gr) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_greedy_set_plies(gr, 2) == ZT_ERR_INVALID, "2 plies were accepted");
+    CHECK(zt_greedy_set_plies(gr, 1) == ZT_OK, "%s", zt_error_message());
+    bg_playlist *pl = zt_xmalloc(sizeof *pl), *scratch = zt_xmalloc(sizeof *scratch);
+    double *v1 = zt_xmalloc(BG_MAX_PLAYS * sizeof *v1);
+    zt_rng rng;
+    zt_rng_seed(&rng, seed, 2);
+    int turns = 0, exact = 0, differs = 0;
+    for (int game = 0; game < 2; game++) {
+        bg_state s;
+        zt_bg_reset(&s);
+        while (g->current_player(g, &s) != ZT_TERMINAL) {
+            if (g->current_player(g, &s) == ZT_CHANCE) {
+                int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+                float probs[ZT_MAX_CHANCE_OUTCOMES];
+                int n = g->chance_outcomes(g, &s, outcomes, probs);
+                g->apply(g, &s, outcomes[zt_rng_categorical(&rng, probs, n)]);
+                continue;
+            }
+            int mover = s.turn;
+            zt_bg_plays(&s, pl);
+            float best0 = -2;
+            for (int i = 0; i < pl->count; i++) {
+                float v0 = end_value(g, &pl->plays[i].after, mover);
+                if (v0 > best0) best0 = v0;
+            }
+            double best1 = -2, floor1 = 2; /* floor: the worst of the plays best at 0 ply */
+            int argbest0 = -1;
+            for (int i = 0; i < pl->count; i++) {
+                v1[i] = one_ply_value(g, &pl->plays[i].after, mover, scratch);
+                if (v1[i] > best1) best1 = v1[i];
+                if (end_value(g, &pl->plays[i].after, mover) == best0) {
+                    if (v1[i] < floor1) floor1 = v1[i];
+                    if (argbest0 < 0) argbest0 = i;
+                }
+            }
+            int action;
+            float value;
+            CHECK(zt_greedy_choose(gr, 0, &s, &action, &value) == ZT_OK, "%s", zt_error_message());
+            g->apply(g, &s, action);
+            while (g->current_player(g, &s) == mover) {
+                float v2;
+                CHECK(zt_greedy_choose(gr, 0, &s, &action, &v2) == ZT_OK && v2 == value,
+                      "turn %d: the rest of the plan", turns);
+                g->apply(g, &s, action);
+            }
+            double reached = one_ply_value(g, &s, mover, scratch);
+            CHECK(fabs(value - reached) < 1e-5, "turn %d: value %g, its play's one-ply value %g",
+                  turns, value, reached);
+            CHECK(value >= floor1 - 1e-5 && value <= best1 + 1e-5,
+                  "turn %d: value %g outside [%g, %g]", turns, value, floor1, best1);
+            if (pl->count <= 8) {
+                CHECK(fabs(value - best1) < 1e-5, "turn %d: %d plays, value %g, best %g", turns,
+                      pl->count, value, best1);
+                exact++;
+            }
+            differs += fabs(v1[argbest0] - best1) > 1e-5;
+            turns++;
+        }
+    }
+    printf("backgammon one ply deeper%s: %d turns (%d with all plays looked at; %d where 0 ply's "
+           "first best play is not 1 ply's best)\n",
+           chance_values ? " (chance values)" : "", turns, exact, differs);
+    CHECK(turns > 40 && exact > 0, "%d turns, %d exact", turns, exact);
+    CHECK(differs > 0, "the lookahead never changed a choice: not tested");
+    free(v1);
+    free(scratch);
+    free(pl);
+    zt_greedy_free(gr);
+    zt_game_free(g);
+}
+
 /* Tic-tac-toe over the exact oracle: greedy play is perfect play, a draw. */
 static void test_tictactoe(void)
 {
@@ -288,6 +413,8 @@ int main(void)
     uint64_t seed = zt_test_seed(20261126);
     test_backgammon(seed, false);
     test_backgammon(seed, true);
+    test_lookahead(seed, false);
+    test_lookahead(seed, true);
     test_tictactoe();
     test_actor();
     test_chance_records(false);

@@ -611,9 +611,9 @@ static zt_status values_only_eval(void *ctx, int B, const void *const *states, f
 }
 
 /* With `greedy` and 0 simulations the agent plays the move whose position
- * its values rank best, its one top move: on tic-tac-toe's exact values it
- * never loses to random moves, where the flat policy's first legal move
- * loses some games; /api/info says which it is. */
+ * its values rank best (at 0 plies, or 1 deeper), its one top move: on
+ * tic-tac-toe's exact values it never loses to random moves, where the flat
+ * policy's first legal move loses some games; /api/info says which it is. */
 static void test_greedy(void)
 {
     zt_game *g = NULL;
@@ -623,10 +623,12 @@ static void test_greedy(void)
     CHECK(vo.oracle.eval_states, "the oracle values states");
     zt_evaluator ev = {.ctx = &vo, .eval_states = values_only_eval};
     response *r = malloc(sizeof *r);
-    for (int greedy = 0; greedy < 2; greedy++) {
+    for (int mode = 0; mode < 3; mode++) { /* raw policy, greedy, greedy 1-ply */
+        bool greedy = mode > 0;
         zt_serve_config c = {.game = g,
                              .ev = ev,
                              .greedy = greedy,
+                             .greedy_plies = mode == 2,
                              .max_sims = 8,
                              .max_sessions = 1,
                              .idle_seconds = 1800,
@@ -638,10 +640,11 @@ static void test_greedy(void)
         zt_serve *srv = NULL;
         CHECK(zt_serve_new(&c, &srv) == ZT_OK, "%s", zt_error_message());
         CHECK(req(srv, "GET", "/api/info", NULL, NULL, r) == 200 &&
-                  strstr(r->body, greedy ? "\"greedy\": true" : "\"greedy\": false"),
+                  strstr(r->body, greedy ? "\"greedy\": true" : "\"greedy\": false") &&
+                  (mode < 2) == !strstr(r->body, "\"greedy_plies\": 1"),
               "info: %s", r->body);
         zt_rng rng;
-        zt_rng_seed(&rng, zt_test_seed(13), (uint64_t)greedy);
+        zt_rng_seed(&rng, zt_test_seed(13), (uint64_t)mode);
         int lost = 0;
         for (int game = 0; game < 20; game++) {
             char body[64], sid[32], v[32];
@@ -657,7 +660,7 @@ static void test_greedy(void)
             CHECK(req(srv, "POST", "/api/close", NULL, body, r) == 200, "%s", r->body);
         }
         printf("tic-tac-toe on exact values, %s: the agent lost %d of 20 to random moves\n",
-               greedy ? "greedy" : "raw flat policy", lost);
+               mode == 2 ? "greedy 1-ply" : greedy ? "greedy" : "raw flat policy", lost);
         CHECK(greedy ? lost == 0 : lost > 0, "%s agent lost %d", greedy ? "greedy" : "raw", lost);
         zt_serve_free(srv);
     }

@@ -18,6 +18,9 @@
  * left out, and the value is the expectation over the rest (the
  * probability mass reached). */
 #define CHANCE_LEVELS 3
+/* Lookahead: the turn ends valued again one ply deeper, at most this many
+ * (the best at 0 ply; as GNU Backgammon's move filters keep a few). */
+#define LOOKAHEAD_CANDIDATES 8
 
 typedef struct turn_plan {
     bool valid;
@@ -34,16 +37,31 @@ typedef struct turn_end {
     double mass;  /* probability of the outcomes valued */
 } turn_end;
 
+/* Lookahead: one outcome below a candidate end (a roll of the opponent's,
+ * or the opponent's turn itself where no chance comes between), whose
+ * mover's ends are ends[first, last); its best end's value counts with
+ * weight `weight` (probability, negated where its mover is the
+ * opponent) in candidate `cand`'s value. */
+typedef struct reply_group {
+    int cand;
+    int first, last;
+    double weight;
+} reply_group;
+
 struct zt_greedy {
     const zt_game *g;
     zt_evaluator ev; /* borrowed context */
     int max_batch;
     int games;
+    int plies; /* lookahead: 0 or 1 */
     turn_plan *plans;
     int mover;
     /* the ends of the turn being chosen */
     turn_end *ends;
     int nends, ends_cap;
+    /* the lookahead's groups */
+    reply_group *groups;
+    int ngroups, groups_cap;
     /* positions to value with the network: state, the end it counts for,
      * and its weight (probability, and -1 where the opponent is to move) */
     uint8_t *qstates;
@@ -89,6 +107,7 @@ void zt_greedy_free(zt_greedy *gr)
     if (!gr) return;
     free(gr->plans);
     free(gr->ends);
+    free(gr->groups);
     free(gr->qstates);
     free(gr->qend);
     free(gr->qweight);
@@ -99,6 +118,15 @@ void zt_greedy_free(zt_greedy *gr)
     free(gr->values);
     free(gr->ptrs);
     free(gr);
+}
+
+zt_status zt_greedy_set_plies(zt_greedy *gr, int plies)
+{
+    if (plies < 0 || plies > 1)
+        return zt_fail(ZT_ERR_INVALID, "greedy: plies must be 0 or 1, not %d", plies);
+    gr->plies = plies;
+    for (int i = 0; i < gr->games; i++) gr->plans[i].valid = false;
+    return ZT_OK;
 }
 
 uint64_t zt_greedy_evaluations(const zt_greedy *gr)
@@ -127,15 +155,21 @@ static bool first_visit(zt_greedy *gr, uint64_t h)
     }
 }
 
-static void new_turn(zt_greedy *gr)
+/* Forgets the positions seen (a new turn's moves are enumerated). */
+static void new_seen(zt_greedy *gr)
 {
-    gr->nends = 0;
-    gr->nq = 0;
     gr->nseen = 0;
     if (++gr->gen == 0) { /* stamps wrapped: forget them all */
         memset(gr->stamp, 0, ((size_t)1 << SEEN_BITS) * sizeof *gr->stamp);
         gr->gen = 1;
     }
+}
+
+static void new_turn(zt_greedy *gr)
+{
+    gr->nends = 0;
+    gr->nq = 0;
+    new_seen(gr);
 }
 
 static void add_query(zt_greedy *gr, const void *state, int end, float weight)
@@ -249,6 +283,108 @@ static zt_status value_queries(zt_greedy *gr)
         for (int i = 0; i < B; i++)
             gr->ends[gr->qend[off + i]].value += (double)gr->qweight[off + i] * gr->values[i];
     }
+    gr->nq = 0;
+    return ZT_OK;
+}
+
+/* Each end in [first, last) from the sum over its outcomes to their mean. */
+static void normalise_ends(zt_greedy *gr, int first, int last)
+{
+    for (int e = first; e < last; e++)
+        if (gr->ends[e].mass > 0) gr->ends[e].value /= gr->ends[e].mass;
+}
+
+/* The reply groups below position s (a candidate end of the turn, not
+ * terminal) for candidate `cand`: each outcome of a chance node, or s
+ * itself where a player is to move; each group's ends are its mover's
+ * turn ends (one, valued directly, where that mover cannot move: a chance
+ * node again). */
+static void add_groups(zt_greedy *gr, int cand, const void *s, int root_mover)
+{
+    const zt_game *g = gr->g;
+    int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+    float probs[ZT_MAX_CHANCE_OUTCOMES];
+    uint64_t child[ZT_MAX_STATE_BYTES / 8];
+    uint16_t path[GREEDY_MAX_TURN];
+    int n = 1;
+    bool chance = g->current_player(g, s) == ZT_CHANCE;
+    if (chance) n = g->chance_outcomes(g, s, outcomes, probs);
+    for (int i = 0; i < n; i++) {
+        memcpy(child, s, g->state_size);
+        if (chance) g->apply(g, child, outcomes[i]);
+        int cp = g->current_player(g, child);
+        if (gr->ngroups == gr->groups_cap) {
+            gr->groups_cap = gr->groups_cap ? 2 * gr->groups_cap : 256;
+            gr->groups = zt_xrealloc(gr->groups, (size_t)gr->groups_cap * sizeof *gr->groups);
+        }
+        reply_group *rg = &gr->groups[gr->ngroups++];
+        rg->cand = cand;
+        rg->first = gr->nends;
+        double p = chance ? probs[i] : 1.0;
+        if (cp >= 0) { /* the reply: that player's best turn */
+            gr->mover = cp;
+            new_seen(gr);
+            visit(gr, child, path, 0);
+            rg->weight = cp == root_mover ? p : -p;
+        } else { /* over, or no move and another roll: valued as it stands */
+            gr->mover = root_mover;
+            add_end(gr, child, path, 0);
+            rg->weight = p;
+        }
+        rg->last = gr->nends;
+    }
+}
+
+/* One ply deeper (gnubg's "1-ply"): the best LOOKAHEAD_CANDIDATES ends of
+ * the turn from s, by their 0-ply values, valued again as the expectation
+ * over what follows (the opponent's roll) of the value of the opponent's
+ * best reply, each reply valued as the 0-ply ends are. Ends that finish
+ * the game keep their exact values. Returns the best end. */
+static zt_status lookahead(zt_greedy *gr, const void *s, int *best_end)
+{
+    const zt_game *g = gr->g;
+    int root_mover = gr->mover, nroot = gr->nends;
+    int cand[LOOKAHEAD_CANDIDATES], ncand = 0;
+    /* the best ends at 0 ply, best first, ties to the first found: each
+     * end goes into the short sorted list where it belongs, if it does */
+    for (int e = 0; e < nroot; e++) {
+        int at = ncand;
+        while (at > 0 && gr->ends[cand[at - 1]].value < gr->ends[e].value) at--;
+        if (at == LOOKAHEAD_CANDIDATES) continue;
+        if (ncand < LOOKAHEAD_CANDIDATES) ncand++;
+        /* the list's tail moves down a place (its last falls off when full) */
+        memmove(cand + at + 1, cand + at, (size_t)(ncand - 1 - at) * sizeof *cand);
+        cand[at] = e;
+    }
+    gr->ngroups = 0;
+    uint64_t end_state[ZT_MAX_STATE_BYTES / 8];
+    bool deeper[LOOKAHEAD_CANDIDATES];
+    for (int c = 0; c < ncand; c++) {
+        const turn_end *te = &gr->ends[cand[c]];
+        memcpy(end_state, s, g->state_size);
+        for (int i = 0; i < te->n; i++) g->apply(g, end_state, te->path[i]);
+        deeper[c] = g->current_player(g, end_state) != ZT_TERMINAL;
+        if (deeper[c]) add_groups(gr, c, end_state, root_mover);
+    }
+    gr->mover = root_mover;
+    ZT_TRY(value_queries(gr));
+    normalise_ends(gr, nroot, gr->nends);
+    double v1[LOOKAHEAD_CANDIDATES] = {0};
+    for (int k = 0; k < gr->ngroups; k++) {
+        const reply_group *rg = &gr->groups[k];
+        ZT_ASSERT(rg->last > rg->first);
+        double top = gr->ends[rg->first].value;
+        for (int e = rg->first + 1; e < rg->last; e++)
+            if (gr->ends[e].value > top) top = gr->ends[e].value;
+        v1[rg->cand] += rg->weight * top;
+    }
+    int best = -1;
+    for (int c = 0; c < ncand; c++) {
+        turn_end *te = &gr->ends[cand[c]];
+        if (deeper[c]) te->value = v1[c];
+        if (best < 0 || te->value > gr->ends[best].value) best = cand[c];
+    }
+    *best_end = best;
     return ZT_OK;
 }
 
@@ -278,11 +414,14 @@ zt_status zt_greedy_choose(zt_greedy *gr, int slot, const void *s, int *action, 
     visit(gr, s, path, 0);
     ZT_ASSERT(gr->nends > 0);
     ZT_TRY(value_queries(gr));
-    for (int e = 0; e < gr->nends; e++)
-        if (gr->ends[e].mass > 0) gr->ends[e].value /= gr->ends[e].mass;
+    normalise_ends(gr, 0, gr->nends);
     int best = 0;
-    for (int e = 1; e < gr->nends; e++)
-        if (gr->ends[e].value > gr->ends[best].value) best = e;
+    if (gr->plies > 0) {
+        ZT_TRY(lookahead(gr, s, &best));
+    } else {
+        for (int e = 1; e < gr->nends; e++)
+            if (gr->ends[e].value > gr->ends[best].value) best = e;
+    }
     const turn_end *te = &gr->ends[best];
     p->valid = true;
     p->n = te->n;

@@ -28,6 +28,16 @@ zt_status zt_greedy_new(const zt_game *g, const zt_evaluator *ev, int games, int
                         zt_greedy **out);
 void zt_greedy_free(zt_greedy *gr);
 
+/* Lookahead (default 0). 0: each end of the turn is valued by the network
+ * (TD-Gammon's play, gnubg's "0-ply"). 1: the best 8 ends at 0 ply are
+ * valued again one ply deeper, as the expectation over the opponent's roll
+ * of the value of the opponent's best reply, itself valued at 0 ply (gnubg's
+ * "1-ply"; in a game without chance, the value of the best reply); ends
+ * that finish the game keep their exact value. In backgammon about 8 x 21 x
+ * the replies' count network evaluations a turn, a few thousand. Errors:
+ * plies outside [0, 1]. */
+zt_status zt_greedy_set_plies(zt_greedy *gr, int plies);
+
 /* The action to play at decision state s of the game in `slot`, and the
  * value of the turn it begins for the player to move (in [-1, 1], the
  * search's scale). Ties go to the turn found first (legal actions in

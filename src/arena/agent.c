@@ -147,7 +147,7 @@ static void greedy_free(zt_agent *a)
     free(ga);
 }
 
-zt_status zt_agent_greedy_new(const zt_game *g, const zt_evaluator *ev, int max_games,
+zt_status zt_agent_greedy_new(const zt_game *g, const zt_evaluator *ev, int max_games, int plies,
                               zt_agent **out)
 {
     *out = NULL;
@@ -156,12 +156,17 @@ zt_status zt_agent_greedy_new(const zt_game *g, const zt_evaluator *ev, int max_
     /* A turn's positions in batches of 256: backgammon's ordinary turns
      * in one or two calls. */
     zt_status st = zt_greedy_new(g, ev, max_games, 256, &ga->greedy);
+    if (st == ZT_OK) st = zt_greedy_set_plies(ga->greedy, plies);
     if (st != ZT_OK) {
+        zt_greedy_free(ga->greedy);
         free(ga);
         return st;
     }
     ga->base.game = g;
-    snprintf(ga->base.name, sizeof ga->base.name, "greedy");
+    if (plies)
+        snprintf(ga->base.name, sizeof ga->base.name, "greedy %d-ply", plies);
+    else
+        snprintf(ga->base.name, sizeof ga->base.name, "greedy");
     ga->base.impl = ga;
     ga->base.max_games = max_games;
     ga->base.choose = greedy_choose;

@@ -44,6 +44,7 @@ static void usage(FILE *f)
         f,
         "usage: zeroth eval GAME --model M --opponent X [--games N] [--sprt [--elo0 E0]\n"
         "                        [--elo1 E1] [--alpha A] [--beta B]] [--sims S] [--greedy]\n"
+        "                        [--plies P]\n"
         "                        [--set k=v]\n"
         "       zeroth eval GAME --model M --positions FILE [--limit N] [--sims S] [--set k=v]\n"
         "       zeroth eval GAME --model M [--games N] [--sims S] [--set k=v]  (one player)\n"
@@ -79,6 +80,9 @@ static void usage(FILE *f)
         "                 opponent's roll averaged exactly); models on both sides.\n"
         "                 The default for a model whose run's arena played so\n"
         "                 (arena.sims = 0, backgammon's default) unless --sims is given\n"
+        "  --plies P      greedy play P plies deeper (0 or 1; default 0): 1 values the\n"
+        "                 best 8 ends again by the opponent's best reply to each roll\n"
+        "                 (gnubg's 1-ply); about a hundred times 0-ply's network calls\n"
         "  --seed N       seed of dice and the agents' randomness (default 1)\n"
         "  --set k=v      search settings, search.KEY (docs/search.md): search.algorithm\n"
         "                 (gumbel|puct), search.sims, search.leaves_per_tree,\n"
@@ -131,9 +135,9 @@ static zt_status model_open(const char *path, zt_config *cfg, model_agent *out)
 }
 
 static zt_status model_agent_start(model_agent *m, const zt_search_config *sc, bool greedy,
-                                   int max_games)
+                                   int plies, int max_games)
 {
-    if (greedy) return zt_agent_greedy_new(m->game, &m->ev, max_games, &m->agent);
+    if (greedy) return zt_agent_greedy_new(m->game, &m->ev, max_games, plies, &m->agent);
     if (sc->num_simulations == 0) return zt_agent_policy_new(m->game, &m->ev, max_games, &m->agent);
     return zt_agent_search_new(m->game, &m->ev, sc, max_games, NULL, &m->agent);
 }
@@ -332,6 +336,7 @@ int zt_cmd_eval(int argc, char **argv)
     const char *player_spec = NULL;
     const char *games_arg = NULL, *limit_arg = NULL, *sims_arg = NULL, *seed_arg = NULL;
     const char *elo0_arg = NULL, *elo1_arg = NULL, *alpha_arg = NULL, *beta_arg = NULL;
+    const char *plies_arg = NULL;
     bool sprt = false, greedy = false;
     zt_status st = ZT_OK;
     int rc = 1;
@@ -353,6 +358,7 @@ int zt_cmd_eval(int argc, char **argv)
             zt_cli_flag_value(argc, argv, &i, "--positions", &positions, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--limit", &limit_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--sims", &sims_arg, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--plies", &plies_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--seed", &seed_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--elo0", &elo0_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--elo1", &elo1_arg, &st) ||
@@ -373,7 +379,7 @@ int zt_cmd_eval(int argc, char **argv)
     }
     bool baselines = player_spec && opponent && !model_path; /* two baselines' match */
     if (!game_name || (!model_path && !baselines) || (model_path && player_spec) ||
-        (baselines && (sims_arg || greedy))) {
+        (baselines && (sims_arg || greedy || plies_arg))) {
         usage(stderr);
         rc = 2;
         goto done;
@@ -383,11 +389,12 @@ int zt_cmd_eval(int argc, char **argv)
         goto done;
     }
 
-    long games = 0, limit = 0, seed = 1;
+    long games = 0, limit = 0, seed = 1, plies = 0;
     zt_sprt_config sc = {.elo0 = 0, .elo1 = 50, .alpha = 0.05, .beta = 0.05};
     if ((games_arg && !parse_int("--games", games_arg, 1, 100000000, &games)) ||
         (limit_arg && !parse_int("--limit", limit_arg, 1, 100000000, &limit)) ||
         (seed_arg && !parse_int("--seed", seed_arg, 0, 0x7fffffffL, &seed)) ||
+        (plies_arg && !parse_int("--plies", plies_arg, 0, 1, &plies)) ||
         (elo0_arg && !parse_double("--elo0", elo0_arg, -2000, 2000, &sc.elo0)) ||
         (elo1_arg && !parse_double("--elo1", elo1_arg, -2000, 2000, &sc.elo1)) ||
         (alpha_arg && !parse_double("--alpha", alpha_arg, 1e-6, 0.5, &sc.alpha)) ||
@@ -424,6 +431,11 @@ int zt_cmd_eval(int argc, char **argv)
         goto fail;
     run_greedy = run_greedy && !greedy;
     greedy = greedy || run_greedy;
+    if (plies_arg && !greedy) {
+        rc = zt_cli_error("eval: --plies is for greedy play (--greedy, or a run whose arena "
+                          "played greedily), not a search");
+        goto done;
+    }
     if ((st = zt_run_evaluator_new(me.net, &me.ev)) != ZT_OK) goto fail;
     zt_search_config_size(&search, me.game, 0);
     if ((st = zt_config_int(cfg, "concurrency", 64, 1, 4096, &concurrency)) != ZT_OK) goto fail;
@@ -431,7 +443,8 @@ int zt_cmd_eval(int argc, char **argv)
     if ((st = zt_config_bool(cfg, "duplicate", true, &duplicate)) != ZT_OK) goto fail;
     if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
     search.seed = (uint64_t)seed;
-    if ((st = model_agent_start(&me, &search, greedy, positions ? 256 : (int)concurrency)) != ZT_OK)
+    if ((st = model_agent_start(&me, &search, greedy, (int)plies,
+                                positions ? 256 : (int)concurrency)) != ZT_OK)
         goto fail;
     const zt_game *g = me.game;
     if (zt_game_num_players(g) == 1 && (opponent || positions)) {
@@ -447,10 +460,9 @@ int zt_cmd_eval(int argc, char **argv)
     }
     char spec[256], what[128];
     zt_game_spec(g, spec, sizeof spec);
-    if (run_greedy)
-        snprintf(what, sizeof what, "greedy, no search, as its run's arena played; --sims S searches");
-    else if (greedy)
-        snprintf(what, sizeof what, "greedy, no search");
+    if (greedy)
+        snprintf(what, sizeof what, "greedy%s, no search%s", plies ? " 1-ply" : "",
+                 run_greedy ? ", as its run's arena played; --sims S searches" : "");
     else if (search.num_simulations == 0)
         snprintf(what, sizeof what, "raw policy");
     else
@@ -503,7 +515,8 @@ int zt_cmd_eval(int argc, char **argv)
             rc = zt_cli_error("opponent '%s' plays '%s', not '%s'", opponent, theirs, spec);
             goto done;
         }
-        if ((st = model_agent_start(&them, &search, greedy, (int)concurrency)) != ZT_OK) goto fail;
+        if ((st = model_agent_start(&them, &search, greedy, (int)plies, (int)concurrency)) != ZT_OK)
+            goto fail;
         opp_agent = them.agent;
         them.agent = NULL; /* freed as opp_agent */
     } else {

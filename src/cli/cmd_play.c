@@ -19,8 +19,8 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: zeroth play GAME --model M [--sims S | --greedy] [--first human|agent]\n"
-               "                   [--seed N] [--set k=v]\n\n"
+    fprintf(f, "usage: zeroth play GAME --model M [--sims S | --greedy [--plies P]]\n"
+               "                   [--first human|agent] [--seed N] [--set k=v]\n\n"
                "Plays one game against a model (a weights file, a checkpoint or a run directory)\n"
                "in the terminal. Type a move in the game's notation (tictactoe: a cell 0..8;\n"
                "connect4: a column 1..7; sim: an edge u-v; backgammon: one checker move such as\n"
@@ -31,6 +31,8 @@ static void usage(FILE *f)
                "                   --set search.sims=S\n"
                "  --greedy         no search: each turn ends where the net's value is highest\n"
                "                   (backgammon: the best complete play, gnubg's 0-ply)\n"
+               "  --plies P        greedy play P plies deeper (0 or 1, default 0; 1: the best\n"
+               "                   8 plays valued by the opponent's best replies, gnubg's 1-ply)\n"
                "  --first WHO      who plays first, human (default) or agent (one player: who plays)\n"
                "  --seed N         seed of the dice and the search (default: the clock)\n"
                "  --set k=v        search settings search.KEY as for zeroth eval\n"
@@ -286,7 +288,7 @@ int zt_cmd_play(int argc, char **argv)
 {
     zt_config *cfg = zt_config_new();
     const char *game_name = NULL, *model_path = NULL, *sims_arg = NULL, *first = "human";
-    const char *seed_arg = NULL;
+    const char *seed_arg = NULL, *plies_arg = NULL;
     bool greedy = false;
     zt_status st = ZT_OK;
     int rc = 1;
@@ -304,6 +306,7 @@ int zt_cmd_play(int argc, char **argv)
             zt_cli_flag_value(argc, argv, &i, "--model", &model_path, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--sims", &sims_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--first", &first, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--plies", &plies_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--seed", &seed_arg, &st)) {
             if (st != ZT_OK) goto fail;
         } else if (strcmp(argv[i], "--greedy") == 0) {
@@ -312,7 +315,7 @@ int zt_cmd_play(int argc, char **argv)
             goto done;
         }
     }
-    if (!game_name || !model_path || (greedy && sims_arg)) {
+    if (!game_name || !model_path || (greedy && sims_arg) || (plies_arg && sims_arg)) {
         usage(stderr);
         rc = 2;
         goto done;
@@ -356,6 +359,19 @@ int zt_cmd_play(int argc, char **argv)
         goto fail;
     run_greedy = run_greedy && !greedy;
     greedy = greedy || run_greedy;
+    int plies = 0;
+    if (plies_arg) {
+        if (!greedy) {
+            rc = zt_cli_error("play: --plies is for greedy play (--greedy, or a run whose arena "
+                              "played greedily), not a search");
+            goto done;
+        }
+        if (strcmp(plies_arg, "0") != 0 && strcmp(plies_arg, "1") != 0) {
+            rc = zt_cli_error("play: --plies must be 0 or 1, not '%s'", plies_arg);
+            goto done;
+        }
+        plies = plies_arg[0] - '0';
+    }
     zt_search_config_size(&sc, g, 0);
     if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
     sc.seed = seed;
@@ -363,7 +379,9 @@ int zt_cmd_play(int argc, char **argv)
     ss.sims = sc.num_simulations;
     if ((st = zt_run_evaluator_new(net, &ss.ev)) != ZT_OK) goto fail;
     if (greedy) {
-        if ((st = zt_greedy_new(g, &ss.ev, 1, 256, &ss.greedy)) != ZT_OK) goto fail;
+        if ((st = zt_greedy_new(g, &ss.ev, 1, 256, &ss.greedy)) != ZT_OK ||
+            (st = zt_greedy_set_plies(ss.greedy, plies)) != ZT_OK)
+            goto fail;
     } else if (sc.num_simulations > 0) {
         if ((st = zt_model_for_evaluator(g, &ss.ev, sc.leaves_per_round, NULL, &ss.model)) != ZT_OK)
             goto fail;
@@ -379,14 +397,16 @@ int zt_cmd_play(int argc, char **argv)
     }
     zt_rng rng;
     zt_rng_seed(&rng, seed, 0);
-    printf("model %s; agent: %s (seed %llu)\n", model_path,
-           run_greedy                         ? "greedy, no search, as its run's arena played; "
-                                                "--sims S searches"
-           : greedy                           ? "greedy, no search"
-           : sc.num_simulations == 0          ? "raw policy"
-           : sc.algorithm == ZT_SEARCH_GUMBEL ? "gumbel search"
-                                              : "puct search",
-           (unsigned long long)seed);
+    char what[128];
+    if (greedy)
+        snprintf(what, sizeof what, "greedy%s, no search%s", plies ? " 1-ply" : "",
+                 run_greedy ? ", as its run's arena played; --sims S searches" : "");
+    else
+        snprintf(what, sizeof what, "%s",
+                 sc.num_simulations == 0            ? "raw policy"
+                 : sc.algorithm == ZT_SEARCH_GUMBEL ? "gumbel search"
+                                                    : "puct search");
+    printf("model %s; agent: %s (seed %llu)\n", model_path, what, (unsigned long long)seed);
     if (!greedy && sc.num_simulations > 0) printf("%d simulations per move\n", sc.num_simulations);
     if (run_config[0]) printf("search settings of %s (flags override them)\n", run_config);
     rc = play_game(&ss, human, &rng);

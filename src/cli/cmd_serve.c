@@ -17,8 +17,9 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: zeroth serve GAME --model M [--port P] [--host H] [--sims S | --greedy]\n"
-               "                    [--max-sims S] [--max-sessions N] [--seed N] [--set k=v]\n\n"
+    fprintf(f, "usage: zeroth serve GAME --model M [--port P] [--host H]\n"
+               "                    [--sims S | --greedy [--plies P]] [--max-sims S]\n"
+               "                    [--max-sessions N] [--seed N] [--set k=v]\n\n"
                "Serves a page to play GAME against a model (a weights file, a checkpoint or a\n"
                "run directory) in a browser: the board, moves by click, the agent's value and\n"
                "its top moves, new game, undo, choice of side and of simulations. The JSON\n"
@@ -31,6 +32,9 @@ static void usage(FILE *f)
                "  --greedy          with 0 simulations (then the default) the agent plays\n"
                "                    greedily, not the raw policy: each turn ends where the\n"
                "                    net's value is highest (backgammon: gnubg's 0-ply)\n"
+               "  --plies P         greedy play P plies deeper (0 or 1, default 0; 1: the best\n"
+               "                    8 plays valued by the opponent's best replies, gnubg's\n"
+               "                    1-ply)\n"
                "  --max-sims S      the most simulations a player may pick (default 4096, or\n"
                "                    the default sims if larger)\n"
                "  --max-sessions N  games at once (default 64); a session idle for 30 minutes\n"
@@ -63,7 +67,7 @@ int zt_cmd_serve(int argc, char **argv)
     zt_config *cfg = zt_config_new();
     const char *game_name = NULL, *model_path = NULL, *sims_arg = NULL, *port_arg = "8080";
     const char *host = "127.0.0.1", *max_sims_arg = NULL, *max_sessions_arg = "64";
-    const char *seed_arg = NULL;
+    const char *seed_arg = NULL, *plies_arg = NULL;
     zt_status st = ZT_OK;
     int rc = 1;
     zt_game *g = NULL;
@@ -86,7 +90,8 @@ int zt_cmd_serve(int argc, char **argv)
             zt_cli_flag_value(argc, argv, &i, "--host", &host, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--max-sims", &max_sims_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--max-sessions", &max_sessions_arg, &st) ||
-            zt_cli_flag_value(argc, argv, &i, "--seed", &seed_arg, &st)) {
+            zt_cli_flag_value(argc, argv, &i, "--seed", &seed_arg, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--plies", &plies_arg, &st)) {
             if (st != ZT_OK) goto fail;
         } else if (strcmp(argv[i], "--greedy") == 0) {
             greedy = true;
@@ -95,7 +100,7 @@ int zt_cmd_serve(int argc, char **argv)
             goto done;
         }
     }
-    if (!game_name || !model_path || (greedy && sims_arg)) {
+    if (!game_name || !model_path || (greedy && sims_arg) || (plies_arg && sims_arg)) {
         usage(stderr);
         rc = 2;
         goto done;
@@ -106,10 +111,11 @@ int zt_cmd_serve(int argc, char **argv)
         rc = zt_cli_fail(zt_serve_http_start(NULL, host, 0, &http));
         goto done;
     }
-    long port, max_sessions, max_sims = -1, v;
+    long port, max_sessions, max_sims = -1, v, plies = 0;
     if (!parse_int("--port", port_arg, 0, 65535, &port) ||
         !parse_int("--max-sessions", max_sessions_arg, 1, 65536, &max_sessions) ||
-        (max_sims_arg && !parse_int("--max-sims", max_sims_arg, 0, 1000000, &max_sims)))
+        (max_sims_arg && !parse_int("--max-sims", max_sims_arg, 0, 1000000, &max_sims)) ||
+        (plies_arg && !parse_int("--plies", plies_arg, 0, 1, &plies)))
         goto done;
     uint64_t seed = (uint64_t)time(NULL);
     if (seed_arg) {
@@ -136,6 +142,11 @@ int zt_cmd_serve(int argc, char **argv)
     run_greedy = run_greedy && !greedy;
     greedy = greedy || run_greedy;
     if (greedy) sc.num_simulations = 0; /* a new game's default: greedy */
+    if (plies_arg && !greedy) {
+        rc = zt_cli_error("serve: --plies is for greedy play (--greedy, or a run whose arena "
+                          "played greedily), not a search");
+        goto done;
+    }
     if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
     sc.seed = seed;
     if (max_sims < 0) max_sims = sc.num_simulations > 4096 ? sc.num_simulations : 4096;
@@ -150,6 +161,7 @@ int zt_cmd_serve(int argc, char **argv)
         .ev = ev,
         .search = sc,
         .greedy = greedy,
+        .greedy_plies = (int)plies,
         .max_sims = (int)max_sims,
         .max_sessions = (int)max_sessions,
         .idle_seconds = 30 * 60,
@@ -168,14 +180,18 @@ int zt_cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     if ((st = zt_serve_http_start(srv, host, (int)port, &http)) != ZT_OK) goto fail;
     bool v6 = strchr(host, ':') != NULL;
-    printf("model %s; agent: %s (seed %llu)\n", model_path,
-           run_greedy ? "greedy, no search, as its run's arena played; --sims S or the page's "
-                        "simulations search"
-           : greedy                           ? "greedy, no search"
-           : sc.num_simulations == 0          ? "raw policy"
-           : sc.algorithm == ZT_SEARCH_GUMBEL ? "gumbel search"
-                                              : "puct search",
-           (unsigned long long)seed);
+    char what[160];
+    if (greedy)
+        snprintf(what, sizeof what, "greedy%s, no search%s", plies ? " 1-ply" : "",
+                 run_greedy ? ", as its run's arena played; --sims S or the page's simulations "
+                              "search"
+                            : "");
+    else
+        snprintf(what, sizeof what, "%s",
+                 sc.num_simulations == 0            ? "raw policy"
+                 : sc.algorithm == ZT_SEARCH_GUMBEL ? "gumbel search"
+                                                    : "puct search");
+    printf("model %s; agent: %s (seed %llu)\n", model_path, what, (unsigned long long)seed);
     if (sc.num_simulations > 0) printf("%d simulations per move\n", sc.num_simulations);
     if (run_config[0]) printf("search settings of %s (flags override them)\n", run_config);
     printf("serving %s on http://%s%s%s:%d/ (Ctrl-C stops)\n", g->title, v6 ? "[" : "", host,

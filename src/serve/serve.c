@@ -162,6 +162,7 @@ zt_status zt_serve_new(const zt_serve_config *c, zt_serve **out)
     zt_status st =
         zt_model_for_evaluator(g, &srv->cfg.ev, c->search.leaves_per_round, NULL, &srv->model);
     if (st == ZT_OK && c->greedy) st = zt_greedy_new(g, &srv->cfg.ev, 1, 256, &srv->greedy);
+    if (st == ZT_OK && c->greedy) st = zt_greedy_set_plies(srv->greedy, c->greedy_plies);
     if (st != ZT_OK) {
         zt_serve_free(srv);
         return st;
@@ -762,6 +763,7 @@ static void api_info(zt_serve *srv, zt_serve_reply *out)
     zt_json_printf(&b, ", \"algorithm\": \"%s\", \"sims\": %d, \"max_sims\": %d, \"greedy\": %s",
                    c->search.algorithm == ZT_SEARCH_GUMBEL ? "gumbel" : "puct",
                    c->search.num_simulations, c->max_sims, c->greedy ? "true" : "false");
+    if (c->greedy) zt_json_printf(&b, ", \"greedy_plies\": %d", c->greedy_plies);
     zt_json_printf(&b, ", \"sessions\": %d, \"max_sessions\": %d, \"max_body\": %zu}\n",
                    zt_serve_session_count(srv), c->max_sessions, c->max_body);
     reply_json(out, 200, &b);

@@ -427,7 +427,7 @@ static zt_status run_arena(zt_scheduler *L)
     zt_agent *agent;
     if (S->arena_sims == 0) {
         /* no search: each turn's best end by the net's value */
-        ZT_TRY(zt_agent_greedy_new(game, &ev, ARENA_MAX_GAMES, &agent));
+        ZT_TRY(zt_agent_greedy_new(game, &ev, ARENA_MAX_GAMES, 0, &agent));
     } else {
         zt_search_config sc = S->actor.search;
         sc.num_simulations = S->arena_sims;
