@@ -52,6 +52,31 @@ static zt_status unused_eval(void *ctx, int B, const float *obs, float *logits, 
     return zt_fail(ZT_ERR_INVALID, "observations asked of a state evaluator");
 }
 
+/* Greedy play for one game over the race (with chance_values, positions
+ * before a roll valued too: the race is the same), max_batch positions a
+ * network call. */
+static zt_greedy *race_greedy(const zt_game *g, bool chance_values, int max_batch)
+{
+    zt_evaluator ev = {.ctx = (void *)g,
+                       .eval = unused_eval,
+                       .eval_states = race_eval,
+                       .chance_values = chance_values};
+    zt_greedy *gr = NULL;
+    CHECK(zt_greedy_new(g, &ev, 1, max_batch, &gr) == ZT_OK, "%s", zt_error_message());
+    return gr;
+}
+
+/* Rolls the dice where s is a chance node; false where a player is to move. */
+static bool roll(const zt_game *g, bg_state *s, zt_rng *rng)
+{
+    if (g->current_player(g, s) != ZT_CHANCE) return false;
+    int outcomes[ZT_MAX_CHANCE_OUTCOMES];
+    float probs[ZT_MAX_CHANCE_OUTCOMES];
+    int n = g->chance_outcomes(g, s, outcomes, probs);
+    g->apply(g, s, outcomes[zt_rng_categorical(rng, probs, n)]);
+    return true;
+}
+
 /* chance_values: the evaluator values positions before a roll too (the
  * race is the same), so every turn end takes one evaluation, not 21. */
 static void test_backgammon(uint64_t seed, bool chance_values)
@@ -61,11 +86,8 @@ static void test_backgammon(uint64_t seed, bool chance_values)
         CHECK(0, "backgammon: %s", zt_error_message());
         return;
     }
-    zt_evaluator ev = {
-        .ctx = g, .eval = unused_eval, .eval_states = race_eval, .chance_values = chance_values};
-    zt_greedy *gr;
     /* a small batch, so that a turn's positions take several calls */
-    CHECK(zt_greedy_new(g, &ev, 1, 37, &gr) == ZT_OK, "%s", zt_error_message());
+    zt_greedy *gr = race_greedy(g, chance_values, 37);
     bg_playlist *pl = zt_xmalloc(sizeof *pl);
     zt_rng rng;
     zt_rng_seed(&rng, seed, 1);
@@ -74,13 +96,7 @@ static void test_backgammon(uint64_t seed, bool chance_values)
         bg_state s;
         zt_bg_reset(&s);
         while (g->current_player(g, &s) != ZT_TERMINAL) {
-            if (g->current_player(g, &s) == ZT_CHANCE) {
-                int outcomes[ZT_MAX_CHANCE_OUTCOMES];
-                float probs[ZT_MAX_CHANCE_OUTCOMES];
-                int n = g->chance_outcomes(g, &s, outcomes, probs);
-                g->apply(g, &s, outcomes[zt_rng_categorical(&rng, probs, n)]);
-                continue;
-            }
+            if (roll(g, &s, &rng)) continue;
             /* Every complete play, and the best race value after it. */
             zt_bg_plays(&s, pl);
             float best = -2;
@@ -184,10 +200,7 @@ static void test_lookahead(uint64_t seed, bool chance_values)
         CHECK(0, "backgammon: %s", zt_error_message());
         return;
     }
-    zt_evaluator ev = {
-        .ctx = g, .eval = unused_eval, .eval_states = race_eval, .chance_values = chance_values};
-    zt_greedy *gr;
-    CHECK(zt_greedy_new(g, &ev, 1, 61, &gr) == ZT_OK, "%s", zt_error_message());
+    zt_greedy *gr = race_greedy(g, chance_values, 61);
     CHECK(zt_greedy_set_plies(gr, 2) == ZT_ERR_INVALID, "2 plies were accepted");
     CHECK(zt_greedy_set_plies(gr, 1) == ZT_OK, "%s", zt_error_message());
     bg_playlist *pl = zt_xmalloc(sizeof *pl), *scratch = zt_xmalloc(sizeof *scratch);
@@ -199,13 +212,7 @@ static void test_lookahead(uint64_t seed, bool chance_values)
         bg_state s;
         zt_bg_reset(&s);
         while (g->current_player(g, &s) != ZT_TERMINAL) {
-            if (g->current_player(g, &s) == ZT_CHANCE) {
-                int outcomes[ZT_MAX_CHANCE_OUTCOMES];
-                float probs[ZT_MAX_CHANCE_OUTCOMES];
-                int n = g->chance_outcomes(g, &s, outcomes, probs);
-                g->apply(g, &s, outcomes[zt_rng_categorical(&rng, probs, n)]);
-                continue;
-            }
+            if (roll(g, &s, &rng)) continue;
             int mover = s.turn;
             zt_bg_plays(&s, pl);
             float best0 = -2;

@@ -21,6 +21,27 @@ int zt_cli_error(const char *fmt, ...)
     return 1;
 }
 
+int zt_cli_greedy_play(const char *cmd, bool *greedy, bool run_greedy, const char *plies_arg,
+                       int *plies, char *words, size_t cap)
+{
+    run_greedy = run_greedy && !*greedy; /* the run's way, not the flag's */
+    *greedy = *greedy || run_greedy;
+    *plies = 0;
+    if (plies_arg) {
+        if (!*greedy)
+            return zt_cli_error("%s: --plies is for greedy play (--greedy, or a run whose arena "
+                                "played greedily), not a search",
+                                cmd);
+        if (strcmp(plies_arg, "0") != 0 && strcmp(plies_arg, "1") != 0)
+            return zt_cli_error("%s: --plies must be 0 or 1, not '%s'", cmd, plies_arg);
+        *plies = plies_arg[0] - '0';
+    }
+    if (*greedy)
+        snprintf(words, cap, "greedy%s, no search%s", *plies ? " 1-ply" : "",
+                 run_greedy ? ", as its run's arena played; --sims S searches" : "");
+    return 0;
+}
+
 int zt_cli_fail(zt_status st)
 {
     (void)st;

@@ -59,6 +59,16 @@ void zt_cli_save_args(char **argv);
  * no saved arguments, exec failed): the caller goes on. */
 void zt_cli_rerun_with_env(const char *name, const char *value);
 
+/* Greedy play of a model in eval, play and serve (command `cmd`): greedy
+ * when --greedy was given (*greedy in) or the model's run's arena played so
+ * (run_greedy, from zt_run_open_player); --plies P (plies_arg, NULL when not
+ * given: 0) only then, 0 or 1. Sets *greedy and *plies, and `words` to the
+ * agent's description when greedy ("greedy[ 1-ply], no search[, as its
+ * run's arena played; --sims S searches]"). Returns 0, or 1 after a
+ * one-line error. */
+int zt_cli_greedy_play(const char *cmd, bool *greedy, bool run_greedy, const char *plies_arg,
+                       int *plies, char *words, size_t cap);
+
 /* Instantiates a game by name from cfg and checks that no key is left unread
  * (unknown settings are errors). */
 zt_status zt_cli_game(const char *name, zt_config *cfg, zt_game **out);

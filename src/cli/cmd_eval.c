@@ -389,12 +389,11 @@ int zt_cmd_eval(int argc, char **argv)
         goto done;
     }
 
-    long games = 0, limit = 0, seed = 1, plies = 0;
+    long games = 0, limit = 0, seed = 1;
     zt_sprt_config sc = {.elo0 = 0, .elo1 = 50, .alpha = 0.05, .beta = 0.05};
     if ((games_arg && !parse_int("--games", games_arg, 1, 100000000, &games)) ||
         (limit_arg && !parse_int("--limit", limit_arg, 1, 100000000, &limit)) ||
         (seed_arg && !parse_int("--seed", seed_arg, 0, 0x7fffffffL, &seed)) ||
-        (plies_arg && !parse_int("--plies", plies_arg, 0, 1, &plies)) ||
         (elo0_arg && !parse_double("--elo0", elo0_arg, -2000, 2000, &sc.elo0)) ||
         (elo1_arg && !parse_double("--elo1", elo1_arg, -2000, 2000, &sc.elo1)) ||
         (alpha_arg && !parse_double("--alpha", alpha_arg, 1e-6, 0.5, &sc.alpha)) ||
@@ -429,13 +428,12 @@ int zt_cmd_eval(int argc, char **argv)
     if ((st = zt_run_open_player(model_path, game_name, cfg, positions == NULL, &me.game, &me.net,
                                  &search, run_config, sizeof run_config, &run_greedy)) != ZT_OK)
         goto fail;
-    run_greedy = run_greedy && !greedy;
-    greedy = greedy || run_greedy;
-    if (plies_arg && !greedy) {
-        rc = zt_cli_error("eval: --plies is for greedy play (--greedy, or a run whose arena "
-                          "played greedily), not a search");
+    int plies;
+    char what[128];
+    if ((rc = zt_cli_greedy_play("eval", &greedy, run_greedy, plies_arg, &plies, what,
+                                 sizeof what)) != 0)
         goto done;
-    }
+    rc = 1;
     if ((st = zt_run_evaluator_new(me.net, &me.ev)) != ZT_OK) goto fail;
     zt_search_config_size(&search, me.game, 0);
     if ((st = zt_config_int(cfg, "concurrency", 64, 1, 4096, &concurrency)) != ZT_OK) goto fail;
@@ -443,7 +441,7 @@ int zt_cmd_eval(int argc, char **argv)
     if ((st = zt_config_bool(cfg, "duplicate", true, &duplicate)) != ZT_OK) goto fail;
     if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
     search.seed = (uint64_t)seed;
-    if ((st = model_agent_start(&me, &search, greedy, (int)plies,
+    if ((st = model_agent_start(&me, &search, greedy, plies,
                                 positions ? 256 : (int)concurrency)) != ZT_OK)
         goto fail;
     const zt_game *g = me.game;
@@ -458,14 +456,11 @@ int zt_cmd_eval(int argc, char **argv)
         rc = 2;
         goto done;
     }
-    char spec[256], what[128];
+    char spec[256];
     zt_game_spec(g, spec, sizeof spec);
-    if (greedy)
-        snprintf(what, sizeof what, "greedy%s, no search%s", plies ? " 1-ply" : "",
-                 run_greedy ? ", as its run's arena played; --sims S searches" : "");
-    else if (search.num_simulations == 0)
+    if (!greedy && search.num_simulations == 0) /* (greedy: zt_cli_greedy_play's words) */
         snprintf(what, sizeof what, "raw policy");
-    else
+    else if (!greedy)
         snprintf(what, sizeof what, "%s, %d simulations",
                  search.algorithm == ZT_SEARCH_GUMBEL ? "gumbel" : "puct", search.num_simulations);
     int nth = zt_net_threads(me.net);
@@ -515,7 +510,7 @@ int zt_cmd_eval(int argc, char **argv)
             rc = zt_cli_error("opponent '%s' plays '%s', not '%s'", opponent, theirs, spec);
             goto done;
         }
-        if ((st = model_agent_start(&them, &search, greedy, (int)plies, (int)concurrency)) != ZT_OK)
+        if ((st = model_agent_start(&them, &search, greedy, plies, (int)concurrency)) != ZT_OK)
             goto fail;
         opp_agent = them.agent;
         them.agent = NULL; /* freed as opp_agent */

@@ -357,21 +357,12 @@ int zt_cmd_play(int argc, char **argv)
     if ((st = zt_run_open_player(model_path, game_name, cfg, false, &g, &net, &sc, run_config,
                                  sizeof run_config, &run_greedy)) != ZT_OK)
         goto fail;
-    run_greedy = run_greedy && !greedy;
-    greedy = greedy || run_greedy;
-    int plies = 0;
-    if (plies_arg) {
-        if (!greedy) {
-            rc = zt_cli_error("play: --plies is for greedy play (--greedy, or a run whose arena "
-                              "played greedily), not a search");
-            goto done;
-        }
-        if (strcmp(plies_arg, "0") != 0 && strcmp(plies_arg, "1") != 0) {
-            rc = zt_cli_error("play: --plies must be 0 or 1, not '%s'", plies_arg);
-            goto done;
-        }
-        plies = plies_arg[0] - '0';
-    }
+    int plies;
+    char what[128];
+    if ((rc = zt_cli_greedy_play("play", &greedy, run_greedy, plies_arg, &plies, what,
+                                 sizeof what)) != 0)
+        goto done;
+    rc = 1;
     zt_search_config_size(&sc, g, 0);
     if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
     sc.seed = seed;
@@ -397,11 +388,7 @@ int zt_cmd_play(int argc, char **argv)
     }
     zt_rng rng;
     zt_rng_seed(&rng, seed, 0);
-    char what[128];
-    if (greedy)
-        snprintf(what, sizeof what, "greedy%s, no search%s", plies ? " 1-ply" : "",
-                 run_greedy ? ", as its run's arena played; --sims S searches" : "");
-    else
+    if (!greedy)
         snprintf(what, sizeof what, "%s",
                  sc.num_simulations == 0            ? "raw policy"
                  : sc.algorithm == ZT_SEARCH_GUMBEL ? "gumbel search"

@@ -111,11 +111,10 @@ int zt_cmd_serve(int argc, char **argv)
         rc = zt_cli_fail(zt_serve_http_start(NULL, host, 0, &http));
         goto done;
     }
-    long port, max_sessions, max_sims = -1, v, plies = 0;
+    long port, max_sessions, max_sims = -1, v;
     if (!parse_int("--port", port_arg, 0, 65535, &port) ||
         !parse_int("--max-sessions", max_sessions_arg, 1, 65536, &max_sessions) ||
-        (max_sims_arg && !parse_int("--max-sims", max_sims_arg, 0, 1000000, &max_sims)) ||
-        (plies_arg && !parse_int("--plies", plies_arg, 0, 1, &plies)))
+        (max_sims_arg && !parse_int("--max-sims", max_sims_arg, 0, 1000000, &max_sims)))
         goto done;
     uint64_t seed = (uint64_t)time(NULL);
     if (seed_arg) {
@@ -139,14 +138,13 @@ int zt_cmd_serve(int argc, char **argv)
     if ((st = zt_run_open_player(model_path, game_name, cfg, false, &g, &net, &sc, run_config,
                                  sizeof run_config, &run_greedy)) != ZT_OK)
         goto fail;
-    run_greedy = run_greedy && !greedy;
-    greedy = greedy || run_greedy;
-    if (greedy) sc.num_simulations = 0; /* a new game's default: greedy */
-    if (plies_arg && !greedy) {
-        rc = zt_cli_error("serve: --plies is for greedy play (--greedy, or a run whose arena "
-                          "played greedily), not a search");
+    int plies;
+    char what[160];
+    if ((rc = zt_cli_greedy_play("serve", &greedy, run_greedy, plies_arg, &plies, what,
+                                 sizeof what)) != 0)
         goto done;
-    }
+    rc = 1;
+    if (greedy) sc.num_simulations = 0; /* a new game's default: greedy */
     if ((st = zt_config_check_unused(cfg)) != ZT_OK) goto fail;
     sc.seed = seed;
     if (max_sims < 0) max_sims = sc.num_simulations > 4096 ? sc.num_simulations : 4096;
@@ -161,7 +159,7 @@ int zt_cmd_serve(int argc, char **argv)
         .ev = ev,
         .search = sc,
         .greedy = greedy,
-        .greedy_plies = (int)plies,
+        .greedy_plies = plies,
         .max_sims = (int)max_sims,
         .max_sessions = (int)max_sessions,
         .idle_seconds = 30 * 60,
@@ -180,13 +178,7 @@ int zt_cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     if ((st = zt_serve_http_start(srv, host, (int)port, &http)) != ZT_OK) goto fail;
     bool v6 = strchr(host, ':') != NULL;
-    char what[160];
-    if (greedy)
-        snprintf(what, sizeof what, "greedy%s, no search%s", plies ? " 1-ply" : "",
-                 run_greedy ? ", as its run's arena played; --sims S or the page's simulations "
-                              "search"
-                            : "");
-    else
+    if (!greedy)
         snprintf(what, sizeof what, "%s",
                  sc.num_simulations == 0            ? "raw policy"
                  : sc.algorithm == ZT_SEARCH_GUMBEL ? "gumbel search"
