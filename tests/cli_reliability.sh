@@ -88,6 +88,10 @@ out=$("$BIN" bench selfplay --config t.ini --seconds 0.2 2>&1)
 printf '%s' "$out" | grep -q '(50000 positions)' ||
     fail "bench selfplay --config t.ini did not layer over configs/tictactoe.ini: $(printf '%s' "$out" | tail -n 3)"
 expect_error "say game = connect4, but the command line names tictactoe" bench selfplay tictactoe --config c4.ini
+# the shipped overlay for Sim on K14 names its game and board, and its net
+out=$("$BIN" bench selfplay --config "$CONFIGS/sim-k14.ini" --seconds 0.1 2>&1)
+printf '%s' "$out" | grep -qi 'self-play sim: .* net mlp in=14x14x5 actions=91 ' ||
+    fail "configs/sim-k14.ini: $(printf '%s' "$out" | head -n 2)"
 
 # ---- ZT_FAULT with an errno ----
 out=$(ZT_FAULT=rename:1:ENOSPC "$BIN" train tictactoe --run "$tmp/nospace" --steps 2 "${quick[@]}" 2>&1); rc=$?
