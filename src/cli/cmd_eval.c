@@ -231,6 +231,42 @@ static void print_match(const zt_game *g, const zt_match_result *r, const char *
     printf("%s\n", line);
 }
 
+static bool names_gnubg(const char *spec)
+{
+    return strcmp(spec, "gnubg") == 0 || strncmp(spec, "gnubg:", 6) == 0;
+}
+
+/* Agent a against b (a's side reported) with eval's match settings, and the
+ * result printed: games 0 is 1,000 in games with chance (backgammon's
+ * dice, duplicate unless `duplicate` is false), else 100. gnubg[i] is a's
+ * (i = 0) or b's (1) player where it is GNU Backgammon, else NULL: a gnubg
+ * that fails shows as an illegal move to the arena, and its own message
+ * says why. t0: when the timing of the result starts. Returns 0, or 1 after
+ * a one-line error. */
+static int run_match(const zt_game *g, zt_agent *a, zt_agent *b, zt_player *const gnubg[2],
+                     long games, long seed, int64_t concurrency, bool duplicate, bool sprt,
+                     const zt_sprt_config *sc, double t0)
+{
+    bool chance = g->max_chance_outcomes > 0;
+    zt_match_config mc = {.games = games > 0 ? (int)games : chance ? 1000 : 100,
+                          .concurrency = (int)concurrency,
+                          .seed = (uint64_t)seed,
+                          .duplicate = duplicate && chance,
+                          .use_sprt = sprt,
+                          .sprt = *sc};
+    zt_match_result r;
+    zt_progress_meter meter;
+    zt_cli_match_progress(&mc, &meter);
+    zt_status st = zt_arena_match(g, a, b, &mc, &r);
+    zt_progress_meter_end(&meter);
+    for (int i = 0; i < 2; i++)
+        if (gnubg[i] && zt_gnubg_error(gnubg[i])[0])
+            return zt_cli_error("%s", zt_gnubg_error(gnubg[i]));
+    if (st != ZT_OK) return zt_cli_fail(st);
+    print_match(g, &r, b->name, zt_now_s() - t0, sprt);
+    return 0;
+}
+
 /* zeroth eval GAME --player X: a baseline alone at a one-player game. */
 static int eval_player(const char *game_name, const char *spec, zt_config *cfg,
                        const char *games_arg, const char *seed_arg)
@@ -291,30 +327,10 @@ static int eval_baselines(const char *game_name, const char *spec, const char *o
         if ((st = zt_player_new(g, specs[i], &p[i])) != ZT_OK) goto fail;
         agent[i] = zt_agent_from_player(p[i], true);
     }
-    bool chance = g->max_chance_outcomes > 0;
-    zt_match_config mc = {.games = games > 0 ? (int)games : chance ? 1000 : 100,
-                          .concurrency = (int)concurrency,
-                          .seed = (uint64_t)seed,
-                          .duplicate = duplicate && chance,
-                          .use_sprt = sprt,
-                          .sprt = *sc};
     printf("player %s (%s)\n", spec, g->title);
-    zt_match_result r;
-    zt_progress_meter meter;
-    zt_cli_match_progress(&mc, &meter);
-    double t0 = zt_now_s();
-    st = zt_arena_match(g, agent[0], agent[1], &mc, &r);
-    zt_progress_meter_end(&meter);
-    /* A failing gnubg shows as an illegal move to the arena: say why. */
-    for (int i = 0; i < 2; i++)
-        if ((strcmp(specs[i], "gnubg") == 0 || strncmp(specs[i], "gnubg:", 6) == 0) &&
-            zt_gnubg_error(p[i])[0]) {
-            rc = zt_cli_error("%s", zt_gnubg_error(p[i]));
-            goto done;
-        }
-    if (st != ZT_OK) goto fail;
-    print_match(g, &r, agent[1]->name, zt_now_s() - t0, sprt);
-    rc = 0;
+    zt_player *gnubg[2] = {names_gnubg(spec) ? p[0] : NULL, names_gnubg(opponent) ? p[1] : NULL};
+    rc = run_match(g, agent[0], agent[1], gnubg, games, seed, concurrency, duplicate, sprt, sc,
+                   zt_now_s());
     goto done;
 fail:
     rc = zt_cli_fail(st);
@@ -498,7 +514,7 @@ int zt_cmd_eval(int argc, char **argv)
         goto done;
     }
 
-    bool gnubg = strcmp(opponent, "gnubg") == 0 || strncmp(opponent, "gnubg:", 6) == 0;
+    bool gnubg = names_gnubg(opponent);
     if (gnubg) {
         if ((st = zt_player_new_gnubg(g, opponent, &opp_player)) != ZT_OK) goto fail;
         opp_agent = zt_agent_from_player(opp_player, true);
@@ -520,27 +536,8 @@ int zt_cmd_eval(int argc, char **argv)
     }
     /* Games with chance (backgammon's dice) need many games to separate
      * agents: 1000 by default, with duplicate dice. */
-    bool chance = g->max_chance_outcomes > 0;
-    if (games == 0) games = chance ? 1000 : 100;
-    zt_match_config mc = {.games = (int)games,
-                          .concurrency = (int)concurrency,
-                          .seed = (uint64_t)seed,
-                          .duplicate = duplicate && chance,
-                          .use_sprt = sprt,
-                          .sprt = sc};
-    zt_match_result r;
-    zt_progress_meter meter;
-    zt_cli_match_progress(&mc, &meter);
-    st = zt_arena_match(g, me.agent, opp_agent, &mc, &r);
-    zt_progress_meter_end(&meter);
-    /* A failing gnubg shows as an illegal move to the arena: say why. */
-    if (gnubg && zt_gnubg_error(opp_player)[0]) {
-        rc = zt_cli_error("%s", zt_gnubg_error(opp_player));
-        goto done;
-    }
-    if (st != ZT_OK) goto fail;
-    print_match(g, &r, opp_agent->name, zt_now_s() - t0, sprt);
-    rc = 0;
+    rc = run_match(g, me.agent, opp_agent, (zt_player *const[2]){NULL, gnubg ? opp_player : NULL},
+                   games, seed, concurrency, duplicate, sprt, &sc, t0);
     goto done;
 fail:
     rc = zt_cli_fail(st);
