@@ -1,6 +1,7 @@
 /* libzeroth through its public header alone, linked as the shared library a
  * user links: every handle type (games, nets, searches, runs), logging
- * through the callback with nothing written to stderr, and the error paths
+ * through the callback with nothing written to stderr, greedy play over a
+ * net, and the error paths
  * (unknown game spec, bad weights file, wrong batch sizes, illegal moves,
  * misbehaving caller models), each a status and a one-line message naming
  * the problem, with the process still running. */
@@ -764,9 +765,64 @@ static void test_nets(const char *run)
         }
         zeroth_search_free(s);
     }
+    /* greedy play over the net: each position's move is the one after
+     * which the net values the position worst for the opponent (a move that
+     * ends the game counts its exact result), and the value is that
+     * position's for the mover; 1 ply deeper still plays legal moves. */
+    for (int plies = 0; plies < 2; plies++) {
+        zeroth_greedy_t *gr = NULL;
+        EXPECT_OK(zeroth_greedy_new(g, net, N, plies, &gr));
+        if (!gr) continue;
+        int actions[N];
+        float values[N];
+        EXPECT_OK(zeroth_greedy_choose(gr, N, NULL, states, actions, values));
+        for (int i = 0; i < N; i++) {
+            uint8_t mask[16];
+            EXPECT_OK(zeroth_game_legal(g, 1, states + i * S, mask, NULL));
+            CHECK(actions[i] >= 0 && actions[i] < A && mask[actions[i]], "greedy %d-ply: %d",
+                  plies, actions[i]);
+            CHECK(values[i] >= -1 && values[i] <= 1, "greedy value %g", values[i]);
+            if (plies) continue;
+            double best = -2, chosen = -3;
+            for (int a = 0; a < A; a++) {
+                if (!mask[a]) continue;
+                uint8_t child[64];
+                memcpy(child, states + i * S, S);
+                EXPECT_OK(zeroth_game_step(g, 1, child, &a));
+                int p;
+                float ret[2], v;
+                EXPECT_OK(zeroth_game_players(g, 1, child, &p));
+                if (p == ZEROTH_TERMINAL) {
+                    int mover;
+                    EXPECT_OK(zeroth_game_players(g, 1, states + i * S, &mover));
+                    EXPECT_OK(zeroth_game_returns(g, 1, child, ret));
+                    v = ret[mover];
+                } else {
+                    float cobs[64], clog[16];
+                    EXPECT_OK(zeroth_game_observe(g, 1, child, cobs));
+                    EXPECT_OK(zeroth_net_forward(net, 1, cobs, clog, &v));
+                    v = -v;
+                }
+                if (v > best) best = v;
+                if (a == actions[i]) chosen = v;
+            }
+            CHECK(fabs(chosen - best) < 1e-5 && fabs(values[i] - best) < 1e-5,
+                  "position %d: greedy chose %g (value %g), the best is %g", i, chosen, values[i],
+                  best);
+        }
+        EXPECT_FAIL(zeroth_greedy_choose(gr, N + 1, NULL, states, actions, values),
+                    ZEROTH_ERR_INVALID, "n = 4");
+        EXPECT_FAIL(zeroth_greedy_choose(gr, 1, (int[]){N}, states, actions, NULL),
+                    ZEROTH_ERR_INVALID, "slots[0] = 3");
+        zeroth_greedy_free(gr);
+    }
+    zeroth_greedy_t *gbad = NULL;
+    EXPECT_FAIL(zeroth_greedy_new(g, net, 1, 2, &gbad), ZEROTH_ERR_INVALID, "plies");
     zeroth_game_t *c4;
     EXPECT_OK(zeroth_game_new("connect4", &c4));
     EXPECT_FAIL(zeroth_search_new(c4, net, 1, NULL, &s), ZEROTH_ERR_INVALID,
+                "the net plays 'tictactoe'");
+    EXPECT_FAIL(zeroth_greedy_new(c4, net, 1, 0, &gbad), ZEROTH_ERR_INVALID,
                 "the net plays 'tictactoe'");
     zeroth_game_free(c4);
     free(states);

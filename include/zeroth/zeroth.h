@@ -354,6 +354,30 @@ ZEROTH_API zeroth_status zeroth_search_played(zeroth_search_t *search, int n, co
 /* Drops the trees: their next search starts from nothing. */
 ZEROTH_API zeroth_status zeroth_search_forget(zeroth_search_t *search, int n, const int *trees);
 
+/* ---- greedy play ----
+ *
+ * Play without search (backgammon's usual way, GNU Backgammon's 0-ply):
+ * every position the mover's turn can end in (in backgammon every complete
+ * play of the dice) is valued by the net, and the best is played; a turn
+ * that ends at the opponent's roll is valued by the net directly where it
+ * learned positions before a roll, else as the exact expectation over the
+ * roll. plies = 1 looks one ply deeper (gnubg's 1-ply): the best 8 ends
+ * valued again by the opponent's best reply to each roll. `slots` games at
+ * once: each slot keeps the rest of its chosen turn, so the later moves of
+ * a turn cost no network call. The net is borrowed as for a search. */
+
+typedef struct zeroth_greedy zeroth_greedy_t;
+
+ZEROTH_API zeroth_status zeroth_greedy_new(const zeroth_game_t *game, zeroth_net_t *net, int slots,
+                                           int plies, zeroth_greedy_t **out);
+ZEROTH_API void zeroth_greedy_free(zeroth_greedy_t *greedy);
+/* For k < n: the move to play at states[k] (n * state_size bytes, decision
+ * states) in slots[k] (the first n slots when NULL) into actions[k], and the
+ * value of the turn it begins, for the player to move, into values[k] (NULL:
+ * not wanted). */
+ZEROTH_API zeroth_status zeroth_greedy_choose(zeroth_greedy_t *greedy, int n, const int *slots,
+                                              const void *states, int *actions, float *values);
+
 /* ---- training runs ----
  *
  * A run trains by self-play into a run directory (config.ini, log.txt,

@@ -208,3 +208,40 @@ def test_recurrent_model_refusals():
     big = zeroth.RecurrentModel(good.root_fn, good.recurrent_fn, (70000,), np.uint8)
     with pytest.raises(zeroth.InvalidError, match="embedding_size = 70000"):
         zeroth.Search("tictactoe", big, trees=1)
+
+
+def test_greedy_plays_the_best_valued_move(trained_run):
+    """zeroth.Greedy: each move is one after which the net values the
+    position worst for the opponent (a win counts as +1), its value that
+    position's; one ply deeper still plays legal moves; bad arguments are
+    refused, and the net stays open while a greedy player uses it."""
+    net = zeroth.Net.load(trained_run, backend="ref", threads=1)
+    g = zeroth.Game(net.game_spec)
+    texts = ["......... X", "X...O.... X", "XX.OO.... X"]
+    states = np.stack([g.from_text(t) for t in texts])
+    actions, values = zeroth.Greedy(g, net, slots=3)(states)
+    assert actions.dtype == np.int32 and values.dtype == np.float32
+    assert actions[2] == 2 and values[2] == 1  # X wins at once in the top row
+    mask = g.legal_mask(states)
+    for i in range(3):
+        best = -2.0
+        for a in np.flatnonzero(mask[i]):
+            child = states[i:i + 1].copy()
+            g.step(child, np.array([a], np.int32))
+            if g.players(child)[0] == zeroth.TERMINAL:
+                v = float(g.returns(child)[0, g.players(states[i:i + 1])[0]])
+            else:
+                v = -float(net.forward(g.observe(child))[1][0])
+            best = max(best, v)
+        assert abs(values[i] - best) < 1e-5
+    deeper, v1 = zeroth.Greedy(g, net, slots=3, plies=1)(states)
+    assert all(mask[i, a] for i, a in enumerate(deeper)) and np.all(np.abs(v1) <= 1)
+    assert deeper[2] == 2
+    with pytest.raises(zeroth.InvalidError, match="plies"):
+        zeroth.Greedy(g, net, slots=1, plies=2)
+    gr = zeroth.Greedy(g, net, slots=2)
+    with pytest.raises(zeroth.InvalidError, match="slot 2 does not exist"):
+        gr(states[:1], slots=[2])
+    with pytest.raises(zeroth.InvalidError, match="open search"):
+        net.close()
+    gr.close()

@@ -118,6 +118,16 @@ zt_status zt_api_need(const char *fn, const void *ptr, const char *what)
     return ZT_OK;
 }
 
+zt_status zt_api_need_net_for(const char *fn, const zeroth_game_t *game, const zeroth_net_t *net)
+{
+    ZT_TRY(zt_api_need(fn, game, "game"));
+    ZT_TRY(zt_api_need(fn, net, "net"));
+    if (strcmp(zeroth_game_spec(game), zeroth_net_game_spec(net)) != 0)
+        return zt_fail(ZT_ERR_INVALID, "%s: the net plays '%s', not '%s'", fn,
+                       zeroth_net_game_spec(net), zeroth_game_spec(game));
+    return ZT_OK;
+}
+
 zt_status zt_api_count(const char *fn, int n, int min)
 {
     if (n < min) return zt_fail(ZT_ERR_INVALID, "%s: n = %d, must be at least %d", fn, n, min);

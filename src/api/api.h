@@ -42,6 +42,9 @@ zt_status zt_api_settings_apply(zt_config *cfg, const char *text, const char *wh
  * ("zeroth_net_forward: n = 0, must be at least 1"). */
 zt_status zt_api_need(const char *fn, const void *ptr, const char *what);
 zt_status zt_api_count(const char *fn, int n, int min);
+/* A game and a net given to `fn`, both non-NULL, the net playing that game
+ * ("zeroth_search_new: the net plays 'tictactoe', not 'connect4'"). */
+zt_status zt_api_need_net_for(const char *fn, const zeroth_game_t *game, const zeroth_net_t *net);
 
 /* The game of a public game handle (game.c). */
 const zt_game *zt_api_game_of(const zeroth_game_t *game);

@@ -166,11 +166,7 @@ zeroth_status zeroth_search_new(const zeroth_game_t *game, zeroth_net_t *net, in
     const char *fn = "zeroth_search_new";
     ZT_API_TRY(zt_api_need(fn, out, "out"));
     *out = NULL;
-    ZT_API_TRY(zt_api_need(fn, game, "game"));
-    ZT_API_TRY(zt_api_need(fn, net, "net"));
-    if (strcmp(zeroth_game_spec(game), zeroth_net_game_spec(net)) != 0)
-        return zt_api_status(zt_fail(ZT_ERR_INVALID, "%s: the net plays '%s', not '%s'", fn,
-                                     zeroth_net_game_spec(net), zeroth_game_spec(game)));
+    ZT_API_TRY(zt_api_need_net_for(fn, game, net));
     zeroth_search_t *s = zt_xcalloc(1, sizeof *s);
     zt_status st = make(game, zt_api_net_evaluator(net), NULL, s, trees, settings);
     if (st != ZT_OK) {

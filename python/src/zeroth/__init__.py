@@ -19,7 +19,8 @@ from ._lib import (CHANCE, TERMINAL, CorruptError, InvalidError, NotFoundError,
 from .games import Game, Games, list_games
 from .nets import Net, parse_architecture
 from .runs import Run, config_text, default_config
-from .search import RecurrentModel, RecurrentOutput, RootOutput, Search, SearchOutput
+from .search import (Greedy, RecurrentModel, RecurrentOutput, RootOutput, Search,
+                     SearchOutput)
 
 __version__ = lib.zeroth_version().decode()
 
@@ -104,7 +105,7 @@ def log_to_python(enable=True):
 
 
 __all__ = [
-    "Game", "Games", "list_games", "Net", "parse_architecture", "Search", "SearchOutput",
+    "Game", "Games", "list_games", "Net", "parse_architecture", "Search", "SearchOutput", "Greedy",
     "RecurrentModel", "RootOutput", "RecurrentOutput",
     "Run", "default_config", "config_text", "backends", "random_actions", "set_log_level",
     "log_to_python", "ZerothError", "InvalidError", "NotFoundError", "ZerothIOError",

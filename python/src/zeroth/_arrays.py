@@ -74,7 +74,7 @@ def tree_list(trees, num_trees, what="trees"):
     t = ints(np.atleast_1d(trees), (None,), what)
     if t.size and (t.min() < 0 or t.max() >= num_trees):
         bad = int(t[(t < 0) | (t >= num_trees)][0])
-        raise InvalidError(f"tree {bad} does not exist ({num_trees} trees)")
+        raise InvalidError(f"{what[:-1]} {bad} does not exist ({num_trees} {what})")
     return t
 
 

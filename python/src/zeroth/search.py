@@ -89,7 +89,28 @@ def settings_text(settings):
     return " ".join(parts)
 
 
-class Search:
+class _Closable:
+    """close() frees the library's handle (self._h, by self._free_fn) once;
+    also on garbage collection and at the end of a with block."""
+
+    _free_fn = None
+
+    def close(self):
+        h = getattr(self, "_h", None)
+        if h:
+            type(self)._free_fn(h)
+            self._h = None
+
+    __del__ = close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Search(_Closable):
     """`trees` search trees advanced in lockstep over one model: each round
     evaluates the leaves of every tree in one batch.
 
@@ -144,19 +165,7 @@ class Search:
                             f"{type(model).__name__}")
         self._h = h
 
-    def close(self):
-        h = getattr(self, "_h", None)
-        if h:
-            lib.zeroth_search_free(h)
-            self._h = None
-
-    __del__ = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    _free_fn = staticmethod(lambda h: lib.zeroth_search_free(h))
 
     def _handle(self):
         if not self._h:
@@ -322,4 +331,54 @@ class Search:
                             self.visits(trees), self.root_value(trees))
 
 
-__all__ = ["Search", "SearchOutput", "RecurrentModel", "RootOutput", "RecurrentOutput"]
+class Greedy(_Closable):
+    """Play without search over a zeroth.Net: each turn ends where the net
+    values the position highest (backgammon: every complete play of the
+    dice, the opponent's roll valued by the net or averaged exactly; GNU
+    Backgammon's 0-ply), plies=1 one ply deeper (the best 8 ends valued
+    again by the opponent's best reply to each roll, gnubg's 1-ply). `slots`
+    games at once; a slot keeps the rest of its chosen turn, so a turn's
+    later moves cost no network call.
+
+        g = zeroth.Greedy(game, net, slots=64)
+        actions, values = g(states)
+    """
+
+    def __init__(self, game, net, slots, plies=0):
+        self.game = game if isinstance(game, Game) else Game(game)
+        if not isinstance(net, Net):
+            raise TypeError(f"net must be a zeroth.Net, not {type(net).__name__}")
+        if not isinstance(slots, (int, np.integer)) or slots < 1:
+            raise InvalidError(f"slots = {slots!r}, must be an int >= 1")
+        if plies not in (0, 1):
+            raise InvalidError(f"plies = {plies!r}, must be 0 or 1")
+        self.slots = int(slots)
+        self.net = net
+        h = ctypes.c_void_p()
+        check(lib.zeroth_greedy_new(self.game._h, net._handle(), self.slots, int(plies),
+                                    ctypes.byref(h)))
+        net._searches.add(self)
+        self._h = h
+
+    _free_fn = staticmethod(lambda h: lib.zeroth_greedy_free(h))
+
+    def __call__(self, states, slots=None):
+        """(actions int32 (n,), values float32 (n,)): the move to play at
+        each of states, a (n, state_size) uint8 array of decision states, in
+        slots[k] (default 0 .. n-1), and the value of the turn it begins for
+        the player to move."""
+        if not self._h:
+            raise InvalidError("the greedy player is closed")
+        s = _arrays.states(states, self.game.state_size)
+        n = s.shape[0]
+        t = _arrays.tree_list(slots, self.slots, "slots")
+        if t is not None and t.size != n:
+            raise InvalidError(f"{n} states for {t.size} slots")
+        actions = np.empty(n, np.int32)
+        values = np.empty(n, np.float32)
+        check(lib.zeroth_greedy_choose(self._h, n, _arrays.ptr(t), _arrays.ptr(s),
+                                       _arrays.ptr(actions), _arrays.ptr(values)))
+        return actions, values
+
+
+__all__ = ["Search", "SearchOutput", "RecurrentModel", "RootOutput", "RecurrentOutput", "Greedy"]
