@@ -36,7 +36,8 @@ zeroth_status zeroth_greedy_new(const zeroth_game_t *game, zeroth_net_t *net, in
     gr->slots = slots;
     /* a turn's positions in batches of 256, as the arena's greedy agent */
     zt_status st = zt_game_from_spec(zeroth_game_spec(game), &gr->game);
-    if (st == ZT_OK) st = zt_greedy_new(gr->game, zt_api_net_evaluator(net), slots, 256, &gr->greedy);
+    if (st == ZT_OK)
+        st = zt_greedy_new(gr->game, zt_api_net_evaluator(net), slots, 256, &gr->greedy);
     if (st == ZT_OK) st = zt_greedy_set_plies(gr->greedy, plies);
     if (st != ZT_OK) {
         zeroth_greedy_free(gr);
@@ -63,7 +64,8 @@ zeroth_status zeroth_greedy_choose(zeroth_greedy_t *gr, int n, const int *slots,
         if (slot < 0 || slot >= gr->slots)
             return zt_api_status(zt_fail(ZT_ERR_INVALID, "%s: slots[%d] = %d, must be in [0, %d)",
                                          fn, k, slot, gr->slots));
-        ZT_API_TRY(zt_api_decision_state(g, (const uint8_t *)states + (size_t)k * g->state_size, k, fn));
+        ZT_API_TRY(
+            zt_api_decision_state(g, (const uint8_t *)states + (size_t)k * g->state_size, k, fn));
     }
     for (int k = 0; k < n; k++) {
         float v;
