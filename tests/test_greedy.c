@@ -55,14 +55,14 @@ static zt_status unused_eval(void *ctx, int B, const float *obs, float *logits, 
 /* Greedy play for one game over the race (with chance_values, positions
  * before a roll valued too: the race is the same), max_batch positions a
  * network call. */
-static zt_greedy *race_greedy(const zt_game *g, bool chance_values, int max_batch)
+static zt_greedy *race_greedy(const zt_game *g, bool chance_values, int max_batch, int plies)
 {
     zt_evaluator ev = {.ctx = (void *)g,
                        .eval = unused_eval,
                        .eval_states = race_eval,
                        .chance_values = chance_values};
     zt_greedy *gr = NULL;
-    CHECK(zt_greedy_new(g, &ev, 1, max_batch, &gr) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_greedy_new(g, &ev, 1, max_batch, plies, &gr) == ZT_OK, "%s", zt_error_message());
     return gr;
 }
 
@@ -87,7 +87,7 @@ static void test_backgammon(uint64_t seed, bool chance_values)
         return;
     }
     /* a small batch, so that a turn's positions take several calls */
-    zt_greedy *gr = race_greedy(g, chance_values, 37);
+    zt_greedy *gr = race_greedy(g, chance_values, 37, 0);
     bg_playlist *pl = zt_xmalloc(sizeof *pl);
     zt_rng rng;
     zt_rng_seed(&rng, seed, 1);
@@ -187,7 +187,7 @@ static double one_ply_value(const zt_game *g, const bg_state *end, int mover, bg
     return v;
 }
 
-/* Greedy play one ply deeper (zt_greedy_set_plies(1)) over the race
+/* Greedy play one ply deeper (zt_greedy_new's plies = 1) over the race
  * evaluator: the value of each chosen turn is, to float rounding, the brute
  * force's one-ply value of the position it ends in; it is at least the
  * one-ply value of some play best at 0 ply (the best of those goes on to
@@ -200,9 +200,10 @@ static void test_lookahead(uint64_t seed, bool chance_values)
         CHECK(0, "backgammon: %s", zt_error_message());
         return;
     }
-    zt_greedy *gr = race_greedy(g, chance_values, 61);
-    CHECK(zt_greedy_set_plies(gr, 2) == ZT_ERR_INVALID, "2 plies were accepted");
-    CHECK(zt_greedy_set_plies(gr, 1) == ZT_OK, "%s", zt_error_message());
+    zt_evaluator ev = {.ctx = g, .eval = unused_eval, .eval_states = race_eval};
+    zt_greedy *two = NULL;
+    CHECK(zt_greedy_new(g, &ev, 1, 61, 2, &two) == ZT_ERR_INVALID && !two, "2 plies were accepted");
+    zt_greedy *gr = race_greedy(g, chance_values, 61, 1);
     bg_playlist *pl = zt_xmalloc(sizeof *pl), *scratch = zt_xmalloc(sizeof *scratch);
     double *v1 = zt_xmalloc(BG_MAX_PLAYS * sizeof *v1);
     zt_rng rng;
@@ -277,7 +278,7 @@ static void test_tictactoe(void)
     zt_evaluator ev;
     CHECK(zt_evaluator_oracle_new(g, &ev) == ZT_OK, "oracle: %s", zt_error_message());
     zt_greedy *gr;
-    CHECK(zt_greedy_new(g, &ev, 2, 16, &gr) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_greedy_new(g, &ev, 2, 16, 0, &gr) == ZT_OK, "%s", zt_error_message());
     uint64_t s[ZT_MAX_STATE_BYTES / 8];
     g->reset(g, s);
     int plies = 0;

@@ -80,16 +80,19 @@ struct zt_greedy {
 };
 
 zt_status zt_greedy_new(const zt_game *g, const zt_evaluator *ev, int games, int max_batch,
-                        zt_greedy **out)
+                        int plies, zt_greedy **out)
 {
     *out = NULL;
     if (games < 1 || max_batch < 1)
         return zt_fail(ZT_ERR_INVALID, "greedy: games and max_batch must be >= 1");
+    if (plies < 0 || plies > 1)
+        return zt_fail(ZT_ERR_INVALID, "greedy: plies must be 0 or 1, not %d", plies);
     zt_greedy *gr = zt_xcalloc(1, sizeof *gr);
     gr->g = g;
     gr->ev = *ev;
     gr->games = games;
     gr->max_batch = max_batch;
+    gr->plies = plies;
     gr->plans = zt_xcalloc((size_t)games, sizeof *gr->plans);
     gr->seen = zt_xcalloc((size_t)1 << SEEN_BITS, sizeof *gr->seen);
     gr->stamp = zt_xcalloc((size_t)1 << SEEN_BITS, sizeof *gr->stamp);
@@ -118,15 +121,6 @@ void zt_greedy_free(zt_greedy *gr)
     free(gr->values);
     free(gr->ptrs);
     free(gr);
-}
-
-zt_status zt_greedy_set_plies(zt_greedy *gr, int plies)
-{
-    if (plies < 0 || plies > 1)
-        return zt_fail(ZT_ERR_INVALID, "greedy: plies must be 0 or 1, not %d", plies);
-    gr->plies = plies;
-    for (int i = 0; i < gr->games; i++) gr->plans[i].valid = false;
-    return ZT_OK;
 }
 
 uint64_t zt_greedy_evaluations(const zt_greedy *gr)
@@ -287,6 +281,15 @@ static zt_status value_queries(zt_greedy *gr)
     return ZT_OK;
 }
 
+/* The end of highest value in [first, last) (not empty); ties to the first. */
+static int best_end(const zt_greedy *gr, int first, int last)
+{
+    int best = first;
+    for (int e = first + 1; e < last; e++)
+        if (gr->ends[e].value > gr->ends[best].value) best = e;
+    return best;
+}
+
 /* Each end in [first, last) from the sum over its outcomes to their mean. */
 static void normalise_ends(zt_greedy *gr, int first, int last)
 {
@@ -339,8 +342,8 @@ static void add_groups(zt_greedy *gr, int cand, const void *s, int root_mover)
  * the turn from s, by their 0-ply values, valued again as the expectation
  * over what follows (the opponent's roll) of the value of the opponent's
  * best reply, each reply valued as the 0-ply ends are. Ends that finish
- * the game keep their exact values. Returns the best end. */
-static zt_status lookahead(zt_greedy *gr, const void *s, int *best_end)
+ * the game keep their exact values. *chosen: the best end. */
+static zt_status lookahead(zt_greedy *gr, const void *s, int *chosen)
 {
     const zt_game *g = gr->g;
     int root_mover = gr->mover, nroot = gr->nends;
@@ -373,10 +376,7 @@ static zt_status lookahead(zt_greedy *gr, const void *s, int *best_end)
     for (int k = 0; k < gr->ngroups; k++) {
         const reply_group *rg = &gr->groups[k];
         ZT_ASSERT(rg->last > rg->first);
-        double top = gr->ends[rg->first].value;
-        for (int e = rg->first + 1; e < rg->last; e++)
-            if (gr->ends[e].value > top) top = gr->ends[e].value;
-        v1[rg->cand] += rg->weight * top;
+        v1[rg->cand] += rg->weight * gr->ends[best_end(gr, rg->first, rg->last)].value;
     }
     int best = -1;
     for (int c = 0; c < ncand; c++) {
@@ -384,7 +384,7 @@ static zt_status lookahead(zt_greedy *gr, const void *s, int *best_end)
         if (deeper[c]) te->value = v1[c];
         if (best < 0 || te->value > gr->ends[best].value) best = cand[c];
     }
-    *best_end = best;
+    *chosen = best;
     return ZT_OK;
 }
 
@@ -415,13 +415,11 @@ zt_status zt_greedy_choose(zt_greedy *gr, int slot, const void *s, int *action, 
     ZT_ASSERT(gr->nends > 0);
     ZT_TRY(value_queries(gr));
     normalise_ends(gr, 0, gr->nends);
-    int best = 0;
-    if (gr->plies > 0) {
+    int best;
+    if (gr->plies > 0)
         ZT_TRY(lookahead(gr, s, &best));
-    } else {
-        for (int e = 1; e < gr->nends; e++)
-            if (gr->ends[e].value > gr->ends[best].value) best = e;
-    }
+    else
+        best = best_end(gr, 0, gr->nends);
     const turn_end *te = &gr->ends[best];
     p->valid = true;
     p->n = te->n;

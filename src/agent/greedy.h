@@ -23,20 +23,18 @@
 typedef struct zt_greedy zt_greedy;
 
 /* For `games` game slots; the evaluator is called with at most max_batch
- * positions at a time. */
-zt_status zt_greedy_new(const zt_game *g, const zt_evaluator *ev, int games, int max_batch,
-                        zt_greedy **out);
-void zt_greedy_free(zt_greedy *gr);
-
-/* Lookahead (default 0). 0: each end of the turn is valued by the network
- * (TD-Gammon's play, gnubg's "0-ply"). 1: the best 8 ends at 0 ply are
- * valued again one ply deeper, as the expectation over the opponent's roll
- * of the value of the opponent's best reply, itself valued at 0 ply (gnubg's
- * "1-ply"; in a game without chance, the value of the best reply); ends
- * that finish the game keep their exact value. In backgammon about 8 x 21 x
- * the replies' count network evaluations a turn, a few thousand. Errors:
+ * positions at a time. plies, the lookahead: 0 values each end of the turn
+ * by the network (TD-Gammon's play, gnubg's "0-ply"); 1 values the best 8
+ * ends at 0 ply again one ply deeper, as the expectation over the
+ * opponent's roll of the value of the opponent's best reply, itself valued
+ * at 0 ply (gnubg's "1-ply"; in a game without chance, the value of the
+ * best reply); ends that finish the game keep their exact value. In
+ * backgammon 1 ply costs about 8 x 21 x the replies' count network
+ * evaluations a turn, a few thousand. Errors: games or max_batch below 1,
  * plies outside [0, 1]. */
-zt_status zt_greedy_set_plies(zt_greedy *gr, int plies);
+zt_status zt_greedy_new(const zt_game *g, const zt_evaluator *ev, int games, int max_batch,
+                        int plies, zt_greedy **out);
+void zt_greedy_free(zt_greedy *gr);
 
 /* The action to play at decision state s of the game in `slot`, and the
  * value of the turn it begins for the player to move (in [-1, 1], the

@@ -37,8 +37,7 @@ zeroth_status zeroth_greedy_new(const zeroth_game_t *game, zeroth_net_t *net, in
     /* a turn's positions in batches of 256, as the arena's greedy agent */
     zt_status st = zt_game_from_spec(zeroth_game_spec(game), &gr->game);
     if (st == ZT_OK)
-        st = zt_greedy_new(gr->game, zt_api_net_evaluator(net), slots, 256, &gr->greedy);
-    if (st == ZT_OK) st = zt_greedy_set_plies(gr->greedy, plies);
+        st = zt_greedy_new(gr->game, zt_api_net_evaluator(net), slots, 256, plies, &gr->greedy);
     if (st != ZT_OK) {
         zeroth_greedy_free(gr);
         return zt_api_status(st);

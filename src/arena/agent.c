@@ -155,10 +155,8 @@ zt_status zt_agent_greedy_new(const zt_game *g, const zt_evaluator *ev, int max_
     greedy_agent *ga = zt_xcalloc(1, sizeof *ga);
     /* A turn's positions in batches of 256: backgammon's ordinary turns
      * in one or two calls. */
-    zt_status st = zt_greedy_new(g, ev, max_games, 256, &ga->greedy);
-    if (st == ZT_OK) st = zt_greedy_set_plies(ga->greedy, plies);
+    zt_status st = zt_greedy_new(g, ev, max_games, 256, plies, &ga->greedy);
     if (st != ZT_OK) {
-        zt_greedy_free(ga->greedy);
         free(ga);
         return st;
     }

@@ -64,7 +64,7 @@ zt_status zt_agent_policy_new(const zt_game *g, const zt_evaluator *ev, int max_
 /* Greedy play without search (agent/greedy.h): each turn ends where the
  * evaluator's value is highest (backgammon: the best complete play, the
  * opponent's roll averaged exactly), looking `plies` (0 or 1) deeper
- * (zt_greedy_set_plies). The evaluator context is borrowed. */
+ * (zt_greedy_new). The evaluator context is borrowed. */
 zt_status zt_agent_greedy_new(const zt_game *g, const zt_evaluator *ev, int max_games, int plies,
                               zt_agent **out);
 

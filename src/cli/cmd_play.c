@@ -370,9 +370,7 @@ int zt_cmd_play(int argc, char **argv)
     ss.sims = sc.num_simulations;
     if ((st = zt_run_evaluator_new(net, &ss.ev)) != ZT_OK) goto fail;
     if (greedy) {
-        if ((st = zt_greedy_new(g, &ss.ev, 1, 256, &ss.greedy)) != ZT_OK ||
-            (st = zt_greedy_set_plies(ss.greedy, plies)) != ZT_OK)
-            goto fail;
+        if ((st = zt_greedy_new(g, &ss.ev, 1, 256, plies, &ss.greedy)) != ZT_OK) goto fail;
     } else if (sc.num_simulations > 0) {
         if ((st = zt_model_for_evaluator(g, &ss.ev, sc.leaves_per_round, NULL, &ss.model)) != ZT_OK)
             goto fail;

@@ -146,7 +146,7 @@ zt_status zt_actor_new(const zt_game *g, const zt_model_factory *mf, const zt_ev
     }
     if (st == ZT_OK) st = mf->create(mf->ctx, g, &a->ev, max_batch, a->cache, &a->model);
     if (st == ZT_OK && cfg->greedy_fast && cfg->full_search_fraction < 1.0)
-        st = zt_greedy_new(g, &a->ev, cfg->games, a->max_eval, &a->greedy);
+        st = zt_greedy_new(g, &a->ev, cfg->games, a->max_eval, 0, &a->greedy);
     a->slots = zt_xcalloc((size_t)cfg->games, sizeof *a->slots);
     a->searched = zt_xcalloc((size_t)cfg->games, sizeof *a->searched);
     a->policy = zt_xcalloc((size_t)g->num_actions, sizeof *a->policy);

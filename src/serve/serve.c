@@ -161,8 +161,8 @@ zt_status zt_serve_new(const zt_serve_config *c, zt_serve **out)
     srv->logits = zt_xcalloc((size_t)g->num_actions, sizeof(float));
     zt_status st =
         zt_model_for_evaluator(g, &srv->cfg.ev, c->search.leaves_per_round, NULL, &srv->model);
-    if (st == ZT_OK && c->greedy) st = zt_greedy_new(g, &srv->cfg.ev, 1, 256, &srv->greedy);
-    if (st == ZT_OK && c->greedy) st = zt_greedy_set_plies(srv->greedy, c->greedy_plies);
+    if (st == ZT_OK && c->greedy)
+        st = zt_greedy_new(g, &srv->cfg.ev, 1, 256, c->greedy_plies, &srv->greedy);
     if (st != ZT_OK) {
         zt_serve_free(srv);
         return st;

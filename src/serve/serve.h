@@ -34,7 +34,7 @@ typedef struct zt_serve_config {
      * whose run played so (arena.sims = 0, backgammon's default) and whose
      * policy head learned nothing. */
     bool greedy;
-    int greedy_plies; /* greedy: plies deeper, 0 or 1 (zt_greedy_set_plies) */
+    int greedy_plies; /* greedy: plies deeper, 0 or 1 (zt_greedy_new) */
     int max_sims;        /* the most simulations a player may pick (>= the default) */
     int max_sessions;    /* games at once, >= 1 */
     double idle_seconds; /* a session idle this long may be reclaimed for a new one */
