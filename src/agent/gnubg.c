@@ -286,8 +286,14 @@ static void player_free(zt_player *p)
     free(gp);
 }
 
+bool zt_gnubg_names(const char *spec)
+{
+    return strcmp(spec, "gnubg") == 0 || strncmp(spec, "gnubg:", 6) == 0;
+}
+
 const char *zt_gnubg_error(const zt_player *p)
 {
+    if (!p || p->choose != choose) return ""; /* not a gnubg player */
     return ((const gnubg_player *)p->impl)->error;
 }
 

@@ -18,8 +18,12 @@
  * one-line message if the game is not backgammon or gnubg does not start. */
 zt_status zt_player_new_gnubg(const zt_game *g, const char *spec, zt_player **out);
 
-/* After the player answered -1 (gnubg died, timed out, or gave a play that
- * is not legal here): what went wrong. "" while all is well. */
+/* Whether spec names GNU Backgammon: "gnubg" or "gnubg:P". */
+bool zt_gnubg_names(const char *spec);
+
+/* After a gnubg player answered -1 (gnubg died, timed out, or gave a play
+ * that is not legal here): what went wrong. "" while all is well, and for
+ * any other player (NULL included). */
 const char *zt_gnubg_error(const zt_player *p);
 
 #endif

@@ -132,12 +132,6 @@ void zt_player_specs(char *buf, size_t cap)
     if (used < cap) snprintf(buf + used, cap - used, ", gnubg:P");
 }
 
-/* "gnubg" or "gnubg:P": GNU Backgammon, an outside engine (agent/gnubg.h). */
-static bool names_gnubg(const char *spec)
-{
-    return strcmp(spec, "gnubg") == 0 || strncmp(spec, "gnubg:", 6) == 0;
-}
-
 zt_status zt_player_new(const zt_game *g, const char *spec, zt_player **out)
 {
     *out = NULL;
@@ -160,7 +154,8 @@ zt_status zt_player_new(const zt_game *g, const char *spec, zt_player **out)
         *out = p;
         return ZT_OK;
     }
-    if (names_gnubg(spec)) return zt_player_new_gnubg(g, spec, out);
+    /* GNU Backgammon, an outside engine (agent/gnubg.h) */
+    if (zt_gnubg_names(spec)) return zt_player_new_gnubg(g, spec, out);
     if (strcmp(spec, "mcts") == 0 || strncmp(spec, "mcts:", 5) == 0) {
         if (spec[4] == '\0')
             return zt_fail(ZT_ERR_INVALID, "player 'mcts': say how many simulations (mcts:N)");

@@ -231,19 +231,14 @@ static void print_match(const zt_game *g, const zt_match_result *r, const char *
     printf("%s\n", line);
 }
 
-static bool names_gnubg(const char *spec)
-{
-    return strcmp(spec, "gnubg") == 0 || strncmp(spec, "gnubg:", 6) == 0;
-}
-
 /* Agent a against b (a's side reported) with eval's match settings, and the
  * result printed: games 0 is 1,000 in games with chance (backgammon's
- * dice, duplicate unless `duplicate` is false), else 100. gnubg[i] is a's
- * (i = 0) or b's (1) player where it is GNU Backgammon, else NULL: a gnubg
- * that fails shows as an illegal move to the arena, and its own message
- * says why. t0: when the timing of the result starts. Returns 0, or 1 after
- * a one-line error. */
-static int run_match(const zt_game *g, zt_agent *a, zt_agent *b, zt_player *const gnubg[2],
+ * dice, duplicate unless `duplicate` is false), else 100. players[i] is
+ * the baseline behind a (i = 0) or b (1), NULL for a model: a GNU
+ * Backgammon that fails shows as an illegal move to the arena, and its own
+ * message says why. t0: when the timing of the result starts. Returns 0, or
+ * 1 after a one-line error. */
+static int run_match(const zt_game *g, zt_agent *a, zt_agent *b, zt_player *const players[2],
                      long games, long seed, int64_t concurrency, bool duplicate, bool sprt,
                      const zt_sprt_config *sc, double t0)
 {
@@ -260,8 +255,7 @@ static int run_match(const zt_game *g, zt_agent *a, zt_agent *b, zt_player *cons
     zt_status st = zt_arena_match(g, a, b, &mc, &r);
     zt_progress_meter_end(&meter);
     for (int i = 0; i < 2; i++)
-        if (gnubg[i] && zt_gnubg_error(gnubg[i])[0])
-            return zt_cli_error("%s", zt_gnubg_error(gnubg[i]));
+        if (zt_gnubg_error(players[i])[0]) return zt_cli_error("%s", zt_gnubg_error(players[i]));
     if (st != ZT_OK) return zt_cli_fail(st);
     print_match(g, &r, b->name, zt_now_s() - t0, sprt);
     return 0;
@@ -328,8 +322,7 @@ static int eval_baselines(const char *game_name, const char *spec, const char *o
         agent[i] = zt_agent_from_player(p[i], true);
     }
     printf("player %s (%s)\n", spec, g->title);
-    zt_player *gnubg[2] = {names_gnubg(spec) ? p[0] : NULL, names_gnubg(opponent) ? p[1] : NULL};
-    rc = run_match(g, agent[0], agent[1], gnubg, games, seed, concurrency, duplicate, sprt, sc,
+    rc = run_match(g, agent[0], agent[1], p, games, seed, concurrency, duplicate, sprt, sc,
                    zt_now_s());
     goto done;
 fail:
@@ -474,11 +467,14 @@ int zt_cmd_eval(int argc, char **argv)
     }
     char spec[256];
     zt_game_spec(g, spec, sizeof spec);
-    if (!greedy && search.num_simulations == 0) /* (greedy: zt_cli_greedy_play's words) */
-        snprintf(what, sizeof what, "raw policy");
-    else if (!greedy)
-        snprintf(what, sizeof what, "%s, %d simulations",
-                 search.algorithm == ZT_SEARCH_GUMBEL ? "gumbel" : "puct", search.num_simulations);
+    if (!greedy) { /* (greedy: zt_cli_greedy_play's words) */
+        if (search.num_simulations == 0)
+            snprintf(what, sizeof what, "raw policy");
+        else
+            snprintf(what, sizeof what, "%s, %d simulations",
+                     search.algorithm == ZT_SEARCH_GUMBEL ? "gumbel" : "puct",
+                     search.num_simulations);
+    }
     int nth = zt_net_threads(me.net);
     printf("model %s (%s; %s, %s nn on %d thread%s)\n", model_path, spec, what,
            zt_net_backend_name(me.net), nth, nth == 1 ? "" : "s");
@@ -514,11 +510,8 @@ int zt_cmd_eval(int argc, char **argv)
         goto done;
     }
 
-    bool gnubg = names_gnubg(opponent);
-    if (gnubg) {
-        if ((st = zt_player_new_gnubg(g, opponent, &opp_player)) != ZT_OK) goto fail;
-        opp_agent = zt_agent_from_player(opp_player, true);
-    } else if (names_model(opponent)) {
+    /* (gnubg is a baseline even where a file of that name exists) */
+    if (!zt_gnubg_names(opponent) && names_model(opponent)) {
         if ((st = model_open(opponent, cfg, &them)) != ZT_OK) goto fail;
         char theirs[256];
         zt_game_spec(them.game, theirs, sizeof theirs);
@@ -536,8 +529,8 @@ int zt_cmd_eval(int argc, char **argv)
     }
     /* Games with chance (backgammon's dice) need many games to separate
      * agents: 1000 by default, with duplicate dice. */
-    rc = run_match(g, me.agent, opp_agent, (zt_player *const[2]){NULL, gnubg ? opp_player : NULL},
-                   games, seed, concurrency, duplicate, sprt, &sc, t0);
+    rc = run_match(g, me.agent, opp_agent, (zt_player *const[2]){NULL, opp_player}, games, seed,
+                   concurrency, duplicate, sprt, &sc, t0);
     goto done;
 fail:
     rc = zt_cli_fail(st);
