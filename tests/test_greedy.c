@@ -52,15 +52,21 @@ static zt_status unused_eval(void *ctx, int B, const float *obs, float *logits, 
     return zt_fail(ZT_ERR_INVALID, "observations asked of a state evaluator");
 }
 
-/* Greedy play for one game over the race (with chance_values, positions
- * before a roll valued too: the race is the same), max_batch positions a
- * network call. */
+/* The race as a state evaluator (with chance_values, positions before a
+ * roll valued too: the race is the same). */
+static zt_evaluator race_evaluator(const zt_game *g, bool chance_values)
+{
+    return (zt_evaluator){.ctx = (void *)g,
+                          .eval = unused_eval,
+                          .eval_states = race_eval,
+                          .chance_values = chance_values};
+}
+
+/* Greedy play for one game over the race, max_batch positions a network
+ * call. */
 static zt_greedy *race_greedy(const zt_game *g, bool chance_values, int max_batch, int plies)
 {
-    zt_evaluator ev = {.ctx = (void *)g,
-                       .eval = unused_eval,
-                       .eval_states = race_eval,
-                       .chance_values = chance_values};
+    zt_evaluator ev = race_evaluator(g, chance_values);
     zt_greedy *gr = NULL;
     CHECK(zt_greedy_new(g, &ev, 1, max_batch, plies, &gr) == ZT_OK, "%s", zt_error_message());
     return gr;
@@ -200,7 +206,7 @@ static void test_lookahead(uint64_t seed, bool chance_values)
         CHECK(0, "backgammon: %s", zt_error_message());
         return;
     }
-    zt_evaluator ev = {.ctx = g, .eval = unused_eval, .eval_states = race_eval};
+    zt_evaluator ev = race_evaluator(g, chance_values);
     zt_greedy *two = NULL;
     CHECK(zt_greedy_new(g, &ev, 1, 61, 2, &two) == ZT_ERR_INVALID && !two, "2 plies were accepted");
     zt_greedy *gr = race_greedy(g, chance_values, 61, 1);
