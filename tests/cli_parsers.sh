@@ -59,6 +59,25 @@ expect_error "over.txt:2: position is already over" eval tictactoe --model "$run
 printf '......... X\n...\0.. X\n' >"$tmp/nul.txt"
 expect_error "nul.txt:2: a NUL byte" solve tictactoe --positions "$tmp/nul.txt"
 
+# --mistakes writes the positions whose move lost value as a position file:
+# as many as eval counts, each line the set's own, read back by eval
+# itself, where the same model errs on every one of them.
+set_file="$ZT_DATA_DIR/tictactoe/ttt_positions.txt"
+[ -f "$set_file" ] || set_file=tests/data/tictactoe/ttt_positions.txt
+out=$("$BIN" eval tictactoe --model "$run" --positions "$set_file" --limit 400 --sims 0 \
+    --mistakes "$tmp/missed.txt" 2>/dev/null) || fail "eval --mistakes: $out"
+n=$(printf '%s\n' "$out" | sed -n 's/^optimal \([0-9]*\)\/400$/\1/p')
+m=$(grep -vc '^#' "$tmp/missed.txt")
+[ -n "$n" ] && [ "$m" -eq $((400 - n)) ] && [ "$m" -gt 0 ] ||
+    fail "eval --mistakes: $m positions written for '$out'"
+grep -v '^#' "$tmp/missed.txt" | while read -r line; do
+    grep -qxF "$line" "$set_file" || { echo "FAIL: '$line' is not a line of the set"; exit 1; }
+done || fails=$((fails + 1))
+out=$("$BIN" eval tictactoe --model "$run" --positions "$tmp/missed.txt" --sims 0 2>/dev/null)
+printf '%s\n' "$out" | grep -qx "optimal 0/$m" || fail "eval of the mistakes: $out"
+expect_error "--mistakes needs --positions" eval tictactoe --model "$run" --opponent random \
+    --mistakes "$tmp/x.txt"
+
 # A board field too long to be one is refused as such, not split.
 printf '%s X\n' "$(printf '.%.0s' $(seq 40))" >"$tmp/wide.txt"
 expect_error "wide.txt:1: tictactoe: the board of 40 bytes is too long" solve tictactoe --positions "$tmp/wide.txt"

@@ -348,6 +348,32 @@ typedef struct positions_seen {
     zt_positions_result last;
 } positions_seen;
 
+/* What the mistake callback saw: its calls, in order, each checked. */
+typedef struct mistakes_seen {
+    const zt_game *game;
+    int calls, last_index, out_of_order, bad;
+} mistakes_seen;
+
+static void positions_mistake(void *ctx, int index, const char *line, const void *state,
+                              int action, const uint16_t *keep, int num_keep)
+{
+    mistakes_seen *m = ctx;
+    m->calls++;
+    if (index <= m->last_index) m->out_of_order++;
+    m->last_index = index;
+    /* the move lost value: not among the kept ones, which are not empty */
+    bool kept = false;
+    for (int i = 0; i < num_keep; i++) kept |= keep[i] == action;
+    /* the line is the file's: the state and the kept moves read back from it */
+    uint8_t parsed[ZT_MAX_STATE_BYTES];
+    char board[32], side[8], text[48];
+    bool same = line && sscanf(line, "%31s %7s", board, side) == 2 &&
+                snprintf(text, sizeof text, "%s %s", board, side) > 0 &&
+                m->game->from_text(m->game, text, parsed) == ZT_OK &&
+                memcmp(parsed, state, m->game->state_size) == 0;
+    if (kept || num_keep == 0 || !same) m->bad++;
+}
+
 static void positions_progress(void *ctx, int read, int total, const zt_positions_result *so_far)
 {
     positions_seen *s = ctx;
@@ -418,6 +444,23 @@ static void test_progress(void)
               ps.last.optimal == pr.optimal && pr.positions == 700 && ps.calls >= 700,
           "positions progress: total %d, %d backwards, last read %d judged %d, %d calls", ps.total,
           ps.backwards, ps.last_read, ps.last_judged, ps.calls);
+    /* The mistakes, one call each in file order with the file's own line:
+     * as many as the result counts; none for the perfect player. */
+    mistakes_seen ms = {.game = g, .last_index = -1};
+    pc.progress = NULL;
+    pc.mistake = positions_mistake;
+    pc.mistake_ctx = &ms;
+    CHECK(zt_arena_positions_run(g, random, &pc, &pr) == ZT_OK, "%s", zt_error_message());
+    CHECK(pr.mistakes > 100 && ms.calls == pr.mistakes && ms.out_of_order == 0 && ms.bad == 0 &&
+              ms.last_index < 700,
+          "mistakes: %d calls for %d, %d out of order, %d bad, last %d", ms.calls, pr.mistakes,
+          ms.out_of_order, ms.bad, ms.last_index);
+    ms = (mistakes_seen){.game = g, .last_index = -1};
+    CHECK(zt_arena_positions_run(g, perfect, &pc, &pr) == ZT_OK, "%s", zt_error_message());
+    CHECK(pr.mistakes == 0 && ms.calls == 0, "perfect: %d mistakes, %d calls", pr.mistakes,
+          ms.calls);
+    pc.mistake = NULL;
+    pc.progress = positions_progress;
     /* The whole file: the total counts positions, not comments or blank lines. */
     ps = (positions_seen){0};
     pc.limit = 0;

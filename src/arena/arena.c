@@ -276,7 +276,9 @@ void zt_match_format(const zt_match_result *r, bool with_sprt, char *buf, size_t
 #define POSITIONS_BATCH 256
 
 typedef struct judged {
-    int band; /* ZT_BAND_* */
+    int index;        /* among the positions read */
+    const char *line; /* the file's line (in the open position file's text) */
+    int band;         /* ZT_BAND_* */
     int num_moves;
     uint16_t moves[ZT_MAX_ACTIONS];
 } judged;
@@ -288,8 +290,9 @@ static bool keeps_value(const judged *j, int action)
     return false;
 }
 
-static zt_status judge_batch(zt_agent *agent, int n, uint8_t *states, size_t stride, zt_rng *rngs,
-                             const judged *jd, zt_positions_result *out)
+static zt_status judge_batch(const zt_positions_config *cfg, zt_agent *agent, int n,
+                             uint8_t *states, size_t stride, zt_rng *rngs, const judged *jd,
+                             zt_positions_result *out)
 {
     int slots[POSITIONS_BATCH] = {0}, actions[POSITIONS_BATCH] = {0};
     const void *ptrs[POSITIONS_BATCH] = {0};
@@ -305,6 +308,9 @@ static zt_status judge_batch(zt_agent *agent, int n, uint8_t *states, size_t str
         bool ok = keeps_value(&jd[i], actions[i]);
         out->positions++;
         out->optimal += ok;
+        if (!ok && cfg->mistake)
+            cfg->mistake(cfg->mistake_ctx, jd[i].index, jd[i].line, states + (size_t)i * stride,
+                         actions[i], jd[i].moves, jd[i].num_moves);
         if (jd[i].band >= 0 && jd[i].band < ZT_BANDS) {
             out->band_positions[jd[i].band]++;
             out->band_optimal[jd[i].band] += ok;
@@ -352,6 +358,8 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
         st = zt_position_file_next(&pf, sv, pos, &got);
         if (st != ZT_OK || !got) break;
         judged *j = &jd[n];
+        j->index = taken;
+        j->line = pf.line;
         j->band = pos->has_band ? pos->band : ZT_BAND_NONE;
         if (pos->has_moves) {
             j->num_moves = pos->expected.num_moves;
@@ -369,14 +377,14 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
         taken++;
         if (cfg->progress) cfg->progress(cfg->progress_ctx, taken, total, out);
         if (n == batch) {
-            st = judge_batch(agent, n, states, stride, rngs, jd, out);
+            st = judge_batch(cfg, agent, n, states, stride, rngs, jd, out);
             if (st != ZT_OK) break;
             n = 0;
             if (cfg->progress) cfg->progress(cfg->progress_ctx, taken, total, out);
         }
     }
     if (st == ZT_OK && n > 0) {
-        st = judge_batch(agent, n, states, stride, rngs, jd, out);
+        st = judge_batch(cfg, agent, n, states, stride, rngs, jd, out);
         if (st == ZT_OK && cfg->progress) cfg->progress(cfg->progress_ctx, taken, total, out);
     }
     out->mistakes = out->positions - out->optimal;

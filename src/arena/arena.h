@@ -243,6 +243,13 @@ typedef struct zt_positions_config {
      * the arena prints nothing. */
     void (*progress)(void *ctx, int read, int total, const zt_positions_result *so_far);
     void *progress_ctx;
+    /* Optional: called on the caller's thread for each position whose move
+     * lost value, in file order: its 0-based index among the positions
+     * read, its line of the file as written, the move played and the moves
+     * that keep the value (those the file lists, or the solver's). */
+    void (*mistake)(void *ctx, int index, const char *line, const void *state, int action,
+                    const uint16_t *keep, int num_keep);
+    void *mistake_ctx;
 } zt_positions_config;
 
 /* Asks the agent for a move in each position of the file and judges it by

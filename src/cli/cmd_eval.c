@@ -7,6 +7,7 @@
  * distribution of the game's level (the highest tile). The model plays with a
  * net and a search (its run's search settings, else Gumbel's defaults), or
  * its raw policy with --sims 0. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,8 @@
 #include "agent/gnubg.h"
 #include "arena/arena.h"
 #include "cli/cli.h"
+#include "core/alloc.h"
+#include "core/fileio.h"
 #include "core/timer.h"
 #include "search/settings.h"
 #include "train/run.h"
@@ -46,7 +49,8 @@ static void usage(FILE *f)
         "                        [--elo1 E1] [--alpha A] [--beta B]] [--sims S] [--greedy]\n"
         "                        [--plies P]\n"
         "                        [--set k=v]\n"
-        "       zeroth eval GAME --model M --positions FILE [--limit N] [--sims S] [--set k=v]\n"
+        "       zeroth eval GAME --model M --positions FILE [--limit N] [--sims S]\n"
+        "                        [--mistakes F] [--set k=v]\n"
         "       zeroth eval GAME --model M [--games N] [--sims S] [--set k=v]  (one player)\n"
         "       zeroth eval GAME --player X [--games N] [--set k=v]             (one player)\n"
         "       zeroth eval GAME --player X --opponent Y [--games N] [--sprt ...] [--set k=v]\n\n"
@@ -73,6 +77,9 @@ static void usage(FILE *f)
         "                 (connect4: mistakes, also by depth band: opening 1..14\n"
         "                 plies, middle 15..28, end 29..41)\n"
         "  --limit N      only the first N positions\n"
+        "  --mistakes F   write the positions whose move lost value to F, a position\n"
+        "                 file: each line as the set gives it, after a comment with\n"
+        "                 the move played and the moves that keep the value\n"
         "  --sims S       simulations per move (0: the raw policy's best move); short\n"
         "                 for --set search.sims=S\n"
         "  --greedy       no search: each turn ends where the net's value is highest\n"
@@ -338,6 +345,48 @@ done:
     return rc;
 }
 
+/* The text of the positions whose move lost value (--mistakes). */
+typedef struct mistake_log {
+    const zt_game *game;
+    char *text;
+    size_t len, cap;
+} mistake_log;
+
+static void mistake_append(mistake_log *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void mistake_append(mistake_log *m, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(m->text ? m->text + m->len : NULL, m->text ? m->cap - m->len : 0, fmt,
+                          ap);
+        va_end(ap);
+        if (n < 0) return;
+        if (m->text && m->len + (size_t)n < m->cap) {
+            m->len += (size_t)n;
+            return;
+        }
+        m->cap = 2 * (m->cap + (size_t)n) + 256;
+        m->text = zt_xrealloc(m->text, m->cap);
+    }
+}
+
+static void on_mistake(void *ctx, int index, const char *line, const void *state, int action,
+                       const uint16_t *keep, int num_keep)
+{
+    mistake_log *m = ctx;
+    char move[64];
+    m->game->action_to_text(m->game, state, action, move, sizeof move);
+    mistake_append(m, "# position %d: played %s, keeps", index + 1, move);
+    for (int i = 0; i < num_keep; i++) {
+        m->game->action_to_text(m->game, state, keep[i], move, sizeof move);
+        mistake_append(m, "%s%s", i ? "," : " ", move);
+    }
+    mistake_append(m, "%s\n%s\n", num_keep ? "" : " none", line ? line : "");
+}
+
 int zt_cmd_eval(int argc, char **argv)
 {
     zt_config *cfg = zt_config_new();
@@ -345,7 +394,8 @@ int zt_cmd_eval(int argc, char **argv)
     const char *player_spec = NULL;
     const char *games_arg = NULL, *limit_arg = NULL, *sims_arg = NULL, *seed_arg = NULL;
     const char *elo0_arg = NULL, *elo1_arg = NULL, *alpha_arg = NULL, *beta_arg = NULL;
-    const char *plies_arg = NULL;
+    const char *plies_arg = NULL, *mistakes_path = NULL;
+    mistake_log mlog = {0};
     bool sprt = false, greedy = false;
     zt_status st = ZT_OK;
     int rc = 1;
@@ -366,6 +416,7 @@ int zt_cmd_eval(int argc, char **argv)
             zt_cli_flag_value(argc, argv, &i, "--games", &games_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--positions", &positions, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--limit", &limit_arg, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--mistakes", &mistakes_path, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--sims", &sims_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--plies", &plies_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--seed", &seed_arg, &st) ||
@@ -395,6 +446,10 @@ int zt_cmd_eval(int argc, char **argv)
     }
     if (opponent && positions) {
         rc = zt_cli_error("eval: give either --opponent or --positions, not both");
+        goto done;
+    }
+    if (mistakes_path && !positions) {
+        rc = zt_cli_error("eval: --mistakes needs --positions");
         goto done;
     }
 
@@ -486,9 +541,19 @@ int zt_cmd_eval(int argc, char **argv)
         zt_positions_config pc = {.path = positions, .limit = (int)limit, .seed = (uint64_t)seed};
         zt_progress_meter meter;
         zt_cli_positions_progress(&pc, &meter);
+        if (mistakes_path) {
+            mlog.game = g;
+            mistake_append(&mlog, "# %s: the positions whose move lost value (%s)\n",
+                           positions, what);
+            pc.mistake = on_mistake;
+            pc.mistake_ctx = &mlog;
+        }
         st = zt_arena_positions_run(g, me.agent, &pc, &pr);
         zt_progress_meter_end(&meter);
         if (st != ZT_OK) goto fail;
+        if (mistakes_path &&
+            (st = zt_write_file_atomic(mistakes_path, mlog.text, mlog.len)) != ZT_OK)
+            goto fail;
         char line[128];
         zt_positions_format(&pr, line, sizeof line);
         printf("positions %s: %d judged in %.1f s, %.2f %% %s\n", positions, pr.positions,
@@ -535,6 +600,7 @@ int zt_cmd_eval(int argc, char **argv)
 fail:
     rc = zt_cli_fail(st);
 done:
+    free(mlog.text);
     zt_agent_free(opp_agent);
     model_agent_free(&them);
     model_agent_free(&me);

@@ -103,6 +103,7 @@ zt_status zt_position_file_next(zt_position_file *pf, zt_solver *sv, zt_position
         if (!is_position(pf->text + at, end - at)) continue;
         pf->text[end] = '\0';
         if (end > at && pf->text[end - 1] == '\r') pf->text[end - 1] = '\0';
+        pf->line = pf->text + at;
         memset(pos, 0, sizeof *pos); /* parsers set only what the line gives */
         zt_status st = sv->parse_line(sv, pf->text + at, pos);
         if (st != ZT_OK)

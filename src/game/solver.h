@@ -76,6 +76,7 @@ typedef struct zt_position_file {
     size_t len;
     size_t next;  /* offset of the first unread line */
     long line_no; /* 1-based number of the line last read */
+    const char *line; /* the position line last read (in text), NULL before the first */
 } zt_position_file;
 
 /* Reads the file at path. A file with a NUL byte is refused (not text). */
