@@ -22,6 +22,7 @@
 #include "agent/evaluator.h"
 #include "core/fileio.h"
 #include "game/game.h"
+#include "game/solver.h"
 #include "nn/nn.h"
 #include "replay/replay.h"
 #include "selfplay/actor.h"
@@ -452,6 +453,85 @@ static void test_start_positions(void)
     zt_game_free(g);
 }
 
+/* Opening players: with every game opening with 1..4 plies by the perfect
+ * player (noise 0), every game's first recorded position is a draw, as the
+ * empty board is; with noise 1 (every opening ply uniformly random) some are
+ * not. A player the game does not know is refused. */
+static void test_opening_players(void)
+{
+    zt_game *g;
+    CHECK(zt_game_new("tictactoe", NULL, &g) == ZT_OK, "tictactoe: %s", zt_error_message());
+    zt_solver *sv = NULL;
+    CHECK(zt_solver_new(g, &sv) == ZT_OK, "solver: %s", zt_error_message());
+    for (int noisy = 0; noisy < 2 && sv; noisy++) {
+        zt_actor_config ac = small_config(true);
+        ac.random_opening_fraction = 1;
+        ac.random_opening_plies = 4;
+        ac.opening_players = "perfect";
+        ac.opening_noise = noisy;
+        zt_evaluator_pool *pool = NULL;
+        zt_actor *a = actor_with(g, &ac, &pool);
+        zt_replay_config rc;
+        zt_replay_config_default(&rc);
+        zt_replay *rb = NULL;
+        CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
+        if (!a || !rb) {
+            zt_actor_free(a);
+            zt_evaluator_pool_free(pool);
+            zt_replay_free(rb);
+            break;
+        }
+        zt_traj_sink sink = zt_traj_sink_replay(rb);
+        for (int step = 0; step < 200; step++)
+            CHECK(zt_actor_step(a, &sink) == ZT_OK, "step: %s", zt_error_message());
+        zt_replay_stats st = zt_replay_get_stats(rb);
+        int games = 0, drawn = 0;
+        for (int64_t i = st.positions_seen - st.positions; i < st.positions_seen; i++) {
+            zt_replay_position pos;
+            zt_solution sol;
+            CHECK(zt_replay_get(rb, i, &pos, NULL) == ZT_OK, "get: %s", zt_error_message());
+            if (pos.ply != 0) continue;
+            CHECK(sv->solve(sv, pos.state, false, &sol) == ZT_OK, "solve: %s",
+                  zt_error_message());
+            games++;
+            drawn += sol.value == 0;
+        }
+        if (!noisy)
+            CHECK(games >= 20 && drawn == games,
+                  "perfect openings: %d of %d games start from a draw", drawn, games);
+        else
+            CHECK(games >= 20 && drawn < games,
+                  "random openings: all %d games start from a draw", games);
+        zt_actor_free(a);
+        zt_evaluator_pool_free(pool);
+        zt_replay_free(rb);
+    }
+    zt_solver_free(sv);
+
+    zt_actor_config ac = small_config(true);
+    ac.random_opening_fraction = 1;
+    ac.random_opening_plies = 4;
+    ac.opening_players = "perfect,nobody";
+    zt_evaluator_pool *pool = NULL;
+    zt_net_config nc;
+    small_net(g, &nc);
+    CHECK(zt_evaluator_pool_new(&nc, "ref", ZT_PRECISION_FP32, ZT_EVALUATOR_PRIVATE, 1,
+                                zt_actor_eval_batch(g, &ac), 1, 0, &pool) == ZT_OK,
+          "pool: %s", zt_error_message());
+    if (pool) {
+        zt_model_factory mf = zt_az_model_factory();
+        zt_evaluator ev = zt_evaluator_pool_client(pool, 0);
+        zt_actor *a = NULL;
+        CHECK(zt_actor_new(g, &mf, &ev, &ac, &a) != ZT_OK && !a &&
+                  strstr(zt_error_message(), "opening_players") &&
+                  strstr(zt_error_message(), "nobody"),
+              "an unknown opening player: %s", zt_error_message());
+        zt_actor_free(a);
+        zt_evaluator_pool_free(pool);
+    }
+    zt_game_free(g);
+}
+
 /* record_surprise: every full search's record holds a surprise, KL of its
  * policy from the net's prior; a Gumbel search with a random net moves
  * away from the prior at some positions (at most it stays within the
@@ -665,6 +745,7 @@ int main(void)
     test_failing_evaluator();
     test_sink();
     test_start_positions();
+    test_opening_players();
     test_surprise_recorded();
     test_resign_calibrate();
     test_resign();

@@ -183,3 +183,56 @@ zt_status zt_player_new(const zt_game *g, const char *spec, zt_player **out)
     zt_player_specs(known, sizeof known);
     return zt_fail(ZT_ERR_INVALID, "unknown player '%s' (%s)", spec, known);
 }
+
+void zt_players_free(zt_player **players, int n)
+{
+    for (int i = 0; i < n; i++) zt_player_free(players[i]);
+    free(players);
+}
+
+zt_status zt_players_new(const zt_game *g, const char *list, const char *what, zt_player ***out,
+                         int *n)
+{
+    *out = NULL;
+    *n = 0;
+    zt_player **players = NULL;
+    int count = 0;
+    const char *p = list ? list : "";
+    while (*p == ' ' || *p == '\t') p++;
+    while (*p) {
+        size_t len = strcspn(p, ","), end = len;
+        while (end > 0 && (p[end - 1] == ' ' || p[end - 1] == '\t')) end--;
+        char spec[128];
+        zt_status st = ZT_OK;
+        if (end == 0)
+            st = zt_fail(ZT_ERR_INVALID, "%s: empty entry in '%s'", what, list);
+        else if (end >= sizeof spec)
+            st = zt_fail(ZT_ERR_INVALID, "%s: '%.*s' is too long", what, (int)end, p);
+        zt_player *player = NULL;
+        if (st == ZT_OK) {
+            memcpy(spec, p, end);
+            spec[end] = '\0';
+            if ((st = zt_player_new(g, spec, &player)) != ZT_OK) {
+                char why[ZT_MESSAGE_MAX];
+                snprintf(why, sizeof why, "%s", zt_error_message());
+                st = zt_fail(st, "%s: '%s': %s", what, spec, why);
+            }
+        }
+        if (st != ZT_OK) {
+            zt_players_free(players, count);
+            return st;
+        }
+        players = zt_xrealloc(players, (size_t)(count + 1) * sizeof *players);
+        players[count++] = player;
+        if (p[len] == '\0') break;
+        p += len + 1;
+        while (*p == ' ' || *p == '\t') p++;
+        if (!*p) {
+            zt_players_free(players, count);
+            return zt_fail(ZT_ERR_INVALID, "%s: empty entry in '%s'", what, list);
+        }
+    }
+    *out = players;
+    *n = count;
+    return ZT_OK;
+}

@@ -24,6 +24,14 @@
  * exists for connect4, not sim K6 k=3 avoid"), a game without a solver. */
 zt_status zt_player_new(const zt_game *g, const char *spec, zt_player **out);
 
+/* The players of a comma-separated list of specs (blanks around each
+ * ignored), made in order into *out (zt_xmalloc'd, *n of them; NULL and 0
+ * for an empty list); free with zt_players_free. An error names the list's
+ * setting `what` and the spec: "what: 'nobody': unknown player ...". */
+zt_status zt_players_new(const zt_game *g, const char *list, const char *what, zt_player ***out,
+                         int *n);
+void zt_players_free(zt_player **players, int n);
+
 /* Every player spec zt_player_new knows, for help texts and messages:
  * "random, perfect, solver, mcts:N, alphabeta:D, negamax:D, pubeval, expectimax:D, gnubg:P". */
 void zt_player_specs(char *buf, size_t cap);

@@ -12,6 +12,7 @@
 #include "search/nncache.h"
 #include "search/settings.h"
 #include "agent/greedy.h"
+#include "agent/player.h"
 
 /* One game in its slot. */
 typedef struct game_slot {
@@ -20,6 +21,7 @@ typedef struct game_slot {
     zt_rng rng;
     int ply;
     int random_plies;  /* opening moves still to be played at random */
+    int opener;        /* the opening player of those plies, or -1: uniformly random */
     bool running;
     bool finished;     /* generation mode: over, waiting for zt_actor_flush */
     bool playout;      /* resignation disabled in this game */
@@ -50,6 +52,8 @@ struct zt_actor {
     float resign_at;
     zt_resign_side *sides, *sorted;
     int nsides, next_side;
+    zt_player **openers; /* cfg.opening_players, made */
+    int num_openers;
 };
 
 void zt_actor_config_default(zt_actor_config *c)
@@ -116,6 +120,16 @@ int zt_actor_eval_batch(const zt_game *g, const zt_actor_config *cfg)
     return cfg->games * K * per_item;
 }
 
+/* The opening players of cfg.opening_players, one per spec. */
+static zt_status make_openers(zt_actor *a)
+{
+    if (a->cfg.opening_players && *a->cfg.opening_players &&
+        !(a->cfg.opening_noise >= 0 && a->cfg.opening_noise <= 1))
+        return zt_fail(ZT_ERR_INVALID, "opening_noise must be in [0, 1]");
+    return zt_players_new(a->game, a->cfg.opening_players, "opening_players", &a->openers,
+                          &a->num_openers);
+}
+
 zt_status zt_actor_new(const zt_game *g, const zt_model_factory *mf, const zt_evaluator *ev,
                        const zt_actor_config *cfg, zt_actor **out)
 {
@@ -156,6 +170,7 @@ zt_status zt_actor_new(const zt_game *g, const zt_model_factory *mf, const zt_ev
         a->sorted = zt_xcalloc(ZT_RESIGN_WINDOW, sizeof *a->sorted);
     }
     for (int t = 0; t < cfg->games && st == ZT_OK; t++) st = zt_replay_traj_new(g, &a->slots[t].traj);
+    if (st == ZT_OK) st = make_openers(a);
     g->reset(g, a->start);
     a->start_is_decision = g->current_player(g, a->start) >= 0;
     if (st == ZT_OK) st = make_searches(a, zt_hash_mix(cfg->seed * 0x9e3779b97f4a7c15ULL + (uint64_t)cfg->id));
@@ -185,6 +200,7 @@ void zt_actor_free(zt_actor *a)
     free(a->policy);
     free(a->sides);
     free(a->sorted);
+    zt_players_free(a->openers, a->num_openers);
     free(a);
 }
 
@@ -213,8 +229,12 @@ static void start_game(zt_actor *a, int t, uint64_t stream)
     s->playout = !a->cfg.resign || zt_rng_uniform(&s->rng) < a->cfg.resign_playout_fraction;
     s->return0 = 0;
     s->random_plies = 0;
-    if (a->cfg.random_opening_plies > 0 && zt_rng_uniform(&s->rng) < a->cfg.random_opening_fraction)
+    s->opener = -1;
+    if (a->cfg.random_opening_plies > 0 && zt_rng_uniform(&s->rng) < a->cfg.random_opening_fraction) {
         s->random_plies = 1 + (int)zt_rng_below(&s->rng, (uint32_t)a->cfg.random_opening_plies);
+        /* (no draw without opening players: other runs keep their streams) */
+        if (a->num_openers > 0) s->opener = (int)zt_rng_below(&s->rng, (uint32_t)a->num_openers);
+    }
     /* (no draw without start states: other runs keep their random streams) */
     if (a->cfg.num_start_states > 0 && zt_rng_uniform(&s->rng) < a->cfg.start_fraction) {
         size_t i = zt_rng_below(&s->rng, (uint32_t)a->cfg.num_start_states);
@@ -348,7 +368,13 @@ static zt_status reach_decision(zt_actor *a, int t, const zt_traj_sink *sink, bo
         if (cp >= 0 && s->random_plies > 0) {
             uint16_t legal[ZT_MAX_ACTIONS];
             int n = g->legal(g, s->state, legal);
-            int action = legal[zt_rng_below(&s->rng, (uint32_t)n)];
+            int action;
+            if (s->opener >= 0 && zt_rng_uniform(&s->rng) >= a->cfg.opening_noise) {
+                zt_player *pl = a->openers[s->opener];
+                action = pl->choose(pl, s->state, &s->rng);
+            } else {
+                action = legal[zt_rng_below(&s->rng, (uint32_t)n)];
+            }
             g->apply(g, s->state, action);
             s->random_plies--;
             s->ply++;

@@ -385,6 +385,19 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_double(c, "selfplay.random_opening_fraction", 0.0, 0, 1,
                             &A->random_opening_fraction));
     ZT_TRY(zt_config_int32(c, "selfplay.random_opening_plies", 0, 0, 1 << 16, &A->random_opening_plies));
+    ZT_TRY(zt_config_string(c, "selfplay.opening_players", "", &A->opening_players));
+    ZT_TRY(zt_config_double(c, "selfplay.opening_noise", 0.0, 0, 1, &A->opening_noise));
+    if (*A->opening_players && (A->random_opening_fraction == 0 || A->random_opening_plies == 0))
+        return zt_fail(ZT_ERR_INVALID,
+                       "selfplay.opening_players is set but no game has a random opening for them "
+                       "to play (selfplay.random_opening_fraction = %g, random_opening_plies = %d)",
+                       A->random_opening_fraction, A->random_opening_plies);
+    /* (made and dropped: a misspelt player stops the run before it starts) */
+    zt_player **openers;
+    int num_openers;
+    ZT_TRY(zt_players_new(g, A->opening_players, "selfplay.opening_players", &openers,
+                          &num_openers));
+    zt_players_free(openers, num_openers);
     ZT_TRY(zt_config_string(c, "selfplay.start_positions", "", &S->start_positions));
     ZT_TRY(zt_config_double(c, "selfplay.start_fraction", 0.0, 0, 1, &A->start_fraction));
     if (A->start_fraction > 0 && !*S->start_positions)
