@@ -128,10 +128,19 @@ if ! "$BIN" train 2048 --run "$s2048" --steps 60 --set algorithm=stochastic_muze
     --set learner.min_positions=300 --set learner.batch=32 --set search.sims=8 \
     --set games_per_actor=16 --set muzero.unroll=3 --set muzero.codes=8 --set muzero.support=10 \
     --set muzero.td_steps=5 --set muzero.code_balance=1 --set precision=fp32 \
-    >"$dir/strain2048.log" 2>&1; then
+    --set muzero.discount=0.997 >"$dir/strain2048.log" 2>&1; then
     fail "train 2048 with stochastic muzero: $(tail -n 2 "$dir/strain2048.log")"
 fi
 check_score "$s2048" "stochastic muzero" 60
+# the discount is the search's too, so eval and play on the run search with it
+[ "$(grep -c '^discount = 0.997$' "$s2048/config.ini" 2>/dev/null)" = 2 ] ||
+    fail "config.ini does not give the search the run's discount: $(grep discount "$s2048/config.ini")"
+expect_error "muzero.discount = 0.99: tictactoe has two players" train tictactoe \
+    --run "$dir/d1" --steps 1 --set algorithm=muzero --set muzero.discount=0.99 --set muzero.td_steps=2
+expect_error "muzero.discount = 0.99 needs muzero.td_steps > 0" train 2048 --run "$dir/d2" \
+    --steps 1 --set algorithm=muzero --set muzero.discount=0.99
+expect_error "search.discount = 0.99: only MuZero runs discount" train 2048 --run "$dir/d3" \
+    --steps 1 --set search.discount=0.99
 grep -q '"kind":"train_chance".*"loss_chance"' "$s2048/metrics.jsonl" 2>/dev/null ||
     fail "the stochastic 2048 run's metrics hold no chance losses"
 # the codes' balance (muzero.code_balance): reported, in (0, C = 8] (C sum_j

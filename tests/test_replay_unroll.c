@@ -10,7 +10,9 @@
  * symmetry (past the end the last position's, unmasked for no step); with
  * td_steps = n the value targets are the root values n positions on, with
  * the sign of the player to move, or the outcome where the game ends
- * sooner; with `turns` (backgammon) each step says whether the turn passed. */
+ * sooner (one player: with the points in between, discounted by gamma
+ * where a discount is set, which two-player games and td_steps = 0
+ * refuse); with `turns` (backgammon) each step says whether the turn passed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,6 +257,7 @@ static void test_one_player_unroll(void)
     enum { MAX = 4096 };
     static double points[MAX]; /* the points of the move from position i */
     static int spawn[MAX];     /* the index of the spawn after move i among those listed */
+    static float root[MAX];    /* the root value stored with position i */
     zt_replay_traj *t;
     CHECK_OK(zt_replay_traj_new(g, &t));
     zt_rng rng;
@@ -292,7 +295,10 @@ static void test_one_player_unroll(void)
         g->apply(g, s, a);
         g->returns(g, s, r1);
         points[n] = (double)r1[0] - r0[0];
-        zt_replay_traj_add_step(t, before, policy, 0, true, a, zt_game_reward(g, before, s));
+        /* root values exact in a half float, so the bootstraps add up exactly */
+        root[n] = (float)(n % 7) * 0.125f;
+        zt_replay_traj_add_step(t, before, policy, root[n], true, a,
+                                zt_game_reward(g, before, s));
         n++;
     }
     CHECK(n > 20, "a game of %d moves", n);
@@ -309,12 +315,21 @@ static void test_one_player_unroll(void)
     CHECK_OK(zt_replay_new(g, &c, &rb));
     CHECK_OK(zt_replay_add_game(rb, t, zt_game_value_of(g, s, 0), NULL));
     enum { K = 5, B = 256 };
-    /* td = 3: the points of the next 3 moves (the stored root values are 0),
-     * or of all the moves left where fewer follow */
-    for (int td = 0; td <= 3; td += 3) {
+    /* td = 3: the points of the next 3 moves and the root value stored 3
+     * positions on, or the points of all the moves left where fewer follow;
+     * with a discount gamma = 0.9 the i-th move's points weigh gamma^i and
+     * the root value gamma^3 */
+    static const struct {
+        int td;
+        float gamma;
+    } cases[] = {{0, 1}, {3, 1}, {3, 0.9f}};
+    for (int ci = 0; ci < 3; ci++) {
+        int td = cases[ci].td;
+        double gamma = cases[ci].gamma;
         zt_replay_batch b;
-        CHECK_OK(zt_replay_batch_init_unroll(&b, g, B, false,
-                                             &(zt_replay_unroll){.steps = K, .td_steps = td}));
+        CHECK_OK(zt_replay_batch_init_unroll(
+            &b, g, B, false,
+            &(zt_replay_unroll){.steps = K, .td_steps = td, .discount = cases[ci].gamma}));
         CHECK_OK(zt_replay_sample(rb, &rng, &b));
         int bad = 0;
         bool near_end = false;
@@ -324,15 +339,18 @@ static void test_one_player_unroll(void)
             for (int k = 0; k <= K; k++) {
                 int at = ply + k;
                 size_t row = (size_t)r * (K + 1) + k;
-                double to_go = 0; /* by hand: the points of the moves from `at` on */
+                /* by hand: the points of the moves from `at` on, discounted */
+                double to_go = 0, w = 1;
                 int end = td > 0 && at + td < n ? at + td : n;
-                for (int i = at; i < end; i++) to_go += points[i];
-                float want =
-                    at < n ? zt_game_value_to_net(g, (float)(to_go / g->max_return)) : 0.0f;
-                bool ok = fabsf(b.u_value[row] - want) <= 1e-6f * (1 + fabsf(want)) &&
+                for (int i = at; i < end; i++, w *= gamma) to_go += w * points[i] / g->max_return;
+                if (td > 0 && at + td < n) to_go += w * root[at + td];
+                float want = at < n ? zt_game_value_to_net(g, (float)to_go) : 0.0f;
+                /* (with a discount the sum is of the records' half-float rewards) */
+                float tol = gamma < 1 ? 2e-3f : 1e-6f;
+                bool ok = fabsf(b.u_value[row] - want) <= tol * (1 + fabsf(want)) &&
                           (at < n || b.u_mask[row] == 0);
-                CHECK(ok, "row %d step %d (move %d of %d): value %g, want h(%g points) = %g", r, k,
-                      at, n, b.u_value[row], to_go, want);
+                CHECK(ok, "td %d gamma %g row %d step %d (move %d of %d): value %g, want h(%g) = %g",
+                      td, gamma, r, k, at, n, b.u_value[row], to_go, want);
                 bad += !ok;
                 if (k == K) break;
                 float reward = b.u_reward[(size_t)r * K + k];
@@ -348,11 +366,28 @@ static void test_one_player_unroll(void)
                   "step 0's value is the row's");
         }
         CHECK(near_end, "the batch covers the game's end");
-        printf("2048 unroll, td_steps %d: %d moves, %g points; values are the points %s\n", td, n,
-               total, td ? "of the next moves" : "still to come");
+        printf("2048 unroll, td_steps %d, discount %g: %d moves, %g points; values are the "
+               "points %s\n",
+               td, gamma, n, total, td ? "of the next moves and a bootstrap" : "still to come");
         zt_replay_batch_free(&b);
     }
     zt_replay_free(rb);
+    /* a discount needs the n-step targets and one player */
+    zt_replay_batch nb;
+    CHECK(zt_replay_batch_init_unroll(&nb, g, 4, false,
+                                      &(zt_replay_unroll){.steps = K, .discount = 0.9f}) !=
+                  ZT_OK &&
+              strstr(zt_error_message(), "td_steps > 0"),
+          "a discount without td_steps: %s", zt_error_message());
+    zt_game *ttt;
+    CHECK_OK(zt_game_new("tictactoe", NULL, &ttt));
+    if (ttt) {
+        CHECK(zt_replay_batch_init_unroll(
+                  &nb, ttt, 4, false,
+                  &(zt_replay_unroll){.steps = K, .td_steps = 2, .discount = 0.9f}) != ZT_OK,
+              "a discount in a two-player game was taken");
+        zt_game_free(ttt);
+    }
     /* the game's chance outcomes as codes: 1 + the spawn's index after each
      * move (unmapped rows), 0 past the end; under symmetries within 1..30 */
     for (int augment = 0; augment <= 1; augment++) {

@@ -393,6 +393,124 @@ static zt_status dice_recurrent(zt_model *m, int B, const void *const *states, c
     return ZT_OK;
 }
 
+/* ---- a one-player chain: 2 actions a move, every state valued 0.5, every
+ * move paying 0.25 (into a chance node of two equally likely outcomes,
+ * each paying 0.125, with `chance`); it never ends. ---- */
+
+typedef struct chain_state {
+    int32_t depth, at_chance;
+} chain_state;
+
+static bool chain_with_chance;
+
+static void chain_out(const chain_state *s, int i, zt_model_output *out)
+{
+    out->value[i] = 0.5f;
+    out->player[i] = 0;
+    out->num_outcomes[i] = 0;
+    out->kind[i] = ZT_NODE_DECISION;
+    for (int a = 0; a < 2; a++) out->logits[i * 2 + a] = 0;
+    if (s->at_chance) {
+        out->kind[i] = ZT_NODE_CHANCE;
+        out->num_outcomes[i] = 2;
+        for (int o = 0; o < 2; o++) {
+            out->outcomes[i * 2 + o] = o;
+            out->outcome_probs[i * 2 + o] = 0.5f;
+        }
+    }
+}
+
+static zt_status chain_initial(zt_model *m, int B, const void *const *roots, void *const *states,
+                               zt_model_output *out)
+{
+    (void)m;
+    for (int i = 0; i < B; i++) {
+        memcpy(states[i], roots[i], sizeof(chain_state));
+        chain_out(states[i], i, out);
+        out->reward[i] = 0;
+    }
+    return ZT_OK;
+}
+
+static zt_status chain_recurrent(zt_model *m, int B, const void *const *states, const int *actions,
+                                 void *const *next, zt_model_output *out)
+{
+    (void)m;
+    (void)actions;
+    for (int i = 0; i < B; i++) {
+        const chain_state *s = states[i];
+        chain_state *n = next[i];
+        n->depth = s->depth + 1;
+        n->at_chance = chain_with_chance && !s->at_chance;
+        chain_out(n, i, out);
+        out->reward[i] = s->at_chance ? 0.125f : 0.25f;
+    }
+    return ZT_OK;
+}
+
+/* The discount (search.discount): every edge's Q is its reward plus gamma
+ * times the mean value of the decision node it reaches, and a chance node's
+ * edge (no discount of its own) the reward plus the chance node's value,
+ * for PUCT and Gumbel, with and without chance nodes; gamma 1 and 0.9 give
+ * other root values. */
+static void test_discount(void)
+{
+    zt_model m = {.num_actions = 2,
+                  .max_outcomes = 2,
+                  .state_size = sizeof(chain_state),
+                  .input_size = sizeof(chain_state),
+                  .max_batch = 4,
+                  .initial = chain_initial,
+                  .recurrent = chain_recurrent};
+    for (int chance = 0; chance < 2; chance++) {
+        chain_with_chance = chance;
+        for (int alg = 0; alg < 2; alg++) {
+            float root_value[2];
+            for (int d = 0; d < 2; d++) {
+                float gamma = d ? 0.9f : 1.0f;
+                zt_search_config cfg;
+                zt_search_config_default(&cfg, alg ? ZT_SEARCH_GUMBEL : ZT_SEARCH_PUCT);
+                cfg.num_simulations = 200;
+                cfg.gumbel_noise = false;
+                cfg.discount = gamma;
+                cfg.node_capacity = 1024;
+                cfg.edge_capacity = 4096;
+                zt_search *s;
+                CHECK(zt_search_new(&cfg, &m, 1, &s) == ZT_OK, "search_new: %s",
+                      zt_error_message());
+                if (!s) return;
+                chain_state root = {0};
+                zt_search_begin(s, 0, &root);
+                CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
+                const zt_tree *t = zt_search_tree(s, 0);
+                int checked = 0, bad = 0, deep = 0;
+                for (int n = 0; n < t->num_nodes; n++) {
+                    const zt_node *nd = &t->nodes[n];
+                    for (int e = nd->first_edge; e < nd->first_edge + nd->num_edges; e++) {
+                        const zt_edge *ed = &t->edges[e];
+                        if (ed->child == ZT_TREE_NONE || ed->visit == 0) continue;
+                        const zt_node *c = &t->nodes[ed->child];
+                        float g = c->kind == ZT_NODE_CHANCE ? 1.0f : gamma;
+                        float want = (float)ed->visit * c->reward + g * c->value_sum;
+                        checked++;
+                        deep += c->num_edges > 0;
+                        if (fabsf(ed->value_sum - want) > 1e-4f * (1 + fabsf(want))) bad++;
+                    }
+                }
+                CHECK(checked > 20 && deep > 5 && bad == 0,
+                      "%s, %s, gamma %g: %d of %d edges off their discounted backup (%d deep)",
+                      alg ? "gumbel" : "puct", chance ? "chance" : "no chance", gamma, bad,
+                      checked, deep);
+                root_value[d] = zt_search_root_value(s, 0);
+                zt_search_free(s);
+            }
+            CHECK(root_value[1] < root_value[0] - 0.05f,
+                  "%s, %s: root value %g discounted, %g not", alg ? "gumbel" : "puct",
+                  chance ? "chance" : "no chance", root_value[1], root_value[0]);
+        }
+    }
+}
+
 static void test_chance_expectation(void)
 {
     zt_model m = {.num_actions = DICE_BETS,
@@ -869,6 +987,7 @@ int main(void)
     test_tree_clone_and_reuse();
     test_virtual_loss_distinct();
     test_chance_expectation();
+    test_discount();
     test_gumbel_small();
     test_bounded_capacity();
     test_minmax_q();

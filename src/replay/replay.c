@@ -537,6 +537,12 @@ zt_status zt_replay_batch_init_unroll(zt_replay_batch *b, const zt_game *g, int 
     b->size = size;
     b->unroll = unroll;
     b->td_steps = td;
+    b->discount = u && unroll > 0 && u->discount > 0 ? u->discount : 1.0f;
+    if (!(b->discount > 0 && b->discount <= 1) ||
+        (b->discount < 1 && (td == 0 || zt_game_num_players(g) != 1)))
+        return zt_fail(ZT_ERR_INVALID,
+                       "replay: a discount (%g) needs a one-player game and td_steps > 0",
+                       (double)b->discount);
     b->obs_size = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
     b->num_actions = g->num_actions;
     zt_record_layout l;
@@ -635,6 +641,29 @@ static zt_status step_value(zt_replay *rb, const uint8_t *boot, float return0, c
     return ZT_OK;
 }
 
+/* A one-player game's discounted n-step return from step k of a row whose
+ * `steps` records start at `rec`, their rewards in rewards[]: the rewards
+ * of the moves from step k on, the i-th weighted gamma^i, up to n of them,
+ * plus gamma^n times the root value of the record n on where the row has it
+ * (the game goes on; it ends sooner otherwise). */
+static zt_status discounted_value(zt_replay *rb, const zt_replay_batch *b, const float *rewards,
+                                  int steps, int k, const uint8_t *boot, float *z)
+{
+    int n = b->td_steps;
+    double sum = 0, w = 1;
+    for (int i = 0; i < n && k + i < steps; i++, w *= b->discount) sum += w * rewards[k + i];
+    if (boot && k + n < steps) {
+        uint8_t later[ZT_MAX_STATE_BYTES];
+        zt_record_view view;
+        ZT_TRY(zt_record_decode(&rb->layout, rb->game, boot,
+                                zt_record_length(&rb->layout, boot, rb->layout.max_bytes), later,
+                                &view));
+        sum += w * view.root_value;
+    }
+    *z = (float)sum;
+    return ZT_OK;
+}
+
 static bool reaches(const zt_game *g, const uint8_t *s, const uint8_t *to, int depth);
 
 /* The index of the first outcome of chance position `s` from which `to`
@@ -698,6 +727,17 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
         for (int j = 0; j < n; j++)
             boot += zt_record_length(&rb->layout, boot, rb->layout.max_bytes);
     }
+    /* with a discount, every move's reward in the row (a one-player game) */
+    float rewards[ZT_REPLAY_MAX_UNROLL + ZT_REPLAY_MAX_TD + 1];
+    bool discounted = b->discount < 1;
+    for (int j = 0, at = 0; discounted && j < h.steps; j++) {
+        uint8_t st[ZT_MAX_STATE_BYTES];
+        zt_record_view view;
+        size_t len = zt_record_length(&rb->layout, p + at, rb->layout.max_bytes);
+        ZT_TRY(zt_record_decode(&rb->layout, g, p + at, len, st, &view));
+        rewards[j] = view.reward;
+        at += (int)len;
+    }
     for (int k = 0; k <= K; k++) {
         float *policy = b->u_policy + (base + (size_t)k) * (size_t)A;
         memset(policy, 0, (size_t)A * sizeof(float));
@@ -746,7 +786,10 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
             /* through the game's transform, as AlphaZero's targets
              * (build_row); identity for two players */
             float z;
-            ZT_TRY(step_value(rb, k + n < h.steps ? boot : NULL, h.return0, state, &z));
+            if (discounted)
+                ZT_TRY(discounted_value(rb, b, rewards, h.steps, k, boot, &z));
+            else
+                ZT_TRY(step_value(rb, k + n < h.steps ? boot : NULL, h.return0, state, &z));
             if (boot && k + n + 1 < h.steps)
                 boot += zt_record_length(&rb->layout, boot, rb->layout.max_bytes);
             b->u_value[base + k] = zt_game_value_to_net(g, z);

@@ -233,10 +233,12 @@ typedef struct zt_replay_batch {
      * come), reward 0, and an arbitrary action (a hash of the position
      * index and step). Steps searched with the fast budget have mask 0 as
      * well. A one-player game's values are the return-to-go (the points
-     * still to come, undiscounted) and its rewards the recorded ones, both
+     * still to come, undiscounted, or with a discount its n-step return)
+     * and its rewards the recorded ones, both
      * through zt_game_value_to_net like `value`. */
     int unroll;
     int td_steps;         /* n of the value targets (zt_replay_unroll) */
+    float discount;       /* their gamma (zt_replay_unroll): 1 undiscounted */
     float *u_policy;      /* B x (K + 1) x num_actions */
     uint8_t *u_mask;      /* B x (K + 1): 1 where the policy is a target */
     float *u_value;       /* B x (K + 1) */
@@ -277,6 +279,10 @@ typedef struct zt_replay_unroll {
      * two players: that value for the player to move at the step), or the
      * game's return where it ends sooner; 0: the game's return throughout */
     int td_steps;
+    /* gamma of a one-player game's n-step targets (needs td_steps > 0): the
+     * moves' rewards discounted, gamma^i for the i-th on, and the bootstrap
+     * by gamma^n; 0 or 1: undiscounted */
+    float discount;
     bool turns; /* the to-play targets (u_turn) of a net with a to-play head */
     /* the game's own chance outcomes as the codes of Stochastic MuZero
      * (u_chance_code; muzero.chance = game) */

@@ -93,6 +93,7 @@ void zt_search_config_default(zt_search_config *c, zt_search_algorithm algorithm
     c->c_scale = 1.0f;
     c->gumbel_noise = true;
     c->gumbel_rescale = true;
+    c->discount = 1.0f;
     /* Gumbel AlphaZero's paper and mctx search every move afresh; reuse is
      * sound for it (see above) but not the published setting. */
     c->tree_reuse = algorithm == ZT_SEARCH_PUCT;
@@ -154,6 +155,11 @@ zt_status zt_search_new(const zt_search_config *cfg, zt_model *model, int num_tr
 
     zt_search *s = zt_xcalloc(1, sizeof *s);
     s->cfg = *cfg;
+    if (!(s->cfg.discount > 0)) s->cfg.discount = 1.0f;
+    if (s->cfg.discount > 1) {
+        free(s);
+        return zt_fail(ZT_ERR_INVALID, "search discount %g is above 1", (double)cfg->discount);
+    }
     s->model = model;
     s->num_trees = num_trees;
     int nslots = num_trees + 1;
@@ -420,7 +426,9 @@ static bool backup_level(zt_search *s, ascent *a)
         ed->value_sum = q * (float)ed->visit;
     } else {
         nd->value_sum += v;
-        q = nd->reward + sign * v;
+        /* (a chance node's Q is its outcomes': they carry the discount) */
+        float gamma = nd->kind == ZT_NODE_CHANCE ? 1.0f : s->cfg.discount;
+        q = nd->reward + gamma * sign * v;
         ed->value_sum += q;
     }
     if (s->cfg.minmax_q) {

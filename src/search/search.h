@@ -46,6 +46,11 @@ typedef struct zt_search_config {
     float fpu_value, fpu_reduction;
     float dirichlet_alpha, dirichlet_fraction; /* root noise; fraction 0 = off */
     bool minmax_q; /* normalise Q by the tree's min and max (MuZero, unbounded rewards) */
+    /* gamma: a decision node's value counts gamma-discounted into the Q of
+     * the edge that reaches it, q = reward + gamma * value (once per move: a
+     * chance node's outcomes carry it, not the edge into the chance node);
+     * 1 (or 0, read as 1): undiscounted. One-player MuZero (muzero.discount). */
+    float discount;
 
     float virtual_loss; /* value a pending simulation subtracts from its path */
 

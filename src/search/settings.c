@@ -46,6 +46,8 @@ zt_status zt_search_config_read(zt_config *c, const zt_search_read_options *opt,
     ZT_TRY(zt_config_float(c, "search.fpu_reduction", s->fpu_reduction, 0, 2, &s->fpu_reduction));
     ZT_TRY(zt_config_bool(c, "search.tree_reuse", selfplay || s->tree_reuse, &s->tree_reuse));
     ZT_TRY(zt_config_bool(c, "search.minmax_q", s->minmax_q, &s->minmax_q));
+    ZT_TRY(zt_config_float(c, "search.discount", s->discount > 0 ? s->discount : 1, 0.5, 1,
+                           &s->discount));
     return ZT_OK;
 }
 

@@ -53,6 +53,7 @@ static const zt_replay_unroll *unroll_of(const zt_train_settings *S, zt_replay_u
     *u = (zt_replay_unroll){.steps = S->unroll,
                             .next_obs = S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO,
                             .td_steps = S->td_steps,
+                            .discount = (float)S->discount,
                             .turns = S->net.turn_head != 0,
                             .chance_labels = S->chance_labels};
     return u;

@@ -300,8 +300,38 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
      * recipe (TD-Gammon's) has none */
     double mz_full;
     ZT_TRY(zt_config_double(c, "muzero.full_search_fraction", 1.0, 1e-3, 1.0, &mz_full));
+    /* muzero.discount, gamma of a one-player game's search and n-step
+     * targets, likewise replaces search.discount (which AlphaZero runs, whose
+     * targets are the undiscounted return, leave at 1) */
+    ZT_TRY(zt_config_double(c, "muzero.discount", 1.0, 0.5, 1.0, &S->discount));
+    if (zt_algorithm_is_muzero(S->algorithm) && S->discount < 1) {
+        int td;
+        ZT_TRY(zt_config_int32(c, "muzero.td_steps", 0, 0, ZT_REPLAY_MAX_TD, &td));
+        if (zt_game_num_players(g) != 1)
+            return zt_fail(ZT_ERR_INVALID,
+                           "muzero.discount = %g: %s has two players, whose targets are the "
+                           "final outcome (discount 1)",
+                           S->discount, g->title);
+        if (td == 0)
+            return zt_fail(ZT_ERR_INVALID,
+                           "muzero.discount = %g needs muzero.td_steps > 0 (the n-step return; "
+                           "0 stands for the undiscounted points still to come)",
+                           S->discount);
+    }
+    if (!zt_algorithm_is_muzero(S->algorithm)) {
+        double d;
+        ZT_TRY(zt_config_double(c, "search.discount", 1.0, 0, 1, &d));
+        if (d != 1)
+            return zt_fail(ZT_ERR_INVALID,
+                           "search.discount = %g: only MuZero runs discount (muzero.discount); "
+                           "AlphaZero's value targets are undiscounted",
+                           d);
+        S->discount = 1;
+    }
     if (zt_algorithm_is_muzero(S->algorithm)) {
         char text[32];
+        snprintf(text, sizeof text, "%.17g", S->discount);
+        zt_config_put(c, "search.discount", text);
         snprintf(text, sizeof text, "%.17g", mz_c_scale);
         zt_config_put(c, "search.c_scale", text);
         snprintf(text, sizeof text, "%.17g", mz_full);
