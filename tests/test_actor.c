@@ -453,6 +453,29 @@ static void test_start_positions(void)
     zt_game_free(g);
 }
 
+/* An actor of settings ac (actor_with) that has played `steps` steps into
+ * a fresh replay buffer of the defaults; false, with everything freed, if a
+ * part could not be made. The caller frees the actor, *pool and *rb. */
+static bool played_into_replay(zt_game *g, const zt_actor_config *ac, int steps,
+                               zt_evaluator_pool **pool, zt_actor **a, zt_replay **rb)
+{
+    *a = actor_with(g, ac, pool);
+    zt_replay_config rc;
+    zt_replay_config_default(&rc);
+    *rb = NULL;
+    CHECK(zt_replay_new(g, &rc, rb) == ZT_OK, "replay: %s", zt_error_message());
+    if (!*a || !*rb) {
+        zt_actor_free(*a);
+        zt_evaluator_pool_free(*pool);
+        zt_replay_free(*rb);
+        return false;
+    }
+    zt_traj_sink sink = zt_traj_sink_replay(*rb);
+    for (int step = 0; step < steps; step++)
+        CHECK(zt_actor_step(*a, &sink) == ZT_OK, "step: %s", zt_error_message());
+    return true;
+}
+
 /* Opening players: with every game opening with 1..4 plies by the perfect
  * player (noise 0), every game's first recorded position is a draw, as the
  * empty board is; with noise 1 (every opening ply uniformly random) some are
@@ -470,20 +493,9 @@ static void test_opening_players(void)
         ac.opening_players = "perfect";
         ac.opening_noise = noisy;
         zt_evaluator_pool *pool = NULL;
-        zt_actor *a = actor_with(g, &ac, &pool);
-        zt_replay_config rc;
-        zt_replay_config_default(&rc);
-        zt_replay *rb = NULL;
-        CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
-        if (!a || !rb) {
-            zt_actor_free(a);
-            zt_evaluator_pool_free(pool);
-            zt_replay_free(rb);
-            break;
-        }
-        zt_traj_sink sink = zt_traj_sink_replay(rb);
-        for (int step = 0; step < 200; step++)
-            CHECK(zt_actor_step(a, &sink) == ZT_OK, "step: %s", zt_error_message());
+        zt_actor *a;
+        zt_replay *rb;
+        if (!played_into_replay(g, &ac, 200, &pool, &a, &rb)) break;
         zt_replay_stats st = zt_replay_get_stats(rb);
         int games = 0, drawn = 0;
         for (int64_t i = st.positions_seen - st.positions; i < st.positions_seen; i++) {
@@ -547,20 +559,9 @@ static void test_surprise_recorded(void)
         ac.search.num_simulations = 8;
         ac.record_surprise = on;
         zt_evaluator_pool *pool = NULL;
-        zt_actor *a = actor_with(g, &ac, &pool);
-        zt_replay_config rc;
-        zt_replay_config_default(&rc);
-        zt_replay *rb = NULL;
-        CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
-        if (!a || !rb) {
-            zt_actor_free(a);
-            zt_evaluator_pool_free(pool);
-            zt_replay_free(rb);
-            break;
-        }
-        zt_traj_sink sink = zt_traj_sink_replay(rb);
-        for (int step = 0; step < 100; step++)
-            CHECK(zt_actor_step(a, &sink) == ZT_OK, "step: %s", zt_error_message());
+        zt_actor *a;
+        zt_replay *rb;
+        if (!played_into_replay(g, &ac, 100, &pool, &a, &rb)) break;
         zt_replay_stats st = zt_replay_get_stats(rb);
         int64_t with = 0, bad = 0;
         for (int64_t i = st.positions_seen - st.positions; i < st.positions_seen; i++) {
