@@ -55,6 +55,10 @@ expect_error "selfplay.opening_players is set but no game has a random opening" 
     --run "$tmp_run" --set selfplay.opening_players=perfect --set selfplay.random_opening_fraction=0
 expect_error "selfplay.opening_players: 'nobody': unknown player 'nobody'" train tictactoe --run "$tmp_run" \
     --set selfplay.opening_players=perfect,nobody
+expect_error "learner.total_steps = 0 anneals the cosine over the run's length" train tictactoe \
+    --run "$tmp_run" --set learner.schedule=cosine --set learner.total_steps=0
+expect_error "learner.total_steps = 0 anneals the cosine" train tictactoe --run "$tmp_run" \
+    --minutes 1 --set mode=deterministic --set learner.schedule=cosine --set learner.total_steps=0
 expect_error "selfplay.resign_false_rate" train tictactoe --run "$tmp_run" \
     --set selfplay.resign_false_rate=0.7
 if "$BIN" bench devices --help >/dev/null 2>&1 && ! "$BIN" bench devices --net bg-mlp512 \

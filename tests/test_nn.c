@@ -602,6 +602,28 @@ static void test_schedules(void)
     CHECK_OK(zt_net_new(&nc, "ref", ZT_PRECISION_FP32, 1, &net));
     zt_trainer *t = NULL;
     CHECK(zt_trainer_new(net, &c, &t) == ZT_ERR_INVALID, "cosine with total < warmup accepted");
+    /* total_steps 0: the cosine follows the progress the caller reports,
+     * after the warm-up in steps; 0 until reported, clamped to [0, 1] */
+    c.total_steps = 0;
+    c.warmup_steps = 0;
+    CHECK_OK(zt_trainer_new(net, &c, &t));
+    if (t) {
+        CHECK(fabs(zt_trainer_lr(t) - 0.1) < 1e-12, "progress: starts at lr");
+        static const double at[][2] = {{0.5, 0.055}, {1, 0.01}, {2, 0.01}, {-1, 0.1}};
+        for (int i = 0; i < 4; i++) {
+            zt_trainer_set_progress(t, at[i][0]);
+            CHECK(fabs(zt_trainer_lr(t) - at[i][1]) < 1e-12, "progress %g: lr %g, want %g",
+                  at[i][0], zt_trainer_lr(t), at[i][1]);
+        }
+        zt_trainer_set_progress(t, 0.25);
+        double want = 0.01 + 0.045 * (1 + cos(M_PI * 0.25));
+        CHECK(fabs(zt_trainer_lr(t) - want) < 1e-12, "progress 0.25: lr %g, want %g",
+              zt_trainer_lr(t), want);
+        zt_trainer_free(t);
+    }
+    c.total_steps = -1;
+    t = NULL;
+    CHECK(zt_trainer_new(net, &c, &t) == ZT_ERR_INVALID, "a negative total_steps accepted");
     zt_net_free(net);
 }
 

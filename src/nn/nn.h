@@ -381,7 +381,8 @@ typedef struct zt_train_config {
     double weight_decay;   /* SGD: L2 coefficient c of 0.5*c*|w|^2; AdamW: decoupled */
     zt_schedule_kind schedule;
     int warmup_steps;      /* linear warm-up from lr/warmup to lr, then the schedule */
-    int total_steps;       /* cosine */
+    int total_steps;       /* cosine: its span in steps; 0: the progress the caller
+                            * reports (zt_trainer_set_progress), 0 to 1 */
     int step_size;         /* step */
     double step_gamma;     /* step */
     double lr_min;         /* cosine floor */
@@ -514,8 +515,15 @@ zt_status zt_trainer_step_reduced(zt_trainer *t, const zt_train_batch *batch,
 zt_status zt_trainer_loss_grad(zt_trainer *t, const zt_train_batch *batch,
                                zt_train_losses *out, float *grads);
 
-/* Learning rate of the schedule at optimizer step `step` (0-based). */
+/* Learning rate of the schedule at optimizer step `step` (0-based); a
+ * cosine of total_steps 0 reads as at progress 0. */
 double zt_trainer_lr_at(const zt_train_config *cfg, long step);
+/* The progress p in [0, 1] (clamped) of a cosine schedule with total_steps
+ * 0: after the warm-up the rate is lr_min + (lr - lr_min)(1 + cos(pi p)) / 2
+ * (the runner reports the share of the run's wall time spent). 0 until set. */
+void zt_trainer_set_progress(zt_trainer *t, double progress);
+/* The rate the next step uses (the schedule at this step and progress). */
+double zt_trainer_lr(const zt_trainer *t);
 long zt_trainer_steps(const zt_trainer *t);
 
 /* Optimizer state (step count and moments) in its own safetensors file,

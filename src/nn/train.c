@@ -25,6 +25,7 @@ struct zt_trainer {
      * the moments to and from the optimizer-state file. */
     bool device;
     long step;
+    double progress; /* zt_trainer_set_progress: a cosine of total_steps 0 */
     int cap; /* micro-batch capacity of the buffers below */
     float *policy, *value, *d_policy, *d_value;
 };
@@ -70,9 +71,11 @@ static zt_status check_config(const zt_train_config *c)
         return zt_fail(ZT_ERR_INVALID, "weight_decay = %g must be >= 0", c->weight_decay);
     if (c->warmup_steps < 0)
         return zt_fail(ZT_ERR_INVALID, "warmup_steps = %d must be >= 0", c->warmup_steps);
-    if (c->schedule == ZT_SCHED_COSINE && c->total_steps <= c->warmup_steps)
+    if (c->schedule == ZT_SCHED_COSINE && c->total_steps != 0 && c->total_steps <= c->warmup_steps)
         return zt_fail(ZT_ERR_INVALID, "cosine schedule needs total_steps (%d) > warmup_steps (%d)",
                        c->total_steps, c->warmup_steps);
+    if (c->total_steps < 0)
+        return zt_fail(ZT_ERR_INVALID, "total_steps = %d must be >= 0", c->total_steps);
     if (c->schedule == ZT_SCHED_STEP && (c->step_size < 1 || !(c->step_gamma > 0)))
         return zt_fail(ZT_ERR_INVALID, "step schedule needs step_size >= 1 and step_gamma > 0");
     if (!(c->lr_min >= 0 && c->lr_min <= c->lr))
@@ -96,7 +99,8 @@ static zt_status check_config(const zt_train_config *c)
     return ZT_OK;
 }
 
-double zt_trainer_lr_at(const zt_train_config *c, long step)
+/* The rate at `step`; a cosine of total_steps 0 at `progress`. */
+static double lr_of(const zt_train_config *c, long step, double progress)
 {
     /* Linear warm-up (Goyal et al. 2017) ends at the schedule's start value. */
     if (step < c->warmup_steps) return c->lr * (double)(step + 1) / c->warmup_steps;
@@ -106,12 +110,33 @@ double zt_trainer_lr_at(const zt_train_config *c, long step)
     case ZT_SCHED_STEP: return c->lr * pow(c->step_gamma, (double)(t / c->step_size));
     case ZT_SCHED_COSINE: {
         /* SGDR's cosine annealing without restarts (Loshchilov & Hutter 2017). */
-        long span = c->total_steps - c->warmup_steps;
-        if (t >= span) return c->lr_min;
-        return c->lr_min + 0.5 * (c->lr - c->lr_min) * (1 + cos(M_PI * (double)t / span));
+        double p;
+        if (c->total_steps == 0) {
+            p = progress > 0 ? (progress < 1 ? progress : 1) : 0;
+        } else {
+            long span = c->total_steps - c->warmup_steps;
+            p = t >= span ? 1 : (double)t / span;
+        }
+        if (p >= 1) return c->lr_min;
+        return c->lr_min + 0.5 * (c->lr - c->lr_min) * (1 + cos(M_PI * p));
     }
     }
     return c->lr;
+}
+
+double zt_trainer_lr_at(const zt_train_config *c, long step)
+{
+    return lr_of(c, step, 0);
+}
+
+void zt_trainer_set_progress(zt_trainer *t, double progress)
+{
+    t->progress = progress;
+}
+
+double zt_trainer_lr(const zt_trainer *t)
+{
+    return lr_of(&t->cfg, t->step, t->progress);
 }
 
 zt_status zt_trainer_new(zt_net *net, const zt_train_config *cfg, zt_trainer **out)
@@ -337,7 +362,7 @@ zt_status zt_trainer_loss_grad(zt_trainer *t, const zt_train_batch *batch, zt_tr
     double wd = t->cfg.weight_decay;
     for (size_t i = 0; i < t->n; i++)
         if (t->decay[i]) grads[i] += (float)(wd * w[i]);
-    out->lr = zt_trainer_lr_at(&t->cfg, t->step);
+    out->lr = zt_trainer_lr(t);
     return ZT_OK;
 }
 
@@ -382,7 +407,7 @@ zt_status zt_trainer_step_reduced(zt_trainer *t, const zt_train_batch *batch,
     /* clipping scales the gradient by k */
     bool clip = c->clip_norm > 0 && losses.grad_norm > c->clip_norm;
     float k = clip ? (float)(c->clip_norm / losses.grad_norm) : 1.0f;
-    double lr = zt_trainer_lr_at(c, t->step);
+    double lr = zt_trainer_lr(t);
     losses.lr = lr;
     if (t->device) {
         zt_nn_opt o = {.adamw = c->optimizer == ZT_OPT_ADAMW,

@@ -35,6 +35,7 @@ struct zt_learner {
                                  * versions until the next */
     uint64_t int8_carried;      /* versions sent out with it since */
     zt_learner_times times;
+    double lr_end, lr_start; /* zt_learner_set_lr_deadline; lr_start: the first step's time */
 };
 
 static size_t weight_floats(const zt_net *net)
@@ -231,10 +232,22 @@ zt_status zt_learner_step(zt_learner *l)
 
 /* A step on tb (NULL: none of this learner's own, with a reducer) and its
  * bookkeeping. */
+void zt_learner_set_lr_deadline(zt_learner *l, double end)
+{
+    l->lr_end = end;
+    l->lr_start = 0;
+}
+
 static zt_status train_on(zt_learner *l, const zt_train_batch *tb)
 {
     zt_train_losses loss;
     bool skipped = false;
+    if (l->lr_end > 0) {
+        double now = zt_now_s();
+        if (l->lr_start == 0) l->lr_start = now;
+        double span = l->lr_end - l->lr_start;
+        zt_trainer_set_progress(l->trainer, span > 0 ? (now - l->lr_start) / span : 1);
+    }
     uint64_t t0 = zt_now_ns();
     zt_status st = zt_trainer_step_reduced(l->trainer, tb, l->reducer.reduce, l->reducer.ctx,
                                            &loss, &skipped);

@@ -64,6 +64,11 @@ typedef struct zt_learner_reducer {
 } zt_learner_reducer;
 /* NULL: train alone again. The reducer is copied. */
 void zt_learner_set_reducer(zt_learner *l, const zt_learner_reducer *r);
+
+/* A cosine schedule of learner.total_steps = 0 over wall time: each step
+ * reports the trainer its progress, the share of the time from its first
+ * step to `end` (zt_now_s's clock) spent; end <= 0: none (the default). */
+void zt_learner_set_lr_deadline(zt_learner *l, double end);
 /* With a reducer: a step without a batch of this learner's own (its buffer
  * is still filling): the others' mean gradient is applied all the same, so
  * that every learner holds the same weights. */

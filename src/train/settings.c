@@ -190,7 +190,7 @@ static zt_status read_optimizer(zt_config *c, zt_train_config *o)
     ZT_TRY(zt_config_choice(c, "learner.schedule", "constant", schedules, &sched));
     o->schedule = sched == 0 ? ZT_SCHED_CONSTANT : sched == 1 ? ZT_SCHED_STEP : ZT_SCHED_COSINE;
     ZT_TRY(zt_config_int32(c, "learner.warmup_steps", 0, 0, 1 << 30, &o->warmup_steps));
-    ZT_TRY(zt_config_int32(c, "learner.total_steps", 100000, 1, 1 << 30, &o->total_steps));
+    ZT_TRY(zt_config_int32(c, "learner.total_steps", 100000, 0, 1 << 30, &o->total_steps));
     ZT_TRY(zt_config_int32(c, "learner.step_size", o->step_size, 1, 1 << 30, &o->step_size));
     ZT_TRY(zt_config_double(c, "learner.step_gamma", o->step_gamma, 0, 1, &o->step_gamma));
     ZT_TRY(zt_config_double(c, "learner.lr_min", 0, 0, 10, &o->lr_min));

@@ -432,6 +432,35 @@ void zt_train_free(zt_train *t)
     free(t);
 }
 
+/* learner.total_steps = 0: the cosine spans the run's own length, --steps
+ * (the stop step, counted over resumes) or else --minutes (this
+ * invocation's wall time, from the first learner step; the learner reports
+ * the progress, see scheduled_lr_deadline). */
+static zt_status resolve_schedule(zt_train *t)
+{
+    zt_train_config *o = &t->S.optimizer;
+    if (o->schedule != ZT_SCHED_COSINE || o->total_steps != 0) return ZT_OK;
+    if (t->opt.steps > 0) {
+        o->total_steps = t->opt.steps < INT_MAX ? (int)t->opt.steps : INT_MAX;
+        return ZT_OK;
+    }
+    if (t->opt.minutes > 0 && t->S.mode != ZT_TRAIN_DETERMINISTIC && t->S.dist_learners <= 1)
+        return ZT_OK;
+    return zt_fail(ZT_ERR_INVALID,
+                   "learner.total_steps = 0 anneals the cosine over the run's length: give --steps, "
+                   "or --minutes (not with mode = deterministic or several learners, whose steps "
+                   "must not depend on the clock)");
+}
+
+/* The learner's wall-time deadline of a cosine over --minutes. */
+static void scheduled_lr_deadline(zt_train *t)
+{
+    const zt_train_config *o = &t->S.optimizer;
+    if (o->schedule == ZT_SCHED_COSINE && o->total_steps == 0 && t->opt.minutes > 0)
+        zt_learner_set_lr_deadline(t->learner,
+                                   zt_scheduler_started(t->sched) + t->opt.minutes * 60);
+}
+
 zt_status zt_train_open(const zt_train_options *opt, zt_train **out)
 {
     *out = NULL;
@@ -452,6 +481,7 @@ zt_status zt_train_open(const zt_train_options *opt, zt_train **out)
     if (st == ZT_OK) st = zt_game_new(game_name, cfg, &t->game);
     if (st == ZT_OK) st = zt_train_settings_read(cfg, t->game, &t->S);
     if (st == ZT_OK) st = zt_config_check_unused(cfg);
+    if (st == ZT_OK) st = resolve_schedule(t);
     if (st == ZT_OK) st = open_run_dir(t);
     if (st == ZT_OK) st = setup(t);
     if (st == ZT_OK) {
@@ -479,6 +509,7 @@ zt_status zt_train_open(const zt_train_options *opt, zt_train **out)
         return st;
     }
     t->started = true;
+    scheduled_lr_deadline(t);
     log_start(t);
     if (opt->remote) {
         zt_train_remote_run rr = {.game = t->game, .spec = t->spec, .run = t->run, .S = &t->S,
