@@ -544,6 +544,50 @@ static void test_opening_players(void)
     zt_game_free(g);
 }
 
+/* random_move_fraction: PUCT without temperature plays a most-visited
+ * move, so without random moves every recorded move is a maximum of its
+ * position's policy target; with every move random a good share are not,
+ * and the records keep the search's policy beside the move played. */
+static void test_random_moves(void)
+{
+    zt_game *g;
+    CHECK(zt_game_new("tictactoe", NULL, &g) == ZT_OK, "tictactoe: %s", zt_error_message());
+    for (int random = 0; random < 2; random++) {
+        zt_actor_config ac = small_config(true);
+        zt_search_config_default(&ac.search, ZT_SEARCH_PUCT);
+        ac.search.num_simulations = 16;
+        ac.search.tree_reuse = false;
+        ac.temperature_moves = 0;
+        ac.record_actions = true;
+        ac.random_move_fraction = random;
+        zt_evaluator_pool *pool = NULL;
+        zt_actor *a;
+        zt_replay *rb;
+        if (!played_into_replay(g, &ac, 100, &pool, &a, &rb)) break;
+        zt_replay_stats st = zt_replay_get_stats(rb);
+        int moves = 0, off = 0;
+        for (int64_t i = st.positions_seen - st.positions; i < st.positions_seen; i++) {
+            zt_replay_position pos;
+            float policy[ZT_MAX_ACTIONS];
+            CHECK(zt_replay_get(rb, i, &pos, policy) == ZT_OK, "get: %s", zt_error_message());
+            if (pos.action < 0) continue;
+            float best = 0;
+            for (int k = 0; k < g->num_actions; k++) best = policy[k] > best ? policy[k] : best;
+            moves++;
+            off += policy[pos.action] < best;
+        }
+        if (!random)
+            CHECK(moves >= 50 && off == 0, "%d of %d moves not a most-visited one", off, moves);
+        else
+            CHECK(moves >= 50 && off > moves / 5,
+                  "random moves: only %d of %d moves off the search's choice", off, moves);
+        zt_actor_free(a);
+        zt_evaluator_pool_free(pool);
+        zt_replay_free(rb);
+    }
+    zt_game_free(g);
+}
+
 /* record_surprise: every full search's record holds a surprise, KL of its
  * policy from the net's prior; a Gumbel search with a random net moves
  * away from the prior at some positions (at most it stays within the
@@ -747,6 +791,7 @@ int main(void)
     test_sink();
     test_start_positions();
     test_opening_players();
+    test_random_moves();
     test_surprise_recorded();
     test_resign_calibrate();
     test_resign();

@@ -518,6 +518,12 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
         }
         float temperature = s->ply < a->cfg.temperature_moves ? a->cfg.temperature : 0.0f;
         int action = greedy ? greedy_action : zt_search_choose(sr, t, temperature);
+        if (a->cfg.random_move_fraction > 0 &&
+            zt_rng_uniform(&s->rng) < a->cfg.random_move_fraction) {
+            uint16_t legal[ZT_MAX_ACTIONS];
+            int n = g->legal(g, s->state, legal);
+            action = legal[zt_rng_below(&s->rng, (uint32_t)n)];
+        }
         /* The move's reward (model.h: the acting player's): a two-player
          * game's is 0 (its returns are the outcome); a one-player game's is
          * the score the move banks (2048: its merges). A chance node that

@@ -78,6 +78,12 @@ typedef struct zt_actor_config {
      * neither searched nor recorded. */
     const char *opening_players;
     double opening_noise;
+    /* A share of the searched moves played uniformly at random instead of
+     * the search's choice, recorded like any other (the search's policy
+     * target, the move played): MuZero's dynamics then also learn moves
+     * self-play would not make (leaving a threat open), whose consequences
+     * a model otherwise only guesses. 0: none (no random draw). */
+    double random_move_fraction;
     /* Start positions: a share start_fraction of games begin from one of
      * the num_start_states states (the game's state_size bytes each,
      * borrowed: they outlive the actor), drawn uniformly, with no random
