@@ -3,7 +3,8 @@
 # equal-wall-time comparisons of docs/connect4-recipes.md: trains GAME for
 # MINUTES with the defaults plus the given --set/--config flags into
 # runs/recipes/NAME, then judges the final model on every solver position
-# set of the game, whole (not the arena's first 200), and prints the curve
+# set of the game, whole (not the arena's first 200; the positions it gets
+# wrong go to runs/recipes/NAME.mistakes/SET), and prints the curve
 # (the arena's records in metrics.jsonl, one line per arena; points per
 # game with their 95 % interval where games are worth more than one point,
 # as in backgammon; for 2048 the model's mean score) and a one-line
@@ -68,10 +69,18 @@ EOF
 # The final model on every set, whole.
 summary="$name	$game	$minutes	$start	$*"
 # (tests/data holds the game's sets: Pons' copies and ours)
+with_mistakes=
+"$bin" eval --help 2>/dev/null | grep -q -- --mistakes && with_mistakes=1
 for f in tests/data/"$game"/*; do
     [ -f "$f" ] || continue
     case $f in *.md | *README* | *.tsv) continue ;; esac
-    out=$("$bin" eval "$game" --model "$run" --positions "$f" 2>&1) || {
+    # (the positions it gets wrong kept beside the run, to compare recipes)
+    wrong=()
+    if [ -n "$with_mistakes" ]; then
+        mkdir -p "$run.mistakes"
+        wrong=(--mistakes "$run.mistakes/$(basename "$f")")
+    fi
+    out=$("$bin" eval "$game" --model "$run" --positions "$f" "${wrong[@]}" 2>&1) || {
         echo "recipe: eval $f failed: $out" >&2
         continue
     }
