@@ -21,12 +21,13 @@ rates() {
         sed -n 's/.*"step":\([0-9]*\).*"lr":\([0-9.e+-]*\).*/\1 \2/p'
 }
 
-"$BIN" train tictactoe --run "$tmp/steps" --steps 200 "${quiet[@]}" >"$tmp/steps.log" 2>&1 ||
+"$BIN" train tictactoe --run "$tmp/steps" --steps 300 "${quiet[@]}" >"$tmp/steps.log" 2>&1 ||
     fail "train --steps: $(tail -n 2 "$tmp/steps.log")"
 # the rate a step trained with is the schedule's at the step before the
-# record's count: cos(pi (s - 1) / 200)
+# record's count: cos(pi (s - 1) / 300); records come at least every 100
+# steps in a run's first minute
 rates "$tmp/steps" | awk '
-    { s = $1; want = 0.0002 + 0.0009 * (1 + cos(3.141592653589793 * (s - 1) / 200))
+    { s = $1; want = 0.0002 + 0.0009 * (1 + cos(3.141592653589793 * (s - 1) / 300))
       if ($2 - want > 1e-7 || want - $2 > 1e-7) { print "step " s ": lr " $2 ", want " want; bad = 1 }
       n++ }
     END { if (n < 3) { print "only " n " records with a rate"; bad = 1 } exit bad }' >"$tmp/bad" ||
