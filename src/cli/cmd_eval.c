@@ -7,7 +7,6 @@
  * distribution of the game's level (the highest tile). The model plays with a
  * net and a search (its run's search settings, else Gumbel's defaults), or
  * its raw policy with --sims 0. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +15,9 @@
 #include "agent/gnubg.h"
 #include "arena/arena.h"
 #include "cli/cli.h"
-#include "core/alloc.h"
 #include "core/fileio.h"
 #include "core/timer.h"
+#include "serve/json.h"
 #include "search/settings.h"
 #include "train/run.h"
 
@@ -348,30 +347,8 @@ done:
 /* The text of the positions whose move lost value (--mistakes). */
 typedef struct mistake_log {
     const zt_game *game;
-    char *text;
-    size_t len, cap;
+    zt_json_buf text; /* (a growing printf buffer; nothing JSON about it) */
 } mistake_log;
-
-static void mistake_append(mistake_log *m, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void mistake_append(mistake_log *m, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(m->text ? m->text + m->len : NULL, m->text ? m->cap - m->len : 0, fmt,
-                          ap);
-        va_end(ap);
-        if (n < 0) return;
-        if (m->text && m->len + (size_t)n < m->cap) {
-            m->len += (size_t)n;
-            return;
-        }
-        m->cap = 2 * (m->cap + (size_t)n) + 256;
-        m->text = zt_xrealloc(m->text, m->cap);
-    }
-}
 
 static void on_mistake(void *ctx, int index, const char *line, const void *state, int action,
                        const uint16_t *keep, int num_keep)
@@ -379,12 +356,12 @@ static void on_mistake(void *ctx, int index, const char *line, const void *state
     mistake_log *m = ctx;
     char move[64];
     m->game->action_to_text(m->game, state, action, move, sizeof move);
-    mistake_append(m, "# position %d: played %s, keeps", index + 1, move);
+    zt_json_printf(&m->text, "# position %d: played %s, keeps", index + 1, move);
     for (int i = 0; i < num_keep; i++) {
         m->game->action_to_text(m->game, state, keep[i], move, sizeof move);
-        mistake_append(m, "%s%s", i ? "," : " ", move);
+        zt_json_printf(&m->text, "%s%s", i ? "," : " ", move);
     }
-    mistake_append(m, "%s\n%s\n", num_keep ? "" : " none", line ? line : "");
+    zt_json_printf(&m->text, "%s\n%s\n", num_keep ? "" : " none", line ? line : "");
 }
 
 int zt_cmd_eval(int argc, char **argv)
@@ -543,7 +520,7 @@ int zt_cmd_eval(int argc, char **argv)
         zt_cli_positions_progress(&pc, &meter);
         if (mistakes_path) {
             mlog.game = g;
-            mistake_append(&mlog, "# %s: the positions whose move lost value (%s)\n",
+            zt_json_printf(&mlog.text, "# %s: the positions whose move lost value (%s)\n",
                            positions, what);
             pc.mistake = on_mistake;
             pc.mistake_ctx = &mlog;
@@ -552,7 +529,7 @@ int zt_cmd_eval(int argc, char **argv)
         zt_progress_meter_end(&meter);
         if (st != ZT_OK) goto fail;
         if (mistakes_path &&
-            (st = zt_write_file_atomic(mistakes_path, mlog.text, mlog.len)) != ZT_OK)
+            (st = zt_write_file_atomic(mistakes_path, mlog.text.data, mlog.text.len)) != ZT_OK)
             goto fail;
         char line[128];
         zt_positions_format(&pr, line, sizeof line);
@@ -600,7 +577,7 @@ int zt_cmd_eval(int argc, char **argv)
 fail:
     rc = zt_cli_fail(st);
 done:
-    free(mlog.text);
+    zt_json_buf_free(&mlog.text);
     zt_agent_free(opp_agent);
     model_agent_free(&them);
     model_agent_free(&me);
