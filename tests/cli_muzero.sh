@@ -60,10 +60,26 @@ tiny=(--set algorithm=muzero --set mode=deterministic --set games_per_actor=8
       --set arena.games=2 --set arena.positions_limit=10 --set selfplay.root_cache_sims=8
       --set muzero.unroll=3 --set precision=fp32)
 run="$dir/run"
-if ! "$BIN" train tictactoe --run "$run" --steps 3 "${tiny[@]}" >"$dir/train.log" 2>&1; then
+if ! "$BIN" train tictactoe --run "$run" --steps 3 "${tiny[@]}" \
+    --set muzero.selfplay.random_move_fraction=0.125 >"$dir/train.log" 2>&1; then
     fail "train: the tiny muzero run failed: $(tail -n 2 "$dir/train.log")"
 fi
 grep -q '^algorithm = muzero' "$run/config.ini" 2>/dev/null || fail "config.ini does not say muzero"
+# muzero.SECTION.KEY replaces SECTION.KEY in a muzero run (both written to
+# config.ini), and only there: an AlphaZero run keeps the selfplay key as it
+# was; the keys [muzero] names itself (muzero.c_scale) are refused this way
+[ "$(grep -c '^random_move_fraction = 0.125$' "$run/config.ini" 2>/dev/null)" = 2 ] ||
+    fail "muzero.selfplay.random_move_fraction did not replace selfplay's: $(grep -n random_move "$run/config.ini")"
+if "$BIN" train tictactoe --run "$dir/az" --steps 1 --set mode=deterministic \
+    --set learner.min_positions=40 --set arena.games=0 --set arena.positions=false \
+    --set muzero.selfplay.random_move_fraction=0.125 >"$dir/az.log" 2>&1; then
+    [ "$(grep -c '^random_move_fraction = 0.125$' "$dir/az/config.ini" 2>/dev/null)" = 1 ] ||
+        fail "an alphazero run took muzero.selfplay's key: $(grep -n random_move "$dir/az/config.ini")"
+else
+    fail "train: an alphazero run with a muzero.selfplay key failed: $(tail -n 2 "$dir/az.log")"
+fi
+expect_error "key 'muzero.search.c_scale': set muzero.c_scale instead" train tictactoe \
+    --run "$dir/cs" --steps 1 --set algorithm=muzero --set muzero.search.c_scale=0.2
 
 out=$("$BIN" eval tictactoe --model "$run" --opponent random --games 4 --sims 4 2>&1) ||
     fail "eval with search: $out"

@@ -685,6 +685,38 @@ static void test_config_inherit(void)
     zt_config_free(dst);
 }
 
+/* zt_config_promote: PREFIX.SECTION.KEY puts SECTION.KEY when applied and
+ * is marked read either way (not unknown, and written to config.ini);
+ * PREFIX.KEY without a section is the prefix's own key and stays unread. */
+static void test_config_promote(void)
+{
+    for (int apply = 0; apply < 2; apply++) {
+        zt_config *c = zt_config_new();
+        zt_config_put(c, "selfplay.random_move_fraction", "0");
+        zt_config_put(c, "muzero.selfplay.random_move_fraction", "0.05");
+        zt_config_put(c, "muzero.learner.schedule", "cosine");
+        zt_config_put(c, "muzero.channels", "32");
+        zt_config_put(c, "learner.schedule_x", "1");
+        CHECK(zt_config_promote(c, "muzero.", apply) == 2, "");
+        double f;
+        CHECK(zt_config_double(c, "selfplay.random_move_fraction", 1, 0, 1, &f) == ZT_OK &&
+                  f == (apply ? 0.05 : 0),
+              "apply %d: %g", apply, f);
+        CHECK(zt_config_has(c, "learner.schedule") == (bool)apply, "");
+        const char *s;
+        CHECK(zt_config_string(c, "learner.schedule_x", "", &s) == ZT_OK, "");
+        if (apply) CHECK(zt_config_string(c, "learner.schedule", "", &s) == ZT_OK, "");
+        /* muzero.channels is nobody's stand-in: unread, so unknown here */
+        CHECK(zt_config_check_unused(c) != ZT_OK &&
+                  strstr(zt_error_message(), "'muzero.channels'"),
+              "%s", zt_error_message());
+        int64_t ch;
+        CHECK(zt_config_int(c, "muzero.channels", 1, 1, 64, &ch) == ZT_OK, "");
+        CHECK(zt_config_check_unused(c) == ZT_OK, "%s", zt_error_message());
+        zt_config_free(c);
+    }
+}
+
 /* zt_data_find: the caller's directory first, then the usual places; a
  * file in none of them is false with the tests/data path in out. */
 static void test_data_find(void)
@@ -1380,6 +1412,7 @@ int main(void)
     test_config_types();
     test_config_roundtrip();
     test_config_inherit();
+    test_config_promote();
     test_fileio();
     test_fileio_faults();
     test_dir_lock();

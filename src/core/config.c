@@ -118,6 +118,25 @@ int zt_config_inherit(zt_config *dst, const zt_config *src, const char *prefix,
     return put;
 }
 
+int zt_config_promote(zt_config *c, const char *prefix, bool apply)
+{
+    size_t plen = strlen(prefix);
+    int found = 0;
+    /* by index: a put may add an entry (SECTION.KEY), never one with the
+     * prefix, and may move the array */
+    for (int i = 0; i < c->n; i++) {
+        entry *e = &c->entries[i];
+        if (!e->value || strncmp(e->key, prefix, plen) != 0 || !strchr(e->key + plen, '.'))
+            continue;
+        e->used = true;
+        e->resolved = e->value;
+        found++;
+        const char *key = e->key + plen, *value = e->value;
+        if (apply) zt_config_put(c, key, value);
+    }
+    return found;
+}
+
 /* One file's parse: where the text is, the line inih is on, and the keys
  * the file has set so far with their lines (a key set twice in one file is
  * a mistake, not an override). */

@@ -36,6 +36,14 @@ bool zt_config_has(const zt_config *c, const char *key);
 int zt_config_inherit(zt_config *dst, const zt_config *src, const char *prefix,
                       const char *const *skip);
 
+/* Keys that stand in for others: for every key PREFIX.SECTION.KEY that c
+ * sets (a dotted key after the prefix; PREFIX.KEY is not one), puts
+ * SECTION.KEY = its value when `apply`, and marks the key read either way
+ * (so it is no unknown key, and zt_config_write keeps it). MuZero runs'
+ * [muzero] section sets keys of the others this way. Returns how many keys
+ * it found. */
+int zt_config_promote(zt_config *c, const char *prefix, bool apply);
+
 /* Typed getters. Each marks the key used and records the resolved value
  * (the default when absent). Errors: "key 'k': expected an integer, got 'x'",
  * "key 'k': 42 is outside [3, 6]". */

@@ -328,6 +328,20 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
                            d);
         S->discount = 1;
     }
+    /* and muzero.SECTION.KEY, for any other section's key, replaces
+     * SECTION.KEY likewise: a game's MuZero defaults in its [muzero]
+     * section (configs/tictactoe.ini), beside its AlphaZero ones. The keys
+     * with names of their own above go by those. */
+    static const char *const own_names[][2] = {
+        {"muzero.search.c_scale", "muzero.c_scale"},
+        {"muzero.search.discount", "muzero.discount"},
+        {"muzero.selfplay.full_search_fraction", "muzero.full_search_fraction"},
+    };
+    for (size_t i = 0; i < sizeof own_names / sizeof own_names[0]; i++)
+        if (zt_config_has(c, own_names[i][0]))
+            return zt_fail(ZT_ERR_INVALID, "key '%s': set %s instead", own_names[i][0],
+                           own_names[i][1]);
+    zt_config_promote(c, "muzero.", zt_algorithm_is_muzero(S->algorithm));
     if (zt_algorithm_is_muzero(S->algorithm)) {
         char text[32];
         snprintf(text, sizeof text, "%.17g", S->discount);
