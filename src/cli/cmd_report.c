@@ -10,7 +10,6 @@
  * with a single record says so in words. Records of unknown kinds, unknown
  * fields and a last line cut short by a running trainer are passed over. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "core/fileio.h"
 #include "core/progress.h"
 #include "core/ticks.h"
+#include "serve/json.h"
 
 /* ---- metrics records ---- */
 
@@ -193,51 +193,27 @@ static bool parse_record(const char *line, record *r)
     }
 }
 
-/* ---- a growing text buffer ---- */
-
-typedef struct sbuf {
-    char *data;
-    size_t len, cap;
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(sbuf *b, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->len;
-        int n = vsnprintf(b->data ? b->data + b->len : NULL, room, fmt, ap);
-        va_end(ap);
-        ZT_ASSERT(n >= 0);
-        if ((size_t)n < room) {
-            b->len += (size_t)n;
-            return;
-        }
-        b->cap = b->cap * 2 + (size_t)n + 4096;
-        b->data = zt_xrealloc(b->data, b->cap);
-    }
-}
+/* ---- the page's text: serve/json.h's growing buffer (zt_json_printf) ---- */
 
 /* Text for HTML and SVG: &, <, >, " escaped. */
-static void put_text(sbuf *b, const char *s)
+static void put_text(zt_json_buf *b, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
         case '&':
-            put(b, "&amp;");
+            zt_json_printf(b, "&amp;");
             break;
         case '<':
-            put(b, "&lt;");
+            zt_json_printf(b, "&lt;");
             break;
         case '>':
-            put(b, "&gt;");
+            zt_json_printf(b, "&gt;");
             break;
         case '"':
-            put(b, "&quot;");
+            zt_json_printf(b, "&quot;");
             break;
         default:
-            put(b, "%c", *s);
+            zt_json_printf(b, "%c", *s);
         }
     }
 }
@@ -356,7 +332,7 @@ typedef struct xaxis_text {
 
 /* A chart whose series have one point each draws no curve: a short figure
  * says so and gives the values, no empty frame. */
-static void render_single(sbuf *b, const chart *c, const xaxis_text *xt)
+static void render_single(zt_json_buf *b, const chart *c, const xaxis_text *xt)
 {
     double x = NAN;
     int lines = 0;
@@ -365,17 +341,17 @@ static void render_single(sbuf *b, const chart *c, const xaxis_text *xt)
         lines += c->s[k].n > 0;
     }
     int h = 58 + 16 * lines;
-    put(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">", CW, h, CW,
+    zt_json_printf(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">", CW, h, CW,
         h);
-    put(b, "<text class=\"t\" x=\"%d\" y=\"18\">", ML);
+    zt_json_printf(b, "<text class=\"t\" x=\"%d\" y=\"18\">", ML);
     put_text(b, c->title);
-    put(b, "</text>");
+    zt_json_printf(b, "</text>");
     char at[32];
     if (xt->scale == 1 && strcmp(xt->unit, "games") == 0)
         snprintf(at, sizeof at, "%.0f", round(x) + 0.0);
     else
         snprintf(at, sizeof at, "%.1f", x + 0.0);
-    put(b, "<text class=\"n\" x=\"%d\" y=\"42\">one record so far (at %s %s): no curve yet</text>",
+    zt_json_printf(b, "<text class=\"n\" x=\"%d\" y=\"42\">one record so far (at %s %s): no curve yet</text>",
         CW / 2, at, xt->unit);
     int line = 0;
     for (int k = 0; k < c->nseries; k++) {
@@ -383,21 +359,21 @@ static void render_single(sbuf *b, const chart *c, const xaxis_text *xt)
         if (s->n == 0) continue;
         char v[32], lo[32], hi[32];
         zt_ticks_value(s->y[0], v, sizeof v);
-        put(b, "<text class=\"v\" x=\"%d\" y=\"%d\" fill=\"%s\">", CW / 2, 62 + 16 * line++,
+        zt_json_printf(b, "<text class=\"v\" x=\"%d\" y=\"%d\" fill=\"%s\">", CW / 2, 62 + 16 * line++,
             palette[k]);
         put_text(b, s->name);
-        put(b, ": %s", v);
+        zt_json_printf(b, ": %s", v);
         if (!isnan(s->lo[0])) {
             zt_ticks_value(s->lo[0], lo, sizeof lo);
             zt_ticks_value(s->hi[0], hi, sizeof hi);
-            put(b, " [%s, %s]", lo, hi);
+            zt_json_printf(b, " [%s, %s]", lo, hi);
         }
-        put(b, "</text>");
+        zt_json_printf(b, "</text>");
     }
-    put(b, "</svg></figure>\n");
+    zt_json_printf(b, "</svg></figure>\n");
 }
 
-static void render_chart(sbuf *b, const chart *c, const xaxis_text *xt)
+static void render_chart(zt_json_buf *b, const chart *c, const xaxis_text *xt)
 {
     double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
     int points = 0, curves = 0;
@@ -417,13 +393,13 @@ static void render_chart(sbuf *b, const chart *c, const xaxis_text *xt)
         return;
     }
     int height = points == 0 ? 60 : CH;
-    put(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">", CW,
+    zt_json_printf(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">", CW,
         height, CW, height);
-    put(b, "<text class=\"t\" x=\"%d\" y=\"18\">", ML);
+    zt_json_printf(b, "<text class=\"t\" x=\"%d\" y=\"18\">", ML);
     put_text(b, c->title);
-    put(b, "</text>");
+    zt_json_printf(b, "</text>");
     if (points == 0) {
-        put(b, "<text class=\"n\" x=\"%d\" y=\"42\">no records yet</text></svg></figure>\n",
+        zt_json_printf(b, "<text class=\"n\" x=\"%d\" y=\"42\">no records yet</text></svg></figure>\n",
             CW / 2);
         return;
     }
@@ -441,54 +417,54 @@ static void render_chart(sbuf *b, const chart *c, const xaxis_text *xt)
     int pw = CW - ML - MR, ph = CH - top - MB;
 #define PX(v) (ML + ((v)-x0) / (x1 - x0) * pw)
 #define PY(v) (top + (y1 - (v)) / (y1 - y0) * ph)
-    put(b, "<rect class=\"f\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>", ML, top, pw, ph);
+    zt_json_printf(b, "<rect class=\"f\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>", ML, top, pw, ph);
     for (int i = 0; i < yt.n; i++) {
         double v = yt.value[i];
-        put(b, "<line class=\"g\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>", ML, ML + pw,
+        zt_json_printf(b, "<line class=\"g\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>", ML, ML + pw,
             PY(v), PY(v));
-        put(b, "<text class=\"yl\" x=\"%d\" y=\"%.1f\">%s</text>", ML - 5, PY(v) + 4, yt.label[i]);
+        zt_json_printf(b, "<text class=\"yl\" x=\"%d\" y=\"%.1f\">%s</text>", ML - 5, PY(v) + 4, yt.label[i]);
     }
     for (int i = 0; i < xtk.n; i++) {
         double v = xtk.value[i];
-        put(b, "<line class=\"g\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\"/>", PX(v), PX(v), top,
+        zt_json_printf(b, "<line class=\"g\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\"/>", PX(v), PX(v), top,
             top + ph);
-        put(b, "<text class=\"xl\" x=\"%.1f\" y=\"%d\">%s</text>", PX(v), top + ph + 16,
+        zt_json_printf(b, "<text class=\"xl\" x=\"%.1f\" y=\"%d\">%s</text>", PX(v), top + ph + 16,
             xtk.label[i]);
     }
-    put(b, "<text class=\"ax\" x=\"%d\" y=\"%d\">", ML + pw / 2, CH - 6);
+    zt_json_printf(b, "<text class=\"ax\" x=\"%d\" y=\"%d\">", ML + pw / 2, CH - 6);
     put_text(b, xt->label);
-    put(b, "</text><text class=\"ax\" transform=\"translate(14 %d) rotate(-90)\">", top + ph / 2);
+    zt_json_printf(b, "</text><text class=\"ax\" transform=\"translate(14 %d) rotate(-90)\">", top + ph / 2);
     put_text(b, c->y_label);
-    put(b, "</text>");
+    zt_json_printf(b, "</text>");
     for (int k = 0; k < c->nseries; k++) {
         const series *s = &c->s[k];
         const char *col = palette[k];
         for (int i = 0; i < s->n; i++)
             if (!isnan(s->lo[i]))
-                put(b,
+                zt_json_printf(b,
                     "<line stroke=\"%s\" stroke-opacity=\"0.45\" stroke-width=\"3\" x1=\"%.1f\" "
                     "x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>",
                     col, PX(s->x[i] / xt->scale), PX(s->x[i] / xt->scale), PY(s->lo[i]),
                     PY(s->hi[i]));
         if (s->n > 1) {
-            put(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" points=\"", col);
+            zt_json_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" points=\"", col);
             for (int i = 0; i < s->n; i++)
-                put(b, "%s%.1f,%.1f", i ? " " : "", PX(s->x[i] / xt->scale), PY(s->y[i]));
-            put(b, "\"/>");
+                zt_json_printf(b, "%s%.1f,%.1f", i ? " " : "", PX(s->x[i] / xt->scale), PY(s->y[i]));
+            zt_json_printf(b, "\"/>");
         }
         if (s->n <= 60)
             for (int i = 0; i < s->n; i++)
-                put(b, "<circle fill=\"%s\" r=\"2.6\" cx=\"%.1f\" cy=\"%.1f\"/>", col,
+                zt_json_printf(b, "<circle fill=\"%s\" r=\"2.6\" cx=\"%.1f\" cy=\"%.1f\"/>", col,
                     PX(s->x[i] / xt->scale), PY(s->y[i]));
-        put(b, "<rect fill=\"%s\" x=\"%d\" y=\"%d\" width=\"12\" height=\"3\"/>", col, lx[k],
+        zt_json_printf(b, "<rect fill=\"%s\" x=\"%d\" y=\"%d\" width=\"12\" height=\"3\"/>", col, lx[k],
             ly[k] - 4);
-        put(b, "<text class=\"lg\" x=\"%d\" y=\"%d\">", lx[k] + 16, ly[k]);
+        zt_json_printf(b, "<text class=\"lg\" x=\"%d\" y=\"%d\">", lx[k] + 16, ly[k]);
         put_text(b, labels[k]);
-        put(b, "</text>");
+        zt_json_printf(b, "</text>");
     }
 #undef PX
 #undef PY
-    put(b, "</svg></figure>\n");
+    zt_json_printf(b, "</svg></figure>\n");
 }
 
 /* ---- what the page shows ---- */
@@ -836,26 +812,26 @@ static void format_wall(double t, char *buf, size_t cap)
         snprintf(buf, cap, "%.2f h", t / 3600);
 }
 
-static void summary_html(sbuf *b, const summary *sm)
+static void summary_html(zt_json_buf *b, const summary *sm)
 {
     char wall[32];
     format_wall(sm->t, wall, sizeof wall);
-    put(b, "<table><tr><th>wall time</th><th>learner steps</th><th>games</th><th>positions</th>"
+    zt_json_printf(b, "<table><tr><th>wall time</th><th>learner steps</th><th>games</th><th>positions</th>"
            "<th>records</th></tr>");
-    put(b, "<tr><td>%s</td><td>%.0f</td><td>%.0f</td><td>%.0f</td><td>%d</td></tr>", wall,
+    zt_json_printf(b, "<tr><td>%s</td><td>%.0f</td><td>%.0f</td><td>%.0f</td><td>%d</td></tr>", wall,
         whole(sm->step), whole(sm->games), whole(sm->positions), sm->records);
-    put(b, "</table>\n");
-    put(b, "<table><tr><th>latest</th><th>result</th><th>at games</th></tr>");
+    zt_json_printf(b, "</table>\n");
+    zt_json_printf(b, "<table><tr><th>latest</th><th>result</th><th>at games</th></tr>");
     for (int k = 0; k < sm->nrows; k++) {
-        put(b, "<tr><td>");
+        zt_json_printf(b, "<tr><td>");
         put_text(b, sm->what[k]);
-        put(b, "</td><td>");
+        zt_json_printf(b, "</td><td>");
         put_text(b, sm->result[k]);
-        put(b, "</td><td>%s</td></tr>", sm->at[k]);
+        zt_json_printf(b, "</td><td>%s</td></tr>", sm->at[k]);
     }
     if (!sm->nrows)
-        put(b, "<tr><td colspan=\"3\">no arena, position-set or loss records yet</td></tr>");
-    put(b, "</table>\n");
+        zt_json_printf(b, "<tr><td colspan=\"3\">no arena, position-set or loss records yet</td></tr>");
+    zt_json_printf(b, "</table>\n");
 }
 
 static void summary_text(FILE *f, const char *run, const summary *sm)
@@ -942,18 +918,18 @@ static zt_status write_report(const char *run, const record *recs, int n, int ba
         time_axis = (xaxis_text){"wall time (min)", "min", 60};
     const xaxis_text games_axis = {"games played", "games", 1};
 
-    sbuf b = {0};
+    zt_json_buf b = {0};
     char stamp[64];
     time_t now = time(NULL);
     struct tm tm;
     strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", localtime_r(&now, &tm));
-    put(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Zeroth run ");
+    zt_json_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Zeroth run ");
     put_text(&b, run);
-    put(&b, "</title><style>%s</style></head><body>\n<h1>Zeroth run ", page_css);
+    zt_json_printf(&b, "</title><style>%s</style></head><body>\n<h1>Zeroth run ", page_css);
     put_text(&b, run);
-    put(&b, "</h1><p class=\"m\">report written %s from metrics.jsonl (%d records", stamp, n);
-    if (bad) put(&b, ", %d unreadable lines skipped", bad);
-    put(&b, ")</p>\n");
+    zt_json_printf(&b, "</h1><p class=\"m\">report written %s from metrics.jsonl (%d records", stamp, n);
+    if (bad) zt_json_printf(&b, ", %d unreadable lines skipped", bad);
+    zt_json_printf(&b, ")</p>\n");
     summary_html(&b, sm);
     for (size_t p = 0; p < sizeof panels / sizeof panels[0]; p++) {
         const panel *pn = &panels[p];
@@ -965,9 +941,9 @@ static zt_status write_report(const char *run, const record *recs, int n, int ba
             }
             if (!any) continue;
         }
-        put(&b, "<h2>");
+        zt_json_printf(&b, "<h2>");
         put_text(&b, pn->title);
-        put(&b, "</h2><div class=\"row\">\n");
+        zt_json_printf(&b, "</h2><div class=\"row\">\n");
         for (int xa = X_TIME; xa <= X_GAMES; xa++) {
             chart c = {.title = xa == X_TIME ? "against wall time" : "against games played",
                        .y_label = pn->y_label,
@@ -977,7 +953,7 @@ static zt_status write_report(const char *run, const record *recs, int n, int ba
             render_chart(&b, &c, xa == X_TIME ? &time_axis : &games_axis);
             chart_free(&c);
         }
-        put(&b, "</div>\n");
+        zt_json_printf(&b, "</div>\n");
     }
     /* The run's configuration, when there is one. */
     char path[4096];
@@ -985,16 +961,16 @@ static zt_status write_report(const char *run, const record *recs, int n, int ba
     size_t len;
     snprintf(path, sizeof path, "%s/config.ini", run);
     if (zt_read_file(path, &text, &len) == ZT_OK) {
-        put(&b, "<h2>Configuration</h2><pre>");
+        zt_json_printf(&b, "<h2>Configuration</h2><pre>");
         put_text(&b, text);
-        put(&b, "</pre>\n");
+        zt_json_printf(&b, "</pre>\n");
         free(text);
     }
-    put(&b, "</body></html>\n");
+    zt_json_printf(&b, "</body></html>\n");
 
     snprintf(out_path, cap, "%s/report.html", run);
     zt_status st = zt_write_file_atomic(out_path, b.data, b.len);
-    free(b.data);
+    zt_json_buf_free(&b);
     return st;
 }
 
