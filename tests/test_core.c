@@ -707,8 +707,7 @@ static void test_config_promote(void)
         CHECK(zt_config_string(c, "learner.schedule_x", "", &s) == ZT_OK, "");
         if (apply) CHECK(zt_config_string(c, "learner.schedule", "", &s) == ZT_OK, "");
         /* muzero.channels is nobody's stand-in: unread, so unknown here */
-        CHECK(zt_config_check_unused(c) != ZT_OK &&
-                  strstr(zt_error_message(), "'muzero.channels'"),
+        CHECK(zt_config_check_unused(c) != ZT_OK && strstr(zt_error_message(), "'muzero.channels'"),
               "%s", zt_error_message());
         int64_t ch;
         CHECK(zt_config_int(c, "muzero.channels", 1, 1, 64, &ch) == ZT_OK, "");

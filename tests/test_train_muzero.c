@@ -30,17 +30,16 @@ static char tmp_root[256];
  * over 32,000 steps), and the learning bars below for these 1,200 steps
  * (with the file's: 0.70 against random for Stochastic MuZero, near the
  * 0.65 bar). */
-static const char *const SMALL[] = {
-    "muzero.channels=16",
-    "muzero.blocks=1",
-    "muzero.dyn_blocks=1",
-    "muzero.pred_blocks=0",
-    "precision=fp32",
-    "mode=deterministic",
-    "checkpoint.minutes=0",
-    "muzero.selfplay.random_move_fraction=0",
-    "muzero.learner.schedule=constant",
-    NULL};
+static const char *const SMALL[] = {"muzero.channels=16",
+                                    "muzero.blocks=1",
+                                    "muzero.dyn_blocks=1",
+                                    "muzero.pred_blocks=0",
+                                    "precision=fp32",
+                                    "mode=deterministic",
+                                    "checkpoint.minutes=0",
+                                    "muzero.selfplay.random_move_fraction=0",
+                                    "muzero.learner.schedule=constant",
+                                    NULL};
 
 /* algorithm: the `algorithm` setting of a new run (a resumed one keeps its
  * config.ini's). */

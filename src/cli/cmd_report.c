@@ -341,8 +341,8 @@ static void render_single(zt_json_buf *b, const chart *c, const xaxis_text *xt)
         lines += c->s[k].n > 0;
     }
     int h = 58 + 16 * lines;
-    zt_json_printf(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">", CW, h, CW,
-        h);
+    zt_json_printf(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">",
+                   CW, h, CW, h);
     zt_json_printf(b, "<text class=\"t\" x=\"%d\" y=\"18\">", ML);
     put_text(b, c->title);
     zt_json_printf(b, "</text>");
@@ -351,7 +351,8 @@ static void render_single(zt_json_buf *b, const chart *c, const xaxis_text *xt)
         snprintf(at, sizeof at, "%.0f", round(x) + 0.0);
     else
         snprintf(at, sizeof at, "%.1f", x + 0.0);
-    zt_json_printf(b, "<text class=\"n\" x=\"%d\" y=\"42\">one record so far (at %s %s): no curve yet</text>",
+    zt_json_printf(
+        b, "<text class=\"n\" x=\"%d\" y=\"42\">one record so far (at %s %s): no curve yet</text>",
         CW / 2, at, xt->unit);
     int line = 0;
     for (int k = 0; k < c->nseries; k++) {
@@ -359,8 +360,8 @@ static void render_single(zt_json_buf *b, const chart *c, const xaxis_text *xt)
         if (s->n == 0) continue;
         char v[32], lo[32], hi[32];
         zt_ticks_value(s->y[0], v, sizeof v);
-        zt_json_printf(b, "<text class=\"v\" x=\"%d\" y=\"%d\" fill=\"%s\">", CW / 2, 62 + 16 * line++,
-            palette[k]);
+        zt_json_printf(b, "<text class=\"v\" x=\"%d\" y=\"%d\" fill=\"%s\">", CW / 2,
+                       62 + 16 * line++, palette[k]);
         put_text(b, s->name);
         zt_json_printf(b, ": %s", v);
         if (!isnan(s->lo[0])) {
@@ -393,14 +394,15 @@ static void render_chart(zt_json_buf *b, const chart *c, const xaxis_text *xt)
         return;
     }
     int height = points == 0 ? 60 : CH;
-    zt_json_printf(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">", CW,
-        height, CW, height);
+    zt_json_printf(b, "<figure><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">",
+                   CW, height, CW, height);
     zt_json_printf(b, "<text class=\"t\" x=\"%d\" y=\"18\">", ML);
     put_text(b, c->title);
     zt_json_printf(b, "</text>");
     if (points == 0) {
-        zt_json_printf(b, "<text class=\"n\" x=\"%d\" y=\"42\">no records yet</text></svg></figure>\n",
-            CW / 2);
+        zt_json_printf(b,
+                       "<text class=\"n\" x=\"%d\" y=\"42\">no records yet</text></svg></figure>\n",
+                       CW / 2);
         return;
     }
     if (c->from_zero) y0 = fmin(y0, 0);
@@ -417,23 +419,26 @@ static void render_chart(zt_json_buf *b, const chart *c, const xaxis_text *xt)
     int pw = CW - ML - MR, ph = CH - top - MB;
 #define PX(v) (ML + ((v)-x0) / (x1 - x0) * pw)
 #define PY(v) (top + (y1 - (v)) / (y1 - y0) * ph)
-    zt_json_printf(b, "<rect class=\"f\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>", ML, top, pw, ph);
+    zt_json_printf(b, "<rect class=\"f\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>", ML, top,
+                   pw, ph);
     for (int i = 0; i < yt.n; i++) {
         double v = yt.value[i];
-        zt_json_printf(b, "<line class=\"g\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>", ML, ML + pw,
-            PY(v), PY(v));
-        zt_json_printf(b, "<text class=\"yl\" x=\"%d\" y=\"%.1f\">%s</text>", ML - 5, PY(v) + 4, yt.label[i]);
+        zt_json_printf(b, "<line class=\"g\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>", ML,
+                       ML + pw, PY(v), PY(v));
+        zt_json_printf(b, "<text class=\"yl\" x=\"%d\" y=\"%.1f\">%s</text>", ML - 5, PY(v) + 4,
+                       yt.label[i]);
     }
     for (int i = 0; i < xtk.n; i++) {
         double v = xtk.value[i];
-        zt_json_printf(b, "<line class=\"g\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\"/>", PX(v), PX(v), top,
-            top + ph);
+        zt_json_printf(b, "<line class=\"g\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\"/>", PX(v),
+                       PX(v), top, top + ph);
         zt_json_printf(b, "<text class=\"xl\" x=\"%.1f\" y=\"%d\">%s</text>", PX(v), top + ph + 16,
-            xtk.label[i]);
+                       xtk.label[i]);
     }
     zt_json_printf(b, "<text class=\"ax\" x=\"%d\" y=\"%d\">", ML + pw / 2, CH - 6);
     put_text(b, xt->label);
-    zt_json_printf(b, "</text><text class=\"ax\" transform=\"translate(14 %d) rotate(-90)\">", top + ph / 2);
+    zt_json_printf(b, "</text><text class=\"ax\" transform=\"translate(14 %d) rotate(-90)\">",
+                   top + ph / 2);
     put_text(b, c->y_label);
     zt_json_printf(b, "</text>");
     for (int k = 0; k < c->nseries; k++) {
@@ -441,23 +446,26 @@ static void render_chart(zt_json_buf *b, const chart *c, const xaxis_text *xt)
         const char *col = palette[k];
         for (int i = 0; i < s->n; i++)
             if (!isnan(s->lo[i]))
-                zt_json_printf(b,
+                zt_json_printf(
+                    b,
                     "<line stroke=\"%s\" stroke-opacity=\"0.45\" stroke-width=\"3\" x1=\"%.1f\" "
                     "x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>",
                     col, PX(s->x[i] / xt->scale), PX(s->x[i] / xt->scale), PY(s->lo[i]),
                     PY(s->hi[i]));
         if (s->n > 1) {
-            zt_json_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" points=\"", col);
+            zt_json_printf(
+                b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" points=\"", col);
             for (int i = 0; i < s->n; i++)
-                zt_json_printf(b, "%s%.1f,%.1f", i ? " " : "", PX(s->x[i] / xt->scale), PY(s->y[i]));
+                zt_json_printf(b, "%s%.1f,%.1f", i ? " " : "", PX(s->x[i] / xt->scale),
+                               PY(s->y[i]));
             zt_json_printf(b, "\"/>");
         }
         if (s->n <= 60)
             for (int i = 0; i < s->n; i++)
                 zt_json_printf(b, "<circle fill=\"%s\" r=\"2.6\" cx=\"%.1f\" cy=\"%.1f\"/>", col,
-                    PX(s->x[i] / xt->scale), PY(s->y[i]));
-        zt_json_printf(b, "<rect fill=\"%s\" x=\"%d\" y=\"%d\" width=\"12\" height=\"3\"/>", col, lx[k],
-            ly[k] - 4);
+                               PX(s->x[i] / xt->scale), PY(s->y[i]));
+        zt_json_printf(b, "<rect fill=\"%s\" x=\"%d\" y=\"%d\" width=\"12\" height=\"3\"/>", col,
+                       lx[k], ly[k] - 4);
         zt_json_printf(b, "<text class=\"lg\" x=\"%d\" y=\"%d\">", lx[k] + 16, ly[k]);
         put_text(b, labels[k]);
         zt_json_printf(b, "</text>");
@@ -816,10 +824,11 @@ static void summary_html(zt_json_buf *b, const summary *sm)
 {
     char wall[32];
     format_wall(sm->t, wall, sizeof wall);
-    zt_json_printf(b, "<table><tr><th>wall time</th><th>learner steps</th><th>games</th><th>positions</th>"
+    zt_json_printf(
+        b, "<table><tr><th>wall time</th><th>learner steps</th><th>games</th><th>positions</th>"
            "<th>records</th></tr>");
-    zt_json_printf(b, "<tr><td>%s</td><td>%.0f</td><td>%.0f</td><td>%.0f</td><td>%d</td></tr>", wall,
-        whole(sm->step), whole(sm->games), whole(sm->positions), sm->records);
+    zt_json_printf(b, "<tr><td>%s</td><td>%.0f</td><td>%.0f</td><td>%.0f</td><td>%d</td></tr>",
+                   wall, whole(sm->step), whole(sm->games), whole(sm->positions), sm->records);
     zt_json_printf(b, "</table>\n");
     zt_json_printf(b, "<table><tr><th>latest</th><th>result</th><th>at games</th></tr>");
     for (int k = 0; k < sm->nrows; k++) {
@@ -830,7 +839,8 @@ static void summary_html(zt_json_buf *b, const summary *sm)
         zt_json_printf(b, "</td><td>%s</td></tr>", sm->at[k]);
     }
     if (!sm->nrows)
-        zt_json_printf(b, "<tr><td colspan=\"3\">no arena, position-set or loss records yet</td></tr>");
+        zt_json_printf(
+            b, "<tr><td colspan=\"3\">no arena, position-set or loss records yet</td></tr>");
     zt_json_printf(b, "</table>\n");
 }
 
@@ -923,11 +933,13 @@ static zt_status write_report(const char *run, const record *recs, int n, int ba
     time_t now = time(NULL);
     struct tm tm;
     strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", localtime_r(&now, &tm));
-    zt_json_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Zeroth run ");
+    zt_json_printf(
+        &b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Zeroth run ");
     put_text(&b, run);
     zt_json_printf(&b, "</title><style>%s</style></head><body>\n<h1>Zeroth run ", page_css);
     put_text(&b, run);
-    zt_json_printf(&b, "</h1><p class=\"m\">report written %s from metrics.jsonl (%d records", stamp, n);
+    zt_json_printf(&b, "</h1><p class=\"m\">report written %s from metrics.jsonl (%d records",
+                   stamp, n);
     if (bad) zt_json_printf(&b, ", %d unreadable lines skipped", bad);
     zt_json_printf(&b, ")</p>\n");
     summary_html(&b, sm);
