@@ -328,28 +328,33 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
                            d);
         S->discount = 1;
     }
+    /* The keys above that have names of their own in [muzero], with the
+     * values a MuZero run puts in their place. */
+    const struct {
+        const char *key, *own;
+        double value;
+    } named[] = {
+        {"search.discount", "muzero.discount", S->discount},
+        {"search.c_scale", "muzero.c_scale", mz_c_scale},
+        {"selfplay.full_search_fraction", "muzero.full_search_fraction", mz_full},
+    };
     /* and muzero.SECTION.KEY, for any other section's key, replaces
      * SECTION.KEY likewise: a game's MuZero defaults in its [muzero]
      * section (configs/tictactoe.ini), beside its AlphaZero ones. The keys
-     * with names of their own above go by those. */
-    static const char *const own_names[][2] = {
-        {"muzero.search.c_scale", "muzero.c_scale"},
-        {"muzero.search.discount", "muzero.discount"},
-        {"muzero.selfplay.full_search_fraction", "muzero.full_search_fraction"},
-    };
-    for (size_t i = 0; i < sizeof own_names / sizeof own_names[0]; i++)
-        if (zt_config_has(c, own_names[i][0]))
-            return zt_fail(ZT_ERR_INVALID, "key '%s': set %s instead", own_names[i][0],
-                           own_names[i][1]);
+     * with names of their own go by those. */
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+        char alias[64];
+        snprintf(alias, sizeof alias, "muzero.%s", named[i].key);
+        if (zt_config_has(c, alias))
+            return zt_fail(ZT_ERR_INVALID, "key '%s': set %s instead", alias, named[i].own);
+    }
     zt_config_promote(c, "muzero.", zt_algorithm_is_muzero(S->algorithm));
     if (zt_algorithm_is_muzero(S->algorithm)) {
-        char text[32];
-        snprintf(text, sizeof text, "%.17g", S->discount);
-        zt_config_put(c, "search.discount", text);
-        snprintf(text, sizeof text, "%.17g", mz_c_scale);
-        zt_config_put(c, "search.c_scale", text);
-        snprintf(text, sizeof text, "%.17g", mz_full);
-        zt_config_put(c, "selfplay.full_search_fraction", text);
+        for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+            char text[32];
+            snprintf(text, sizeof text, "%.17g", named[i].value);
+            zt_config_put(c, named[i].key, text);
+        }
         if (!debug) zt_config_put(c, "precision", zt_precision_name(mz_prec)); /* debug: fp32 */
     }
     static const char *const modes[] = {"concurrent", "alternate", "deterministic", NULL};
