@@ -80,6 +80,11 @@ else
 fi
 expect_error "key 'muzero.search.c_scale': set muzero.c_scale instead" train tictactoe \
     --run "$dir/cs" --steps 1 --set algorithm=muzero --set muzero.search.c_scale=0.2
+# a misspelt muzero.SECTION.KEY is an unknown key in either kind of run
+for alg in alphazero muzero; do
+    expect_error "unknown key 'muzero.learner.lrr' (no key 'learner.lrr')" train tictactoe \
+        --run "$dir/typo-$alg" --steps 1 --set algorithm=$alg --set muzero.learner.lrr=0.1
+done
 
 out=$("$BIN" eval tictactoe --model "$run" --opponent random --games 4 --sims 4 2>&1) ||
     fail "eval with search: $out"

@@ -20,6 +20,7 @@ typedef struct entry {
     const char *key;
     const char *value;    /* from a file, --set or put; NULL if never set */
     const char *resolved; /* what a getter returned, as text; NULL if never read */
+    const char *stands_for; /* zt_config_promote's SECTION.KEY of PREFIX.SECTION.KEY */
     bool used;
 } entry;
 
@@ -84,6 +85,7 @@ static entry *find_or_add(zt_config *c, const char *key)
     e->key = own(c, key);
     e->value = NULL;
     e->resolved = NULL;
+    e->stands_for = NULL;
     e->used = false;
     return e;
 }
@@ -130,6 +132,7 @@ int zt_config_promote(zt_config *c, const char *prefix, bool apply)
             continue;
         e->used = true;
         e->resolved = e->value;
+        e->stands_for = e->key + plen;
         found++;
         const char *key = e->key + plen, *value = e->value;
         if (apply) zt_config_put(c, key, value);
@@ -427,9 +430,15 @@ zt_status zt_config_choice(zt_config *c, const char *key, const char *def,
 
 zt_status zt_config_check_unused(const zt_config *c)
 {
-    for (int i = 0; i < c->n; i++)
-        if (c->entries[i].value && !c->entries[i].used)
-            return zt_fail(ZT_ERR_INVALID, "unknown key '%s'", c->entries[i].key);
+    for (int i = 0; i < c->n; i++) {
+        const entry *e = &c->entries[i];
+        if (e->value && !e->used) return zt_fail(ZT_ERR_INVALID, "unknown key '%s'", e->key);
+        /* a stand-in for a key nothing read is as unknown, applied or not
+         * (a misspelt muzero.SECTION.KEY in an AlphaZero run too) */
+        const entry *t = e->stands_for ? find(c, e->stands_for) : NULL;
+        if (e->stands_for && !(t && t->used))
+            return zt_fail(ZT_ERR_INVALID, "unknown key '%s' (no key '%s')", e->key, e->stands_for);
+    }
     return ZT_OK;
 }
 

@@ -64,7 +64,9 @@ zt_status zt_config_string(zt_config *c, const char *key, const char *def, const
 zt_status zt_config_choice(zt_config *c, const char *key, const char *def,
                            const char *const *choices, int *out);
 
-/* ZT_ERR_INVALID "unknown key 'foo'" for the first key set but never read. */
+/* ZT_ERR_INVALID "unknown key 'foo'" for the first key set but never read,
+ * or "unknown key 'P.S.K' (no key 'S.K')" for a key zt_config_promote
+ * found whose SECTION.KEY nothing read, whether it was applied or not. */
 zt_status zt_config_check_unused(const zt_config *c);
 
 /* Writes every resolved key as an INI file (sections from the prefixes),
