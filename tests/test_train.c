@@ -606,6 +606,11 @@ static void test_arena_opponents(void)
         {"random,alphabeta:4", "alphabeta:4", ZT_ERR_UNSUPPORTED}, /* Connect Four's only */
         {"random,random", "random", ZT_ERR_INVALID},
         {"random,", "random,", ZT_ERR_INVALID},
+        {"random," /* a spec of 64 characters, one too many */
+         "a123456789b123456789c123456789d123456789e123456789f123456789g123",
+         "longer than 63 characters", ZT_ERR_INVALID},
+        {"mcts:1,mcts:2,mcts:3,mcts:4,mcts:5,mcts:6,mcts:7,mcts:8,mcts:9", "more than 8",
+         ZT_ERR_INVALID},
     };
     char run[300];
     snprintf(run, sizeof run, "%s/opponents", tmp_root);

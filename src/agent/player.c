@@ -190,46 +190,50 @@ void zt_players_free(zt_player **players, int n)
     free(players);
 }
 
+zt_status zt_player_list_split(const char *list, const char *what, char *specs, size_t len, int max,
+                               int *n)
+{
+    *n = 0;
+    const char *p = list ? list : "";
+    while (*p == ' ' || *p == '\t') p++;
+    while (*p) {
+        size_t span = strcspn(p, ","), end = span;
+        while (end > 0 && (p[end - 1] == ' ' || p[end - 1] == '\t')) end--;
+        if (end == 0) return zt_fail(ZT_ERR_INVALID, "%s: empty entry in '%s'", what, list);
+        if (end >= len)
+            return zt_fail(ZT_ERR_INVALID, "%s: '%.*s' is longer than %d characters", what,
+                           (int)end, p, (int)len - 1);
+        if (*n == max)
+            return zt_fail(ZT_ERR_INVALID, "%s: more than %d players in '%s'", what, max, list);
+        char *spec = specs + (size_t)*n * len;
+        memcpy(spec, p, end);
+        spec[end] = '\0';
+        ++*n;
+        if (p[span] == '\0') break;
+        p += span + 1;
+        while (*p == ' ' || *p == '\t') p++;
+        if (!*p) return zt_fail(ZT_ERR_INVALID, "%s: empty entry in '%s'", what, list);
+    }
+    return ZT_OK;
+}
+
 zt_status zt_players_new(const zt_game *g, const char *list, const char *what, zt_player ***out,
                          int *n)
 {
     *out = NULL;
     *n = 0;
-    zt_player **players = NULL;
-    int count = 0;
-    const char *p = list ? list : "";
-    while (*p == ' ' || *p == '\t') p++;
-    while (*p) {
-        size_t len = strcspn(p, ","), end = len;
-        while (end > 0 && (p[end - 1] == ' ' || p[end - 1] == '\t')) end--;
-        char spec[128];
-        zt_status st = ZT_OK;
-        if (end == 0)
-            st = zt_fail(ZT_ERR_INVALID, "%s: empty entry in '%s'", what, list);
-        else if (end >= sizeof spec)
-            st = zt_fail(ZT_ERR_INVALID, "%s: '%.*s' is too long", what, (int)end, p);
-        zt_player *player = NULL;
-        if (st == ZT_OK) {
-            memcpy(spec, p, end);
-            spec[end] = '\0';
-            if ((st = zt_player_new(g, spec, &player)) != ZT_OK) {
-                char why[ZT_MESSAGE_MAX];
-                snprintf(why, sizeof why, "%s", zt_error_message());
-                st = zt_fail(st, "%s: '%s': %s", what, spec, why);
-            }
-        }
+    char specs[ZT_PLAYER_LIST_MAX][ZT_PLAYER_SPEC_LEN];
+    int count;
+    ZT_TRY(zt_player_list_split(list, what, &specs[0][0], sizeof specs[0], ZT_PLAYER_LIST_MAX,
+                                &count));
+    zt_player **players = count ? zt_xmalloc((size_t)count * sizeof *players) : NULL;
+    for (int i = 0; i < count; i++) {
+        zt_status st = zt_player_new(g, specs[i], &players[i]);
         if (st != ZT_OK) {
-            zt_players_free(players, count);
-            return st;
-        }
-        players = zt_xrealloc(players, (size_t)(count + 1) * sizeof *players);
-        players[count++] = player;
-        if (p[len] == '\0') break;
-        p += len + 1;
-        while (*p == ' ' || *p == '\t') p++;
-        if (!*p) {
-            zt_players_free(players, count);
-            return zt_fail(ZT_ERR_INVALID, "%s: empty entry in '%s'", what, list);
+            char why[ZT_MESSAGE_MAX];
+            snprintf(why, sizeof why, "%s", zt_error_message());
+            zt_players_free(players, i);
+            return zt_fail(st, "%s: '%s': %s", what, specs[i], why);
         }
     }
     *out = players;

@@ -24,10 +24,21 @@
  * exists for connect4, not sim K6 k=3 avoid"), a game without a solver. */
 zt_status zt_player_new(const zt_game *g, const char *spec, zt_player **out);
 
-/* The players of a comma-separated list of specs (blanks around each
- * ignored), made in order into *out (zt_xmalloc'd, *n of them; NULL and 0
- * for an empty list); free with zt_players_free. An error names the list's
- * setting `what` and the spec: "what: 'nobody': unknown player ...". */
+/* A list's bounds: specs, and bytes of a spec with its terminator. */
+#define ZT_PLAYER_LIST_MAX 64
+#define ZT_PLAYER_SPEC_LEN 128
+
+/* Splits a comma-separated list of specs (blanks around each ignored; NULL
+ * or blank: none) into specs[0 .. *n), `len` bytes each, at most `max`,
+ * without judging them. Errors name the list's setting `what`: an empty
+ * entry, a spec of `len` characters or more, more than `max` specs. */
+zt_status zt_player_list_split(const char *list, const char *what, char *specs, size_t len, int max,
+                               int *n);
+
+/* The players of such a list (at most ZT_PLAYER_LIST_MAX), made in order
+ * into *out (zt_xmalloc'd, *n of them; NULL and 0 for an empty list); free
+ * with zt_players_free. An error names the list's setting `what` and the
+ * spec: "what: 'nobody': unknown player ...". */
 zt_status zt_players_new(const zt_game *g, const char *list, const char *what, zt_player ***out,
                          int *n);
 void zt_players_free(zt_player **players, int n);

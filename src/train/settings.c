@@ -210,42 +210,20 @@ static zt_status read_opponents(zt_config *c, const zt_game *g, const char *def,
 {
     const char *list;
     ZT_TRY(zt_config_string(c, "arena.opponents", def, &list));
-    S->arena_num_opponents = 0;
-    const char *p = list;
-    while (*p == ' ' || *p == '\t') p++;
-    if (*p == '\0') return ZT_OK;
-    for (;;) {
-        size_t len = strcspn(p, ",");
-        size_t end = len;
-        while (end > 0 && (p[end - 1] == ' ' || p[end - 1] == '\t')) end--;
-        if (end == 0)
-            return zt_fail(ZT_ERR_INVALID, "arena.opponents: empty entry in '%s'", list);
-        if (end >= ZT_TRAIN_OPPONENT_LEN)
-            return zt_fail(ZT_ERR_INVALID, "arena.opponents: '%.*s' is longer than %d characters",
-                           (int)end, p, ZT_TRAIN_OPPONENT_LEN - 1);
-        if (S->arena_num_opponents == ZT_TRAIN_MAX_OPPONENTS)
-            return zt_fail(ZT_ERR_INVALID, "arena.opponents: more than %d in '%s'",
-                           ZT_TRAIN_MAX_OPPONENTS, list);
-        char *spec = S->arena_opponents[S->arena_num_opponents];
-        memcpy(spec, p, end);
-        spec[end] = '\0';
-        /* a repeat would merge two matches into one curve of the report */
-        for (int i = 0; i < S->arena_num_opponents; i++)
-            if (strcmp(S->arena_opponents[i], spec) == 0)
-                return zt_fail(ZT_ERR_INVALID, "arena.opponents: '%s' is listed twice", spec);
-        zt_player *player;
-        zt_status st = zt_player_new(g, spec, &player);
-        if (st != ZT_OK) {
-            char why[ZT_MESSAGE_MAX];
-            snprintf(why, sizeof why, "%s", zt_error_message());
-            return zt_fail(st, "arena.opponents: '%s': %s", spec, why);
-        }
-        zt_player_free(player);
-        S->arena_num_opponents++;
-        if (p[len] == '\0') return ZT_OK;
-        p += len + 1;
-        while (*p == ' ' || *p == '\t') p++;
-    }
+    ZT_TRY(zt_player_list_split(list, "arena.opponents", &S->arena_opponents[0][0],
+                                ZT_TRAIN_OPPONENT_LEN, ZT_TRAIN_MAX_OPPONENTS,
+                                &S->arena_num_opponents));
+    /* a repeat would merge two matches into one curve of the report */
+    for (int i = 0; i < S->arena_num_opponents; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(S->arena_opponents[i], S->arena_opponents[j]) == 0)
+                return zt_fail(ZT_ERR_INVALID, "arena.opponents: '%s' is listed twice",
+                               S->arena_opponents[i]);
+    zt_player **players;
+    int n;
+    ZT_TRY(zt_players_new(g, list, "arena.opponents", &players, &n));
+    zt_players_free(players, n);
+    return ZT_OK;
 }
 
 zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settings *S)
