@@ -2,8 +2,10 @@
  * settings of a game (configs/GAME.ini, then --config / --set), the actors
  * alone (no learner): positions, games and inferences per second, the mean
  * network batch, and beside them what the network alone allows at that batch
- * size: zt_net_forward timed on each actor's own net (same architecture,
- * precision and one thread), divided by the inferences a position needs.
+ * size: the actor's own calls (zt_net_forward, or a MuZero net's initial,
+ * recurrent and afterstate calls), kind by kind and batch size by batch
+ * size, timed on each actor's own net (same architecture, precision and one
+ * thread), divided by the positions played.
  * Self-play as a share of that is the cost of the tree, the game and the
  * batching (target: at least 90 %).
  *
@@ -36,26 +38,28 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: zeroth bench selfplay [GAME] [--seconds S] [--ablate] [--model M] [--config FILE]\n"
-            "                             [--set k=v ...]\n\n"
-            "Self-play alone (actors, no learner) with the training settings of GAME (default\n"
-            "connect4, or the game a --config file names: configs/GAME.ini, then each --config\n"
-            "FILE over it, then --set): positions/s, games/s,\n"
-            "inferences/s, mean batch, and the positions/s the network alone allows on the same\n"
-            "calls (zt_net_forward on the actors' nets at each batch size they used, as often),\n"
-            "self-play as a %% of it, and memory\n"
-            "(search trees + NN cache + replay buffer at capacity). The net has random weights\n"
-            "unless --model M gives trained ones (a weights file, checkpoint or run directory of\n"
-            "GAME; its architecture replaces the config's net): a trained net's games, batch\n"
-            "sizes and cache hits are those of a real run.\n\n"
-            "  --seconds S   measured seconds per row (default 5; a short warm-up comes first)\n"
-            "  --ablate      one row per optimisation turned off in turn (cross-game batching,\n"
-            "                K leaves per tree, bf16, NN cache, root cache, tree reuse, compact\n"
-            "                replay, sampler prefetch), the other evaluator kind (private nets\n"
-            "                or the shared service), then debug=1; ratios against all-on\n"
-            "  --set selfplay.evaluator=shared   the actors' positions go through one evaluator\n"
-            "                service thread that merges their batches (what a GPU wants)\n");
+    fprintf(
+        f,
+        "usage: zeroth bench selfplay [GAME] [--seconds S] [--ablate] [--model M] [--config FILE]\n"
+        "                             [--set k=v ...]\n\n"
+        "Self-play alone (actors, no learner) with the training settings of GAME (default\n"
+        "connect4, or the game a --config file names: configs/GAME.ini, then each --config\n"
+        "FILE over it, then --set): positions/s, games/s,\n"
+        "inferences/s, mean batch, and the positions/s the network alone allows on the same\n"
+        "calls (each kind of call, zt_net_forward or a MuZero net's initial, recurrent and\n"
+        "afterstate, on the actors' nets at each batch size they used, as often),\n"
+        "self-play as a %% of it, and memory\n"
+        "(search trees + NN cache + replay buffer at capacity). The net has random weights\n"
+        "unless --model M gives trained ones (a weights file, checkpoint or run directory of\n"
+        "GAME; its architecture replaces the config's net): a trained net's games, batch\n"
+        "sizes and cache hits are those of a real run.\n\n"
+        "  --seconds S   measured seconds per row (default 5; a short warm-up comes first)\n"
+        "  --ablate      one row per optimisation turned off in turn (cross-game batching,\n"
+        "                K leaves per tree, bf16, NN cache, root cache, tree reuse, compact\n"
+        "                replay, sampler prefetch), the other evaluator kind (private nets\n"
+        "                or the shared service), then debug=1; ratios against all-on\n"
+        "  --set selfplay.evaluator=shared   the actors' positions go through one evaluator\n"
+        "                service thread that merges their batches (what a GPU wants)\n");
 }
 
 /* ---- settings ---- */
@@ -148,7 +152,7 @@ typedef struct actor_run {
     double warmup, seconds;
     zt_actor_stats before, after;
     zt_evaluator_stats ev_before, ev_after;
-    uint64_t *counts; /* network calls per batch size in the measured interval */
+    uint64_t *counts; /* network calls per kind and batch size in the measured interval */
     double elapsed;
     zt_status st;
     char message[256];
@@ -161,7 +165,8 @@ static void *actor_main(void *arg)
     actor_run *r = arg;
     zt_traj_sink sink = zt_traj_sink_replay(r->rb);
     int max_b = zt_evaluator_pool_max_batch(r->pool, r->id);
-    uint64_t *at_start = zt_xcalloc((size_t)max_b + 1, sizeof *at_start);
+    size_t ncounts = (size_t)ZT_CALL_KINDS * ((size_t)max_b + 1);
+    uint64_t *at_start = zt_xcalloc(ncounts, sizeof *at_start);
     double t0 = zt_now_s(), tm = 0;
     bool measuring = false;
     for (;;) {
@@ -176,8 +181,16 @@ static void *actor_main(void *arg)
         if (measuring && now - tm >= r->seconds) {
             r->after = zt_actor_get_stats(r->actor);
             r->ev_after = zt_evaluator_pool_stats(r->pool, r->id);
+            if (zt_evaluator_pool_max_batch(r->pool, r->id) != max_b) {
+                /* the counts' layout changed under us; cannot happen when
+                 * the pool was sized by zt_actor_eval_batch */
+                r->st = zt_fail(ZT_ERR_INVALID, "the actor's batches outgrew its evaluator (%d)",
+                                max_b);
+                snprintf(r->message, sizeof r->message, "%s", zt_error_message());
+                break;
+            }
             zt_evaluator_pool_batch_counts(r->pool, r->id, r->counts);
-            for (int b = 0; b <= max_b; b++) r->counts[b] -= at_start[b];
+            for (size_t i = 0; i < ncounts; i++) r->counts[i] -= at_start[i];
             r->elapsed = now - tm;
             break;
         }
@@ -194,37 +207,72 @@ static void *actor_main(void *arg)
 typedef struct net_run {
     zt_net *net;
     int max_b;
-    const uint64_t *counts; /* the actor's calls per batch size */
+    const uint64_t *counts; /* the actor's calls per kind and batch size (zt_eval_call) */
     double seconds;
     const float *obs;
+    int num_actions;
     float *logits, *value;
+    /* a MuZero net's calls: hidden states (from h on obs), actions, outputs */
+    float *hidden, *next_hidden, *scalars, *chance_logits;
+    int *actions;
     double net_s; /* what those calls cost the network alone */
     zt_status st;
     char message[256];
 } net_run;
 
-/* The network alone on the actor's calls: each batch size that occurred is
- * timed back to back (a share of `seconds` each, at least 3 calls), and
- * net_s = sum over sizes of calls x time per call. */
+/* One call of `kind` at batch b on the net alone. */
+static zt_status net_call(net_run *r, zt_eval_call kind, int b)
+{
+    switch (kind) {
+    case ZT_CALL_INITIAL:
+        return zt_net_initial(r->net, b, r->obs, r->hidden, r->logits, r->value);
+    case ZT_CALL_RECURRENT:
+        return zt_net_recurrent(r->net, b, r->hidden, r->actions, r->next_hidden, r->scalars,
+                                r->logits, r->value, r->scalars + r->max_b);
+    case ZT_CALL_AFTERSTATE:
+        return zt_net_afterstate(r->net, b, r->hidden, r->actions, r->next_hidden, r->chance_logits,
+                                 r->scalars);
+    default:
+        return zt_net_forward(r->net, b, r->obs, r->logits, r->value);
+    }
+}
+
+/* The network alone on the actor's calls: each kind of call at each batch
+ * size that occurred is timed back to back (a share of `seconds` each, at
+ * least 3 calls), and net_s = sum over kinds and sizes of calls x time per
+ * call. A MuZero net's recurrent and afterstate calls step hidden states
+ * that h made from the observations, with actions (or, on a Stochastic
+ * MuZero net's recurrent, chance codes) spread over the range. */
 static void *net_main(void *arg)
 {
     net_run *r = arg;
+    size_t row = (size_t)r->max_b + 1;
     int sizes = 0;
-    for (int b = 1; b <= r->max_b; b++) sizes += r->counts[b] > 0;
+    for (size_t i = 0; i < ZT_CALL_KINDS * row; i++) sizes += i % row != 0 && r->counts[i] > 0;
     double slice = sizes ? r->seconds / sizes : 0;
     r->st = ZT_OK;
     r->net_s = 0;
-    for (int b = 1; b <= r->max_b && r->st == ZT_OK; b++) {
-        if (!r->counts[b]) continue;
-        r->st = zt_net_forward(r->net, b, r->obs, r->logits, r->value);
-        uint64_t calls = 0;
-        double t0 = zt_now_s(), t = t0;
-        while (r->st == ZT_OK && (t - t0 < slice || calls < 3)) {
-            r->st = zt_net_forward(r->net, b, r->obs, r->logits, r->value);
-            calls++;
-            t = zt_now_s();
+    const zt_net_config *cfg = zt_net_config_of(r->net);
+    if (cfg->kind == ZT_NET_MUZERO)
+        r->st = zt_net_initial(r->net, r->max_b, r->obs, r->hidden, r->logits, r->value);
+    for (int k = 0; k < ZT_CALL_KINDS && r->st == ZT_OK; k++) {
+        /* a Stochastic MuZero net's recurrent steps afterstates with codes */
+        int range =
+            k == ZT_CALL_RECURRENT && cfg->chance_codes > 0 ? cfg->chance_codes : r->num_actions;
+        for (int i = 0; i < r->max_b; i++) r->actions[i] = (int)((i * 7u + 3u) % (unsigned)range);
+        for (int b = 1; b <= r->max_b && r->st == ZT_OK; b++) {
+            uint64_t n = r->counts[(size_t)k * row + b];
+            if (!n) continue;
+            r->st = net_call(r, (zt_eval_call)k, b);
+            uint64_t calls = 0;
+            double t0 = zt_now_s(), t = t0;
+            while (r->st == ZT_OK && (t - t0 < slice || calls < 3)) {
+                r->st = net_call(r, (zt_eval_call)k, b);
+                calls++;
+                t = zt_now_s();
+            }
+            r->net_s += (double)n * (t - t0) / (double)calls;
         }
-        r->net_s += (double)r->counts[b] * (t - t0) / (double)calls;
     }
     if (r->st != ZT_OK) snprintf(r->message, sizeof r->message, "%s", zt_error_message());
     return NULL;
@@ -235,6 +283,7 @@ typedef struct result {
     double pos_s, games_s, inf_s;
     double mean_batch, inf_per_pos;
     double net_only_pos_s;         /* what the net alone allows at the same batch sizes */
+    uint64_t kind_calls[ZT_CALL_KINDS], kind_positions[ZT_CALL_KINDS], moves; /* zt_eval_call */
     double in_net;                 /* share of the actors' time inside the net */
     size_t trees, nncache, replay; /* bytes */
     double bytes_per_position, dense_bytes_per_position;
@@ -277,7 +326,9 @@ static zt_status measure_selfplay(const bench_args *A, const zt_game *g,
         runs[i].pool = pool;
         runs[i].id = i;
         runs[i].rb = rb;
-        runs[i].counts = zt_xcalloc((size_t)zt_evaluator_pool_max_batch(pool, i) + 1, sizeof *runs[i].counts);
+        runs[i].counts =
+            zt_xcalloc((size_t)ZT_CALL_KINDS * ((size_t)zt_evaluator_pool_max_batch(pool, i) + 1),
+                       sizeof *runs[i].counts);
         runs[i].seconds = seconds;
         runs[i].warmup = seconds / 10 > 0.5 ? seconds / 10 : 0.5;
     }
@@ -344,6 +395,16 @@ static zt_status measure_selfplay(const bench_args *A, const zt_game *g,
         nr->obs = obs;
         nr->logits = zt_xmalloc((size_t)max_b * g->num_actions * sizeof(float));
         nr->value = zt_xmalloc((size_t)max_b * zt_net_value_size(&S->net) * sizeof(float));
+        nr->num_actions = g->num_actions;
+        if (S->net.kind == ZT_NET_MUZERO) {
+            size_t hs = zt_net_hidden_size(&S->net);
+            int codes = S->net.chance_codes > 0 ? S->net.chance_codes : 1;
+            nr->hidden = zt_xmalloc((size_t)max_b * hs * sizeof(float));
+            nr->next_hidden = zt_xmalloc((size_t)max_b * hs * sizeof(float));
+            nr->scalars = zt_xmalloc(2 * (size_t)max_b * sizeof(float)); /* reward/q, turn */
+            nr->chance_logits = zt_xmalloc((size_t)max_b * codes * sizeof(float));
+        }
+        nr->actions = zt_xmalloc((size_t)max_b * sizeof(int));
         if (pthread_create(&threads[started], NULL, net_main, nr) != 0)
             st = zt_fail(ZT_ERR_UNSUPPORTED, "cannot start network thread %d", started);
         else
@@ -351,6 +412,15 @@ static zt_status measure_selfplay(const bench_args *A, const zt_game *g,
     }
     for (int i = 0; i < started; i++) pthread_join(threads[i], NULL);
     double net_pos_s = 0;
+    size_t row = (size_t)max_b + 1;
+    for (int i = 0; i < nnets && st == ZT_OK; i++)
+        for (int k = 0; k < ZT_CALL_KINDS; k++)
+            for (int b = 1; b <= max_b; b++) {
+                uint64_t c = runs[i].counts[(size_t)k * row + b];
+                r->kind_calls[k] += c;
+                r->kind_positions[k] += c * (uint64_t)b;
+            }
+    r->moves = moves;
     for (int i = 0; i < started && st == ZT_OK; i++) {
         if (nets[i].st != ZT_OK) st = zt_fail(nets[i].st, "network %d: %s", i, nets[i].message);
         else if (nets[i].net_s > 0 && !shared)
@@ -369,6 +439,11 @@ static zt_status measure_selfplay(const bench_args *A, const zt_game *g,
     for (int i = 0; i < n; i++) {
         free(nets[i].logits);
         free(nets[i].value);
+        free(nets[i].hidden);
+        free(nets[i].next_hidden);
+        free(nets[i].scalars);
+        free(nets[i].chance_logits);
+        free(nets[i].actions);
         free(runs[i].counts);
         zt_actor_free(runs[i].actor);
     }
@@ -469,6 +544,20 @@ static void print_header(void)
     printf("%-40s %9s %7s %9s %6s %6s %9s %6s %6s %8s | %7s %7s | %s\n", "row", "pos/s", "games/s",
            "infer/s", "batch", "inf/ps", "net-only", "%net", "in-net", "mem MiB", "speed", "mem",
            "this optimisation brings");
+}
+
+/* A MuZero net's calls by kind, which net-only times each on its own: per
+ * move, and their mean batch. */
+static void print_call_mix(const result *r)
+{
+    static const char *const names[ZT_CALL_KINDS] = {"eval", "initial", "recurrent", "afterstate"};
+    if (!r->kind_calls[ZT_CALL_RECURRENT] && !r->kind_calls[ZT_CALL_AFTERSTATE]) return;
+    printf("%-40s", "  network calls per move (mean batch)");
+    for (int k = 0; k < ZT_CALL_KINDS; k++)
+        if (r->kind_calls[k])
+            printf(" %s %.2f (%.1f)", names[k], (double)r->kind_calls[k] / (double)r->moves,
+                   (double)r->kind_positions[k] / (double)r->kind_calls[k]);
+    printf("\n");
 }
 
 /* A self-play row; base is the all-on row (NULL for itself). */
@@ -622,6 +711,7 @@ static int run(const bench_args *A)
             zt_progress_meter_pause(&meter);
             if (st == ZT_OK) {
                 print_selfplay(rw, &r, i == 0 ? NULL : &base);
+                if (i == 0) print_call_mix(&r);
                 if (i == 0) base = r;
             }
         }
@@ -638,8 +728,9 @@ static int run(const bench_args *A)
     zt_game_free(filled_game);
     if (st != ZT_OK) return zt_cli_fail(st);
     printf(
-        "%%net: self-play positions/s as a share of net-only (the same network calls, batch size "
-        "by batch size, timed back to back); in-net: share of the actors' time inside the net. "
+        "%%net: self-play positions/s as a share of net-only (the same network calls, kind by "
+        "kind and batch size by batch size, timed back to back); in-net: share of the actors' time "
+        "inside the net. "
         "mem: trees + NN cache + replay at capacity (%lld positions); speed, mem: against all on; "
         "learner rows against prefetch on.\n",
         (long long)S.replay.capacity);

@@ -105,6 +105,8 @@ out=$("$BIN" report "$run" 2>&1) || fail "report: $out"
 out=$("$BIN" bench selfplay tictactoe --seconds 3 --set algorithm=muzero --set games_per_actor=8 \
     --set search.sims=8 --set selfplay.root_cache_sims=8 2>&1) || fail "bench selfplay: $out"
 printf '%s' "$out" | grep -q 'net muzero' || fail "bench selfplay did not run a muzero net: $out"
+printf '%s' "$out" | grep -Eq 'initial [0-9.]+ \([0-9.]+\) recurrent [0-9.]+' ||
+    fail "bench selfplay did not count the initial and recurrent calls apart: $out"
 
 weights="$run/ckpt/$(cat "$run/ckpt/latest" 2>/dev/null)/weights.safetensors"
 out=$("$BIN" eval tictactoe --model "$weights" --opponent random --games 2 2>&1)

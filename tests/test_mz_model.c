@@ -1,15 +1,15 @@
 /* Tests of the MuZero model (src/agent/mz_model.c) under the search: its
  * outputs are the net's (root masked by the real game, players alternating
- * below it; a one-player game's player kept and its values and rewards
- * read back through the game's value transform), its hidden-state store holds exactly one reference per
- * evaluated node of every tree after each move (PUCT and Gumbel, the root
- * cache on, tree reuse asked for and declined, also with evaluator calls
- * failing) and none once
- * the search is freed, and whole games searched over a learned model play
- * only legal moves; a Stochastic MuZero model's afterstates are chance
- * nodes over its codes with sigma's probabilities, in batches that mix
- * decision and chance states; with a to-play head (backgammon) the player
- * after g is the one the head names. */
+ * below it; a one-player game's player kept and its values and rewards read
+ * back through the game's value transform), its hidden-state store holds
+ * exactly one reference per evaluated node of every tree after each move
+ * (PUCT and Gumbel, the root cache on, tree reuse asked for and declined,
+ * also with evaluator calls failing) and none once the search is freed, and
+ * whole games searched over a learned model play only legal moves; a
+ * Stochastic MuZero model's afterstates are chance nodes over its codes with
+ * sigma's probabilities, in batches that mix decision and chance states;
+ * with a to-play head (backgammon) the player after g is the one the head
+ * names; the evaluator counts each kind of call at its batch size apart. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -564,6 +564,55 @@ static void check_turns(int codes)
     zt_game_free(g);
 }
 
+/* The evaluator counts each kind of call at its batch size apart (what
+ * `zeroth bench selfplay` times the net alone on), and keeps the counts
+ * when a larger batch grows it. */
+static void test_call_counts(void)
+{
+    zt_rng r;
+    zt_rng_seed(&r, seed, 9);
+    zt_game *g;
+    CHECK_OK(zt_game_new("2048", NULL, &g));
+    zt_net *net = small_net(g, &r, 4);
+    zt_net_evaluator *ne;
+    CHECK_OK(zt_net_evaluator_new(net, 3, &ne));
+    zt_evaluator ev = zt_net_evaluator_get(ne);
+    const zt_net_config *cfg = zt_net_config_of(net);
+    size_t hs = zt_net_hidden_size(cfg),
+           obs_size = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    enum { MAXB = 5 };
+    float *obs = zt_xcalloc(MAXB * obs_size, sizeof(float));
+    float *h = zt_xcalloc(MAXB * hs, sizeof(float)), *h2 = zt_xcalloc(MAXB * hs, sizeof(float));
+    float logits[MAXB * 4], value[MAXB], reward[MAXB], sigma[MAXB * 4], q[MAXB];
+    int actions[MAXB] = {0, 1, 2, 3, 0};
+    CHECK_OK(ev.initial(ev.ctx, 2, obs, h, logits, value));
+    CHECK_OK(ev.afterstate(ev.ctx, 3, h, actions, h2, sigma, q));
+    CHECK_OK(ev.afterstate(ev.ctx, 3, h, actions, h2, sigma, q));
+    CHECK_OK(ev.recurrent(ev.ctx, 1, h2, actions, h, reward, logits, value, NULL));
+    CHECK(zt_net_evaluator_max_batch(ne) == 3, "max batch %d", zt_net_evaluator_max_batch(ne));
+    /* past the reserved batch: the evaluator grows to 5 */
+    CHECK_OK(ev.recurrent(ev.ctx, 5, h2, actions, h, reward, logits, value, NULL));
+    CHECK(zt_net_evaluator_max_batch(ne) == MAXB, "max batch %d after growing",
+          zt_net_evaluator_max_batch(ne));
+    const uint64_t *c = zt_net_evaluator_batch_counts(ne);
+    uint64_t want[ZT_CALL_KINDS][MAXB + 1] = {{0}};
+    want[ZT_CALL_INITIAL][2] = 1;
+    want[ZT_CALL_AFTERSTATE][3] = 2;
+    want[ZT_CALL_RECURRENT][1] = 1;
+    want[ZT_CALL_RECURRENT][5] = 1;
+    for (int k = 0; k < ZT_CALL_KINDS; k++)
+        for (int b = 0; b <= MAXB; b++)
+            CHECK(c[k * (MAXB + 1) + b] == want[k][b], "kind %d batch %d: %llu calls, want %llu", k,
+                  b, (unsigned long long)c[k * (MAXB + 1) + b], (unsigned long long)want[k][b]);
+    zt_evaluator_stats s = zt_net_evaluator_get_stats(ne);
+    CHECK(s.calls == 5 && s.positions == 2 + 3 + 3 + 1 + 5, "%llu calls, %llu positions",
+          (unsigned long long)s.calls, (unsigned long long)s.positions);
+    free(obs), free(h), free(h2);
+    zt_net_evaluator_free(ne);
+    zt_net_free(net);
+    zt_game_free(g);
+}
+
 static void test_refusals(void)
 {
     zt_game *g;
@@ -595,6 +644,7 @@ int main(void)
     check_turns(5);
     check_lifetime("backgammon", ZT_SEARCH_GUMBEL, 0, 0);
     check_lifetime("backgammon", ZT_SEARCH_GUMBEL, 61, 4);
+    test_call_counts();
     test_refusals();
     return zt_test_finish("test_mz_model");
 }

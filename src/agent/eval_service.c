@@ -311,8 +311,11 @@ zt_evaluator_stats zt_eval_service_get_stats(zt_eval_service *svc)
 void zt_eval_service_batch_counts(zt_eval_service *svc, uint64_t *counts)
 {
     pthread_mutex_lock(&svc->mu);
-    memcpy(counts, svc->batch_counts, ((size_t)svc->max_batch + 1) * sizeof *counts);
+    size_t row = (size_t)svc->max_batch + 1;
+    memcpy(counts, svc->batch_counts, row * sizeof *counts);
     pthread_mutex_unlock(&svc->mu);
+    /* a service evaluates observations only (ZT_CALL_EVAL) */
+    memset(counts + row, 0, (ZT_CALL_KINDS - 1) * row * sizeof *counts);
 }
 
 int zt_eval_service_max_batch(const zt_eval_service *svc)

@@ -72,11 +72,23 @@ typedef struct zt_model_factory {
 } zt_model_factory;
 
 /* What an evaluator measured: calls, positions, the wall time inside the
- * network, and the number of calls at each batch size (batch_counts[B] for
- * B in 1..max_batch; a service counts the merged batches). */
+ * network. */
 typedef struct zt_evaluator_stats {
     uint64_t calls, positions, net_ns;
 } zt_evaluator_stats;
+
+/* The kinds of network call an evaluator counts apart, so that a bench can
+ * time the same mix of calls on the network alone: eval (zt_net_forward),
+ * and a MuZero net's initial, recurrent and afterstate calls. Batch counts
+ * are ZT_CALL_KINDS rows of max_batch + 1: counts[kind * (max_batch + 1) +
+ * B] is the number of calls of that kind at batch size B (1..max_batch). */
+typedef enum zt_eval_call {
+    ZT_CALL_EVAL,
+    ZT_CALL_INITIAL,
+    ZT_CALL_RECURRENT,
+    ZT_CALL_AFTERSTATE,
+    ZT_CALL_KINDS
+} zt_eval_call;
 
 /* ---- private: a net on the caller's thread ---- */
 
@@ -90,7 +102,8 @@ zt_status zt_net_evaluator_new(zt_net *net, int max_batch, zt_net_evaluator **ou
 void zt_net_evaluator_free(zt_net_evaluator *ne);
 zt_evaluator zt_net_evaluator_get(zt_net_evaluator *ne);
 zt_evaluator_stats zt_net_evaluator_get_stats(const zt_net_evaluator *ne);
-/* counts[0 .. max_batch]: calls per batch size. */
+/* Calls per kind and batch size: ZT_CALL_KINDS x (max_batch + 1) counts
+ * (zt_eval_call). */
 const uint64_t *zt_net_evaluator_batch_counts(const zt_net_evaluator *ne);
 int zt_net_evaluator_max_batch(const zt_net_evaluator *ne);
 
@@ -113,8 +126,8 @@ void zt_eval_service_free(zt_eval_service *svc);
  * Its eval blocks until the merged batch holding its rows has run. */
 zt_evaluator zt_eval_service_client(zt_eval_service *svc, int i);
 zt_evaluator_stats zt_eval_service_get_stats(zt_eval_service *svc);
-/* Copies the merged calls per batch size to counts[0 .. clients x
- * client_batch]. */
+/* Copies the merged calls per kind and batch size to counts[ZT_CALL_KINDS
+ * x (clients x client_batch + 1)] (zt_eval_call; all of them evals). */
 void zt_eval_service_batch_counts(zt_eval_service *svc, uint64_t *counts);
 int zt_eval_service_max_batch(const zt_eval_service *svc);
 /* The merged batches it keeps in flight (1 or 2). */
@@ -156,9 +169,10 @@ zt_status zt_evaluator_pool_update(zt_evaluator_pool *p, int i, uint64_t version
 
 /* Client i's statistics (shared: the service's, for every client). */
 zt_evaluator_stats zt_evaluator_pool_stats(zt_evaluator_pool *p, int i);
-/* Copies the network calls per batch size so far to
- * counts[0 .. zt_evaluator_pool_max_batch(p, i)]: client i's (private, read
- * on its thread) or the service's merged batches (shared, any thread). */
+/* Copies the network calls per kind and batch size so far to
+ * counts[ZT_CALL_KINDS x (zt_evaluator_pool_max_batch(p, i) + 1)]
+ * (zt_eval_call): client i's (private, read on its thread) or the
+ * service's merged batches (shared, any thread). */
 void zt_evaluator_pool_batch_counts(zt_evaluator_pool *p, int i, uint64_t *counts);
 int zt_evaluator_pool_max_batch(const zt_evaluator_pool *p, int i);
 

@@ -131,7 +131,7 @@ void zt_evaluator_pool_batch_counts(zt_evaluator_pool *p, int i, uint64_t *count
     }
     const zt_net_evaluator *ne = p->private_ev[i];
     memcpy(counts, zt_net_evaluator_batch_counts(ne),
-           ((size_t)zt_net_evaluator_max_batch(ne) + 1) * sizeof *counts);
+           (size_t)ZT_CALL_KINDS * ((size_t)zt_net_evaluator_max_batch(ne) + 1) * sizeof *counts);
 }
 
 int zt_evaluator_pool_max_batch(const zt_evaluator_pool *p, int i)

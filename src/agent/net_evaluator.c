@@ -28,9 +28,12 @@ void zt_wdl_to_value(int B, const float *wdl, float *value)
 static zt_status grow(zt_net_evaluator *ne, int B)
 {
     ZT_TRY(zt_net_reserve(ne->net, B));
-    uint64_t *counts = realloc(ne->batch_counts, ((size_t)B + 1) * sizeof *counts);
+    uint64_t *counts = calloc((size_t)ZT_CALL_KINDS * ((size_t)B + 1), sizeof *counts);
     if (!counts) return zt_fail(ZT_ERR_NOMEM, "evaluator: batch counts for %d", B);
-    memset(counts + ne->max_batch + 1, 0, (size_t)(B - ne->max_batch) * sizeof *counts);
+    for (int k = 0; k < ZT_CALL_KINDS; k++)
+        memcpy(counts + (size_t)k * (B + 1), ne->batch_counts + (size_t)k * (ne->max_batch + 1),
+               ((size_t)ne->max_batch + 1) * sizeof *counts);
+    free(ne->batch_counts);
     ne->batch_counts = counts;
     if (ne->value_size > 1) {
         float *wdl = realloc(ne->wdl, (size_t)B * (size_t)ne->value_size * sizeof *wdl);
@@ -51,12 +54,12 @@ static zt_status begin_call(zt_net_evaluator *ne, int B)
     return ZT_OK;
 }
 
-static void end_call(zt_net_evaluator *ne, int B, uint64_t t0)
+static void end_call(zt_net_evaluator *ne, zt_eval_call kind, int B, uint64_t t0)
 {
     ne->stats.net_ns += zt_now_ns() - t0;
     ne->stats.calls++;
     ne->stats.positions += (uint64_t)B;
-    ne->batch_counts[B]++;
+    ne->batch_counts[(size_t)kind * (ne->max_batch + 1) + B]++;
 }
 
 static zt_status net_eval(void *ctx, int B, const float *obs, float *logits, float *value)
@@ -65,7 +68,7 @@ static zt_status net_eval(void *ctx, int B, const float *obs, float *logits, flo
     ZT_TRY(begin_call(ne, B));
     uint64_t t0 = zt_now_ns();
     ZT_TRY(zt_net_forward(ne->net, B, obs, logits, ne->value_size == 1 ? value : ne->wdl));
-    end_call(ne, B, t0);
+    end_call(ne, ZT_CALL_EVAL, B, t0);
     if (ne->value_size > 1) zt_net_head_to_value(ne->value_kind, B, ne->wdl, value);
     return ZT_OK;
 }
@@ -77,7 +80,7 @@ static zt_status net_initial(void *ctx, int B, const float *obs, float *hidden, 
     ZT_TRY(begin_call(ne, B));
     uint64_t t0 = zt_now_ns();
     ZT_TRY(zt_net_initial(ne->net, B, obs, hidden, logits, value));
-    end_call(ne, B, t0);
+    end_call(ne, ZT_CALL_INITIAL, B, t0);
     return ZT_OK;
 }
 
@@ -89,7 +92,7 @@ static zt_status net_recurrent(void *ctx, int B, const float *hidden, const int 
     ZT_TRY(begin_call(ne, B));
     uint64_t t0 = zt_now_ns();
     ZT_TRY(zt_net_recurrent(ne->net, B, hidden, actions, next_hidden, reward, logits, value, turn));
-    end_call(ne, B, t0);
+    end_call(ne, ZT_CALL_RECURRENT, B, t0);
     return ZT_OK;
 }
 
@@ -100,7 +103,7 @@ static zt_status net_afterstate(void *ctx, int B, const float *hidden, const int
     ZT_TRY(begin_call(ne, B));
     uint64_t t0 = zt_now_ns();
     ZT_TRY(zt_net_afterstate(ne->net, B, hidden, actions, after, chance_logits, q));
-    end_call(ne, B, t0);
+    end_call(ne, ZT_CALL_AFTERSTATE, B, t0);
     return ZT_OK;
 }
 
@@ -114,7 +117,8 @@ zt_status zt_net_evaluator_new(zt_net *net, int max_batch, zt_net_evaluator **ou
     ne->max_batch = max_batch;
     ne->value_kind = zt_net_config_of(net)->value_kind;
     ne->value_size = zt_net_value_size(zt_net_config_of(net));
-    ne->batch_counts = calloc((size_t)max_batch + 1, sizeof *ne->batch_counts);
+    ne->batch_counts =
+        calloc((size_t)ZT_CALL_KINDS * ((size_t)max_batch + 1), sizeof *ne->batch_counts);
     if (ne->value_size > 1)
         ne->wdl = malloc((size_t)max_batch * (size_t)ne->value_size * sizeof *ne->wdl);
     if (!ne->batch_counts || (ne->value_size > 1 && !ne->wdl)) {
