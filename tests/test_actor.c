@@ -3,7 +3,8 @@
  * plies unfinished is abandoned, counted, and never stored (its positions
  * have no outcome to learn); actors on a shared evaluator service play
  * exactly the games they play with private evaluators, with one merged
- * batch in flight or two; a failing evaluator
+ * batch in flight or two, over AlphaZero, MuZero and Stochastic MuZero
+ * nets; a failing evaluator
  * comes back as a status, not an abort; finished games go through the
  * trajectory sink, generations in slot order, and a sink's error stops the
  * actor's step with its message; with record_surprise every full search's
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent/az_model.h"
+#include "agent/mz_model.h"
 #include "agent/evaluator.h"
 #include "core/fileio.h"
 #include "game/game.h"
@@ -38,6 +40,17 @@ static void small_net(const zt_game *g, zt_net_config *nc)
     zt_net_config_default(nc, g->obs_shape[0], g->obs_shape[1], g->obs_shape[2], g->num_actions);
     nc->channels = 8;
     nc->blocks = 1;
+}
+
+/* A small MuZero net; codes > 0: Stochastic MuZero with that many codes. */
+static void small_muzero_net(const zt_game *g, int codes, zt_net_config *nc)
+{
+    small_net(g, nc);
+    nc->kind = ZT_NET_MUZERO;
+    nc->dyn_blocks = 1;
+    nc->pred_blocks = 0;
+    nc->value_hidden = 8;
+    nc->chance_codes = codes;
 }
 
 static zt_status init_weights(zt_net *net, void *ctx)
@@ -141,14 +154,20 @@ static void *step_main(void *arg)
 
 /* NACTORS actors on threads for `steps` steps each, over evaluators of
  * `kind` (shared: with `inflight` merged batches in flight); each actor's
- * games go to its own buffer, saved to dir/NAME-I.bin. */
+ * games go to its own buffer, saved to dir/NAME-I.bin. muzero: 0 an
+ * AlphaZero net, 1 a MuZero net, 2 a Stochastic MuZero net (4 codes),
+ * searched through the MuZero model. */
 static void play_actors(const zt_game *g, const char *game_name, zt_evaluator_kind kind,
-                        int inflight, int steps, const char *dir, const char *name)
+                        int inflight, int steps, const char *dir, const char *name, int muzero)
 {
     zt_net_config nc;
-    small_net(g, &nc);
+    if (muzero)
+        small_muzero_net(g, muzero == 2 ? 4 : 0, &nc);
+    else
+        small_net(g, &nc);
     zt_actor_config ac;
     zt_actor_config_default(&ac);
+    ac.record_actions = muzero != 0;
     ac.games = 5;
     ac.search.num_simulations = 8;
     ac.search.leaves_per_round = 2;
@@ -161,7 +180,7 @@ static void play_actors(const zt_game *g, const char *game_name, zt_evaluator_ki
                                 zt_actor_eval_batch(g, &ac), 1, inflight, &pool) == ZT_OK,
           "pool: %s", zt_error_message());
     if (!pool) return;
-    zt_model_factory mf = zt_az_model_factory();
+    zt_model_factory mf = muzero ? zt_mz_model_factory() : zt_az_model_factory();
     stepper s[NACTORS] = {0};
     pthread_t th[NACTORS];
     for (int i = 0; i < NACTORS; i++) {
@@ -182,6 +201,9 @@ static void play_actors(const zt_game *g, const char *game_name, zt_evaluator_ki
         char path[512];
         snprintf(path, sizeof path, "%s/%s-%d.bin", dir, name, i);
         CHECK(zt_replay_save(s[i].rb, path) == ZT_OK, "save: %s", zt_error_message());
+        zt_replay_stats rs = zt_replay_get_stats(s[i].rb);
+        CHECK(rs.games > 0 && rs.positions > 0, "%s %s actor %d finished no game in %d steps",
+              game_name, name, i, steps);
         zt_actor_free(s[i].actor);
         zt_replay_free(s[i].rb);
     }
@@ -192,7 +214,8 @@ static void play_actors(const zt_game *g, const char *game_name, zt_evaluator_ki
     zt_evaluator_pool_free(pool);
 }
 
-static void test_shared_equals_private(const char *game_name)
+/* steps: enough for every actor to finish a game. */
+static void test_shared_equals_private(const char *game_name, int muzero, int steps)
 {
     zt_game *g;
     CHECK(zt_game_new(game_name, NULL, &g) == ZT_OK, "%s: %s", game_name, zt_error_message());
@@ -201,9 +224,9 @@ static void test_shared_equals_private(const char *game_name)
     /* the service with one merged batch in flight, and with two (what a
      * GPU gets; on these CPU nets the second call runs at its wait) */
     static const char *const shared[] = {"shared1", "shared2"};
-    play_actors(g, game_name, ZT_EVALUATOR_PRIVATE, 0, 12, dir, "private");
-    play_actors(g, game_name, ZT_EVALUATOR_SHARED, 1, 12, dir, shared[0]);
-    play_actors(g, game_name, ZT_EVALUATOR_SHARED, 2, 12, dir, shared[1]);
+    play_actors(g, game_name, ZT_EVALUATOR_PRIVATE, 0, steps, dir, "private", muzero);
+    play_actors(g, game_name, ZT_EVALUATOR_SHARED, 1, steps, dir, shared[0], muzero);
+    play_actors(g, game_name, ZT_EVALUATOR_SHARED, 2, steps, dir, shared[1], muzero);
     for (int i = 0; i < 2 * NACTORS; i++) {
         char a[512], b[512];
         snprintf(a, sizeof a, "%s/private-%d.bin", dir, i % NACTORS);
@@ -213,10 +236,9 @@ static void test_shared_equals_private(const char *game_name)
         CHECK(zt_read_file(a, &ta, &la) == ZT_OK && zt_read_file(b, &tb, &lb) == ZT_OK, "read: %s",
               zt_error_message());
         CHECK(ta && tb && la == lb && memcmp(ta, tb, la) == 0,
-              "%s actor %d: the %s service's games differ from the private ones (%zu vs %zu "
-              "bytes)",
-              game_name, i % NACTORS, shared[i / NACTORS], la, lb);
-        CHECK(la > 64, "%s actor %d stored nothing", game_name, i % NACTORS);
+              "%s (muzero %d) actor %d: the %s service's games differ from the private ones "
+              "(%zu vs %zu bytes)",
+              game_name, muzero, i % NACTORS, shared[i / NACTORS], la, lb);
         free(ta);
         free(tb);
         if (i >= NACTORS) unlink(a);
@@ -785,8 +807,10 @@ int main(void)
 {
     test_games_stored();
     test_long_games_abandoned();
-    test_shared_equals_private("tictactoe");
-    test_shared_equals_private("connect4");
+    test_shared_equals_private("tictactoe", 0, 12);
+    test_shared_equals_private("connect4", 0, 48);
+    test_shared_equals_private("tictactoe", 1, 12);
+    test_shared_equals_private("2048", 2, 200);
     test_failing_evaluator();
     test_sink();
     test_start_positions();

@@ -1,6 +1,9 @@
 /* The shared evaluator (evaluator.h): clients queue their batches, one
  * service thread merges whatever is queued into one network call, runs it
- * and scatters the rows back. A client waits only for the batch holding its
+ * and scatters the rows back. A MuZero net's clients queue initial,
+ * recurrent and afterstate calls too; a merged batch holds one kind of call,
+ * the kind of the oldest request queued, so no request waits for more than
+ * one batch of each other kind. A client waits only for the batch holding its
  * own rows; the service never waits for a client that has nothing queued,
  * so with several actors their tree work overlaps the network calls of the
  * others. With two batches in flight (inflight = 2, on a device that
@@ -27,8 +30,14 @@ typedef struct client {
     zt_eval_service *svc;
     int state; /* IDLE, QUEUED, TAKEN, DONE; under svc->mu */
     int B;
-    const float *obs;
+    zt_eval_call kind;
+    uint64_t seq;        /* when it was queued (the oldest request's kind goes first) */
+    const float *obs;    /* eval, initial */
+    const float *hidden; /* recurrent, afterstate: hidden states (or afterstates) */
+    const int *actions;  /* ... and their actions (or chance codes) */
     float *logits, *value;
+    /* a MuZero net's further outputs (NULL where the call has none) */
+    float *hidden_out, *reward, *turn, *chance_logits, *q;
     int offset; /* first row in the merged batch */
     zt_status status;
     char message[ZT_MESSAGE_MAX];
@@ -38,8 +47,12 @@ typedef struct client {
 /* A merged batch and its buffers (wdl: the raw value head, value_size > 1). */
 typedef struct slot {
     int n, rows;  /* clients and rows in it */
+    zt_eval_call kind; /* of every request in it */
     int *taken;   /* its clients, in client order */
     float *obs, *logits, *values, *wdl;
+    /* a MuZero net's (NULL otherwise): inputs and further outputs */
+    float *hidden, *hidden_out, *reward, *turn, *chance_logits, *q;
+    int *actions;
     zt_status status; /* its submission's */
     char message[ZT_MESSAGE_MAX];
     uint64_t ns;  /* the thread's time in its net calls */
@@ -50,6 +63,9 @@ struct zt_eval_service {
     int nclients, client_batch, max_batch;
     int obs_size, num_actions, value_size;
     zt_value_kind value_kind;
+    bool muzero, turns;
+    size_t hidden_size; /* a MuZero net's floats per hidden state */
+    int codes;          /* a Stochastic MuZero net's chance codes */
     int depth;        /* merged batches in flight at most: 1 or 2 */
     slot slots[2];
     int oldest, inflight; /* the slot submitted first, and how many are; under mu */
@@ -59,6 +75,7 @@ struct zt_eval_service {
     pthread_t thread;
     bool started, stop;
     int queued;
+    uint64_t seq; /* requests queued so far */
     /* zt_eval_service_exclusive; excl_mu orders its callers */
     pthread_mutex_t excl_mu;
     zt_status (*excl_fn)(void *ctx);
@@ -71,43 +88,83 @@ struct zt_eval_service {
     uint64_t *batch_counts;
 };
 
-/* Under mu: every queued request into slot s, in client order. */
+/* Under mu: every queued request of the oldest one's kind into slot s, in
+ * client order. */
 static void take_queued(zt_eval_service *svc, slot *s)
 {
+    const client *oldest = NULL;
+    for (int i = 0; i < svc->nclients; i++) {
+        const client *c = &svc->clients[i];
+        if (c->state == QUEUED && (!oldest || c->seq < oldest->seq)) oldest = c;
+    }
+    s->kind = oldest->kind;
     s->n = s->rows = 0;
     for (int i = 0; i < svc->nclients; i++) {
         client *c = &svc->clients[i];
-        if (c->state != QUEUED) continue;
+        if (c->state != QUEUED || c->kind != s->kind) continue;
         c->state = TAKEN;
         c->offset = s->rows;
         s->rows += c->B;
         s->taken[s->n++] = i;
     }
-    svc->queued = 0;
+    svc->queued -= s->n;
 }
 
-/* Off the lock: gathers slot s's rows and submits them. */
+/* A MuZero net's call on slot s's gathered rows (synchronous: these calls
+ * have no submit/wait split). */
+static zt_status muzero_call(zt_eval_service *svc, slot *s)
+{
+    switch (s->kind) {
+    case ZT_CALL_INITIAL:
+        return zt_net_initial(svc->net, s->rows, s->obs, s->hidden_out, s->logits, s->values);
+    case ZT_CALL_RECURRENT:
+        return zt_net_recurrent(svc->net, s->rows, s->hidden, s->actions, s->hidden_out, s->reward,
+                                s->logits, s->values, svc->turns ? s->turn : NULL);
+    default:
+        return zt_net_afterstate(svc->net, s->rows, s->hidden, s->actions, s->hidden_out,
+                                 s->chance_logits, s->q);
+    }
+}
+
+/* Off the lock: gathers slot s's rows and submits them (a MuZero net's
+ * call runs here whole). */
 static void submit(zt_eval_service *svc, slot *s)
 {
-    size_t O = (size_t)svc->obs_size;
+    size_t O = (size_t)svc->obs_size, H = svc->hidden_size;
+    bool obs = s->kind == ZT_CALL_EVAL || s->kind == ZT_CALL_INITIAL;
     for (int k = 0; k < s->n; k++) {
         const client *c = &svc->clients[s->taken[k]];
-        memcpy(s->obs + (size_t)c->offset * O, c->obs, (size_t)c->B * O * sizeof(float));
+        size_t B = (size_t)c->B, at = (size_t)c->offset;
+        if (obs) {
+            memcpy(s->obs + at * O, c->obs, B * O * sizeof(float));
+        } else {
+            memcpy(s->hidden + at * H, c->hidden, B * H * sizeof(float));
+            memcpy(s->actions + at, c->actions, B * sizeof(int));
+        }
     }
     uint64_t t0 = zt_now_ns();
     if (zt_fault_hit(ZT_FAULT_EVAL))
         s->status = zt_fail(ZT_ERR_IO, "evaluator service: injected fault (ZT_FAULT=eval)");
-    else
+    else if (s->kind == ZT_CALL_EVAL)
         s->status = zt_net_forward_submit(svc->net, (int)(s - svc->slots), s->rows, s->obs);
+    else
+        s->status = muzero_call(svc, s);
     s->ns = zt_now_ns() - t0;
     if (s->status != ZT_OK) snprintf(s->message, sizeof s->message, "%s", zt_error_message());
+}
+
+/* Copies rows [offset, offset + B) of a merged output, `width` floats a
+ * row, to dst (when the request asked for it). */
+static void scatter(float *dst, const float *src, const client *c, size_t width)
+{
+    if (dst) memcpy(dst, src + (size_t)c->offset * width, (size_t)c->B * width * sizeof(float));
 }
 
 /* Off the lock: waits for slot s's call and scatters its rows. */
 static void complete(zt_eval_service *svc, slot *s)
 {
-    size_t A = (size_t)svc->num_actions;
-    if (s->status == ZT_OK) {
+    size_t A = (size_t)svc->num_actions, H = svc->hidden_size;
+    if (s->status == ZT_OK && s->kind == ZT_CALL_EVAL) {
         uint64_t t0 = zt_now_ns();
         s->status = zt_net_forward_wait(svc->net, (int)(s - svc->slots), s->logits,
                                         svc->value_size == 1 ? s->values : s->wdl);
@@ -115,11 +172,24 @@ static void complete(zt_eval_service *svc, slot *s)
         if (s->status != ZT_OK) snprintf(s->message, sizeof s->message, "%s", zt_error_message());
     }
     if (s->status != ZT_OK) return;
-    if (svc->value_size > 1) zt_net_head_to_value(svc->value_kind, s->rows, s->wdl, s->values);
+    if (s->kind == ZT_CALL_EVAL && svc->value_size > 1)
+        zt_net_head_to_value(svc->value_kind, s->rows, s->wdl, s->values);
     for (int k = 0; k < s->n; k++) {
-        client *c = &svc->clients[s->taken[k]];
-        memcpy(c->logits, s->logits + (size_t)c->offset * A, (size_t)c->B * A * sizeof(float));
-        memcpy(c->value, s->values + c->offset, (size_t)c->B * sizeof(float));
+        const client *c = &svc->clients[s->taken[k]];
+        if (s->kind == ZT_CALL_AFTERSTATE) {
+            scatter(c->hidden_out, s->hidden_out, c, H);
+            scatter(c->chance_logits, s->chance_logits, c, (size_t)svc->codes);
+            scatter(c->q, s->q, c, 1);
+            continue;
+        }
+        scatter(c->logits, s->logits, c, A);
+        scatter(c->value, s->values, c, 1);
+        if (s->kind == ZT_CALL_EVAL) continue;
+        scatter(c->hidden_out, s->hidden_out, c, H);
+        if (s->kind == ZT_CALL_RECURRENT) {
+            scatter(c->reward, s->reward, c, 1);
+            if (svc->turns) scatter(c->turn, s->turn, c, 1);
+        }
     }
 }
 
@@ -130,7 +200,7 @@ static void release(zt_eval_service *svc, slot *s)
         svc->stats.calls++;
         svc->stats.positions += (uint64_t)s->rows;
         svc->stats.net_ns += s->ns;
-        svc->batch_counts[s->rows]++;
+        svc->batch_counts[(size_t)s->kind * ((size_t)svc->max_batch + 1) + s->rows]++;
     }
     for (int k = 0; k < s->n; k++) {
         client *c = &svc->clients[s->taken[k]];
@@ -185,18 +255,20 @@ static void *service_main(void *arg)
     return NULL;
 }
 
-static zt_status client_eval(void *ctx, int B, const float *obs, float *logits, float *value)
+/* Queues client c's request (its fields set by the caller, under no lock:
+ * the client is idle and only its own thread touches it) and waits for
+ * its batch. */
+static zt_status queue_and_wait(client *c, zt_eval_call kind, int B)
 {
-    client *c = ctx;
     zt_eval_service *svc = c->svc;
     if (B < 1 || B > svc->client_batch)
-        return zt_fail(ZT_ERR_INVALID, "evaluator service: batch %d outside 1..%d", B, svc->client_batch);
+        return zt_fail(ZT_ERR_INVALID, "evaluator service: batch %d outside 1..%d", B,
+                       svc->client_batch);
     pthread_mutex_lock(&svc->mu);
     ZT_ASSERT(c->state == IDLE);
     c->B = B;
-    c->obs = obs;
-    c->logits = logits;
-    c->value = value;
+    c->kind = kind;
+    c->seq = svc->seq++;
     c->state = QUEUED;
     svc->queued++;
     pthread_cond_signal(&svc->work);
@@ -206,6 +278,53 @@ static zt_status client_eval(void *ctx, int B, const float *obs, float *logits, 
     pthread_mutex_unlock(&svc->mu);
     if (st != ZT_OK) return zt_fail(st, "%s", c->message);
     return ZT_OK;
+}
+
+static zt_status client_eval(void *ctx, int B, const float *obs, float *logits, float *value)
+{
+    client *c = ctx;
+    c->obs = obs;
+    c->logits = logits;
+    c->value = value;
+    return queue_and_wait(c, ZT_CALL_EVAL, B);
+}
+
+static zt_status client_initial(void *ctx, int B, const float *obs, float *hidden, float *logits,
+                                float *value)
+{
+    client *c = ctx;
+    c->obs = obs;
+    c->hidden_out = hidden;
+    c->logits = logits;
+    c->value = value;
+    return queue_and_wait(c, ZT_CALL_INITIAL, B);
+}
+
+static zt_status client_recurrent(void *ctx, int B, const float *hidden, const int *actions,
+                                  float *next_hidden, float *reward, float *logits, float *value,
+                                  float *turn)
+{
+    client *c = ctx;
+    c->hidden = hidden;
+    c->actions = actions;
+    c->hidden_out = next_hidden;
+    c->reward = reward;
+    c->logits = logits;
+    c->value = value;
+    c->turn = turn;
+    return queue_and_wait(c, ZT_CALL_RECURRENT, B);
+}
+
+static zt_status client_afterstate(void *ctx, int B, const float *hidden, const int *actions,
+                                   float *after, float *chance_logits, float *q)
+{
+    client *c = ctx;
+    c->hidden = hidden;
+    c->actions = actions;
+    c->hidden_out = after;
+    c->chance_logits = chance_logits;
+    c->q = q;
+    return queue_and_wait(c, ZT_CALL_AFTERSTATE, B);
 }
 
 zt_status zt_eval_service_new(zt_net *net, int clients, int client_batch, int inflight,
@@ -227,6 +346,10 @@ zt_status zt_eval_service_new(zt_net *net, int clients, int client_batch, int in
     svc->num_actions = cfg->num_actions;
     svc->value_size = zt_net_value_size(cfg);
     svc->value_kind = cfg->value_kind;
+    svc->muzero = cfg->kind == ZT_NET_MUZERO;
+    svc->turns = svc->muzero && cfg->turn_head;
+    svc->hidden_size = svc->muzero ? zt_net_hidden_size(cfg) : 0;
+    svc->codes = svc->muzero ? cfg->chance_codes : 0;
     svc->depth = inflight > 0 ? inflight : 1;
     pthread_mutex_init(&svc->mu, NULL);
     pthread_mutex_init(&svc->excl_mu, NULL);
@@ -238,7 +361,8 @@ zt_status zt_eval_service_new(zt_net *net, int clients, int client_batch, int in
         pthread_cond_init(&svc->clients[i].done, NULL);
     }
     size_t M = (size_t)svc->max_batch;
-    bool ok = (svc->batch_counts = calloc(M + 1, sizeof *svc->batch_counts)) != NULL;
+    bool ok =
+        (svc->batch_counts = calloc(ZT_CALL_KINDS * (M + 1), sizeof *svc->batch_counts)) != NULL;
     for (int d = 0; d < svc->depth && ok; d++) {
         slot *s = &svc->slots[d];
         s->taken = malloc((size_t)clients * sizeof *s->taken);
@@ -247,6 +371,19 @@ zt_status zt_eval_service_new(zt_net *net, int clients, int client_batch, int in
         s->values = malloc(M * sizeof(float));
         s->wdl = svc->value_size > 1 ? malloc(M * (size_t)svc->value_size * sizeof(float)) : NULL;
         ok = s->taken && s->obs && s->logits && s->values && (svc->value_size == 1 || s->wdl);
+        if (ok && svc->muzero) {
+            size_t H = svc->hidden_size;
+            s->hidden = malloc(M * H * sizeof(float));
+            s->hidden_out = malloc(M * H * sizeof(float));
+            s->actions = malloc(M * sizeof(int));
+            s->reward = malloc(M * sizeof(float));
+            s->turn = malloc(M * sizeof(float));
+            s->q = malloc(M * sizeof(float));
+            s->chance_logits =
+                malloc(M * (size_t)(svc->codes > 0 ? svc->codes : 1) * sizeof(float));
+            ok = s->hidden && s->hidden_out && s->actions && s->reward && s->turn && s->q &&
+                 s->chance_logits;
+        }
     }
     zt_status st = ZT_OK;
     if (!ok) st = zt_fail(ZT_ERR_NOMEM, "evaluator service buffers for batch %d", svc->max_batch);
@@ -287,6 +424,13 @@ void zt_eval_service_free(zt_eval_service *svc)
         free(svc->slots[d].logits);
         free(svc->slots[d].values);
         free(svc->slots[d].wdl);
+        free(svc->slots[d].hidden);
+        free(svc->slots[d].hidden_out);
+        free(svc->slots[d].actions);
+        free(svc->slots[d].reward);
+        free(svc->slots[d].turn);
+        free(svc->slots[d].q);
+        free(svc->slots[d].chance_logits);
     }
     free(svc->batch_counts);
     free(svc);
@@ -295,6 +439,15 @@ void zt_eval_service_free(zt_eval_service *svc)
 zt_evaluator zt_eval_service_client(zt_eval_service *svc, int i)
 {
     ZT_ASSERT(i >= 0 && i < svc->nclients);
+    if (svc->muzero)
+        return (zt_evaluator){.ctx = &svc->clients[i],
+                              .eval = client_eval,
+                              .initial = client_initial,
+                              .recurrent = client_recurrent,
+                              .hidden_size = svc->hidden_size,
+                              .turns = svc->turns,
+                              .afterstate = svc->codes > 0 ? client_afterstate : NULL,
+                              .chance_codes = svc->codes};
     return (zt_evaluator){.ctx = &svc->clients[i],
                           .eval = client_eval,
                           .chance_values = zt_net_config_of(svc->net)->chance_values != 0};
@@ -311,11 +464,9 @@ zt_evaluator_stats zt_eval_service_get_stats(zt_eval_service *svc)
 void zt_eval_service_batch_counts(zt_eval_service *svc, uint64_t *counts)
 {
     pthread_mutex_lock(&svc->mu);
-    size_t row = (size_t)svc->max_batch + 1;
-    memcpy(counts, svc->batch_counts, row * sizeof *counts);
+    memcpy(counts, svc->batch_counts,
+           ZT_CALL_KINDS * ((size_t)svc->max_batch + 1) * sizeof *counts);
     pthread_mutex_unlock(&svc->mu);
-    /* a service evaluates observations only (ZT_CALL_EVAL) */
-    memset(counts + row, 0, (ZT_CALL_KINDS - 1) * row * sizeof *counts);
 }
 
 int zt_eval_service_max_batch(const zt_eval_service *svc)

@@ -117,7 +117,10 @@ typedef struct zt_eval_service zt_eval_service;
  * `inflight` of them (1 or 2; 0: 1, which measured faster on a GPU than
  * 2, whose merged batches are smaller) are submitted at once; two overlap
  * only where the net's device computes while the thread goes on
- * (zt_net_overlaps). */
+ * (zt_net_overlaps). On a MuZero net the clients' evaluators offer its
+ * initial, recurrent and afterstate calls as a private one's do; a merged
+ * batch holds calls of one kind (the oldest queued request's), and these
+ * calls run whole on the service thread (no overlap). */
 zt_status zt_eval_service_new(zt_net *net, int clients, int client_batch, int inflight,
                               zt_eval_service **out);
 /* Stops the thread (no client may be waiting) and frees the service. */
@@ -127,7 +130,7 @@ void zt_eval_service_free(zt_eval_service *svc);
 zt_evaluator zt_eval_service_client(zt_eval_service *svc, int i);
 zt_evaluator_stats zt_eval_service_get_stats(zt_eval_service *svc);
 /* Copies the merged calls per kind and batch size to counts[ZT_CALL_KINDS
- * x (clients x client_batch + 1)] (zt_eval_call; all of them evals). */
+ * x (clients x client_batch + 1)] (zt_eval_call). */
 void zt_eval_service_batch_counts(zt_eval_service *svc, uint64_t *counts);
 int zt_eval_service_max_batch(const zt_eval_service *svc);
 /* The merged batches it keeps in flight (1 or 2). */

@@ -314,9 +314,7 @@ zt_status zt_mz_model_new(const zt_game *g, const zt_evaluator *ev, int max_batc
     *out = NULL;
     if (max_batch < 1) return zt_fail(ZT_ERR_INVALID, "muzero model: max_batch must be >= 1");
     if (!ev->initial || !ev->recurrent || ev->hidden_size == 0)
-        return zt_fail(ZT_ERR_INVALID,
-                       "muzero model: the evaluator runs no muzero net (a muzero run needs "
-                       "selfplay.evaluator = private)");
+        return zt_fail(ZT_ERR_INVALID, "muzero model: the evaluator runs no muzero net");
     mz_model *m = zt_xcalloc(1, sizeof *m);
     m->game = g;
     m->ev = *ev;

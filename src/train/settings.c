@@ -467,11 +467,6 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(read_optimizer(c, &S->optimizer));
     ZT_TRY(read_muzero(c, g, S));
     A->record_actions = zt_algorithm_is_muzero(S->algorithm);
-    if (zt_algorithm_is_muzero(S->algorithm) && S->evaluator == ZT_EVALUATOR_SHARED)
-        return zt_fail(ZT_ERR_UNSUPPORTED,
-                       "algorithm = %s runs private evaluators only (selfplay.evaluator = "
-                       "private)",
-                       zt_algorithm_name(S->algorithm));
     ZT_TRY(zt_config_int32(c, "learner.batch", 256, 1, 1 << 16, &S->batch));
     ZT_TRY(zt_config_double(c, "replay_ratio", 4.0, 1e-3, 1e6, &S->replay_ratio));
     ZT_TRY(zt_config_int32(c, "publish_every", 20, 1, 1 << 30, &S->publish_every));
