@@ -439,18 +439,12 @@ void zt_eval_service_free(zt_eval_service *svc)
 zt_evaluator zt_eval_service_client(zt_eval_service *svc, int i)
 {
     ZT_ASSERT(i >= 0 && i < svc->nclients);
-    if (svc->muzero)
-        return (zt_evaluator){.ctx = &svc->clients[i],
-                              .eval = client_eval,
-                              .initial = client_initial,
-                              .recurrent = client_recurrent,
-                              .hidden_size = svc->hidden_size,
-                              .turns = svc->turns,
-                              .afterstate = svc->codes > 0 ? client_afterstate : NULL,
-                              .chance_codes = svc->codes};
-    return (zt_evaluator){.ctx = &svc->clients[i],
-                          .eval = client_eval,
-                          .chance_values = zt_net_config_of(svc->net)->chance_values != 0};
+    return zt_evaluator_of_net(zt_net_config_of(svc->net),
+                               (zt_evaluator){.ctx = &svc->clients[i],
+                                              .eval = client_eval,
+                                              .initial = client_initial,
+                                              .recurrent = client_recurrent,
+                                              .afterstate = client_afterstate});
 }
 
 zt_evaluator_stats zt_eval_service_get_stats(zt_eval_service *svc)

@@ -90,6 +90,13 @@ typedef enum zt_eval_call {
     ZT_CALL_KINDS
 } zt_eval_call;
 
+/* The evaluator of a net of architecture cfg whose calls are those of
+ * `calls` (ctx, eval, and for a MuZero net initial, recurrent and
+ * afterstate): the fields that follow from the architecture (a MuZero
+ * net's hidden_size, turns and chance codes, afterstate only with codes;
+ * chance_values otherwise) filled in as every evaluator kind fills them. */
+zt_evaluator zt_evaluator_of_net(const zt_net_config *cfg, zt_evaluator calls);
+
 /* ---- private: a net on the caller's thread ---- */
 
 typedef struct zt_net_evaluator zt_net_evaluator;

@@ -137,19 +137,30 @@ void zt_net_evaluator_free(zt_net_evaluator *ne)
     free(ne);
 }
 
+zt_evaluator zt_evaluator_of_net(const zt_net_config *cfg, zt_evaluator calls)
+{
+    zt_evaluator ev = {.ctx = calls.ctx, .eval = calls.eval};
+    if (cfg->kind != ZT_NET_MUZERO) {
+        ev.chance_values = cfg->chance_values != 0;
+        return ev;
+    }
+    ev.initial = calls.initial;
+    ev.recurrent = calls.recurrent;
+    ev.hidden_size = zt_net_hidden_size(cfg);
+    ev.turns = cfg->turn_head != 0;
+    ev.afterstate = cfg->chance_codes > 0 ? calls.afterstate : NULL;
+    ev.chance_codes = cfg->chance_codes;
+    return ev;
+}
+
 zt_evaluator zt_net_evaluator_get(zt_net_evaluator *ne)
 {
-    const zt_net_config *cfg = zt_net_config_of(ne->net);
-    if (cfg->kind == ZT_NET_MUZERO)
-        return (zt_evaluator){.ctx = ne,
-                              .eval = net_eval,
-                              .initial = net_initial,
-                              .recurrent = net_recurrent,
-                              .hidden_size = zt_net_hidden_size(cfg),
-                              .turns = cfg->turn_head != 0,
-                              .afterstate = cfg->chance_codes > 0 ? net_afterstate : NULL,
-                              .chance_codes = cfg->chance_codes};
-    return (zt_evaluator){.ctx = ne, .eval = net_eval, .chance_values = cfg->chance_values != 0};
+    return zt_evaluator_of_net(zt_net_config_of(ne->net),
+                               (zt_evaluator){.ctx = ne,
+                                              .eval = net_eval,
+                                              .initial = net_initial,
+                                              .recurrent = net_recurrent,
+                                              .afterstate = net_afterstate});
 }
 
 zt_evaluator_stats zt_net_evaluator_get_stats(const zt_net_evaluator *ne)
