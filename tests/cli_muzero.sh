@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The commands on a MuZero run (algorithm = muzero): a tiny run trains and
-# checkpoints; eval plays it against random with its search and with the raw
-# policy and judges positions; play takes a move and quits; report writes the
-# page; bench selfplay runs its actors; a bare weights file plays as the
-# MuZero net its architecture names; 2048 (one player) trains and reports a
-# score; backgammon trains its to-play head and plays pubeval. The same for
-# Stochastic MuZero (algorithm = stochastic_muzero): tic-tac-toe, 2048 and
-# backgammon train, their weights name the codebook and play, their chance
-# losses are in the metrics.
+# checkpoints (its step-0 losses in the metrics); eval plays it against
+# random with its search and with the raw policy and judges positions; play
+# takes a move and quits; report writes the page; bench selfplay runs its
+# actors; a bare weights file plays as the MuZero net its architecture
+# names; 2048 (one player) trains and reports a score; backgammon trains its
+# to-play head and plays pubeval. The same for Stochastic MuZero (algorithm
+# = stochastic_muzero): tic-tac-toe, 2048 and backgammon train, their
+# weights name the codebook and play, their chance losses are in the
+# metrics.
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 SRC=${ZT_SOURCE_DIR:-.}
@@ -65,6 +66,10 @@ if ! "$BIN" train tictactoe --run "$run" --steps 3 "${tiny[@]}" \
     fail "train: the tiny muzero run failed: $(tail -n 2 "$dir/train.log")"
 fi
 grep -q '^algorithm = muzero' "$run/config.ini" 2>/dev/null || fail "config.ini does not say muzero"
+# the policy and value losses split into step 0's and the unrolled steps'
+grep '"kind":"train_unroll"' "$run/metrics.jsonl" 2>/dev/null | tail -n 1 |
+    grep -q '"loss_policy0":[0-9.]*[1-9][0-9]*,"loss_value0":[0-9.]*[1-9]' ||
+    fail "the muzero run's metrics hold no step-0 losses: $(grep train_unroll "$run/metrics.jsonl")"
 # muzero.SECTION.KEY replaces SECTION.KEY in a muzero run (both written to
 # config.ini), and only there: an AlphaZero run keeps the selfplay key as it
 # was; the keys [muzero] names itself (muzero.c_scale) are refused this way

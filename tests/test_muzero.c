@@ -357,7 +357,7 @@ static void check_loss_terms(int support)
     zt_train_batch b = data_batch(&d);
     zt_train_losses L;
     CHECK_OK(zt_trainer_loss_grad(t, &b, &L, g));
-    double policy = 0, value = 0, reward = 0;
+    double policy = 0, value = 0, reward = 0, policy0 = 0, value0 = 0;
     int K = d.K, A = d.A;
     for (int k = 0; k <= K; k++) {
         const float *pol, *val, *rew;
@@ -378,8 +378,13 @@ static void check_loss_terms(int support)
                     value_by_hand(rew + (size_t)n * V, d.reward[(size_t)n * K + k - 1], support) /
                     d.B;
         }
+        if (k == 0) policy0 = policy, value0 = value;
     }
     CHECK(fabs(L.policy - policy) < 1e-6 * policy, "policy %.9f, by hand %.9f", L.policy, policy);
+    CHECK(policy0 > 0 && fabs(L.policy0 - policy0) < 1e-6 * policy0,
+          "step 0's policy %.9f, by hand %.9f", L.policy0, policy0);
+    CHECK(value0 > 0 && value0 < value && fabs(L.value0 - value0) < 1e-6 * value0,
+          "step 0's value %.9f, by hand %.9f", L.value0, value0);
     CHECK(fabs(L.value - value) < 1e-6 * value, "value %.9f, by hand %.9f", L.value, value);
     CHECK(fabs(L.reward - reward) < 1e-6 * reward, "reward %.9f, by hand %.9f", L.reward, reward);
     CHECK(fabs(L.total - (L.policy + 0.7 * L.value + 0.6 * L.reward + L.l2)) < 1e-9,

@@ -29,8 +29,10 @@
 #include "dist/comm.h"
 #include "dist/dist.h"
 
-/* Tail of the bucket: policy loss, value loss, learners with a batch, stop. */
-enum { TAIL = 4 };
+/* Tail of the bucket: policy loss, value loss, learners with a batch,
+ * MuZero's step-0 policy and value losses, and last the stop flag
+ * (zt_dist_dp_stop). */
+enum { TAIL = 6 };
 
 struct zt_dist_dp {
     MPI_Comm comm; /* the learners, rank 0 first */
@@ -143,9 +145,11 @@ static zt_status reduce(void *ctx, float *grads, size_t n, zt_train_losses *loss
     tail[0] = (float)losses->policy;
     tail[1] = (float)losses->value;
     tail[2] = has_batch ? 1.0f : 0.0f;
-    tail[3] = 0;
+    tail[3] = (float)losses->policy0;
+    tail[4] = (float)losses->value0;
+    tail[TAIL - 1] = 0;
     ZT_TRY(allreduce(dp, b, (int)dp->bucket_n, MPI_FLOAT, MPI_SUM, "the gradient allreduce"));
-    if (tail[3] > 0) {
+    if (tail[TAIL - 1] > 0) {
         *skip = true;
         return ZT_OK;
     }
@@ -159,6 +163,8 @@ static zt_status reduce(void *ctx, float *grads, size_t n, zt_train_losses *loss
     }
     losses->policy = tail[0] * k;
     losses->value = tail[1] * k;
+    losses->policy0 = tail[3] * k;
+    losses->value0 = tail[4] * k;
     dp->steps++;
     /* Here, before the update, every learner holds the same weights and
      * (just averaged) running statistics; before the averaging the

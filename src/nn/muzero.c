@@ -878,6 +878,7 @@ static void step_losses(zt_mz *mz, const zt_train_config *tc, const zt_train_bat
     }
     acc->policy += w * policy * scale;
     acc->value += w * value * scale;
+    if (k == 0) acc->policy0 += policy * scale, acc->value0 += value * scale;
     acc->reward += w * reward * scale;
     acc->turn += w * turn * scale;
 }

@@ -483,6 +483,10 @@ typedef struct zt_train_losses {
     /* MuZero with a to-play head: the binary cross-entropy of g's turn
      * output, steps k >= 1 weighted 1/K; weight 1 in the total */
     double turn;
+    /* MuZero: step 0's policy and value terms alone (f(h(o)), the part an
+     * AlphaZero net's policy and value compare with); policy - policy0 and
+     * value - value0 are the unrolled steps', weighted 1/K each */
+    double policy0, value0;
 } zt_train_losses;
 
 typedef struct zt_trainer zt_trainer;

@@ -271,6 +271,8 @@ static zt_status train_on(zt_learner *l, const zt_train_batch *tb)
     l->loss_sum.commitment += loss.commitment;
     l->loss_sum.code_balance += loss.code_balance;
     l->loss_sum.turn += loss.turn;
+    l->loss_sum.policy0 += loss.policy0;
+    l->loss_sum.value0 += loss.value0;
     l->loss_sum.code_perplexity += loss.code_perplexity;
     l->loss_sum.l2 += loss.l2;
     l->loss_sum.total += loss.total;
@@ -400,6 +402,7 @@ int zt_learner_mean_losses(const zt_learner *l, zt_train_losses *mean)
         mean->grad_norm *= k;
     mean->afterstate *= k, mean->chance *= k, mean->commitment *= k, mean->turn *= k;
     mean->code_perplexity *= k, mean->code_balance *= k;
+    mean->policy0 *= k, mean->value0 *= k;
     mean->lr = l->last_loss.lr;
     return l->loss_count;
 }

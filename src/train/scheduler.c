@@ -225,6 +225,11 @@ static void write_metrics(zt_scheduler *L, const totals *now)
                    "\"code_perplexity\":%.3f,\"loss_code_balance\":%.6f",
                    l.afterstate, l.chance, l.commitment, l.code_perplexity, l.code_balance);
         if (l.turn != 0) metric(L, "train_turn", "\"loss_turn\":%.6f", l.turn);
+        if (l.value0 != 0 || l.policy0 != 0)
+            metric(L, "train_unroll",
+                   "\"loss_policy0\":%.6f,\"loss_value0\":%.6f,\"loss_policy_unrolled\":%.6f,"
+                   "\"loss_value_unrolled\":%.6f",
+                   l.policy0, l.value0, l.policy - l.policy0, l.value - l.value0);
         zt_learner_reset_losses(L->p.learner);
     }
     zt_learner_int8_stats q;
