@@ -51,6 +51,10 @@ expect_error "unknown device 'cuda:x'" train tictactoe --run "$tmp_run" --set de
 # A calibrated resignation threshold with no games played out to calibrate on.
 expect_error "selfplay.resign_false_rate = 0.05 calibrates on played-out games" train backgammon \
     --run "$tmp_run" --set selfplay.resign=true --set selfplay.resign_playout_fraction=0
+# A playout cap's fast searches run in the full searches' trees: no more
+# simulations than those.
+expect_error "selfplay.fast_sims = 64 exceeds search.sims = 32" train tictactoe --run "$tmp_run" \
+    --set selfplay.full_search_fraction=0.5 --set selfplay.fast_sims=64
 expect_error "selfplay.opening_players is set but no game has a random opening" train tictactoe \
     --run "$tmp_run" --set selfplay.opening_players=perfect --set selfplay.random_opening_fraction=0
 expect_error "selfplay.opening_players: 'nobody': unknown player 'nobody'" train tictactoe --run "$tmp_run" \

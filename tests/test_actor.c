@@ -4,14 +4,16 @@
  * have no outcome to learn); actors on a shared evaluator service play
  * exactly the games they play with private evaluators, with one merged
  * batch in flight or two, over AlphaZero, MuZero and Stochastic MuZero
- * nets; a failing evaluator
- * comes back as a status, not an abort; finished games go through the
- * trajectory sink, generations in slot order, and a sink's error stops the
- * actor's step with its message; with record_surprise every full search's
- * record holds its surprise; resignation's threshold is calibrated as the
- * brute force finds it, and an actor resigns at the fixed threshold, never
- * when no threshold keeps false resignations rare, and at the calibrated
- * one when one does. */
+ * nets; a failing evaluator comes back as a status, not an abort; finished
+ * games go through the trajectory sink, generations in slot order, and a
+ * sink's error stops the actor's step with its message; with
+ * record_surprise every full search's record holds its surprise; with
+ * playout-cap randomisation the full searches go on across steps, the
+ * network's calls stay near G wide, and the share of full searches is the
+ * configured one; resignation's threshold is calibrated as the brute force
+ * finds it, and an actor resigns at the fixed threshold, never when no
+ * threshold keeps false resignations rare, and at the calibrated one when
+ * one does. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -652,6 +654,57 @@ static void test_surprise_recorded(void)
     zt_game_free(g);
 }
 
+/* Playout-cap randomisation: a quarter of the moves get the full search
+ * (32 simulations) and record a policy target, the rest 4 simulations. The
+ * full searches go on across steps while the fast games move, so the
+ * network's calls stay near all G games wide (searching every move to its
+ * end in one step left the fast games waiting through 28 of each step's 32
+ * rounds: calls of about a third of G), and the share of full searches and
+ * of recorded policy targets is the configured one. */
+static void test_playout_cap(void)
+{
+    zt_game *g;
+    CHECK(zt_game_new("connect4", NULL, &g) == ZT_OK, "connect4: %s", zt_error_message());
+    zt_actor_config ac = small_config(true);
+    ac.games = 32;
+    ac.search.num_simulations = 32;
+    ac.full_search_fraction = 0.25;
+    ac.fast_simulations = 4;
+    ac.nncache = false;
+    zt_evaluator_pool *pool = NULL;
+    zt_actor *a;
+    zt_replay *rb;
+    if (!played_into_replay(g, &ac, 100, &pool, &a, &rb)) {
+        zt_game_free(g);
+        return;
+    }
+    {
+        zt_actor_stats st = zt_actor_get_stats(a);
+        double full = (double)st.full_searches / (double)st.moves;
+        double batch = (double)st.inferences / (double)st.net_calls;
+        zt_replay_stats rs = zt_replay_get_stats(rb);
+        int64_t flagged = 0;
+        for (int64_t i = rs.positions_seen - rs.positions; i < rs.positions_seen; i++) {
+            zt_replay_position pos;
+            CHECK(zt_replay_get(rb, i, &pos, NULL) == ZT_OK, "get: %s", zt_error_message());
+            flagged += (pos.flags & ZT_REPLAY_FULL_SEARCH) != 0;
+        }
+        double stored = (double)flagged / (double)rs.positions;
+        CHECK(st.moves >= 800 && st.games_added >= 20, "only %llu moves, %llu games",
+              (unsigned long long)st.moves, (unsigned long long)st.games_added);
+        CHECK(full > 0.18 && full < 0.32 && stored > 0.18 && stored < 0.32,
+              "full searches %.3f of the moves, policy targets %.3f of the positions, want 0.25",
+              full, stored);
+        CHECK(batch >= 0.75 * ac.games, "mean network batch %.1f of %d games", batch, ac.games);
+        printf("playout cap: %llu moves, %.3f full, mean batch %.1f of %d\n",
+               (unsigned long long)st.moves, full, batch, ac.games);
+    }
+    zt_actor_free(a);
+    zt_evaluator_pool_free(pool);
+    zt_replay_free(rb);
+    zt_game_free(g);
+}
+
 /* ---- resignation ---- */
 
 /* The brute-force threshold: over every candidate (each side's min_value
@@ -817,6 +870,7 @@ int main(void)
     test_opening_players();
     test_random_moves();
     test_surprise_recorded();
+    test_playout_cap();
     test_resign_calibrate();
     test_resign();
     return zt_test_finish("test_actor");

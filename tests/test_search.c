@@ -2,7 +2,8 @@
  * subtree reuse, bounded capacity, no allocation while searching), Gumbel
  * arithmetic and Gumbel with reused statistics, exact chance nodes on a dice
  * game with a known expectation, K distinct leaves per round, min-max Q
- * normalisation and the first-play-urgency modes. */
+ * normalisation, the first-play-urgency modes, and a search spread over
+ * several runs beside other trees' giving the result of one run. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -789,6 +790,71 @@ static void test_gumbel_reuse(void)
     zt_model_free(&m->base);
 }
 
+/* ---- searches across runs (zt_search_run_rounds) ----
+ * Tree 0 searched a few rounds at a time, beside tree 1 begun again and
+ * again with short searches of its own (zt_search_begin_sims) and a root
+ * cache built while tree 0 is still searching, ends with the same visits,
+ * root value and choice as the same tree searched in one run alone. */
+static void test_rounds(zt_search_algorithm alg, int K)
+{
+    zt_search_config cfg;
+    zt_search_config_default(&cfg, alg);
+    cfg.num_simulations = 40;
+    cfg.leaves_per_round = K;
+    cfg.gumbel_m = 4;
+    cfg.seed = 17;
+    syn_state root = {.path = 4242}, other = {.path = 9001}, cache_root = {.path = 31337};
+    int32_t alone[SYN_ACTIONS], split[SYN_ACTIONS];
+    float value[2];
+    int chosen[2];
+    for (int pass = 0; pass < 2; pass++) {
+        syn_model *m = syn_new(2 * K + 1);
+        zt_search *s;
+        CHECK(zt_search_new(&cfg, &m->base, 2, &s) == ZT_OK, "search_new: %s", zt_error_message());
+        zt_search_begin(s, 0, &root);
+        int runs = 0, short_searches = 0;
+        if (pass == 0) {
+            CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
+        } else {
+            while (zt_search_searching(s, 0)) {
+                if (!zt_search_searching(s, 1)) {
+                    if (short_searches > 0) zt_search_forget(s, 1);
+                    other.path++;
+                    zt_search_begin_sims(s, 1, &other, 1 + short_searches % 5);
+                    short_searches++;
+                }
+                CHECK(zt_search_run_rounds(s, 2) == ZT_OK, "rounds: %s", zt_error_message());
+                if (++runs == 3) {
+                    CHECK(zt_search_build_root_cache(s, &cache_root, 30) == ZT_OK, "root cache: %s",
+                          zt_error_message());
+                    CHECK(zt_search_searching(s, 0) && zt_search_tree(s, 0)->nodes[0].visit < 41,
+                          "building the root cache ran tree 0's search on");
+                }
+                if (runs > 100) break;
+            }
+            CHECK(runs > 4 && short_searches > 2, "tree 0 ended after %d runs, %d short searches",
+                  runs, short_searches);
+            const zt_tree *t1 = zt_search_tree(s, 1);
+            CHECK(!zt_search_searching(s, 1) || t1->nodes[0].visit >= 1, "tree 1 has no root");
+        }
+        const zt_tree *t = zt_search_tree(s, 0);
+        CHECK(t->nodes[0].visit == 41, "tree 0's root has %d visits, want 41 (pass %d)",
+              t->nodes[0].visit, pass);
+        zt_search_root_visits(s, 0, pass == 0 ? alone : split);
+        value[pass] = zt_search_root_value(s, 0);
+        chosen[pass] = zt_search_choose(s, 0, 0.0f);
+        CHECK(m->duplicate_leaves == 0, "%d duplicate leaves", m->duplicate_leaves);
+        zt_search_free(s);
+        zt_model_free(&m->base);
+    }
+    CHECK(memcmp(alone, split, sizeof alone) == 0,
+          "%s K=%d: visits %d %d %d %d in one run, %d %d %d %d across runs",
+          alg == ZT_SEARCH_GUMBEL ? "gumbel" : "puct", K, alone[0], alone[1], alone[2], alone[3],
+          split[0], split[1], split[2], split[3]);
+    CHECK(value[0] == value[1] && chosen[0] == chosen[1], "root value %g / %g, choice %d / %d",
+          value[0], value[1], chosen[0], chosen[1]);
+}
+
 /* ---- model state lifetime: a model whose states are handles ----
  * The synthetic game's states live in the model's own store; a tree holds a
  * 4-byte handle. The store counts references: search must retain what it
@@ -993,6 +1059,9 @@ int main(void)
     test_minmax_q();
     test_fpu_modes();
     test_gumbel_reuse();
+    test_rounds(ZT_SEARCH_GUMBEL, 1);
+    test_rounds(ZT_SEARCH_PUCT, 1);
+    test_rounds(ZT_SEARCH_PUCT, 2);
     test_state_lifetime(ZT_SEARCH_PUCT, 0);
     test_state_lifetime(ZT_SEARCH_GUMBEL, 0);
     test_state_lifetime(ZT_SEARCH_PUCT, 29);

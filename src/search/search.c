@@ -30,6 +30,7 @@ typedef struct slot {
     zt_tree tree;
     zt_rng rng;
     bool searching;   /* begun and not finished */
+    bool paused;      /* searching, set aside while the root cache is built */
     bool has_root;    /* node 0 is an evaluated decision node */
     bool prepared;    /* root noise / Gumbel candidates drawn for this search */
     int sims_target;  /* simulations of this search */
@@ -881,8 +882,15 @@ static void reset_slot(zt_search *s, slot *sl)
 
 void zt_search_begin(zt_search *s, int t, const void *root_input)
 {
+    zt_search_begin_sims(s, t, root_input, s->cfg.num_simulations);
+}
+
+void zt_search_begin_sims(zt_search *s, int t, const void *root_input, int num_simulations)
+{
     ZT_ASSERT(t >= 0 && t <= s->num_trees);
+    ZT_ASSERT(num_simulations >= 1 && num_simulations <= s->cfg.num_simulations);
     slot *sl = &s->slots[t];
+    ZT_ASSERT(!sl->searching);
     memcpy(sl->input, root_input, s->model->input_size);
     zt_tree *tr = &sl->tree;
     if (sl->has_root && (tr->nodes[0].kind != ZT_NODE_DECISION || tr->nodes[0].num_edges == 0))
@@ -897,7 +905,7 @@ void zt_search_begin(zt_search *s, int t, const void *root_input)
     }
     sl->searching = true;
     sl->prepared = false;
-    sl->sims_target = s->cfg.num_simulations;
+    sl->sims_target = num_simulations;
     sl->sims_started = 0;
     sl->sims_done = 0;
     sl->qmin = INFINITY;
@@ -956,11 +964,17 @@ void zt_search_cancel(zt_search *s)
 
 zt_status zt_search_run(zt_search *s)
 {
+    return zt_search_run_rounds(s, 0);
+}
+
+zt_status zt_search_run_rounds(zt_search *s, int max_rounds)
+{
+    ZT_ASSERT(max_rounds >= 0);
     zt_status st = evaluate_roots(s);
     if (st != ZT_OK) return abandon_run(s, st);
     for (int i = 0; i <= s->num_trees; i++)
         if (s->slots[i].searching && !s->slots[i].prepared) prepare_root(s, &s->slots[i]);
-    for (;;) {
+    for (int round = 0; max_rounds == 0 || round < max_rounds; round++) {
         int known;
         int B = select_round(s, &known);
         if (B == 0 && known == 0) break;
@@ -979,6 +993,12 @@ zt_status zt_search_run(zt_search *s)
         }
     }
     return ZT_OK;
+}
+
+bool zt_search_searching(const zt_search *s, int t)
+{
+    ZT_ASSERT(t >= 0 && t < s->num_trees);
+    return s->slots[t].searching;
 }
 
 /* ---- results ---- */
@@ -1105,13 +1125,27 @@ void zt_search_forget(zt_search *s, int t)
 zt_status zt_search_build_root_cache(zt_search *s, const void *root_input, int num_simulations)
 {
     if (num_simulations < 1) return zt_fail(ZT_ERR_INVALID, "root cache needs simulations >= 1");
-    for (int i = 0; i < s->num_trees; i++) ZT_ASSERT(!s->slots[i].searching);
     slot *cache = &s->slots[s->num_trees];
+    ZT_ASSERT(!cache->searching);
+    /* the trees with a search under way sit this run out, untouched (a
+     * failure drops the cache's tree alone) */
+    for (int i = 0; i < s->num_trees; i++) {
+        slot *sl = &s->slots[i];
+        sl->paused = sl->searching;
+        sl->searching = false;
+    }
     reset_slot(s, cache);
     s->cache_valid = false;
+    cache->searching = false;
     zt_search_begin(s, s->num_trees, root_input);
     cache->sims_target = num_simulations;
-    ZT_TRY(zt_search_run(s));
+    zt_status st = zt_search_run(s);
+    for (int i = 0; i < s->num_trees; i++) {
+        slot *sl = &s->slots[i];
+        sl->searching = sl->paused;
+        sl->paused = false;
+    }
+    if (st != ZT_OK) return st;
     s->cache_valid = true;
     return ZT_OK;
 }

@@ -93,10 +93,26 @@ void zt_search_free(zt_search *s);
  * the root cache if it holds this position, else from scratch. */
 void zt_search_begin(zt_search *s, int t, const void *root_input);
 
+/* The same with `num_simulations` (1 .. the config's num_simulations, for
+ * which the trees are sized) for this search of tree t: a playout cap's
+ * fast searches share the trees and the rounds of the full ones. */
+void zt_search_begin_sims(zt_search *s, int t, const void *root_input, int num_simulations);
+
 /* Runs every begun tree to the end of its simulations, in lockstep rounds.
  * A failed model call is returned as it came; the trees that were searching
  * are then dropped (begin them again to retry). */
 zt_status zt_search_run(zt_search *s);
+
+/* The same for at most max_rounds rounds (0: no limit), after one initial()
+ * call for the trees begun since the last run: a tree whose simulations
+ * outlast them goes on searching at the next run, with the trees begun in
+ * the meantime beside it in every round, and gives the result it would
+ * give in one run (each tree's selection depends on its own statistics and
+ * random stream alone). */
+zt_status zt_search_run_rounds(zt_search *s, int max_rounds);
+
+/* Whether tree t has been begun and not yet run to the end. */
+bool zt_search_searching(const zt_search *s, int t);
 
 /* Drops every tree begun and not yet run (after a failure elsewhere), so
  * that each can be begun, played or forgotten again. */
@@ -130,7 +146,8 @@ void zt_search_played(zt_search *s, int t, int action);
 void zt_search_forget(zt_search *s, int t);
 
 /* Deep search of root_input with num_simulations, kept for zt_search_begin.
- * No tree may be searching. Rebuild it when the model changes. Gumbel
+ * Trees searching (zt_search_run_rounds) wait, untouched, and go on at the
+ * next run. Rebuild it when the model changes. Gumbel
  * searches started from it run their sequential halving on their own
  * simulations (see search.c, "Gumbel and reused statistics"). */
 zt_status zt_search_build_root_cache(zt_search *s, const void *root_input, int num_simulations);

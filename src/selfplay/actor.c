@@ -30,18 +30,31 @@ typedef struct game_slot {
     float return0;
 } game_slot;
 
+/* What a slot's game does this step (zt_actor_step). */
+enum {
+    SLOT_IDLE,   /* no search under way */
+    SLOT_FULL,   /* a full search under way, perhaps since an earlier step */
+    SLOT_FAST,   /* a playout cap's fast search under way */
+    SLOT_GREEDY, /* a greedy move, chosen after the searches */
+    SLOT_MOVED,  /* moved this step (closed at its end if the game ended) */
+};
+
 struct zt_actor {
     const zt_game *game;
     zt_actor_config cfg;
-    zt_search_config full_cfg, fast_cfg;
+    zt_search_config search_cfg;
     zt_evaluator ev;  /* borrowed */
     int max_eval;     /* the largest batch the evaluator is called with */
     zt_nncache *cache;
     zt_model *model;
-    zt_search *full, *fast; /* fast is NULL without playout-cap randomisation */
-    zt_greedy *greedy;      /* instead of fast with greedy_fast */
+    /* One tree per game for both searches of a playout cap: a fast search
+     * is the full one with fewer simulations, in the same rounds. */
+    zt_search *search;
+    bool fast;         /* playout-cap randomisation with fast searches */
+    int tick_rounds;   /* rounds of a step (a fast search's); 0: until all end */
+    zt_greedy *greedy; /* instead of fast searches with greedy_fast */
     game_slot *slots;
-    int8_t *searched;       /* per slot this step: 0 none, 1 full, 2 fast, 3 greedy */
+    int8_t *searched;       /* per slot: SLOT_* */
     float *policy;          /* num_actions */
     uint64_t start[ZT_MAX_STATE_BYTES / 8];
     bool start_is_decision;
@@ -90,25 +103,22 @@ static void forget_tree(zt_search *s, int t)
 
 static void free_searches(zt_actor *a)
 {
-    zt_search_free(a->full);
-    zt_search_free(a->fast);
-    a->full = a->fast = NULL;
+    zt_search_free(a->search);
+    a->search = NULL;
+    if (a->searched) memset(a->searched, SLOT_IDLE, (size_t)a->cfg.games);
 }
 
 static zt_status build_root_cache(zt_actor *a)
 {
     if (!a->cfg.root_cache || !a->start_is_decision) return ZT_OK;
-    return zt_search_build_root_cache(a->full, a->start, a->cfg.root_cache_simulations);
+    return zt_search_build_root_cache(a->search, a->start, a->cfg.root_cache_simulations);
 }
 
 static zt_status make_searches(zt_actor *a, uint64_t seed)
 {
     free_searches(a);
-    a->full_cfg.seed = seed;
-    a->fast_cfg.seed = zt_hash_mix(seed ^ 0x5bd1e995u);
-    ZT_TRY(zt_search_new(&a->full_cfg, a->model, a->cfg.games, &a->full));
-    if (a->cfg.full_search_fraction < 1.0 && !a->cfg.greedy_fast)
-        ZT_TRY(zt_search_new(&a->fast_cfg, a->model, a->cfg.games, &a->fast));
+    a->search_cfg.seed = seed;
+    ZT_TRY(zt_search_new(&a->search_cfg, a->model, a->cfg.games, &a->search));
     return build_root_cache(a);
 }
 
@@ -139,18 +149,25 @@ zt_status zt_actor_new(const zt_game *g, const zt_model_factory *mf, const zt_ev
         return zt_fail(ZT_ERR_INVALID, "full_search_fraction must be in [0, 1]");
     if (!(cfg->resign_false_rate >= 0 && cfg->resign_false_rate < 1))
         return zt_fail(ZT_ERR_INVALID, "resign_false_rate must be in [0, 1)");
+    if (cfg->full_search_fraction < 1.0 && !cfg->greedy_fast &&
+        (cfg->fast_simulations < 1 || cfg->fast_simulations > cfg->search.num_simulations))
+        return zt_fail(ZT_ERR_INVALID, "fast_sims must be in [1, search.sims = %d], got %d",
+                       cfg->search.num_simulations, cfg->fast_simulations);
     zt_actor *a = zt_xcalloc(1, sizeof *a);
     a->game = g;
     a->cfg = *cfg;
-    a->full_cfg = cfg->search;
-    a->fast_cfg = cfg->search;
-    a->fast_cfg.num_simulations = cfg->fast_simulations;
+    a->search_cfg = cfg->search;
     /* Room for the root cache's tree, cloned into every new game. */
     int root_cache_sims = cfg->root_cache ? cfg->root_cache_simulations : 0;
-    zt_search_config_size(&a->full_cfg, g, root_cache_sims);
-    zt_search_config_size(&a->fast_cfg, g, root_cache_sims);
+    zt_search_config_size(&a->search_cfg, g, root_cache_sims);
     a->ev = *ev;
     int K = cfg->search.leaves_per_round > 0 ? cfg->search.leaves_per_round : 1;
+    /* A playout cap's fast search ends in tick_rounds rounds: each step
+     * runs that many, the full searches going on across steps, so that
+     * every round's batch holds all G games (with the whole full search in
+     * each step, the fast games would wait through most of its rounds). */
+    a->fast = cfg->full_search_fraction < 1.0 && !cfg->greedy_fast;
+    a->tick_rounds = a->fast ? (cfg->fast_simulations + K - 1) / K : 0;
     int max_batch = cfg->games * K;
     a->max_eval = zt_actor_eval_batch(g, cfg);
     zt_status st = ZT_OK;
@@ -241,8 +258,7 @@ static void start_game(zt_actor *a, int t, uint64_t stream)
         memcpy(s->state, a->cfg.start_states + i * a->game->state_size, a->game->state_size);
         s->random_plies = 0;
     }
-    forget_tree(a->full, t);
-    forget_tree(a->fast, t);
+    forget_tree(a->search, t);
 }
 
 static uint64_t continuous_stream(const zt_actor *a)
@@ -323,8 +339,7 @@ static zt_status end_game(zt_actor *a, int t, float return0, const zt_traj_sink 
         if (r >= 0) a->stats.false_resignations++;
     }
     if (s->playout && a->sides) calibrate_resignation(a, s, return0);
-    forget_tree(a->full, t);
-    forget_tree(a->fast, t);
+    forget_tree(a->search, t);
     if (!a->cfg.continuous) {
         s->finished = true;
         return ZT_OK;
@@ -345,8 +360,7 @@ static zt_status abandon_game(zt_actor *a, int t)
     zt_replay_traj_clear(s->traj);
     s->running = false;
     a->stats.games_abandoned++;
-    forget_tree(a->full, t);
-    forget_tree(a->fast, t);
+    forget_tree(a->search, t);
     if (!a->cfg.continuous) {
         s->finished = true;
         return ZT_OK;
@@ -378,8 +392,7 @@ static zt_status reach_decision(zt_actor *a, int t, const zt_traj_sink *sink, bo
             g->apply(g, s->state, action);
             s->random_plies--;
             s->ply++;
-            zt_search_played(a->full, t, action);
-            if (a->fast) zt_search_played(a->fast, t, action);
+            zt_search_played(a->search, t, action);
             continue;
         }
         /* too long, or (recording the positions before the rolls too) its
@@ -403,8 +416,7 @@ static zt_status reach_decision(zt_actor *a, int t, const zt_traj_sink *sink, bo
             zt_replay_traj_add(s->traj, s->state, NULL, 0.0f, false);
         int o = zt_game_sample_chance(g, s->state, &s->rng);
         g->apply(g, s->state, o);
-        if (a->full) zt_search_played(a->full, t, o);
-        if (a->fast) zt_search_played(a->fast, t, o);
+        if (a->search) zt_search_played(a->search, t, o);
     }
     return ZT_OK;
 }
@@ -443,32 +455,37 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
 {
     const zt_game *g = a->game;
     int G = a->cfg.games;
-    bool any_full = false, any_fast = false;
+    bool any_search = false;
     for (int t = 0; t < G; t++) {
+        if (a->searched[t] == SLOT_FULL || a->searched[t] == SLOT_FAST) {
+            any_search = true; /* under way since an earlier step */
+            continue;
+        }
         bool ready;
-        a->searched[t] = 0;
+        a->searched[t] = SLOT_IDLE;
         ZT_TRY(reach_decision(a, t, sink, &ready));
         if (!ready) continue;
         game_slot *s = &a->slots[t];
         bool full = (!a->fast && !a->greedy) ||
                     zt_rng_uniform(&s->rng) < a->cfg.full_search_fraction;
         if (!full && a->greedy) {
-            a->searched[t] = 3; /* chosen below, after the searches */
+            a->searched[t] = SLOT_GREEDY; /* chosen below, after the searches */
             continue;
         }
-        zt_search_begin(full ? a->full : a->fast, t, s->state);
-        a->searched[t] = full ? 1 : 2;
-        any_full |= full;
-        any_fast |= !full;
+        zt_search_begin_sims(a->search, t, s->state,
+                             full ? a->cfg.search.num_simulations : a->cfg.fast_simulations);
+        a->searched[t] = full ? SLOT_FULL : SLOT_FAST;
+        any_search = true;
     }
     zt_model_stats before = a->model->stats;
-    zt_status st = any_full ? zt_search_run(a->full) : ZT_OK;
-    if (st == ZT_OK && any_fast) st = zt_search_run(a->fast);
+    zt_status st = any_search ? zt_search_run_rounds(a->search, a->tick_rounds) : ZT_OK;
     if (st != ZT_OK) {
-        /* the failed search dropped its trees; the other may still hold
-         * begun ones: the games go on from their positions next step */
-        zt_search_cancel(a->full);
-        if (a->fast) zt_search_cancel(a->fast);
+        /* the failed search dropped its trees: the games go on from their
+         * positions next step */
+        zt_search_cancel(a->search);
+        for (int t = 0; t < G; t++)
+            if (a->searched[t] == SLOT_FULL || a->searched[t] == SLOT_FAST)
+                a->searched[t] = SLOT_IDLE;
         return st;
     }
     zt_model_stats after = a->model->stats;
@@ -480,10 +497,13 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
     uint64_t greedy_evals = a->greedy ? zt_greedy_evaluations(a->greedy) : 0;
     uint64_t greedy_calls = a->greedy ? zt_greedy_calls(a->greedy) : 0;
     for (int t = 0; t < G; t++) {
-        if (!a->searched[t]) continue;
+        int what = a->searched[t];
+        if (what == SLOT_IDLE) continue;
+        if (what != SLOT_GREEDY && zt_search_searching(a->search, t)) continue; /* next step */
+        a->searched[t] = SLOT_MOVED;
         game_slot *s = &a->slots[t];
-        bool full = a->searched[t] == 1, greedy = a->searched[t] == 3;
-        zt_search *sr = full ? a->full : a->fast;
+        bool full = what == SLOT_FULL, greedy = what == SLOT_GREEDY;
+        zt_search *sr = a->search;
         int player = g->current_player(g, s->state);
         int greedy_action = -1;
         float root_value;
@@ -539,8 +559,7 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
                                     steps ? zt_game_reward(g, moved_from, s->state) : 0.0f,
                                     surprise);
         s->ply++;
-        zt_search_played(a->full, t, action);
-        if (a->fast) zt_search_played(a->fast, t, action);
+        zt_search_played(a->search, t, action);
     }
     if (a->greedy) {
         uint64_t evals = zt_greedy_evaluations(a->greedy) - greedy_evals;
@@ -551,7 +570,9 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
     /* Games that just ended are closed now rather than at the next step, so
      * that a generation is over as soon as its last move is played. */
     for (int t = 0; t < G; t++) {
-        if (!a->searched[t] || !a->slots[t].running) continue;
+        if (a->searched[t] != SLOT_MOVED) continue;
+        a->searched[t] = SLOT_IDLE;
+        if (!a->slots[t].running) continue;
         bool ready;
         ZT_TRY(reach_decision(a, t, sink, &ready));
     }
@@ -573,9 +594,7 @@ zt_actor_memory zt_actor_get_memory(const zt_actor *a)
     zt_actor_memory m = {0};
     /* a search holds its G trees, the root cache's and a spare for reuse
      * (search.c: G + 2 trees of zt_search_tree_bytes each) */
-    const zt_search *searches[2] = {a->full, a->fast};
-    for (int i = 0; i < 2; i++)
-        if (searches[i]) m.trees += (size_t)(a->cfg.games + 2) * zt_search_tree_bytes(searches[i]);
+    if (a->search) m.trees = (size_t)(a->cfg.games + 2) * zt_search_tree_bytes(a->search);
     if (a->cache) m.nncache = zt_nncache_get_stats(a->cache).bytes;
     return m;
 }

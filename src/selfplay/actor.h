@@ -5,6 +5,9 @@
  * actor's thread or a shared evaluator service (agent/evaluator.h). Every
  * step plays one move in each running game, all G searches sharing one
  * batched model call per round; finished games become replay trajectories.
+ * With playout-cap randomisation (fast searches) a step is the rounds of one
+ * fast search instead: the games whose search ended move, the full
+ * searches go on across steps, and every round's call holds all G games.
  *
  * Two ways to run. Continuous: a finished game goes to the trajectory sink
  * (sink.h) at once and its slot starts a new game (what concurrent training

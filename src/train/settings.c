@@ -396,6 +396,12 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     int fast;
     ZT_TRY(zt_config_choice(c, "selfplay.fast_moves", "search", fast_moves, &fast));
     A->greedy_fast = fast == 1;
+    if (A->full_search_fraction < 1 && !A->greedy_fast &&
+        A->fast_simulations > A->search.num_simulations)
+        return zt_fail(ZT_ERR_INVALID,
+                       "selfplay.fast_sims = %d exceeds search.sims = %d (a fast search is the "
+                       "full one with fewer simulations, in the same trees)",
+                       A->fast_simulations, A->search.num_simulations);
     ZT_TRY(zt_config_bool(c, "selfplay.resign", false, &A->resign));
     ZT_TRY(zt_config_float(c, "selfplay.resign_threshold", A->resign_threshold, -1, 1,
                      &A->resign_threshold));
