@@ -51,6 +51,9 @@ expect_error "unknown device 'cuda:x'" train tictactoe --run "$tmp_run" --set de
 # A calibrated resignation threshold with no games played out to calibrate on.
 expect_error "selfplay.resign_false_rate = 0.05 calibrates on played-out games" train backgammon \
     --run "$tmp_run" --set selfplay.resign=true --set selfplay.resign_playout_fraction=0
+# MuZero's outcome rewards are a two-player game's.
+expect_error "muzero.outcome_reward is for two-player games" train 2048 --run "$tmp_run" \
+    --set algorithm=muzero --set muzero.outcome_reward=true
 # A playout cap's fast searches run in the full searches' trees: no more
 # simulations than those.
 expect_error "selfplay.fast_sims = 64 exceeds search.sims = 32" train tictactoe --run "$tmp_run" \

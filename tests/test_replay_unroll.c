@@ -2,7 +2,9 @@
  * taken and its reward (round trip, old records unchanged, damage refused),
  * and batches of K-step unrolls: in-game steps carry the game's actions,
  * policies and per-player outcomes, steps past the end are absorbing (no
- * policy target, outcomes alternating, reward 0), a symmetry maps every
+ * policy target, outcomes alternating, reward 0; with outcome_reward the
+ * winning move's reward is the outcome and the absorbing steps are worth
+ * 0, which one-player games refuse), a symmetry maps every
  * step's policy and action alike, the sampler thread gives the synchronous
  * batches, and games recorded without actions are refused; a one-player
  * game (2048) unrolls to its moves' rewards and the return-to-go; batches
@@ -89,7 +91,10 @@ static void add_game(zt_game *g, zt_replay *rb, bool actions, uint8_t states[][Z
     zt_replay_traj_free(t);
 }
 
-static void check_batch(zt_game *g, const zt_replay_batch *b, uint8_t states[][ZT_MAX_STATE_BYTES])
+/* With `outcome` (outcome_reward): the winning move's reward is the
+ * winner's 1 and the absorbing steps are worth 0. */
+static void check_batch(zt_game *g, const zt_replay_batch *b, uint8_t states[][ZT_MAX_STATE_BYTES],
+                        bool outcome)
 {
     int K = b->unroll, A = g->num_actions;
     for (int r = 0; r < b->size; r++) {
@@ -100,7 +105,7 @@ static void check_batch(zt_game *g, const zt_replay_batch *b, uint8_t states[][Z
             const float *pol = b->u_policy + row * A;
             /* the player to move at step k: X at even plies, turns alternating past the end */
             int player = at % 2;
-            float z = player == 0 ? 1.0f : -1.0f;
+            float z = outcome && at >= PLIES ? 0.0f : player == 0 ? 1.0f : -1.0f;
             CHECK(b->u_value[row] == z, "row %d step %d: value %g, want %g", r, k, b->u_value[row],
                   z);
             if (at < PLIES) {
@@ -114,7 +119,11 @@ static void check_batch(zt_game *g, const zt_replay_batch *b, uint8_t states[][Z
                     CHECK(b->u_action[(size_t)r * K + k] == want,
                           "row %d step %d: action %d, want %d", r, k,
                           b->u_action[(size_t)r * K + k], want);
-                    CHECK(b->u_reward[(size_t)r * K + k] == 0, "reward");
+                    /* the last move is X's win */
+                    float rw = outcome && at == PLIES - 1 ? 1.0f : 0.0f;
+                    CHECK(b->u_reward[(size_t)r * K + k] == rw,
+                          "row %d step %d: reward %g, want %g", r, k,
+                          b->u_reward[(size_t)r * K + k], rw);
                 }
             } else {
                 CHECK(b->u_mask[row] == 0, "row %d step %d past the end: no policy target", r, k);
@@ -156,7 +165,16 @@ static void test_unroll(zt_game *g)
         sym |= b.sym[r] != 0;
     }
     CHECK(near_end && sym, "the batch covers the game's end and symmetries");
-    check_batch(g, &b, states);
+    check_batch(g, &b, states, false);
+    /* the MuZero paper's board games: the winning move's reward is the
+     * outcome, the absorbing steps 0 */
+    zt_replay_batch ob;
+    CHECK_OK(zt_replay_batch_init_unroll(&ob, g, 64, false,
+                                         &(zt_replay_unroll){.steps = 5, .outcome_reward = true}));
+    zt_rng_seed(&rng, 3, 1);
+    CHECK_OK(zt_replay_sample(rb, &rng, &ob));
+    check_batch(g, &ob, states, true);
+    zt_replay_batch_free(&ob);
     /* the sampler thread draws the same batches */
     zt_rng r1, r2;
     zt_rng_seed(&r1, 9, 9);
@@ -178,7 +196,7 @@ static void test_unroll(zt_game *g)
                                          &(zt_replay_unroll){.steps = 5, .next_obs = true}));
     CHECK(b.u_next_obs && b.u_chance_mask, "next observations allocated");
     CHECK_OK(zt_replay_sample(rb, &rng, &b));
-    check_batch(g, &b, states);
+    check_batch(g, &b, states, false);
     size_t obs_n = (size_t)b.obs_size;
     float *want = malloc(obs_n * sizeof(float));
     int in_game = 0, past = 0;
@@ -254,6 +272,12 @@ static void test_one_player_unroll(void)
     zt_game *g;
     CHECK_OK(zt_game_new("2048", NULL, &g));
     if (!g) return;
+    /* outcome rewards are a two-player game's */
+    zt_replay_batch refused;
+    CHECK(zt_replay_batch_init_unroll(&refused, g, 4, false,
+                                      &(zt_replay_unroll){.steps = 2, .outcome_reward = true}) ==
+              ZT_ERR_INVALID,
+          "2048 took outcome rewards");
     enum { MAX = 4096 };
     static double points[MAX]; /* the points of the move from position i */
     static int spawn[MAX];     /* the index of the spawn after move i among those listed */

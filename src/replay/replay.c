@@ -476,6 +476,7 @@ typedef struct row_head {
     size_t len;
     float return0;
     int32_t steps;
+    bool last; /* the game's last record is the row's last */
     size_t bytes;
 } row_head;
 
@@ -538,6 +539,11 @@ zt_status zt_replay_batch_init_unroll(zt_replay_batch *b, const zt_game *g, int 
     b->unroll = unroll;
     b->td_steps = td;
     b->discount = u && unroll > 0 && u->discount > 0 ? u->discount : 1.0f;
+    b->outcome_reward = u && unroll > 0 && u->outcome_reward;
+    if (b->outcome_reward && zt_game_num_players(g) != 2)
+        return zt_fail(ZT_ERR_INVALID,
+                       "replay: outcome rewards are for two-player games (%s has %d player)",
+                       g->title, zt_game_num_players(g));
     if (!(b->discount > 0 && b->discount <= 1) ||
         (b->discount < 1 && (td == 0 || zt_game_num_players(g) != 1)))
         return zt_fail(ZT_ERR_INVALID,
@@ -720,6 +726,8 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
     /* the previous step's position and action (unmapped), for the codes */
     uint8_t prev[ZT_MAX_STATE_BYTES];
     int prev_action = -1;
+    /* outcome rewards: the row's last move ended the game (absorbing 0) */
+    bool ended_by_move = false;
     /* the record td_steps on from step k's, walked along with it */
     const uint8_t *boot = NULL;
     if (n > 0 && n < h.steps) {
@@ -802,15 +810,25 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
             /* the reward head learns rewards through the value transform
              * too (the model reads both back with zt_game_value_from_net) */
             reward = zt_game_value_to_net(g, view.reward);
+            if (b->outcome_reward && h.last && k == h.steps - 1 && view.action >= 0) {
+                uint8_t after[ZT_MAX_STATE_BYTES];
+                memcpy(after, state, g->state_size);
+                g->apply(g, after, view.action);
+                if (g->current_player(g, after) == ZT_TERMINAL) {
+                    ended_by_move = true;
+                    reward = outcome_for(g, state, h.return0);
+                }
+            }
         } else if (zt_game_num_players(g) == 1) {
             /* absorbing, one player: nothing more to come, and no reward */
             b->u_mask[base + k] = 0;
             b->u_value[base + k] = 0;
         } else {
-            /* absorbing: turns go on alternating after the last position */
+            /* absorbing: turns go on alternating after the last position;
+             * with outcome rewards the move that ended it took the outcome */
             b->u_mask[base + k] = 0;
             int player = (k - (h.steps - 1)) % 2 == 0 ? last_player : 1 - last_player;
-            b->u_value[base + k] = player == 0 ? h.return0 : -h.return0;
+            b->u_value[base + k] = ended_by_move ? 0.0f : player == 0 ? h.return0 : -h.return0;
         }
         if (b->u_turn && k > 0 && k >= h.steps) b->u_turn[(size_t)r * K + (size_t)(k - 1)] = 1;
         if (b->u_chance_code && k > 0 && k >= h.steps)
@@ -889,6 +907,7 @@ zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
             h.bytes += zt_record_length(&rb->layout, p + h.bytes, rb->layout.max_bytes);
             h.steps++;
         }
+        h.last = left <= b->unroll + b->td_steps;
         uint8_t *row = b->scratch_ + (size_t)r * b->scratch_stride_;
         memcpy(row, &h, sizeof h);
         memcpy(row + sizeof h, p, h.bytes);

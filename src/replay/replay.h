@@ -230,13 +230,15 @@ typedef struct zt_replay_batch {
      * of the game the position is absorbing (MuZero appendix G): no policy
      * target (mask 0), the value the final outcome for the player who would
      * be to move (turns alternating; a one-player game: 0, nothing more to
-     * come), reward 0, and an arbitrary action (a hash of the position
+     * come; with outcome_reward 0, the game-ending move's reward holding the
+     * outcome), reward 0, and an arbitrary action (a hash of the position
      * index and step). Steps searched with the fast budget have mask 0 as
      * well. A one-player game's values are the return-to-go (the points
      * still to come, undiscounted, or with a discount its n-step return)
      * and its rewards the recorded ones, both
      * through zt_game_value_to_net like `value`. */
     int unroll;
+    bool outcome_reward;  /* zt_replay_unroll's: rewards and absorbing values so */
     int td_steps;         /* n of the value targets (zt_replay_unroll) */
     float discount;       /* their gamma (zt_replay_unroll): 1 undiscounted */
     float *u_policy;      /* B x (K + 1) x num_actions */
@@ -284,6 +286,12 @@ typedef struct zt_replay_unroll {
      * by gamma^n; 0 or 1: undiscounted */
     float discount;
     bool turns; /* the to-play targets (u_turn) of a net with a to-play head */
+    /* Two players: the move that ends the game earns its outcome as its
+     * reward (the mover's: 1 for a win), and the absorbing steps after it
+     * are worth 0, as in the MuZero paper's board games, instead of a
+     * reward of 0 and absorbing values of the outcome (alternating). The
+     * value targets of the game's own positions do not change. */
+    bool outcome_reward;
     /* the game's own chance outcomes as the codes of Stochastic MuZero
      * (u_chance_code; muzero.chance = game) */
     bool chance_labels;

@@ -56,6 +56,7 @@ static const zt_replay_unroll *unroll_of(const zt_train_settings *S, zt_replay_u
                             .td_steps = S->td_steps,
                             .discount = (float)S->discount,
                             .turns = S->net.turn_head != 0,
+                            .outcome_reward = S->outcome_reward,
                             .chance_labels = S->chance_labels};
     return u;
 }

@@ -129,6 +129,11 @@ static zt_status read_muzero(zt_config *c, const zt_game *g, zt_train_settings *
     ZT_TRY(zt_config_int32(c, "muzero.pred_blocks", 1, 0, 256, &m.pred_blocks));
     ZT_TRY(zt_config_int32(c, "muzero.unroll", 5, 1, ZT_REPLAY_MAX_UNROLL, &S->unroll));
     ZT_TRY(zt_config_int32(c, "muzero.td_steps", 0, 0, ZT_REPLAY_MAX_TD, &S->td_steps));
+    ZT_TRY(zt_config_bool(c, "muzero.outcome_reward", false, &S->outcome_reward));
+    if (S->outcome_reward && zt_game_num_players(g) != 2)
+        return zt_fail(ZT_ERR_INVALID,
+                       "muzero.outcome_reward is for two-player games: %s's rewards are its own",
+                       g->title);
     ZT_TRY(zt_config_double(c, "muzero.reward_weight", 1.0, 0, 100, &S->optimizer.reward_weight));
     ZT_TRY(zt_config_double(c, "muzero.dynamics_grad_scale", 0.5, 0, 1,
                             &S->optimizer.dynamics_grad_scale));

@@ -69,6 +69,9 @@ typedef struct zt_train_settings {
     zt_train_algorithm algorithm;
     int unroll; /* muzero.unroll: K, steps of the unrolled loss */
     int td_steps; /* muzero.td_steps: n of the bootstrapped value targets (0: the return) */
+    /* muzero.outcome_reward: the game-ending move's reward is its outcome,
+     * the absorbing steps after it 0 (zt_replay_unroll) */
+    bool outcome_reward;
     double discount; /* muzero.discount: gamma of the search and the n-step targets (1: none) */
     /* muzero.chance = game: Stochastic MuZero's codes are the game's own
      * chance outcomes (replay's u_chance_code), not the encoder's */
