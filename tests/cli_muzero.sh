@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The commands on a MuZero run (algorithm = muzero): a tiny run trains and
-# checkpoints (its step-0 losses in the metrics); eval plays it against
-# random with its search and with the raw policy and judges positions; play
-# takes a move and quits; report writes the page; bench selfplay runs its
-# actors; a bare weights file plays as the MuZero net its architecture
-# names; 2048 (one player) trains and reports a score; backgammon trains its
-# to-play head and plays pubeval. The same for Stochastic MuZero (algorithm
-# = stochastic_muzero): tic-tac-toe, 2048 and backgammon train, their
-# weights name the codebook and play, their chance losses are in the
-# metrics.
+# checkpoints (its step-0 losses in the metrics; bench fit trains fresh
+# nets on its replay checkpoint); eval plays it against random with its
+# search and with the raw policy and judges positions; play takes a move
+# and quits; report writes the page; bench selfplay runs its actors; a bare
+# weights file plays as the MuZero net its architecture names; 2048 (one
+# player) trains and reports a score; backgammon trains its to-play head
+# and plays pubeval. The same for Stochastic MuZero (algorithm =
+# stochastic_muzero): tic-tac-toe, 2048 and backgammon train, their weights
+# name the codebook and play, their chance losses are in the metrics.
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 SRC=${ZT_SOURCE_DIR:-.}
@@ -221,6 +221,21 @@ out=$("$BIN" eval tictactoe --model "$dir/export/muzero.safetensors" --opponent 
 out=$("$BIN" bench muzero tictactoe --export "$dir/export2" --set algorithm=stochastic_muzero 2>&1)
 [ $? -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c .)" -eq 1 ] ||
     fail "bench muzero --export of a stochastic net was not refused in one line: $out"
+
+# bench fit trains fresh nets on the tiny run's replay checkpoint, no
+# self-play: a MuZero net prints step 0's losses, an AlphaZero net its own
+replay=$(ls "$run"/ckpt/*/replay.bin 2>/dev/null | tail -n 1)
+for alg in muzero alphazero; do
+    out=$("$BIN" bench fit tictactoe --replay "$replay" --steps 2 --every 1 --set algorithm=$alg \
+        --set learner.batch=16 --set muzero.unroll=3 --set precision=fp32 2>&1) ||
+        fail "bench fit ($alg): $out"
+    want='^step      2  policy [0-9.]*  value [0-9.]*'
+    [ "$alg" = muzero ] && want='^step      2  policy0 [0-9.]*  value0 [0-9.]*  policy_unrolled'
+    printf '%s\n' "$out" | grep -q "$want" || fail "bench fit ($alg) printed no losses: $out"
+done
+out=$("$BIN" bench fit tictactoe --replay "$dir/none.bin" 2>&1)
+[ $? -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c .)" -eq 1 ] ||
+    fail "bench fit without a replay file was not refused in one line: $out"
 
 check_backgammon stochastic_muzero
 
