@@ -1136,7 +1136,6 @@ zt_status zt_search_build_root_cache(zt_search *s, const void *root_input, int n
     }
     reset_slot(s, cache);
     s->cache_valid = false;
-    cache->searching = false;
     zt_search_begin(s, s->num_trees, root_input);
     cache->sims_target = num_simulations;
     zt_status st = zt_search_run(s);
