@@ -3,7 +3,8 @@
 # ranks train tic-tac-toe to perfect play on the 4,520 positions; a run
 # resumes at another number of ranks and in one process, and with two
 # data-parallel learners whose agreement check catches a nudged one; a mode that needs
-# one process is refused in one line without leaving ranks behind; an actor
+# one process is refused in one line without leaving ranks behind; a run whose
+# every actor rank fails stops with its checkpoint and a one-line error; an actor
 # rank killed with SIGKILL leaves a run that goes on (mpirun
 # --enable-recovery) or a checkpoint that resumes (plain mpirun); bench dist
 # prints its figures. Skipped (with a line saying so) when the build has no
@@ -45,13 +46,17 @@ games=$(grep -o '"games":[0-9]*' "$run/metrics.jsonl" | tail -n 1 | cut -d: -f2)
 echo "cli_mpi: 3 ranks reached perfect play in $ms ms"
 
 # ---- resume at two ranks, then in one process ----
+# (the run's config.ini keeps arena.stop_on_perfect, which would end a resume
+# at its first arena, before its --steps, on a slow machine: turned off)
+nostop=(--set arena.stop_on_perfect=0)
 step=$(cat "$run/ckpt/latest")
 step=$((10#$step))
 timeout 120 "${MPIRUN[@]}" -np 2 "$BIN" train --resume "$run" --steps $((step + 200)) \
-    >/dev/null 2>"$tmp/resume.err" || fail "resume at 2 ranks: $(tail -n 2 "$tmp/resume.err")"
+    "${nostop[@]}" >/dev/null 2>"$tmp/resume.err" || fail "resume at 2 ranks: $(tail -n 2 "$tmp/resume.err")"
 [ "$((10#$(cat "$run/ckpt/latest")))" -eq $((step + 200)) ] ||
     fail "resume at 2 ranks ended at $(cat "$run/ckpt/latest"), want step $((step + 200))"
-timeout 120 "$BIN" train --resume "$run" --steps $((step + 300)) >/dev/null 2>"$tmp/resume1.err" ||
+timeout 120 "$BIN" train --resume "$run" --steps $((step + 300)) "${nostop[@]}" \
+    >/dev/null 2>"$tmp/resume1.err" ||
     fail "resume in one process: $(tail -n 2 "$tmp/resume1.err")"
 [ "$((10#$(cat "$run/ckpt/latest")))" -eq $((step + 300)) ] ||
     fail "resume in one process ended at $(cat "$run/ckpt/latest")"
@@ -61,7 +66,7 @@ timeout 120 "$BIN" train --resume "$run" --steps $((step + 300)) >/dev/null 2>"$
 # of them (ZT_FAULT=learners:N, core/fault.h) must be caught ----
 step=$((10#$(cat "$run/ckpt/latest")))
 timeout 120 "${MPIRUN[@]}" -np 4 "$BIN" train --resume "$run" --steps $((step + 200)) \
-    --set dist.learners=2 --set dist.check_every=20 >/dev/null 2>"$tmp/dp.err" ||
+    "${nostop[@]}" --set dist.learners=2 --set dist.check_every=20 >/dev/null 2>"$tmp/dp.err" ||
     fail "two learners: $(grep -v '^\[' "$tmp/dp.err" | head -n 3)"
 grep -q "mpi: 4 ranks: ranks 0..1 learn (data-parallel, global batch 256), ranks 2..3 act" \
     "$run/log.txt" || fail "rank 0's log does not name the two learners"
@@ -80,6 +85,18 @@ rc=$?
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "mode=alternate under mpirun -> rc=$rc"
 [ "$(printf '%s\n' "$err" | grep -c 'zeroth: .*mode=alternate runs in one process')" -eq 1 ] ||
     fail "mode=alternate under mpirun: wanted one line naming it, got: $err"
+
+# ---- every actor rank fails: the run stops with its checkpoint, and fails ----
+# (rank 0 plays no arena here, so only the actor rank's evaluator calls count)
+err=$(ZT_FAULT=eval:200 timeout 120 "${MPIRUN[@]}" -np 2 "$BIN" train tictactoe --run "$tmp/orphan" \
+    --minutes 1 --set arena.games=0 --set arena.positions=false 2>&1)
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "every actor rank failed -> rc=$rc (wanted a failure)"
+[ "$(printf '%s\n' "$err" | grep -c '^zeroth: mpi: no actor rank is left')" -eq 1 ] ||
+    fail "every actor rank failed: wanted one line naming it, got: $err"
+grep -q "mpi: rank 1: actor: evaluator: injected fault" "$tmp/orphan/log.txt" ||
+    fail "rank 0's log does not name the failed actor rank"
+[ -e "$tmp/orphan/ckpt/latest" ] || fail "every actor rank failed: no checkpoint written"
 
 # ---- kill -9 an actor rank ----
 # actor_pid RUN: the PID of the last rank of the job training into RUN

@@ -64,6 +64,7 @@ typedef struct learner_rank {
     bool thread_started;
     atomic_bool stopping;
     atomic_bool learners_lost; /* the learners' collectives failed: none says BYE */
+    atomic_bool orphaned;      /* every actor rank lost: the run ends (remote_failure) */
     zt_dist_sendq sendq;
     zt_dist_msg msg;
     zt_replay_traj *scratch;
@@ -207,12 +208,13 @@ static int working_ranks(const learner_rank *L)
     return n;
 }
 
-/* No actor rank is left to play: the run stops (with its checkpoint). */
+/* No actor rank is left to play: the run stops (with its checkpoint) and
+ * fails (remote_failure). */
 static void check_any_left(learner_rank *L)
 {
     if (working_ranks(L) > 0 || atomic_load(&L->stopping)) return;
-    zt_error("mpi: no actor rank is left; the run stops");
-    zt_train_request_stop();
+    zt_warn("mpi: no actor rank is left; the run stops");
+    atomic_store(&L->orphaned, true);
 }
 
 static void lose(learner_rank *L, int r, const char *why)
@@ -413,6 +415,7 @@ static zt_status remote_start(void *ctx, const zt_train_remote_run *run)
 {
     learner_rank *L = ctx;
     L->run = *run;
+    atomic_store(&L->orphaned, false);
     const zt_train_settings *S = run->S;
     if (S->mode != ZT_TRAIN_CONCURRENT)
         return zt_fail(ZT_ERR_INVALID,
@@ -486,13 +489,21 @@ static void remote_stop(void *ctx)
     L->scratch = NULL;
 }
 
+static const char *remote_failure(void *ctx)
+{
+    learner_rank *L = ctx;
+    return atomic_load(&L->orphaned) ? "mpi: no actor rank is left (each was lost or failed)"
+                                     : NULL;
+}
+
 const zt_train_remote *zt_dist_remote(void)
 {
     learner_rank *L = &the_learner;
     L->remote = (zt_train_remote){.ctx = L,
                                   .learner_threads = zt_dist_core_share(),
                                   .start = remote_start,
-                                  .stop = remote_stop};
+                                  .stop = remote_stop,
+                                  .failure = remote_failure};
     return &L->remote;
 }
 

@@ -42,6 +42,12 @@ typedef struct zt_train_remote {
      * checkpoint, or zt_train_free), before the parts above are: stops the
      * remote actors. Only after a start that succeeded. */
     void (*stop)(void *ctx);
+    /* Polled by the learner's thread while the run goes on: NULL while the
+     * remote side can play, else why it cannot (every actor rank lost). The
+     * run then ends as done, without the final arena: its checkpoint is
+     * written, and zt_train_close (so zt_train_run) returns ZT_ERR_IO with
+     * that message. NULL here: never. */
+    const char *(*failure)(void *ctx);
 } zt_train_remote;
 
 #endif

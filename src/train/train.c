@@ -108,11 +108,19 @@ static int64_t step_of(const zt_train *t)
     return zt_learner_get_counters(t->learner).step;
 }
 
+/* Why the remote actors can no longer play (zt_train_remote.failure), or
+ * NULL. */
+static const char *remote_failure(const zt_train *t)
+{
+    const zt_train_remote *r = t->opt.remote;
+    return t->remote_started && r->failure ? r->failure(r->ctx) : NULL;
+}
+
 /* The run is over: a limit of the options, a stop request, perfect play
- * (if asked) or a failed actor. */
+ * (if asked), a failed actor or the remote actors' end. */
 static bool limits_reached(zt_train *t)
 {
-    if (atomic_load(&stop_requested)) return true;
+    if (atomic_load(&stop_requested) || remote_failure(t)) return true;
     if (t->opt.steps > 0 && step_of(t) >= t->opt.steps) return true;
     if (t->opt.minutes > 0 && zt_now_s() - zt_scheduler_started(t->sched) >= t->opt.minutes * 60)
         return true;
@@ -568,11 +576,18 @@ zt_status zt_train_close(zt_train *t)
     if (t->reanalysis) zt_reanalysis_report(t->reanalysis, t->sched, true);
     zt_scheduler_final_report(t->sched);
     zt_status st = ZT_OK;
+    const char *lost = remote_failure(t);
     /* a last look at the final weights, unless interrupted */
-    if (!atomic_load(&stop_requested)) st = zt_scheduler_arena_at_end(t->sched);
+    if (!atomic_load(&stop_requested) && !lost) st = zt_scheduler_arena_at_end(t->sched);
     if (st == ZT_OK) st = write_checkpoint(t);
     char why[ZT_MESSAGE_MAX] = "";
     if (st != ZT_OK) snprintf(why, sizeof why, "%s", zt_error_message());
+    /* the checkpoint is written, but the run did not end as asked */
+    if (st == ZT_OK && lost) {
+        st = ZT_ERR_IO;
+        snprintf(why, sizeof why, "%s; step %lld checkpointed, --resume continues", lost,
+                 (long long)step_of(t));
+    }
     zt_train_free(t);
     if (st != ZT_OK) return zt_fail(st, "%s", why);
     return ZT_OK;
