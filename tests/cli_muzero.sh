@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The commands on a MuZero run (algorithm = muzero): a tiny run trains and
 # checkpoints (its step-0 losses in the metrics; bench fit trains fresh
-# nets on its replay checkpoint); eval plays it against random with its
+# nets on its replay checkpoint, and the run's own, judging its position
+# sets as its arena did); eval plays it against random with its
 # search and with the raw policy and judges positions; play takes a move
 # and quits; report writes the page; bench selfplay runs its actors; a bare
 # weights file plays as the MuZero net its architecture names; 2048 (one
@@ -233,6 +234,21 @@ for alg in muzero alphazero; do
     [ "$alg" = muzero ] && want='^step      2  policy0 [0-9.]*  value0 [0-9.]*  policy_unrolled'
     printf '%s\n' "$out" | grep -q "$want" || fail "bench fit ($alg) printed no losses: $out"
 done
+# from the run's own weights and settings, judging its position sets: before
+# the first step it judges them as the run's last arena did (the same
+# weights, search and positions)
+out=$("$BIN" bench fit tictactoe --replay "$replay" --config "$run/config.ini" --model "$run" \
+    --positions --steps 1 --every 1 2>&1) || fail "bench fit --model --positions: $out"
+last=$(grep '"kind":"positions"' "$run/metrics.jsonl" | tail -n 1 |
+    sed 's/.*"n":\([0-9]*\),"m":\([0-9]*\).*/\1\/\2/')
+[ "$(printf '%s\n' "$out" | grep -A1 '^step      0$' | grep -c "ttt_positions optimal $last\$")" = 1 ] ||
+    fail "bench fit --model --positions at step 0: wanted the run's last arena ($last): $out"
+[ "$(printf '%s\n' "$out" | grep -c 'ttt_positions optimal [0-9]*/10$')" = 2 ] ||
+    fail "bench fit --positions did not judge the set before and after its step: $out"
+# (weights of another net are refused in one line: here AlphaZero's settings)
+err=$("$BIN" bench fit tictactoe --replay "$replay" --model "$run" --steps 1 2>&1 >/dev/null)
+[ $? -ne 0 ] && [ "$(printf '%s\n' "$err" | grep -c "holds architecture 'muzero")" = 1 ] ||
+    fail "bench fit --model with another net's settings was not refused in one line: $err"
 out=$("$BIN" bench fit tictactoe --replay "$dir/none.bin" 2>&1)
 [ $? -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c .)" -eq 1 ] ||
     fail "bench fit without a replay file was not refused in one line: $out"
