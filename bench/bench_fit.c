@@ -23,7 +23,6 @@
 #include "core/timer.h"
 #include "replay/replay.h"
 #include "search/nncache.h"
-#include "search/settings.h"
 #include "train/learner.h"
 #include "train/run.h"
 #include "train/train.h"
@@ -102,13 +101,7 @@ static zt_status judge_sets(judge *j, zt_net *trained)
     if (S->arena_sims == 0) {
         ZT_TRY(zt_agent_greedy_new(j->g, &ev, JUDGE_GAMES, 0, &agent));
     } else {
-        zt_search_config sc = S->actor.search;
-        sc.num_simulations = S->arena_sims;
-        sc.gumbel_noise = false;
-        sc.dirichlet_fraction = 0;
-        sc.node_capacity = 0;
-        sc.edge_capacity = 0;
-        zt_search_config_size(&sc, j->g, 0);
+        zt_search_config sc = zt_train_arena_search(S, j->g);
         ZT_TRY(zt_agent_search_new(j->g, &ev, &sc, JUDGE_GAMES, j->cache, &agent));
     }
     const zt_position_set *sets = NULL;

@@ -434,13 +434,7 @@ static zt_status run_arena(zt_scheduler *L)
         /* no search: each turn's best end by the net's value */
         ZT_TRY(zt_agent_greedy_new(game, &ev, ARENA_MAX_GAMES, 0, &agent));
     } else {
-        zt_search_config sc = S->actor.search;
-        sc.num_simulations = S->arena_sims;
-        sc.gumbel_noise = false;
-        sc.dirichlet_fraction = 0;
-        sc.node_capacity = 0;
-        sc.edge_capacity = 0;
-        zt_search_config_size(&sc, game, 0);
+        zt_search_config sc = zt_train_arena_search(S, game);
         ZT_TRY(zt_agent_search_new(game, &ev, &sc, ARENA_MAX_GAMES, L->eval_cache, &agent));
     }
     double t0 = zt_now_s();

@@ -636,3 +636,15 @@ zt_status zt_train_start_states(const zt_game *g, zt_train_settings *S, uint8_t 
     *owned = states;
     return ZT_OK;
 }
+
+zt_search_config zt_train_arena_search(const zt_train_settings *S, const zt_game *g)
+{
+    zt_search_config sc = S->actor.search;
+    sc.num_simulations = S->arena_sims;
+    sc.gumbel_noise = false;
+    sc.dirichlet_fraction = 0;
+    sc.node_capacity = 0;
+    sc.edge_capacity = 0;
+    zt_search_config_size(&sc, g, 0);
+    return sc;
+}

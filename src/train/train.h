@@ -136,6 +136,11 @@ typedef struct zt_train_settings {
  * left for zt_config_check_unused. */
 zt_status zt_train_settings_read(zt_config *cfg, const zt_game *g, zt_train_settings *out);
 
+/* The search the arena plays with (arena.sims > 0): the actors' search with
+ * arena.sims simulations, no Gumbel noise, no Dirichlet noise, and
+ * capacities sized for that. */
+zt_search_config zt_train_arena_search(const zt_train_settings *S, const zt_game *g);
+
 /* Reads the positions of S->start_positions (nothing when it is empty) and
  * points S->actor.start_states at them; the caller frees *owned (NULL for
  * none) after the actors. Errors name the file: one that cannot be read,
