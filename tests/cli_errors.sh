@@ -58,6 +58,10 @@ expect_error "muzero.outcome_reward is for two-player games" train 2048 --run "$
 # simulations than those.
 expect_error "selfplay.fast_sims = 64 exceeds search.sims = 32" train tictactoe --run "$tmp_run" \
     --set selfplay.full_search_fraction=0.5 --set selfplay.fast_sims=64
+expect_error "arena.opponents: 'alphabeta:3': player 'alphabeta' exists for connect4" train \
+    tictactoe --run "$tmp_run" --set arena.opponents=random,alphabeta:3
+expect_error "arena.opponents: 'random' is listed twice" train tictactoe --run "$tmp_run" \
+    --set arena.opponents=random,random
 expect_error "selfplay.opening_players is set but no game has a random opening" train tictactoe \
     --run "$tmp_run" --set selfplay.opening_players=perfect --set selfplay.random_opening_fraction=0
 expect_error "selfplay.opening_players: 'nobody': unknown player 'nobody'" train tictactoe --run "$tmp_run" \

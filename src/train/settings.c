@@ -224,10 +224,16 @@ static zt_status read_opponents(zt_config *c, const zt_game *g, const char *def,
             if (strcmp(S->arena_opponents[i], S->arena_opponents[j]) == 0)
                 return zt_fail(ZT_ERR_INVALID, "arena.opponents: '%s' is listed twice",
                                S->arena_opponents[i]);
-    zt_player **players;
-    int n;
-    ZT_TRY(zt_players_new(g, list, "arena.opponents", &players, &n));
-    zt_players_free(players, n);
+    for (int i = 0; i < S->arena_num_opponents; i++) {
+        zt_player *p;
+        zt_status st = zt_player_new(g, S->arena_opponents[i], &p);
+        if (st != ZT_OK) {
+            char why[ZT_MESSAGE_MAX];
+            snprintf(why, sizeof why, "%s", zt_error_message());
+            return zt_fail(st, "arena.opponents: '%s': %s", S->arena_opponents[i], why);
+        }
+        zt_player_free(p);
+    }
     return ZT_OK;
 }
 
