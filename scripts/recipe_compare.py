@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Two recipe runs side by side (docs/connect4-recipes.md): the arena's curve
+of RUN with BASE's figure at the nearest minute in brackets, then each run's
+final judgement of the whole sets from summary.tsv, as the tables of that
+page are laid out (Markdown).
+
+    scripts/recipe_compare.py runs/recipes/c4-amd-pcr runs/recipes/c4-amd-base
+
+Columns are the position sets' mistake (or optimal) rates in % of the
+positions each arena judged, and W-D-L against each arena opponent; the
+final rows give a set's mistakes in % (and their count), or the count of
+positions played optimally where that is the set's judge (tic-tac-toe). A run
+whose summary line is missing (the recipe still running, or stopped) shows
+its curve only."""
+import json
+import os
+import sys
+
+
+def arenas(run, metrics=None):
+    """The arenas of RUN/metrics.jsonl in step order, each {"t": seconds,
+    "step": step, column: cell}; metrics, if given, gets each set's judge
+    ("mistakes", or "optimal" for tic-tac-toe's)."""
+    rows = {}
+    with open(os.path.join(run, "metrics.jsonl")) as f:
+        for line in f:
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue  # a torn last line of a run that is still writing
+            kind = r.get("kind")
+            if kind == "positions":
+                cell = f'{100 * r["rate"]:.1f}'
+                col = r["set"]
+                if metrics is not None:
+                    metrics[col] = r.get("metric", "mistakes")
+            elif kind == "arena":
+                cell = f'{r["wins"]}-{r["draws"]}-{r["losses"]}'
+                col = r["opponent"]
+            else:
+                continue
+            row = rows.setdefault(r["step"], {"t": r["t"]})
+            row[col] = cell
+    return [rows[s] | {"step": s} for s in sorted(rows)]
+
+
+def summary(run):
+    """The recipe's final judgement of RUN ({set file: "n/m"}), or None."""
+    root, name = os.path.split(os.path.normpath(run))
+    path = os.path.join(root, "summary.tsv")
+    found = None
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                cells = line.rstrip("\n").split("\t")
+                if cells and cells[0] == name:
+                    found = cells  # the last line of that name
+    if found is None:
+        return None
+    out = {}
+    for cell in found[5:]:
+        head, _, rest = cell.partition(" ")
+        out[head] = rest
+    return out
+
+
+def rate(judged, metric):
+    """'5/1000' -> '0.50 % (5)' for a set judged by its mistakes; an
+    'optimal' set's count stays a count ('optimal 4485/4520')."""
+    try:
+        n, m = (int(x) for x in judged.split(" ", 1)[0].split("/"))
+    except ValueError:
+        return judged
+    if metric == "optimal":
+        return f"optimal {n}/{m}"
+    return f"{100 * n / m:.2f} % ({n})"
+
+
+def main(argv):
+    if len(argv) != 3 or argv[1] in ("-h", "--help"):
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    run, base = argv[1], argv[2]
+    for r in (run, base):
+        if not os.path.exists(os.path.join(r, "metrics.jsonl")):
+            print(f"recipe_compare: no {r}/metrics.jsonl", file=sys.stderr)
+            return 1
+    metrics = {}
+    a, b = arenas(run, metrics), arenas(base, metrics)
+    cols = []
+    for row in a:
+        cols += [c for c in row if c not in ("t", "step") and c not in cols]
+    print(f"{os.path.basename(run)}, {os.path.basename(base)}'s in brackets:\n")
+    print("| min | step | " + " | ".join(cols) + " |")
+    print("|--:|--:|" + "--:|" * len(cols))
+    for row in a:
+        near = min(b, key=lambda x: abs(x["t"] - row["t"])) if b else {}
+        cells = []
+        for c in cols:
+            mine, theirs = row.get(c, ""), near.get(c)
+            cells.append(f"{mine} ({theirs})" if theirs is not None else mine)
+        step = f'{row["step"]:,} ({near["step"]:,})' if near else f'{row["step"]:,}'
+        print(f'| {row["t"] / 60:.0f} | {step} | ' + " | ".join(cells) + " |")
+    finals = [(os.path.basename(r), summary(r)) for r in (run, base)]
+    sets = []
+    for _, s in finals:
+        sets += [k for k in (s or {}) if k not in sets]
+    if sets:
+        print("\nThe final model on every set whole:\n")
+        print("| run | " + " | ".join(sets) + " |")
+        print("|---|" + "--:|" * len(sets))
+        for name, s in finals:
+            if s is not None:
+                cells = (rate(s.get(k, ""), metrics.get(k.rsplit(".", 1)[0])) for k in sets)
+                print(f"| {name} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

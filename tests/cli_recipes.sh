@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# scripts/recipe.sh trains a recipe, judges its final model on the game's
+# sets whole and appends its summary line; scripts/recipe_compare.py lays
+# two recipes side by side (docs/connect4-recipes.md): the first run's
+# arenas with the second's at the nearest minute in brackets, and both
+# final judgements. Tic-tac-toe, a few seconds each.
+set -u
+BIN=${ZT_BIN:-build/zeroth}
+SRC=${ZT_SOURCE_DIR:-.}
+fails=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+
+recipe() {
+    (cd "$SRC" && ZT_BIN="$BIN" ZT_RECIPES="$tmp" timeout 300 scripts/recipe.sh tictactoe 0.1 "$@")
+}
+out=$(recipe base --set arena.minutes=0.03 2>&1) || fail "recipe base: $out"
+out=$(recipe wide --set arena.minutes=0.03 --set net.mlp_hidden=64 2>&1) ||
+    fail "recipe wide: $out"
+printf '%s\n' "$out" | grep -q '^final ttt_positions.txt: optimal [0-9]*/4520' ||
+    fail "recipe printed no final judgement: $out"
+[ "$(cut -f1 "$tmp/summary.tsv" 2>/dev/null | tr '\n' ' ')" = "base wide " ] ||
+    fail "summary.tsv: wanted a line for each run: $(cat "$tmp/summary.tsv" 2>&1)"
+out=$(recipe base 2>&1) && fail "a recipe of a name already used was not refused: $out"
+
+cmp=$(python3 "$SRC/scripts/recipe_compare.py" "$tmp/wide" "$tmp/base" 2>&1) ||
+    fail "recipe_compare: $cmp"
+# every arena of the run, the base's figure beside each cell
+arenas=$(grep -c '"kind":"positions"' "$tmp/wide/metrics.jsonl")
+rows=$(printf '%s\n' "$cmp" | grep -cE '^\| [0-9]+ \| [0-9,]+ \([0-9,]+\) \| ')
+[ "$rows" -eq "$arenas" ] && [ "$rows" -ge 2 ] ||
+    fail "recipe_compare: $rows curve rows for $arenas arenas: $cmp"
+printf '%s\n' "$cmp" | grep -qE '^\| [0-9]+ \| .*\| [0-9.]+ \([0-9.]+\) \|$' ||
+    fail "recipe_compare: no set's rate with the base's in brackets: $cmp"
+# the final judgements, as the summary has them
+for name in wide base; do
+    n=$(grep "^$name	" "$tmp/summary.tsv" | sed 's/.*ttt_positions.txt \([0-9]*\)\/4520.*/\1/')
+    want="optimal $n/4520"
+    printf '%s\n' "$cmp" | grep -qF "| $name | $want |" ||
+        fail "recipe_compare: no final row '$want' for $name: $cmp"
+done
+python3 "$SRC/scripts/recipe_compare.py" "$tmp/none" "$tmp/base" >/dev/null 2>&1 &&
+    fail "recipe_compare of a missing run did not fail"
+
+if [ "$fails" -ne 0 ]; then
+    echo "cli_recipes: $fails failures"
+    exit 1
+fi
+echo "cli_recipes: all checks passed"
