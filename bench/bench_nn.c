@@ -9,7 +9,6 @@
  * products or u8 x s8 dot products (VPDPBUSD), times the threads. int8 nets
  * are calibrated on the benchmark's inputs first. Then training samples per
  * second at batch 256 on all threads (fp32 and bf16). */
-#include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +21,7 @@
 #include "nn/backend.h"
 #include "nn/device.h"
 #include "nn/nn.h"
+#include "nn/peak.h"
 #include "nn/safetensors.h"
 
 /* --json: one JSON object per measurement instead of table rows (read by
@@ -90,90 +90,13 @@ static double graph_flops(const zt_net_config *cfg)
     return flops;
 }
 
-/* One core's peak, GFLOP/s: 12 independent chains of 512-bit FMAs (fp32:
- * 32 FLOP per instruction) or bf16 dot products (VDPBF16PS: 64 FLOP), enough
- * to hide their latency, in named variables so they stay in registers. 0
- * where the CPU lacks the instructions. */
-#define PEAK_CHAINS(OP)                                                                            \
-    do {                                                                                           \
-        a0 = OP(a0), a1 = OP(a1), a2 = OP(a2), a3 = OP(a3), a4 = OP(a4), a5 = OP(a5);              \
-        a6 = OP(a6), a7 = OP(a7), a8 = OP(a8), a9 = OP(a9), a10 = OP(a10), a11 = OP(a11);          \
-    } while (0)
-
-/* Distinct starting values, so that the compiler cannot merge the chains. */
-#define PEAK_INIT                                                                                  \
-    __m512 a0 = _mm512_set1_ps(0.f), a1 = _mm512_set1_ps(1.f), a2 = _mm512_set1_ps(2.f),           \
-           a3 = _mm512_set1_ps(3.f), a4 = _mm512_set1_ps(4.f), a5 = _mm512_set1_ps(5.f),           \
-           a6 = _mm512_set1_ps(6.f), a7 = _mm512_set1_ps(7.f), a8 = _mm512_set1_ps(8.f),           \
-           a9 = _mm512_set1_ps(9.f), a10 = _mm512_set1_ps(10.f), a11 = _mm512_set1_ps(11.f)
-
-#define PEAK_LOOP(OP, FLOP)                                                                        \
-    long iters = 0;                                                                                \
-    double t0 = zt_now_s(), t;                                                                     \
-    do {                                                                                           \
-        for (int r = 0; r < 1000; r++) PEAK_CHAINS(OP);                                            \
-        iters += 1000;                                                                             \
-        t = zt_now_s() - t0;                                                                       \
-    } while (t < seconds);                                                                         \
-    __m512 sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),        \
-                               _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));       \
-    sum = _mm512_add_ps(sum, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));       \
-    volatile float keep = _mm512_reduce_add_ps(sum);                                               \
-    (void)keep;                                                                                    \
-    return (double)iters * 12.0 * (FLOP) / t / 1e9
-
-__attribute__((target("avx512f"))) static double peak_fp32(double seconds)
-{
-    const __m512 x = _mm512_set1_ps(1e-8f), y = _mm512_set1_ps(0.999f);
-    PEAK_INIT;
-#define FMA_OP(acc) _mm512_fmadd_ps((acc), y, x)
-    PEAK_LOOP(FMA_OP, 32);
-#undef FMA_OP
-}
-
-__attribute__((target("avx512f,avx512bf16"))) static double peak_bf16(double seconds)
-{
-    const __m512bh b = (__m512bh)_mm512_set1_epi16(0x3c00);
-    PEAK_INIT;
-#define DP_OP(acc) _mm512_dpbf16_ps((acc), b, b)
-    PEAK_LOOP(DP_OP, 64);
-#undef DP_OP
-}
-
-__attribute__((target("avx512f,avx512vnni"))) static double peak_int8(double seconds)
-{
-    const __m512i x = _mm512_set1_epi8(1), y = _mm512_set1_epi8(-1);
-    __m512i a[12];
-    for (int c = 0; c < 12; c++) a[c] = _mm512_set1_epi32(c);
-    long iters = 0;
-    double t0 = zt_now_s(), t;
-    do {
-        for (int r = 0; r < 1000; r++)
-#pragma GCC unroll 12
-            for (int c = 0; c < 12; c++) a[c] = _mm512_dpbusd_epi32(a[c], x, y);
-        iters += 1000;
-        t = zt_now_s() - t0;
-    } while (t < seconds);
-    __m512i sum = a[0];
-    for (int c = 1; c < 12; c++) sum = _mm512_add_epi32(sum, a[c]);
-    volatile int keep = _mm512_reduce_add_epi32(sum);
-    (void)keep;
-    return (double)iters * 12.0 * 128 / t / 1e9; /* 64 multiply-adds per instruction */
-}
-
 /* The best of several short runs: other processes sharing the core only
  * ever lower a run's rate. */
 static double core_peak(zt_precision prec)
 {
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512f")) return 0;
-    if (prec == ZT_PRECISION_BF16 && !__builtin_cpu_supports("avx512bf16")) return 0;
-    if (prec == ZT_PRECISION_INT8 && !__builtin_cpu_supports("avx512vnni")) return 0;
     double best = 0;
     for (int r = 0; r < 10; r++) {
-        double g = prec == ZT_PRECISION_FP32   ? peak_fp32(0.03)
-                   : prec == ZT_PRECISION_BF16 ? peak_bf16(0.03)
-                                               : peak_int8(0.03);
+        double g = zt_peak_gops(prec, 0.03);
         if (g > best) best = g;
     }
     return best;

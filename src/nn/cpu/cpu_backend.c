@@ -32,8 +32,8 @@
  * and statistics fp32, accumulation fp32 inside oneDNN; weight gradients are
  * produced in fp32. Every primitive uses a user scratchpad from one shared
  * buffer, so an inference call allocates nothing after reserve, nor a
- * training call once its batch size has been seen. Threads: oneDNN's OpenMP runtime takes omp_get_max_threads() of the
- * calling thread, so each call sets it to the plan's count.
+ * training call once its batch size has been seen. Threads: oneDNN's OpenMP runtime takes
+ * omp_get_max_threads() of the calling thread, so each call sets it to the plan's count.
  *
  * Winograd (winograd.h, Lavin & Gray 2016): in bf16, 3x3 convs with channels
  * in multiples of 16 run as host steps on our F(2x2, 3x3) kernel instead of
@@ -45,7 +45,9 @@
  * (fold_dirty, wino_train_stale); the kernels' scratch is the shared
  * SB_SCRATCH buffer. It is used on CPUs without AMX, where it beats
  * oneDNN; with AMX oneDNN's tile convs win. ZT_WINOGRAD=0 or 1 (read at plan
- * creation) overrides that choice.
+ * creation) overrides that choice. Its products run on bf16 dot products or
+ * fp32 FMAs, whichever this core runs faster (ZT_WINOGRAD_FMA=0 or 1
+ * overrides).
  *
  * bf16 training batch norms of 16k channels run on the host (bnorm.h) on
  * the plan's threads, ReLU fused as in oneDNN's. */
@@ -193,8 +195,9 @@ struct zt_nn_plan {
     float **flip_w;           /* per conv op: W_FLIP weights (host layout), or NULL */
     bool fold_dirty;
     bool winograd;      /* bf16 3x3 convs run zt_winograd_run (ZT_WINOGRAD=0: off) */
-    uint16_t **wino_u;  /* per conv op run that way in inference: folded weights */
-    uint16_t **wino_fwd, **wino_bwd; /* in training: raw and W_FLIP weights */
+    bool wino_fma;      /* its products on fp32 FMAs (ZT_WINOGRAD_FMA=0 or 1) */
+    void **wino_u;      /* per conv op run that way in inference: folded weights */
+    void **wino_fwd, **wino_bwd; /* in training: raw and W_FLIP weights */
     bool wino_train_stale;
     bool host_bnorm; /* bf16 training batch norms of 16k channels run zt_bnorm_* */
     int cap_infer;
@@ -618,7 +621,7 @@ static void pack_winograd(plan *p)
         const zt_nn_op *op = &g->ops[nd->op];
         const float *w = nd->bn >= 0 ? p->fold_w[nd->op] : p->params + param_off(p, op->p[0]);
         zt_winograd_pack_weights(w, g->tensors[op->in[0]].c, g->tensors[op->out].c, false,
-                                 p->wino_u[nd->op]);
+                                 p->wino_fma, p->wino_u[nd->op]);
     }
 }
 
@@ -632,8 +635,8 @@ static void pack_winograd_train(plan *p)
         const zt_nn_op *op = &g->ops[i];
         const float *w = p->params + param_off(p, op->p[0]);
         int cin = g->tensors[op->in[0]].c, cout = g->tensors[op->out].c;
-        zt_winograd_pack_weights(w, cin, cout, false, p->wino_fwd[i]);
-        zt_winograd_pack_weights(w, cin, cout, true, p->wino_bwd[i]);
+        zt_winograd_pack_weights(w, cin, cout, false, p->wino_fma, p->wino_fwd[i]);
+        zt_winograd_pack_weights(w, cin, cout, true, p->wino_fma, p->wino_bwd[i]);
     }
     p->wino_train_stale = false;
 }
@@ -779,11 +782,12 @@ static bool use_winograd_train(const plan *p, int i)
 
 /* A block for conv op i's transformed weights (either direction: the
  * count is symmetric in the channels), or NULL. */
-static uint16_t *wino_weights(const plan *p, int i)
+static void *wino_weights(const plan *p, int i)
 {
     const zt_nn_op *op = &p->g->ops[i];
-    size_t count = zt_winograd_weights_count(p->g->tensors[op->in[0]].c, p->g->tensors[op->out].c);
-    return zt_aligned_alloc(ZT_CACHE_LINE, count * sizeof(uint16_t));
+    return zt_aligned_alloc(ZT_CACHE_LINE,
+                            zt_winograd_weights_bytes(p->g->tensors[op->in[0]].c,
+                                                      p->g->tensors[op->out].c, p->wino_fma));
 }
 
 static zt_status host_winograd(plan *p, const step *st)
@@ -817,8 +821,9 @@ static void winograd_grad_step(plan *p, exec_set *s, int i)
                           .cout = p->g->tensors[op->out].c,
                           .src = p->act[op->in[0]],
                           .dy = s->dptr[op->out],
+                          .fma = p->wino_fma,
                           .threads = p->threads};
-    size_t need = zt_winograd_grad_scratch_size(c.cin, c.cout, c.threads);
+    size_t need = zt_winograd_grad_scratch_size(c.cin, c.cout, c.threads, c.fma);
     if (need > p->sb[SB_SCRATCH].need) p->sb[SB_SCRATCH].need = need;
     step *st = new_step(s);
     st->host = host_winograd_grad;
@@ -829,7 +834,7 @@ static void winograd_grad_step(plan *p, exec_set *s, int i)
 /* A host step running `c` (all but its scratch) on the Winograd kernel. */
 static void winograd_step(plan *p, exec_set *s, int op, const zt_winograd_conv *c, unsigned flags)
 {
-    size_t need = zt_winograd_scratch_size(c->cin, c->cout, c->threads);
+    size_t need = zt_winograd_scratch_size(c->cin, c->cout, c->threads, c->fma);
     if (need > p->sb[SB_SCRATCH].need) p->sb[SB_SCRATCH].need = need;
     step *st = new_step(s);
     st->host = host_winograd;
@@ -853,12 +858,13 @@ static void winograd_node_step(plan *p, exec_set *s, int k)
         .cout = p->g->tensors[op->out].c,
         .src = p->slots[p->tslot[nd->src]],
         .u = p->wino_u[nd->op],
-        .bias = nd->bn >= 0      ? p->fold_b[nd->op]
+        .bias = nd->bn >= 0     ? p->fold_b[nd->op]
                 : op->p[1] >= 0 ? p->params + param_off(p, op->p[1])
                                 : NULL,
         .sum = nd->sum >= 0 ? p->slots[p->tslot[nd->sum]] : NULL,
         .dst = p->slots[p->tslot[nd->out]],
         .relu = nd->elt == ZT_OP_RELU,
+        .fma = p->wino_fma,
         .threads = p->threads,
     };
     winograd_step(p, s, nd->op, &c, 0);
@@ -1253,6 +1259,7 @@ static zt_status train_forward_op(plan *p, exec_set *s, int i, dnnl_primitive_de
                               .src = p->act[op->in[0]],
                               .u = p->wino_fwd[i],
                               .dst = p->act[op->out],
+                              .fma = p->wino_fma,
                               .threads = p->threads};
         winograd_step(p, s, i, &c, 0);
         return ZT_OK;
@@ -1416,6 +1423,7 @@ static zt_status conv_bwd_data(plan *p, exec_set *s, int i, bool *written, unsig
                               .u = p->wino_bwd[i],
                               .sum = acc ? s->dptr[t] : NULL,
                               .dst = s->dptr[t],
+                              .fma = p->wino_fma,
                               .threads = p->threads};
         winograd_step(p, s, i, &c, flags);
         return ZT_OK;
@@ -2181,6 +2189,10 @@ static zt_status cpu_plan_new(const zt_nn_graph *g, float *params, float *state,
     const char *wino = getenv("ZT_WINOGRAD");
     bool wino_wanted = wino && *wino ? strcmp(wino, "0") != 0 : !dnnl_has_amx();
     p->winograd = prec == ZT_PRECISION_BF16 && wino_wanted && zt_winograd_supported();
+    /* Its products on fp32 FMAs where this core runs them faster than bf16
+     * dot products (winograd.h); ZT_WINOGRAD_FMA=0 or 1 overrides. */
+    const char *fma = getenv("ZT_WINOGRAD_FMA");
+    p->wino_fma = p->winograd && (fma && *fma ? strcmp(fma, "0") != 0 : zt_winograd_fma_faster());
     p->wino_u = zt_xcalloc((size_t)g->nops + 1, sizeof *p->wino_u);
     p->wino_fwd = zt_xcalloc((size_t)g->nops + 1, sizeof *p->wino_fwd);
     p->wino_bwd = zt_xcalloc((size_t)g->nops + 1, sizeof *p->wino_bwd);

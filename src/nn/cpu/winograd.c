@@ -19,6 +19,14 @@
  * their rounding costs about one more bf16 rounding per product (measured
  * in tests/test_nn_cpu.c against the reference's bf16 emulation).
  *
+ * Or, with `fma`, on fp32 FMAs, V and U kept in fp32 (no rounding, twice
+ * the bytes): one core's dot-product rate against its FMA rate differs by
+ * CPU. Zen 4 runs _mm512_dpbf16_ps at twice the FMAs' FLOP rate; a Xeon of
+ * the Sapphire Rapids family (cpuinfo model 207, AMX hidden) at half of it,
+ * and there the FMAs run Connect Four's train step 1.4x as fast and its
+ * inference at batch 8-256 1.4-1.5x (docs/networks.md).
+ * zt_winograd_fma_faster decides by measuring both instructions.
+ *
  * The batch's tiles, flattened, are cut into blocks; a thread transforms a
  * block's inputs into V, multiplies into M and transforms M into the output
  * with the fused bias, residual and ReLU, so V and M (its own scratch) stay
@@ -29,10 +37,12 @@
 
 #include <immintrin.h>
 #include <omp.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "core/status.h"
 #include "nn/nn.h"
+#include "nn/peak.h"
 
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
 #define INLINE TARGET static inline __attribute__((always_inline))
@@ -59,9 +69,34 @@ bool zt_winograd_fits(int k, int cin, int cout)
     return k == 3 && cin > 0 && cout > 0 && cin % 16 == 0 && cout % 16 == 0;
 }
 
-size_t zt_winograd_weights_count(int cin, int cout)
+size_t zt_winograd_weights_bytes(int cin, int cout, bool fma)
 {
-    return (size_t)NXI * (size_t)cin * (size_t)cout;
+    return (size_t)NXI * (size_t)cin * (size_t)cout * (fma ? sizeof(float) : sizeof(uint16_t));
+}
+
+/* ---- which products: each instruction's throughput, measured ---- */
+
+static bool fma_faster;
+
+/* Each instruction's best of 7 runs of 0.2 ms, in turn (peak.h). The FMA
+ * kernel reads twice the bytes, so it must win by a margin. */
+static void measure_products(void)
+{
+    if (!zt_winograd_supported()) return;
+    double fma = 0, dp = 0;
+    for (int r = 0; r < 7; r++) {
+        double f = zt_peak_gops(ZT_PRECISION_FP32, 2e-4), d = zt_peak_gops(ZT_PRECISION_BF16, 2e-4);
+        if (f > fma) fma = f;
+        if (d > dp) dp = d;
+    }
+    fma_faster = fma > 1.25 * dp;
+}
+
+bool zt_winograd_fma_faster(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, measure_products);
+    return fma_faster;
 }
 
 /* Where U[xi][o][i] lives within U[xi] (xi planes are cin x cout apart):
@@ -73,6 +108,15 @@ static size_t u_offset(int o, int i, int cin, int cout)
     int width = cout - cb * COUT_BLOCK < COUT_BLOCK ? cout - cb * COUT_BLOCK : COUT_BLOCK;
     return (size_t)cb * COUT_BLOCK * cin + (size_t)(i / 2) * width * 2 + (size_t)ob * 2 +
            (size_t)(i % 2);
+}
+
+/* With `fma`: U[xi][o][i] in blocks of COUT_BLOCK output channels (the last
+ * one narrower), each [cin][width] fp32. */
+static size_t u32_offset(int o, int i, int cin, int cout)
+{
+    int cb = o / COUT_BLOCK, ob = o % COUT_BLOCK;
+    int width = cout - cb * COUT_BLOCK < COUT_BLOCK ? cout - cb * COUT_BLOCK : COUT_BLOCK;
+    return (size_t)cb * COUT_BLOCK * cin + (size_t)i * width + (size_t)ob;
 }
 
 /* The input channel at position p of a row of V. With cin a multiple of 32
@@ -87,21 +131,28 @@ static int v_channel(int p, int cin)
     return p - q + (q < 16 ? 2 * q : 2 * (q - 16) + 1);
 }
 
-static size_t row_bytes(int cin, int cout)
+/* Bytes of one element of V (and of U). */
+static size_t v_bytes(bool fma)
 {
-    return (size_t)NXI * ((size_t)cin * sizeof(uint16_t) + (size_t)cout * sizeof(float));
+    return fma ? sizeof(float) : sizeof(uint16_t);
+}
+
+static size_t row_bytes(int cin, int cout, bool fma)
+{
+    return (size_t)NXI * ((size_t)cin * v_bytes(fma) + (size_t)cout * sizeof(float));
 }
 
 /* Tiles per block: as many as fit BLOCK_BYTES, in whole microkernel rows. */
-static int max_rows(int cin, int cout)
+static int max_rows(int cin, int cout, bool fma)
 {
-    size_t r = BLOCK_BYTES / row_bytes(cin, cout) / ROWS * ROWS;
+    size_t r = BLOCK_BYTES / row_bytes(cin, cout, fma) / ROWS * ROWS;
     return r < ROWS ? ROWS : r > MAX_ROWS ? MAX_ROWS : (int)r;
 }
 
-size_t zt_winograd_scratch_size(int cin, int cout, int threads)
+size_t zt_winograd_scratch_size(int cin, int cout, int threads, bool fma)
 {
-    return (size_t)(threads > 0 ? threads : 1) * (size_t)max_rows(cin, cout) * row_bytes(cin, cout);
+    return (size_t)(threads > 0 ? threads : 1) * (size_t)max_rows(cin, cout, fma) *
+           row_bytes(cin, cout, fma);
 }
 
 INLINE __m512 load_bf16(const uint16_t *p)
@@ -153,7 +204,8 @@ INLINE void weight_tile(__m512 g[3][3], __m512 u[NXI])
  * positions make one store of 32 bf16, the layout u_offset describes; a
  * scalar loop over (o, i) with 16 scattered stores each cost 5 % of a
  * c4-64x5 train step, which packs every conv twice per step. */
-TARGET void zt_winograd_pack_weights(const float *w, int cin, int cout, bool mirror, uint16_t *u)
+TARGET void zt_winograd_pack_weights(const float *w, int cin, int cout, bool mirror, bool fma,
+                                     void *u)
 {
     ZT_ASSERT(zt_winograd_fits(3, cin, cout));
     /* The packed conv maps pin to pout channels; mirrored, its weight
@@ -165,10 +217,10 @@ TARGET void zt_winograd_pack_weights(const float *w, int cin, int cout, bool mir
         _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                            _mm512_set1_epi32(9 * cin));
     for (int o0 = 0; o0 < pout; o0 += 16)
-        for (int p = 0; p < pin; p += 2) {
+        for (int p = 0; p < pin; p += fma ? 1 : 2) {
             __m512 uu[2][NXI];
-            for (int q = 0; q < 2; q++) {
-                int i = v_channel(p + q, pin);
+            for (int q = 0; q < (fma ? 1 : 2); q++) {
+                int i = fma ? p : v_channel(p + q, pin);
                 __m512 g[3][3];
                 for (int kh = 0; kh < 3; kh++)
                     for (int kw = 0; kw < 3; kw++) {
@@ -179,7 +231,13 @@ TARGET void zt_winograd_pack_weights(const float *w, int cin, int cout, bool mir
                     }
                 weight_tile(g, uu[q]);
             }
-            uint16_t *at = u + u_offset(o0, p, pin, pout);
+            if (fma) {
+                float *at = (float *)u + u32_offset(o0, p, pin, pout);
+#pragma GCC unroll 16
+                for (int xi = 0; xi < NXI; xi++) _mm512_storeu_ps(at + xi * xi_step, uu[0][xi]);
+                continue;
+            }
+            uint16_t *at = (uint16_t *)u + u_offset(o0, p, pin, pout);
 #pragma GCC unroll 16
             for (int xi = 0; xi < NXI; xi++) store_pair(at + xi * xi_step, uu[0][xi], uu[1][xi]);
         }
@@ -264,13 +322,17 @@ INLINE void input_tile(const uint16_t *const px[4][4], int c0, __m512 v[NXI])
 
 /* V[xi][r] = B^T d B for the tiles t0 .. t0 + n - 1, with
  * B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]; rows n .. np - 1 are zero so
- * that the microkernel can run whole groups of ROWS. */
-TARGET static void input_transform(const zt_winograd_conv *c, long t0, int n, int np, uint16_t *v)
+ * that the microkernel can run whole groups of ROWS. V is bf16, or fp32 with
+ * c->fma. */
+TARGET static void input_transform(const zt_winograd_conv *c, long t0, int n, int np, void *vv)
 {
     int cin = c->cin;
+    size_t eb = v_bytes(c->fma);
     for (int r = n; r < np; r++)
         for (int xi = 0; xi < NXI; xi++)
-            memset(v + ((size_t)xi * np + r) * cin, 0, (size_t)cin * sizeof *v);
+            memset((char *)vv + ((size_t)xi * np + r) * cin * eb, 0, (size_t)cin * eb);
+    uint16_t *v = vv;
+    float *v32 = vv;
     for (int r = 0; r < n; r++) {
         long t = t0 + r;
         long img;
@@ -285,14 +347,18 @@ TARGET static void input_transform(const zt_winograd_conv *c, long t0, int n, in
                                ? base + ((size_t)y * c->w + x) * cin
                                : NULL;
             }
-        if (cin % 32 == 0) {
+        if (cin % 32 == 0 && !c->fma) {
             transform_pairs(px, cin, v + (size_t)r * cin, (size_t)np * cin);
             continue;
         }
         for (int c0 = 0; c0 < cin; c0 += 16) {
             __m512 vt[NXI];
             input_tile(px, c0, vt);
-            for (int xi = 0; xi < NXI; xi++) store_bf16(v + ((size_t)xi * np + r) * cin + c0, vt[xi]);
+            size_t at = (size_t)r * cin + c0, step = (size_t)np * cin;
+            if (c->fma)
+                for (int xi = 0; xi < NXI; xi++) _mm512_storeu_ps(v32 + at + xi * step, vt[xi]);
+            else
+                for (int xi = 0; xi < NXI; xi++) store_bf16(v + at + xi * step, vt[xi]);
         }
     }
 }
@@ -318,6 +384,31 @@ INLINE void microkernel(int nj, const uint16_t *v, int cin, const uint16_t *u, f
             __m512bh a = (__m512bh)_mm512_set1_epi32(pair);
 #pragma GCC unroll 4
             for (int j = 0; j < nj; j++) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], a, b[j]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < nj; j++) _mm512_storeu_ps(m + (size_t)r * cout + 16 * j, acc[r][j]);
+}
+
+/* The same on fp32 FMAs: v rows of cin floats, u as [cin][16 nj]. */
+INLINE void microkernel_fma(int nj, const float *v, int cin, const float *u, float *m, int cout)
+{
+    __m512 acc[ROWS][4];
+#pragma GCC unroll 6
+    for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < nj; j++) acc[r][j] = _mm512_setzero_ps();
+    for (int k = 0; k < cin; k++) {
+        __m512 b[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < nj; j++) b[j] = _mm512_loadu_ps(u + ((size_t)k * nj + j) * 16);
+#pragma GCC unroll 6
+        for (int r = 0; r < ROWS; r++) {
+            __m512 a = _mm512_set1_ps(v[(size_t)r * cin + k]);
+#pragma GCC unroll 4
+            for (int j = 0; j < nj; j++) acc[r][j] = _mm512_fmadd_ps(a, b[j], acc[r][j]);
         }
     }
 #pragma GCC unroll 6
@@ -358,7 +449,7 @@ static void prefetch_part(const void *base, span s, int part, int rw)
 /* M[xi] = V[xi] U[xi] for np (a multiple of ROWS) tiles, fetching the next
  * block's input and output rows meanwhile: at large batches they come from
  * L3 or memory, in a pattern of short rows the hardware prefetcher misses. */
-TARGET static void multiply(const zt_winograd_conv *c, int np, const uint16_t *v, float *m,
+TARGET static void multiply(const zt_winograd_conv *c, int np, const void *vv, float *m,
                             const span *next_in, const span *next_out)
 {
     int cin = c->cin, cout = c->cout;
@@ -370,9 +461,32 @@ TARGET static void multiply(const zt_winograd_conv *c, int np, const uint16_t *v
         }
         for (int o0 = 0; o0 < cout; o0 += COUT_BLOCK) {
             int nj = (cout - o0 < COUT_BLOCK ? cout - o0 : COUT_BLOCK) / 16;
-            const uint16_t *u = c->u + (size_t)xi * cin * cout + (size_t)o0 * cin;
+            size_t uat = (size_t)xi * cin * cout + (size_t)o0 * cin;
+            if (c->fma) {
+                const float *u = (const float *)c->u + uat;
+                for (int r = 0; r < np; r += ROWS) {
+                    const float *vr = (const float *)vv + ((size_t)xi * np + r) * cin;
+                    float *mr = m + ((size_t)xi * np + r) * cout + o0;
+                    switch (nj) {
+                    case 4:
+                        microkernel_fma(4, vr, cin, u, mr, cout);
+                        break;
+                    case 3:
+                        microkernel_fma(3, vr, cin, u, mr, cout);
+                        break;
+                    case 2:
+                        microkernel_fma(2, vr, cin, u, mr, cout);
+                        break;
+                    default:
+                        microkernel_fma(1, vr, cin, u, mr, cout);
+                        break;
+                    }
+                }
+                continue;
+            }
+            const uint16_t *u = (const uint16_t *)c->u + uat;
             for (int r = 0; r < np; r += ROWS) {
-                const uint16_t *vr = v + ((size_t)xi * np + r) * cin;
+                const uint16_t *vr = (const uint16_t *)vv + ((size_t)xi * np + r) * cin;
                 float *mr = m + ((size_t)xi * np + r) * cout + o0;
                 switch (nj) { /* constant widths, so the accumulators stay in registers */
                 case 4: microkernel(4, vr, cin, u, mr, cout); break;
@@ -447,8 +561,8 @@ TARGET static void run_block(const zt_winograd_conv *c, long t0, int n, long nex
                              void *scratch)
 {
     int np = (n + ROWS - 1) / ROWS * ROWS;
-    uint16_t *v = scratch;
-    float *m = (float *)(v + (size_t)NXI * np * c->cin);
+    void *v = scratch;
+    float *m = (float *)((char *)v + (size_t)NXI * np * c->cin * v_bytes(c->fma));
     input_transform(c, t0, n, np, v);
     span in = {0, 0}, out = {0, 0};
     if (nn > 0) {
@@ -471,7 +585,7 @@ void zt_winograd_run(const zt_winograd_conv *c)
     ZT_ASSERT(zt_winograd_fits(3, c->cin, c->cout) && c->src != c->dst);
     long tiles = (long)c->batch * ((c->h + 1) / 2) * ((c->w + 1) / 2);
     if (tiles == 0) return;
-    int nth = c->threads > 0 ? c->threads : 1, rmax = max_rows(c->cin, c->cout);
+    int nth = c->threads > 0 ? c->threads : 1, rmax = max_rows(c->cin, c->cout, c->fma);
     /* Blocks of at most rmax tiles, as many per thread, as even as whole
      * microkernel rows allow. */
     long nblocks = (tiles + rmax - 1) / rmax;
@@ -479,7 +593,7 @@ void zt_winograd_run(const zt_winograd_conv *c)
     long rows = ((tiles + nblocks - 1) / nblocks + ROWS - 1) / ROWS * ROWS;
     nblocks = (tiles + rows - 1) / rows;
     if (nblocks < nth) nth = (int)nblocks;
-    size_t stride = (size_t)rmax * row_bytes(c->cin, c->cout);
+    size_t stride = (size_t)rmax * row_bytes(c->cin, c->cout, c->fma);
     if (nth == 1) {
         for (long b = 0; b < nblocks; b++)
             run_block(c, b * rows, block_tiles(b, rows, tiles), (b + 1) * rows,
@@ -509,7 +623,8 @@ void zt_winograd_run(const zt_winograd_conv *c)
  * The products now sum over tiles, so V and dM are stored with tile pairs
  * interleaved ([xi][tile / 2][channel][2]), the layout _mm512_dpbf16_ps
  * wants on both sides: a broadcast pair of dM (one output channel, two
- * tiles) against 16 input channels' pairs of V. dU stays fp32 in the thread's
+ * tiles) against 16 input channels' pairs of V; with `fma`, in fp32 as
+ * [xi][tile][channel], one tile's dM broadcast. dU stays fp32 in the thread's
  * scratch across all its blocks of tiles; threads' dU are summed at the end,
  * then transformed back to 3x3 and added to the OHWI gradient. */
 
@@ -520,23 +635,23 @@ enum {
 };
 
 /* Tiles per block: V and dM within GRAD_BLOCK_BYTES, an even number. */
-static int grad_tiles(int cin, int cout)
+static int grad_tiles(int cin, int cout, bool fma)
 {
-    size_t per_tile = (size_t)NXI * (size_t)(cin + cout) * sizeof(uint16_t);
+    size_t per_tile = (size_t)NXI * (size_t)(cin + cout) * v_bytes(fma);
     size_t t = GRAD_BLOCK_BYTES / per_tile / 2 * 2;
     return t < 2 ? 2 : t > GRAD_MAX_TILES ? GRAD_MAX_TILES : (int)t;
 }
 
-static size_t grad_thread_bytes(int cin, int cout)
+static size_t grad_thread_bytes(int cin, int cout, bool fma)
 {
     size_t du = (size_t)NXI * cin * cout * sizeof(float);
-    size_t block = (size_t)grad_tiles(cin, cout) * NXI * (size_t)(cin + cout) * sizeof(uint16_t);
+    size_t block = (size_t)grad_tiles(cin, cout, fma) * NXI * (size_t)(cin + cout) * v_bytes(fma);
     return (du + block + 63) / 64 * 64;
 }
 
-size_t zt_winograd_grad_scratch_size(int cin, int cout, int threads)
+size_t zt_winograd_grad_scratch_size(int cin, int cout, int threads, bool fma)
 {
-    return (size_t)(threads > 0 ? threads : 1) * grad_thread_bytes(cin, cout);
+    return (size_t)(threads > 0 ? threads : 1) * grad_thread_bytes(cin, cout, fma);
 }
 
 /* A dY A^T of 16 channels at c0 of one tile (output pixels py, NULL outside),
@@ -588,9 +703,10 @@ static void tile_pointers(const zt_winograd_grad *c, long t, long tiles,
 }
 
 /* V and dM of tiles t0 .. t0 + 2 kp - 1, pair-interleaved: v as
- * [xi][kp][cin][2], dm as [xi][kp][cout][2]. */
-TARGET static void grad_transforms(const zt_winograd_grad *c, long t0, int kp, long tiles,
-                                   uint16_t *v, uint16_t *dm)
+ * [xi][kp][cin][2], dm as [xi][kp][cout][2] (bf16); with c->fma, as
+ * [xi][2 kp][cin] and [xi][2 kp][cout] (fp32). */
+TARGET static void grad_transforms(const zt_winograd_grad *c, long t0, int kp, long tiles, void *v,
+                                   void *dm)
 {
     int cin = c->cin, cout = c->cout;
     for (int k = 0; k < kp; k++) {
@@ -600,17 +716,37 @@ TARGET static void grad_transforms(const zt_winograd_grad *c, long t0, int kp, l
             __m512 a[NXI], b[NXI];
             input_tile(px[0], c0, a);
             input_tile(px[1], c0, b);
+            if (c->fma) {
+                float *at = (float *)v + (size_t)2 * k * cin + c0;
+                size_t step = (size_t)2 * kp * cin;
+#pragma GCC unroll 16
+                for (int xi = 0; xi < NXI; xi++) {
+                    _mm512_storeu_ps(at + xi * step, a[xi]);
+                    _mm512_storeu_ps(at + xi * step + cin, b[xi]);
+                }
+                continue;
+            }
 #pragma GCC unroll 16
             for (int xi = 0; xi < NXI; xi++)
-                store_pair(v + (((size_t)xi * kp + k) * cin + c0) * 2, a[xi], b[xi]);
+                store_pair((uint16_t *)v + (((size_t)xi * kp + k) * cin + c0) * 2, a[xi], b[xi]);
         }
         for (int c0 = 0; c0 < cout; c0 += 16) {
             __m512 a[NXI], b[NXI];
             grad_tile(py[0], c0, a);
             grad_tile(py[1], c0, b);
+            if (c->fma) {
+                float *at = (float *)dm + (size_t)2 * k * cout + c0;
+                size_t step = (size_t)2 * kp * cout;
+#pragma GCC unroll 16
+                for (int xi = 0; xi < NXI; xi++) {
+                    _mm512_storeu_ps(at + xi * step, a[xi]);
+                    _mm512_storeu_ps(at + xi * step + cout, b[xi]);
+                }
+                continue;
+            }
 #pragma GCC unroll 16
             for (int xi = 0; xi < NXI; xi++)
-                store_pair(dm + (((size_t)xi * kp + k) * cout + c0) * 2, a[xi], b[xi]);
+                store_pair((uint16_t *)dm + (((size_t)xi * kp + k) * cout + c0) * 2, a[xi], b[xi]);
         }
     }
 }
@@ -647,12 +783,37 @@ INLINE void grad_microkernel(int nj, const uint16_t *a, int na, const uint16_t *
         for (int j = 0; j < nj; j++) _mm512_storeu_ps(du + (size_t)r * nb + 16 * j, acc[r][j]);
 }
 
+/* The same on fp32 FMAs over nt tiles: a and b as [nt][na] and [nt][nb]. */
+INLINE void grad_microkernel_fma(int nj, const float *a, int na, const float *b, int nb, int nt,
+                                 float *du)
+{
+    __m512 acc[GRAD_ROWS][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < GRAD_ROWS; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < nj; j++) acc[r][j] = _mm512_loadu_ps(du + (size_t)r * nb + 16 * j);
+    for (int t = 0; t < nt; t++) {
+        __m512 bv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < nj; j++) bv[j] = _mm512_loadu_ps(b + (size_t)t * nb + 16 * j);
+#pragma GCC unroll 4
+        for (int r = 0; r < GRAD_ROWS; r++) {
+            __m512 av = _mm512_set1_ps(a[(size_t)t * na + r]);
+#pragma GCC unroll 4
+            for (int j = 0; j < nj; j++) acc[r][j] = _mm512_fmadd_ps(av, bv[j], acc[r][j]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < GRAD_ROWS; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < nj; j++) _mm512_storeu_ps(du + (size_t)r * nb + 16 * j, acc[r][j]);
+}
+
 /* dU[xi][o][i] += the products of one block of kp tile pairs (rows o, so
  * that grad_to_weights reads and adds 16 input channels at once), fetching
  * the rows of src and dy the next block reads meanwhile (as multiply()). */
-TARGET static void grad_multiply(const zt_winograd_grad *c, int kp, const uint16_t *v,
-                                 const uint16_t *dm, float *du, const span *next_in,
-                                 const span *next_dy)
+TARGET static void grad_multiply(const zt_winograd_grad *c, int kp, const void *v, const void *dm,
+                                 float *du, const span *next_in, const span *next_dy)
 {
     int cin = c->cin, cout = c->cout;
     for (int xi = 0; xi < NXI; xi++) {
@@ -660,11 +821,32 @@ TARGET static void grad_multiply(const zt_winograd_grad *c, int kp, const uint16
             prefetch_part(c->src, *next_in, xi, 0);
             prefetch_part(c->dy, *next_dy, xi, 0);
         }
-        const uint16_t *vx = v + (size_t)xi * kp * cin * 2, *mx = dm + (size_t)xi * kp * cout * 2;
+        size_t vat = (size_t)xi * kp * cin * 2, mat = (size_t)xi * kp * cout * 2;
+        const uint16_t *vx = (const uint16_t *)v + vat, *mx = (const uint16_t *)dm + mat;
+        const float *vx32 = (const float *)v + vat, *mx32 = (const float *)dm + mat;
         float *ux = du + (size_t)xi * cin * cout;
         for (int i0 = 0; i0 < cin; i0 += COUT_BLOCK) {
             int nj = (cin - i0 < COUT_BLOCK ? cin - i0 : COUT_BLOCK) / 16;
-            for (int o0 = 0; o0 < cout; o0 += GRAD_ROWS) {
+            for (int o0 = 0; o0 < cout && c->fma; o0 += GRAD_ROWS) {
+                const float *mr = mx32 + o0, *vr = vx32 + i0;
+                float *ur = ux + (size_t)o0 * cin + i0;
+                int nt = 2 * kp;
+                switch (nj) {
+                case 4:
+                    grad_microkernel_fma(4, mr, cout, vr, cin, nt, ur);
+                    break;
+                case 3:
+                    grad_microkernel_fma(3, mr, cout, vr, cin, nt, ur);
+                    break;
+                case 2:
+                    grad_microkernel_fma(2, mr, cout, vr, cin, nt, ur);
+                    break;
+                default:
+                    grad_microkernel_fma(1, mr, cout, vr, cin, nt, ur);
+                    break;
+                }
+            }
+            for (int o0 = 0; o0 < cout && !c->fma; o0 += GRAD_ROWS) {
                 const uint16_t *mr = mx + (size_t)o0 * 2, *vr = vx + (size_t)i0 * 2;
                 float *ur = ux + (size_t)o0 * cin + i0;
                 switch (nj) { /* constant widths, so the accumulators stay in registers */
@@ -719,8 +901,8 @@ static void grad_blocks(const zt_winograd_grad *c, long tiles, int per_block, in
                         char *own)
 {
     float *du = (float *)own;
-    uint16_t *v = (uint16_t *)(own + (size_t)NXI * c->cin * c->cout * sizeof(float));
-    uint16_t *dm = v + (size_t)per_block * NXI * c->cin;
+    char *v = own + (size_t)NXI * c->cin * c->cout * sizeof(float);
+    char *dm = v + (size_t)per_block * NXI * c->cin * v_bytes(c->fma);
     memset(du, 0, (size_t)NXI * c->cin * c->cout * sizeof(float));
     /* The shape alone, for block_span. */
     zt_winograd_conv shape = {.h = c->h, .w = c->w, .cin = c->cin, .cout = c->cout};
@@ -744,11 +926,11 @@ void zt_winograd_grad_weights(const zt_winograd_grad *c)
     ZT_ASSERT(zt_winograd_fits(3, c->cin, c->cout));
     long tiles = (long)c->batch * ((c->h + 1) / 2) * ((c->w + 1) / 2);
     if (tiles == 0) return;
-    int per_block = grad_tiles(c->cin, c->cout);
+    int per_block = grad_tiles(c->cin, c->cout, c->fma);
     long nblocks = (tiles + per_block - 1) / per_block;
     int nth = c->threads > 0 ? c->threads : 1;
     if (nblocks < nth) nth = (int)nblocks;
-    size_t stride = grad_thread_bytes(c->cin, c->cout);
+    size_t stride = grad_thread_bytes(c->cin, c->cout, c->fma);
     int used = 1;
     if (nth == 1) {
         grad_blocks(c, tiles, per_block, 0, 1, c->scratch);
