@@ -101,22 +101,14 @@ bool zt_winograd_fma_faster(void)
 
 /* Where U[xi][o][i] lives within U[xi] (xi planes are cin x cout apart):
  * blocks of COUT_BLOCK output channels (the last one narrower), each
- * [cin / 2][width][2]. */
-static size_t u_offset(int o, int i, int cin, int cout)
+ * [cin / 2][width][2] (bf16), or [cin][width] with `fma` (fp32). */
+static size_t u_offset(int o, int i, int cin, int cout, bool fma)
 {
     int cb = o / COUT_BLOCK, ob = o % COUT_BLOCK;
     int width = cout - cb * COUT_BLOCK < COUT_BLOCK ? cout - cb * COUT_BLOCK : COUT_BLOCK;
-    return (size_t)cb * COUT_BLOCK * cin + (size_t)(i / 2) * width * 2 + (size_t)ob * 2 +
-           (size_t)(i % 2);
-}
-
-/* With `fma`: U[xi][o][i] in blocks of COUT_BLOCK output channels (the last
- * one narrower), each [cin][width] fp32. */
-static size_t u32_offset(int o, int i, int cin, int cout)
-{
-    int cb = o / COUT_BLOCK, ob = o % COUT_BLOCK;
-    int width = cout - cb * COUT_BLOCK < COUT_BLOCK ? cout - cb * COUT_BLOCK : COUT_BLOCK;
-    return (size_t)cb * COUT_BLOCK * cin + (size_t)i * width + (size_t)ob;
+    size_t block = (size_t)cb * COUT_BLOCK * cin;
+    if (fma) return block + (size_t)i * width + (size_t)ob;
+    return block + (size_t)(i / 2) * width * 2 + (size_t)ob * 2 + (size_t)(i % 2);
 }
 
 /* The input channel at position p of a row of V. With cin a multiple of 32
@@ -232,12 +224,12 @@ TARGET void zt_winograd_pack_weights(const float *w, int cin, int cout, bool mir
                 weight_tile(g, uu[q]);
             }
             if (fma) {
-                float *at = (float *)u + u32_offset(o0, p, pin, pout);
+                float *at = (float *)u + u_offset(o0, p, pin, pout, true);
 #pragma GCC unroll 16
                 for (int xi = 0; xi < NXI; xi++) _mm512_storeu_ps(at + xi * xi_step, uu[0][xi]);
                 continue;
             }
-            uint16_t *at = (uint16_t *)u + u_offset(o0, p, pin, pout);
+            uint16_t *at = (uint16_t *)u + u_offset(o0, p, pin, pout, false);
 #pragma GCC unroll 16
             for (int xi = 0; xi < NXI; xi++) store_pair(at + xi * xi_step, uu[0][xi], uu[1][xi]);
         }
@@ -392,29 +384,42 @@ INLINE void microkernel(int nj, const uint16_t *v, int cin, const uint16_t *u, f
         for (int j = 0; j < nj; j++) _mm512_storeu_ps(m + (size_t)r * cout + 16 * j, acc[r][j]);
 }
 
-/* The same on fp32 FMAs: v rows of cin floats, u as [cin][16 nj]. */
-INLINE void microkernel_fma(int nj, const float *v, int cin, const float *u, float *m, int cout)
+/* The products of both kernels on fp32 FMAs, for `rows` (at most ROWS)
+ * rows r and 16 nj columns: c[r][16 j ..] = (`add` ? c : 0) + the sum over
+ * k < nk of a[r ar + k ak] b[k bk + 16 j ..], rows of c cs floats apart.
+ * Every argument but the pointers and nk is a constant where it is
+ * inlined, so the accumulators stay in registers. */
+INLINE void fma_kernel(int rows, int nj, const float *a, size_t ar, size_t ak, const float *b,
+                       size_t bk, int nk, float *c, size_t cs, bool add)
 {
     __m512 acc[ROWS][4];
 #pragma GCC unroll 6
-    for (int r = 0; r < ROWS; r++)
+    for (int r = 0; r < rows; r++)
 #pragma GCC unroll 4
-        for (int j = 0; j < nj; j++) acc[r][j] = _mm512_setzero_ps();
-    for (int k = 0; k < cin; k++) {
-        __m512 b[4];
+        for (int j = 0; j < nj; j++)
+            acc[r][j] = add ? _mm512_loadu_ps(c + r * cs + 16 * j) : _mm512_setzero_ps();
+    for (int k = 0; k < nk; k++) {
+        __m512 bv[4];
 #pragma GCC unroll 4
-        for (int j = 0; j < nj; j++) b[j] = _mm512_loadu_ps(u + ((size_t)k * nj + j) * 16);
+        for (int j = 0; j < nj; j++) bv[j] = _mm512_loadu_ps(b + k * bk + 16 * j);
 #pragma GCC unroll 6
-        for (int r = 0; r < ROWS; r++) {
-            __m512 a = _mm512_set1_ps(v[(size_t)r * cin + k]);
+        for (int r = 0; r < rows; r++) {
+            __m512 av = _mm512_set1_ps(a[r * ar + k * ak]);
 #pragma GCC unroll 4
-            for (int j = 0; j < nj; j++) acc[r][j] = _mm512_fmadd_ps(a, b[j], acc[r][j]);
+            for (int j = 0; j < nj; j++) acc[r][j] = _mm512_fmadd_ps(av, bv[j], acc[r][j]);
         }
     }
 #pragma GCC unroll 6
-    for (int r = 0; r < ROWS; r++)
+    for (int r = 0; r < rows; r++)
 #pragma GCC unroll 4
-        for (int j = 0; j < nj; j++) _mm512_storeu_ps(m + (size_t)r * cout + 16 * j, acc[r][j]);
+        for (int j = 0; j < nj; j++) _mm512_storeu_ps(c + r * cs + 16 * j, acc[r][j]);
+}
+
+/* microkernel's products on fp32 FMAs: v rows of cin floats, u as
+ * [cin][16 nj]. */
+INLINE void microkernel_fma(int nj, const float *v, int cin, const float *u, float *m, int cout)
+{
+    fma_kernel(ROWS, nj, v, (size_t)cin, 1, u, (size_t)nj * 16, cin, m, (size_t)cout, false);
 }
 
 /* Bytes [from, to) of the rows a block of tiles reads (`in`: with the
@@ -462,12 +467,12 @@ TARGET static void multiply(const zt_winograd_conv *c, int np, const void *vv, f
         for (int o0 = 0; o0 < cout; o0 += COUT_BLOCK) {
             int nj = (cout - o0 < COUT_BLOCK ? cout - o0 : COUT_BLOCK) / 16;
             size_t uat = (size_t)xi * cin * cout + (size_t)o0 * cin;
-            if (c->fma) {
-                const float *u = (const float *)c->u + uat;
-                for (int r = 0; r < np; r += ROWS) {
-                    const float *vr = (const float *)vv + ((size_t)xi * np + r) * cin;
-                    float *mr = m + ((size_t)xi * np + r) * cout + o0;
-                    switch (nj) {
+            for (int r = 0; r < np; r += ROWS) {
+                size_t row = (size_t)xi * np + r;
+                float *mr = m + row * cout + o0;
+                if (c->fma) {
+                    const float *u = (const float *)c->u + uat, *vr = (const float *)vv + row * cin;
+                    switch (nj) { /* constant widths, so the accumulators stay in registers */
                     case 4:
                         microkernel_fma(4, vr, cin, u, mr, cout);
                         break;
@@ -481,13 +486,10 @@ TARGET static void multiply(const zt_winograd_conv *c, int np, const void *vv, f
                         microkernel_fma(1, vr, cin, u, mr, cout);
                         break;
                     }
+                    continue;
                 }
-                continue;
-            }
-            const uint16_t *u = (const uint16_t *)c->u + uat;
-            for (int r = 0; r < np; r += ROWS) {
-                const uint16_t *vr = (const uint16_t *)vv + ((size_t)xi * np + r) * cin;
-                float *mr = m + ((size_t)xi * np + r) * cout + o0;
+                const uint16_t *u = (const uint16_t *)c->u + uat;
+                const uint16_t *vr = (const uint16_t *)vv + row * cin;
                 switch (nj) { /* constant widths, so the accumulators stay in registers */
                 case 4: microkernel(4, vr, cin, u, mr, cout); break;
                 case 3: microkernel(3, vr, cin, u, mr, cout); break;
@@ -702,6 +704,18 @@ static void tile_pointers(const zt_winograd_grad *c, long t, long tiles,
         }
 }
 
+/* Two neighbouring tiles' transforms, a then b, as fp32 rows `width`
+ * floats long at `at`, the xi planes `step` floats apart. */
+INLINE void store_tiles_fp32(float *at, size_t step, int width, const __m512 a[NXI],
+                             const __m512 b[NXI])
+{
+#pragma GCC unroll 16
+    for (int xi = 0; xi < NXI; xi++) {
+        _mm512_storeu_ps(at + xi * step, a[xi]);
+        _mm512_storeu_ps(at + xi * step + width, b[xi]);
+    }
+}
+
 /* V and dM of tiles t0 .. t0 + 2 kp - 1, pair-interleaved: v as
  * [xi][kp][cin][2], dm as [xi][kp][cout][2] (bf16); with c->fma, as
  * [xi][2 kp][cin] and [xi][2 kp][cout] (fp32). */
@@ -717,13 +731,8 @@ TARGET static void grad_transforms(const zt_winograd_grad *c, long t0, int kp, l
             input_tile(px[0], c0, a);
             input_tile(px[1], c0, b);
             if (c->fma) {
-                float *at = (float *)v + (size_t)2 * k * cin + c0;
-                size_t step = (size_t)2 * kp * cin;
-#pragma GCC unroll 16
-                for (int xi = 0; xi < NXI; xi++) {
-                    _mm512_storeu_ps(at + xi * step, a[xi]);
-                    _mm512_storeu_ps(at + xi * step + cin, b[xi]);
-                }
+                store_tiles_fp32((float *)v + (size_t)2 * k * cin + c0, (size_t)2 * kp * cin, cin,
+                                 a, b);
                 continue;
             }
 #pragma GCC unroll 16
@@ -735,13 +744,8 @@ TARGET static void grad_transforms(const zt_winograd_grad *c, long t0, int kp, l
             grad_tile(py[0], c0, a);
             grad_tile(py[1], c0, b);
             if (c->fma) {
-                float *at = (float *)dm + (size_t)2 * k * cout + c0;
-                size_t step = (size_t)2 * kp * cout;
-#pragma GCC unroll 16
-                for (int xi = 0; xi < NXI; xi++) {
-                    _mm512_storeu_ps(at + xi * step, a[xi]);
-                    _mm512_storeu_ps(at + xi * step + cout, b[xi]);
-                }
+                store_tiles_fp32((float *)dm + (size_t)2 * k * cout + c0, (size_t)2 * kp * cout,
+                                 cout, a, b);
                 continue;
             }
 #pragma GCC unroll 16
@@ -783,30 +787,12 @@ INLINE void grad_microkernel(int nj, const uint16_t *a, int na, const uint16_t *
         for (int j = 0; j < nj; j++) _mm512_storeu_ps(du + (size_t)r * nb + 16 * j, acc[r][j]);
 }
 
-/* The same on fp32 FMAs over nt tiles: a and b as [nt][na] and [nt][nb]. */
+/* grad_microkernel's products on fp32 FMAs over nt tiles: a and b as
+ * [nt][na] and [nt][nb]. */
 INLINE void grad_microkernel_fma(int nj, const float *a, int na, const float *b, int nb, int nt,
                                  float *du)
 {
-    __m512 acc[GRAD_ROWS][4];
-#pragma GCC unroll 4
-    for (int r = 0; r < GRAD_ROWS; r++)
-#pragma GCC unroll 4
-        for (int j = 0; j < nj; j++) acc[r][j] = _mm512_loadu_ps(du + (size_t)r * nb + 16 * j);
-    for (int t = 0; t < nt; t++) {
-        __m512 bv[4];
-#pragma GCC unroll 4
-        for (int j = 0; j < nj; j++) bv[j] = _mm512_loadu_ps(b + (size_t)t * nb + 16 * j);
-#pragma GCC unroll 4
-        for (int r = 0; r < GRAD_ROWS; r++) {
-            __m512 av = _mm512_set1_ps(a[(size_t)t * na + r]);
-#pragma GCC unroll 4
-            for (int j = 0; j < nj; j++) acc[r][j] = _mm512_fmadd_ps(av, bv[j], acc[r][j]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < GRAD_ROWS; r++)
-#pragma GCC unroll 4
-        for (int j = 0; j < nj; j++) _mm512_storeu_ps(du + (size_t)r * nb + 16 * j, acc[r][j]);
+    fma_kernel(GRAD_ROWS, nj, a, 1, (size_t)na, b, (size_t)nb, nt, du, (size_t)nb, true);
 }
 
 /* dU[xi][o][i] += the products of one block of kp tile pairs (rows o, so
@@ -827,28 +813,27 @@ TARGET static void grad_multiply(const zt_winograd_grad *c, int kp, const void *
         float *ux = du + (size_t)xi * cin * cout;
         for (int i0 = 0; i0 < cin; i0 += COUT_BLOCK) {
             int nj = (cin - i0 < COUT_BLOCK ? cin - i0 : COUT_BLOCK) / 16;
-            for (int o0 = 0; o0 < cout && c->fma; o0 += GRAD_ROWS) {
-                const float *mr = mx32 + o0, *vr = vx32 + i0;
+            for (int o0 = 0; o0 < cout; o0 += GRAD_ROWS) {
                 float *ur = ux + (size_t)o0 * cin + i0;
-                int nt = 2 * kp;
-                switch (nj) {
-                case 4:
-                    grad_microkernel_fma(4, mr, cout, vr, cin, nt, ur);
-                    break;
-                case 3:
-                    grad_microkernel_fma(3, mr, cout, vr, cin, nt, ur);
-                    break;
-                case 2:
-                    grad_microkernel_fma(2, mr, cout, vr, cin, nt, ur);
-                    break;
-                default:
-                    grad_microkernel_fma(1, mr, cout, vr, cin, nt, ur);
-                    break;
+                if (c->fma) {
+                    const float *mr = mx32 + o0, *vr = vx32 + i0;
+                    switch (nj) { /* constant widths, so the accumulators stay in registers */
+                    case 4:
+                        grad_microkernel_fma(4, mr, cout, vr, cin, 2 * kp, ur);
+                        break;
+                    case 3:
+                        grad_microkernel_fma(3, mr, cout, vr, cin, 2 * kp, ur);
+                        break;
+                    case 2:
+                        grad_microkernel_fma(2, mr, cout, vr, cin, 2 * kp, ur);
+                        break;
+                    default:
+                        grad_microkernel_fma(1, mr, cout, vr, cin, 2 * kp, ur);
+                        break;
+                    }
+                    continue;
                 }
-            }
-            for (int o0 = 0; o0 < cout && !c->fma; o0 += GRAD_ROWS) {
                 const uint16_t *mr = mx + (size_t)o0 * 2, *vr = vx + (size_t)i0 * 2;
-                float *ur = ux + (size_t)o0 * cin + i0;
                 switch (nj) { /* constant widths, so the accumulators stay in registers */
                 case 4: grad_microkernel(4, mr, cout, vr, cin, kp, ur); break;
                 case 3: grad_microkernel(3, mr, cout, vr, cin, kp, ur); break;
