@@ -6,14 +6,17 @@
  * refused; a deterministic run with reanalyse.fraction 0 trains bit for bit
  * as one without the key, one with 0.5 trains differently (and
  * differently again with value_mix 0), logs "reanalyse" records and
- * resumes exactly; a MuZero run reanalyses too;
- * and a short tic-tac-toe run with reanalyse.fraction 0.5 still reaches
- * perfect play (skipped under the sanitizers, like test_train's). */
+ * resumes exactly; a MuZero run reanalyses too; reanalyse.idle's thread
+ * waits for weights, keeps to its allowance, stops and starts, and a
+ * concurrent run with it ends, checkpoints and resumes; and a short
+ * tic-tac-toe run with reanalyse.fraction 0.5 still reaches perfect play
+ * (skipped under the sanitizers, like test_train's). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "agent/az_model.h"
 #include "agent/evaluator.h"
@@ -21,12 +24,14 @@
 #include "core/fileio.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "core/timer.h"
 #include "game/game.h"
 #include "replay/reanalyse.h"
 #include "replay/record.h"
 #include "replay/replay.h"
 #include "search/search.h"
 #include "search/settings.h"
+#include "train/reanalysis.h"
 #include "train/train.h"
 
 #include "zt_test.h"
@@ -252,11 +257,12 @@ static void test_fresh_search(void)
 
 /* ---- settings ---- */
 
-static zt_status read_settings(const char *key, const char *value, zt_train_settings *S)
+/* Tic-tac-toe's settings with the n keys kv[i][0] = kv[i][1]. */
+static zt_status read_settings_kv(const char *const (*kv)[2], int n, zt_train_settings *S)
 {
     zt_config *cfg = zt_config_new();
     zt_game *g = NULL;
-    zt_config_put(cfg, key, value);
+    for (int i = 0; i < n; i++) zt_config_put(cfg, kv[i][0], kv[i][1]);
     zt_status st = zt_game_new("tictactoe", NULL, &g);
     if (st == ZT_OK) st = zt_train_settings_read(cfg, g, S);
     zt_game_free(g);
@@ -264,27 +270,139 @@ static zt_status read_settings(const char *key, const char *value, zt_train_sett
     return st;
 }
 
+static zt_status read_settings(const char *key, const char *value, zt_train_settings *S)
+{
+    const char *const kv[1][2] = {{key, value}};
+    return read_settings_kv(kv, 1, S);
+}
+
 static void test_settings(void)
 {
     zt_train_settings S;
     CHECK(read_settings("game", "tictactoe", &S) == ZT_OK && S.reanalyse_fraction == 0 &&
-              S.reanalyse_value_mix == 0.5 && S.reanalyse_simulations == 0,
-          "defaults: fraction %.2f mix %.2f sims %d", S.reanalyse_fraction, S.reanalyse_value_mix,
-          S.reanalyse_simulations);
+              S.reanalyse_value_mix == 0.5 && S.reanalyse_simulations == 0 && !S.reanalyse_idle,
+          "defaults: fraction %.2f mix %.2f sims %d idle %d", S.reanalyse_fraction,
+          S.reanalyse_value_mix, S.reanalyse_simulations, S.reanalyse_idle);
+    /* the idle thread belongs to concurrent mode */
+    static const char *const idle_det[][2] = {{"reanalyse.idle", "true"},
+                                              {"mode", "deterministic"}};
+    zt_status st = read_settings_kv(idle_det, 2, &S);
+    CHECK(st == ZT_ERR_INVALID && strstr(zt_error_message(), "reanalyse.idle") &&
+              strstr(zt_error_message(), "concurrent"),
+          "reanalyse.idle in a deterministic run: %d (%s)", st, zt_error_message());
+    CHECK(read_settings("reanalyse.idle", "true", &S) == ZT_OK && S.reanalyse_idle,
+          "reanalyse.idle = true: %s", zt_error_message());
     CHECK(read_settings("reanalyse.fraction", "0.5", &S) == ZT_OK && S.reanalyse_fraction == 0.5,
           "fraction 0.5: %s", zt_error_message());
-    static const char *const bad[][2] = {{"reanalyse.fraction", "1.5"},
-                                         {"reanalyse.fraction", "-0.1"},
-                                         {"reanalyse.fraction", "half"},
-                                         {"reanalyse.value_mix", "2"},
-                                         {"reanalyse.simulations", "-1"},
-                                         {"reanalyse.trees", "0"}};
+    static const char *const bad[][2] = {
+        {"reanalyse.fraction", "1.5"},   {"reanalyse.fraction", "-0.1"},
+        {"reanalyse.fraction", "half"},  {"reanalyse.value_mix", "2"},
+        {"reanalyse.simulations", "-1"}, {"reanalyse.trees", "0"},
+        {"reanalyse.idle", "sometimes"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        zt_status st = read_settings(bad[i][0], bad[i][1], &S);
+        st = read_settings(bad[i][0], bad[i][1], &S);
         CHECK(st != ZT_OK && strstr(zt_error_message(), bad[i][0]) &&
                   !strchr(zt_error_message(), '\n'),
               "%s = %s: accepted or unnamed (%s)", bad[i][0], bad[i][1], zt_error_message());
     }
+}
+
+/* ---- the idle thread ---- */
+
+/* Waits (at most `seconds`) until the worker has drawn `want` positions,
+ * refreshed or skipped; returns what it had drawn. The thread runs at idle
+ * priority, so on a busy machine it may take a while, never forever: Linux
+ * still gives SCHED_IDLE threads a sliver of a busy core. */
+static int64_t wait_drawn(zt_reanalysis *w, int64_t want, double seconds)
+{
+    double end = zt_now_s() + seconds;
+    for (;;) {
+        zt_reanalyse_stats s = zt_reanalysis_stats(w);
+        if (s.positions + s.skipped >= want || zt_now_s() > end) return s.positions + s.skipped;
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    }
+}
+
+static void pause_s(double seconds)
+{
+    nanosleep(&(struct timespec){.tv_nsec = (long)(seconds * 1e9)}, NULL);
+}
+
+/* reanalyse.idle: the worker's thread waits for a publication's weights,
+ * then reanalyses what the publications allow and no more (the ceiling
+ * holds however long it is given), marking the positions in the buffer;
+ * an allowance granted while it is stopped waits for the next start; the
+ * worker frees while its thread runs. */
+static void test_idle_thread(void)
+{
+    zt_game *g;
+    CHECK(zt_game_new("tictactoe", NULL, &g) == ZT_OK, "tictactoe: %s", zt_error_message());
+    zt_replay_config rc;
+    zt_replay_config_default(&rc);
+    rc.capacity = 5000;
+    zt_replay *rb;
+    CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
+    fill_replay(g, rb, 20);
+    /* 0.25 x 32 = 8 positions per learner step */
+    static const char *const kv[][2] = {{"reanalyse.fraction", "0.25"},
+                                        {"reanalyse.idle", "true"},
+                                        {"reanalyse.trees", "4"},
+                                        {"reanalyse.simulations", "8"},
+                                        {"learner.batch", "32"}};
+    zt_train_settings S;
+    CHECK(read_settings_kv(kv, 5, &S) == ZT_OK, "settings: %s", zt_error_message());
+    zt_reanalysis *w = NULL;
+    zt_net *net = NULL;
+    CHECK(zt_reanalysis_new(g, &S, &w) == ZT_OK && w, "worker: %s", zt_error_message());
+    CHECK(zt_net_new(&S.net, S.backend, S.precision, 1, &net) == ZT_OK, "net: %s",
+          zt_error_message());
+    if (zt_test_failures) goto done;
+    init_weights(net, NULL);
+
+    CHECK(zt_reanalysis_start(w, rb) == ZT_OK, "start: %s", zt_error_message());
+    pause_s(0.2);
+    CHECK(zt_reanalysis_stats(w).positions == 0, "reanalysed %lld before any weights",
+          (long long)zt_reanalysis_stats(w).positions);
+    CHECK(zt_reanalysis_after_publish(w, net, rb, 1, 0) == ZT_OK, "publish: %s",
+          zt_error_message());
+    int64_t drawn = wait_drawn(w, 8, 120);
+    pause_s(0.3); /* time to overshoot, if it would */
+    zt_reanalyse_stats s = zt_reanalysis_stats(w);
+    CHECK(drawn == 8 && s.positions + s.skipped == 8 && s.positions > 0,
+          "one step's allowance of 8: drew %lld, then %lld (%lld refreshed)", (long long)drawn,
+          (long long)(s.positions + s.skipped), (long long)s.positions);
+    zt_replay_stats rs = zt_replay_get_stats(rb);
+    int64_t marked = 0;
+    for (int64_t i = rs.positions_seen - rs.positions; i < rs.positions_seen; i++) {
+        zt_replay_position pos;
+        CHECK(zt_replay_get(rb, i, &pos, NULL) == ZT_OK, "get %lld", (long long)i);
+        marked += pos.reanalysed;
+    }
+    /* drawn with replacement: a position may come up twice */
+    CHECK(marked >= 1 && marked <= s.positions, "%lld positions marked reanalysed, %lld refreshed",
+          (long long)marked, (long long)s.positions);
+
+    /* two steps granted while stopped: searched after the next start */
+    CHECK(zt_reanalysis_stop(w) == ZT_OK, "stop: %s", zt_error_message());
+    CHECK(zt_reanalysis_after_publish(w, net, rb, 2, 1) == ZT_OK, "publish: %s",
+          zt_error_message());
+    pause_s(0.1);
+    CHECK(wait_drawn(w, 8, 0) == 8, "drew while stopped");
+    CHECK(zt_reanalysis_start(w, rb) == ZT_OK, "restart: %s", zt_error_message());
+    drawn = wait_drawn(w, 24, 120);
+    CHECK(drawn == 24, "after the restart: drew %lld of 24", (long long)drawn);
+    printf("idle thread: %lld positions refreshed, %lld skipped, %lld marked after the first "
+           "publication\n",
+           (long long)zt_reanalysis_stats(w).positions, (long long)zt_reanalysis_stats(w).skipped,
+           (long long)marked);
+    /* one more allowance, and the worker freed with its thread running */
+    CHECK(zt_reanalysis_after_publish(w, net, rb, 100, 2) == ZT_OK, "publish: %s",
+          zt_error_message());
+done:
+    zt_reanalysis_free(w);
+    zt_net_free(net);
+    zt_replay_free(rb);
+    zt_game_free(g);
 }
 
 /* ---- training ---- */
@@ -374,6 +492,48 @@ static void test_muzero(void)
     free(metrics);
 }
 
+/* A concurrent run with reanalyse.idle: the idle thread starts and stops
+ * with the actors, the run ends and checkpoints at its step, and a resume
+ * goes on to the next. (Whether the thread gets core time here depends on
+ * what else the machine runs, so what it refreshed is printed, not
+ * asserted; test_idle_thread asserts the thread's work.) */
+static void test_idle_run(void)
+{
+    char run[400], path[500];
+    snprintf(run, sizeof run, "%s/idle", tmp_root);
+    static const char *const sets[] = {"seed=3",
+                                       "games_per_actor=8",
+                                       "search.sims=8",
+                                       "learner.batch=32",
+                                       "learner.min_positions=64",
+                                       "arena.games=0",
+                                       "arena.positions=0",
+                                       "checkpoint.minutes=1000",
+                                       "reanalyse.fraction=0.5",
+                                       "reanalyse.idle=true",
+                                       "reanalyse.simulations=8",
+                                       NULL};
+    zt_status st = train(run, false, 0, 60, sets, NULL);
+    CHECK(st == ZT_OK, "idle run: %s", zt_error_message());
+    st = train(run, true, 0, 100, NULL, NULL);
+    CHECK(st == ZT_OK, "idle run resumed: %s", zt_error_message());
+    struct stat sb;
+    for (int step = 60; step <= 100; step += 40) {
+        weights_of(path, sizeof path, "idle", step);
+        CHECK(stat(path, &sb) == 0, "no checkpoint %s", path);
+    }
+    char *metrics;
+    size_t len;
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
+    CHECK(zt_read_file(path, &metrics, &len) == ZT_OK, "no %s", path);
+    if (zt_test_failures) return;
+    const char *key = "\"kind\":\"reanalyse\",\"reanalysed\":", *r = metrics, *last = NULL;
+    while ((r = strstr(r, key))) last = r++;
+    printf("idle run: %ld positions reanalysed in 100 steps\n",
+           last ? atol(last + strlen(key)) : 0L);
+    free(metrics);
+}
+
 static void test_perfect_play(void)
 {
     if (SANITIZED) {
@@ -412,8 +572,10 @@ int main(void)
     test_refit();
     test_fresh_search();
     test_settings();
+    test_idle_thread();
     test_deterministic();
     test_muzero();
+    test_idle_run();
     test_perfect_play();
     zt_test_remove_root(tmp_root);
     return zt_test_finish("test_reanalyse");

@@ -507,6 +507,11 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_int32(c, "reanalyse.simulations", 0, 0, 1 << 20, &S->reanalyse_simulations));
     ZT_TRY(zt_config_double(c, "reanalyse.value_mix", 0.5, 0, 1, &S->reanalyse_value_mix));
     ZT_TRY(zt_config_int32(c, "reanalyse.trees", 64, 1, 1 << 16, &S->reanalyse_trees));
+    ZT_TRY(zt_config_bool(c, "reanalyse.idle", false, &S->reanalyse_idle));
+    if (S->reanalyse_idle && S->mode != ZT_TRAIN_CONCURRENT)
+        return zt_fail(ZT_ERR_INVALID,
+                       "reanalyse.idle needs mode = concurrent (the alternate and deterministic "
+                       "modes reanalyse on their schedule, in the learner's place)");
     ZT_TRY(zt_config_int32(c, "alternate.steps", 0, 0, 1 << 30, &S->alternate_steps));
 
     ZT_TRY(zt_config_double(c, "checkpoint.minutes", 10, 0, 1e6, &S->checkpoint_minutes));
@@ -555,7 +560,8 @@ zt_train_threads zt_train_thread_budget(const zt_train_settings *S, int cores)
      * team running while at least one actor waits for it. */
     int selfplay = b.evaluator > 0 ? b.actors - 1 + (b.evaluator > 1 ? b.evaluator : 1) : b.actors;
     /* The arena runs on the learner's thread with as many threads, in its
-     * place; the sampler thread is light and not counted. */
+     * place; the sampler thread is light and not counted, nor is
+     * reanalyse.idle's thread (idle priority: it takes no busy core). */
     b.busy = S->mode == ZT_TRAIN_CONCURRENT ? selfplay + b.learner
                                             : (selfplay > b.learner ? selfplay : b.learner);
     b.oversubscribed = b.busy > cores;

@@ -185,6 +185,7 @@ static bool learner_ahead(void *ctx)
 static zt_status run_concurrent(zt_train *t)
 {
     zt_status st = zt_runner_start(t->runner);
+    if (st == ZT_OK) st = zt_reanalysis_start(t->reanalysis, t->rb);
     while (st == ZT_OK && !should_pause(t)) {
         bool wait = zt_runner_wait_if(t->runner, learner_ahead, t, 0.05);
         if (!wait) {
@@ -194,8 +195,11 @@ static zt_status run_concurrent(zt_train *t)
         }
         if (st == ZT_OK) st = zt_scheduler_tick(t->sched, true);
     }
-    /* the actors stop before a checkpoint reads the buffer; an error of
-     * the loop's own comes first (its message is kept) */
+    /* the actors and the idle reanalyse thread stop before a checkpoint
+     * reads the buffer; an error of the loop's own comes first (its message
+     * is kept), then one the idle thread met since its last report */
+    zt_status idle = zt_reanalysis_stop(t->reanalysis);
+    if (st == ZT_OK) st = idle;
     char why[ZT_MESSAGE_MAX] = "";
     if (st != ZT_OK) snprintf(why, sizeof why, "%s", zt_error_message());
     zt_status stopped = zt_runner_stop(t->runner);

@@ -101,8 +101,11 @@ typedef struct zt_train_settings {
     double root_value_weight; /* value target: (1 - w) outcome + w root value */
     /* Reanalyse (replay/reanalyse.h): after each publication the learner's
      * thread searches fraction x batch x (steps since the last one) stored
-     * positions again with the new weights and rewrites their targets. */
+     * positions again with the new weights and rewrites their targets; with
+     * reanalyse_idle a thread of its own at idle priority does, at most
+     * that many (train/reanalysis.h). */
     double reanalyse_fraction;   /* 0: off */
+    bool reanalyse_idle;         /* concurrent mode: in the cores' idle time */
     int reanalyse_simulations;   /* 0: selfplay.simulations */
     double reanalyse_value_mix;  /* a reanalysed position's value target:
                                   * (1 - m) outcome + m fresh root value */
