@@ -136,16 +136,23 @@ static void fill_replay(const zt_game *g, zt_replay *rb, int games)
     zt_replay_traj_free(t);
 }
 
-static void test_fresh_search(void)
+/* Tic-tac-toe and a buffer of `games` random games (fill_replay). */
+static zt_replay *filled_replay(int games, zt_game **g)
 {
-    zt_game *g;
-    CHECK(zt_game_new("tictactoe", NULL, &g) == ZT_OK, "tictactoe: %s", zt_error_message());
+    CHECK(zt_game_new("tictactoe", NULL, g) == ZT_OK, "tictactoe: %s", zt_error_message());
     zt_replay_config rc;
     zt_replay_config_default(&rc);
     rc.capacity = 5000;
-    zt_replay *rb;
-    CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
-    fill_replay(g, rb, 6);
+    zt_replay *rb = NULL;
+    CHECK(zt_replay_new(*g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
+    fill_replay(*g, rb, games);
+    return rb;
+}
+
+static void test_fresh_search(void)
+{
+    zt_game *g;
+    zt_replay *rb = filled_replay(6, &g);
     zt_replay_stats rs = zt_replay_get_stats(rb);
 
     zt_reanalyse_config cfg = {.trees = 4, .seed = 3};
@@ -336,13 +343,7 @@ static void pause_s(double seconds)
 static void test_idle_thread(void)
 {
     zt_game *g;
-    CHECK(zt_game_new("tictactoe", NULL, &g) == ZT_OK, "tictactoe: %s", zt_error_message());
-    zt_replay_config rc;
-    zt_replay_config_default(&rc);
-    rc.capacity = 5000;
-    zt_replay *rb;
-    CHECK(zt_replay_new(g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
-    fill_replay(g, rb, 20);
+    zt_replay *rb = filled_replay(20, &g);
     /* 0.25 x 32 = 8 positions per learner step */
     static const char *const kv[][2] = {{"reanalyse.fraction", "0.25"},
                                         {"reanalyse.idle", "true"},
