@@ -790,6 +790,52 @@ static void test_gumbel_reuse(void)
     zt_model_free(&m->base);
 }
 
+/* ---- one search, reseeded (zt_search_reseed) ----
+ * A PUCT search with root noise, then 16 moves sampled at temperature 1:
+ * what a new search of seed 7 gives, a search of seed 7 that first ran
+ * others under seed 99 and was reseeded with 7 gives again; seed 99 itself
+ * gives something else (so the record does depend on the seed). */
+
+static void search_record(zt_search *s, const syn_state *root, int32_t *rec)
+{
+    zt_search_forget(s, 0);
+    zt_search_begin(s, 0, root);
+    CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
+    zt_search_root_visits(s, 0, rec);
+    for (int i = 0; i < 16; i++) rec[SYN_ACTIONS + i] = zt_search_choose(s, 0, 1.0f);
+}
+
+static void test_reseed(void)
+{
+    syn_model *m = syn_new(2);
+    zt_search_config cfg;
+    zt_search_config_default(&cfg, ZT_SEARCH_PUCT);
+    cfg.num_simulations = 24;
+    cfg.dirichlet_fraction = 0.5f;
+    cfg.tree_reuse = false;
+    syn_state root = {.path = 777}, other = {.path = 4321};
+    int32_t fresh[SYN_ACTIONS + 16], again[SYN_ACTIONS + 16], seed99[SYN_ACTIONS + 16];
+    zt_search *s;
+    cfg.seed = 7;
+    CHECK(zt_search_new(&cfg, &m->base, 2, &s) == ZT_OK, "search_new: %s", zt_error_message());
+    search_record(s, &root, fresh);
+    zt_search_free(s);
+    cfg.seed = 99;
+    CHECK(zt_search_new(&cfg, &m->base, 2, &s) == ZT_OK, "search_new: %s", zt_error_message());
+    search_record(s, &root, seed99);
+    search_record(s, &other, again);
+    zt_search_reseed(s, 7);
+    search_record(s, &root, again);
+    zt_search_free(s);
+    zt_model_free(&m->base);
+    CHECK(memcmp(fresh, again, sizeof fresh) == 0,
+          "reseeded: visits %d %d %d %d, first moves %d %d %d; new search: %d %d %d %d, %d %d %d",
+          again[0], again[1], again[2], again[3], again[4], again[5], again[6], fresh[0], fresh[1],
+          fresh[2], fresh[3], fresh[4], fresh[5], fresh[6]);
+    CHECK(memcmp(fresh, seed99, sizeof fresh) != 0,
+          "seeds 7 and 99 gave the same search and moves");
+}
+
 /* ---- searches across runs (zt_search_run_rounds) ----
  * Tree 0 searched a few rounds at a time, beside tree 1 begun again and
  * again with short searches of its own (zt_search_begin_sims) and a root
@@ -1059,6 +1105,7 @@ int main(void)
     test_minmax_q();
     test_fpu_modes();
     test_gumbel_reuse();
+    test_reseed();
     test_rounds(ZT_SEARCH_GUMBEL, 1);
     test_rounds(ZT_SEARCH_PUCT, 1);
     test_rounds(ZT_SEARCH_PUCT, 2);

@@ -14,6 +14,7 @@ struct zt_reanalyser {
     const zt_game *game;
     zt_reanalyse_config cfg;
     zt_model *model;
+    zt_search *search; /* allocated once, reseeded by each call */
     int64_t *drawn;   /* trees: the indices of one round */
     uint8_t *states;  /* trees x ZT_MAX_STATE_BYTES */
     bool *searched;   /* trees */
@@ -48,6 +49,11 @@ zt_status zt_reanalyser_new(const zt_game *g, const zt_model_factory *mf, const 
         free(r);
         return st;
     }
+    st = zt_search_new(&r->cfg.search, r->model, cfg->trees, &r->search);
+    if (st != ZT_OK) {
+        zt_reanalyser_free(r);
+        return st;
+    }
     r->drawn = zt_xcalloc((size_t)cfg->trees, sizeof *r->drawn);
     r->states = zt_xcalloc((size_t)cfg->trees, ZT_MAX_STATE_BYTES);
     r->searched = zt_xcalloc((size_t)cfg->trees, sizeof *r->searched);
@@ -59,6 +65,7 @@ zt_status zt_reanalyser_new(const zt_game *g, const zt_model_factory *mf, const 
 void zt_reanalyser_free(zt_reanalyser *r)
 {
     if (!r) return;
+    zt_search_free(r->search);
     zt_model_free(r->model);
     free(r->drawn);
     free(r->states);
@@ -120,10 +127,8 @@ static zt_status refresh(zt_reanalyser *r, zt_replay *rb, const int64_t *index, 
     double t0 = zt_now_s();
     zt_rng rng;
     zt_rng_seed(&rng, r->cfg.seed, zt_hash_mix(stream ^ 0x7265616e616c7973ULL));
-    zt_search_config sc = r->cfg.search;
-    sc.seed = zt_hash_mix(r->cfg.seed ^ zt_hash_mix(stream + 0x9e3779b97f4a7c15ULL));
-    zt_search *s;
-    ZT_TRY(zt_search_new(&sc, r->model, r->cfg.trees, &s));
+    zt_search *s = r->search;
+    zt_search_reseed(s, zt_hash_mix(r->cfg.seed ^ zt_hash_mix(stream + 0x9e3779b97f4a7c15ULL)));
     zt_status st = ZT_OK;
     for (int64_t done = 0; done < count && st == ZT_OK;) {
         int n = count - done < r->cfg.trees ? (int)(count - done) : r->cfg.trees;
@@ -144,7 +149,8 @@ static zt_status refresh(zt_reanalyser *r, zt_replay *rb, const int64_t *index, 
         st = refresh_round(r, s, rb, n);
         done += n;
     }
-    zt_search_free(s);
+    /* a round that failed may leave trees begun: the next call begins them again */
+    if (st != ZT_OK) zt_search_cancel(s);
     r->stats.seconds += zt_now_s() - t0;
     return st;
 }

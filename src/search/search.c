@@ -241,6 +241,14 @@ void zt_search_free(zt_search *s)
     free(s);
 }
 
+/* Every slot's stream as zt_search_new seeds it: the draws of a search
+ * begun after this depend on the seed and the tree's slot alone. */
+void zt_search_reseed(zt_search *s, uint64_t seed)
+{
+    s->cfg.seed = seed;
+    for (int i = 0; i <= s->num_trees; i++) zt_rng_seed(&s->slots[i].rng, seed, (uint64_t)i);
+}
+
 /* ---- node statistics ---- */
 
 static inline float sign_to_parent(const zt_tree *t, const zt_node *nd)

@@ -88,6 +88,13 @@ zt_status zt_search_new(const zt_search_config *cfg, zt_model *model, int num_tr
                         zt_search **out);
 void zt_search_free(zt_search *s);
 
+/* Restarts every tree's random stream (Dirichlet or Gumbel noise, PUCT's
+ * sampled moves) from `seed`, as zt_search_new does from cfg->seed: a
+ * search of a tree begun afterwards, from scratch, gives what a new search
+ * with that seed would. For a caller that reuses one search (allocated
+ * once) for calls that each have their own seed. */
+void zt_search_reseed(zt_search *s, uint64_t seed);
+
 /* Starts a search of tree `t` at root_input (copied, model->input_size
  * bytes): from the reused subtree if zt_search_played kept one, else from
  * the root cache if it holds this position, else from scratch. */
