@@ -26,11 +26,13 @@
 #include "core/rng.h"
 #include "core/timer.h"
 #include "game/game.h"
+#include "nn/backend.h"
 #include "replay/reanalyse.h"
 #include "replay/record.h"
 #include "replay/replay.h"
 #include "search/search.h"
 #include "search/settings.h"
+#include "selfplay/weights.h"
 #include "train/reanalysis.h"
 #include "train/train.h"
 
@@ -354,18 +356,32 @@ static void test_idle_thread(void)
     CHECK(read_settings_kv(kv, 5, &S) == ZT_OK, "settings: %s", zt_error_message());
     zt_reanalysis *w = NULL;
     zt_net *net = NULL;
-    CHECK(zt_reanalysis_new(g, &S, &w) == ZT_OK && w, "worker: %s", zt_error_message());
+    zt_weight_store *store = NULL;
+    float *flat = NULL;
     CHECK(zt_net_new(&S.net, S.backend, S.precision, 1, &net) == ZT_OK, "net: %s",
           zt_error_message());
     if (zt_test_failures) goto done;
     init_weights(net, NULL);
+    /* the learner's part: its versions in a store */
+    size_t nflat = 0;
+    for (int i = 0; i < zt_net_tensor_count(net); i++) nflat += zt_net_tensor_at(net, i).count;
+    flat = malloc(nflat * sizeof *flat);
+    for (size_t i = 0, at = 0; i < (size_t)zt_net_tensor_count(net); i++) {
+        zt_net_tensor t = zt_net_tensor_at(net, (int)i);
+        memcpy(flat + at, t.data, t.count * sizeof *flat);
+        at += t.count;
+    }
+    store = zt_weight_store_new(nflat);
+    zt_weight_source src = zt_weight_store_source(store);
+    CHECK(zt_reanalysis_new(g, &S, &src, &w) == ZT_OK && w, "worker: %s", zt_error_message());
+    if (zt_test_failures) goto done;
 
     CHECK(zt_reanalysis_start(w, rb) == ZT_OK, "start: %s", zt_error_message());
     pause_s(0.2);
     CHECK(zt_reanalysis_stats(w).positions == 0, "reanalysed %lld before any weights",
           (long long)zt_reanalysis_stats(w).positions);
-    CHECK(zt_reanalysis_after_publish(w, net, rb, 1, 0) == ZT_OK, "publish: %s",
-          zt_error_message());
+    zt_weight_store_publish(store, flat);
+    CHECK(zt_reanalysis_after_publish(w, rb, 1, 0) == ZT_OK, "publish: %s", zt_error_message());
     int64_t drawn = wait_drawn(w, 8, 120);
     pause_s(0.3); /* time to overshoot, if it would */
     zt_reanalyse_stats s = zt_reanalysis_stats(w);
@@ -385,8 +401,8 @@ static void test_idle_thread(void)
 
     /* two steps granted while stopped: searched after the next start */
     CHECK(zt_reanalysis_stop(w) == ZT_OK, "stop: %s", zt_error_message());
-    CHECK(zt_reanalysis_after_publish(w, net, rb, 2, 1) == ZT_OK, "publish: %s",
-          zt_error_message());
+    zt_weight_store_publish(store, flat);
+    CHECK(zt_reanalysis_after_publish(w, rb, 2, 1) == ZT_OK, "publish: %s", zt_error_message());
     pause_s(0.1);
     CHECK(wait_drawn(w, 8, 0) == 8, "drew while stopped");
     CHECK(zt_reanalysis_start(w, rb) == ZT_OK, "restart: %s", zt_error_message());
@@ -397,10 +413,12 @@ static void test_idle_thread(void)
            (long long)zt_reanalysis_stats(w).positions, (long long)zt_reanalysis_stats(w).skipped,
            (long long)marked);
     /* one more allowance, and the worker freed with its thread running */
-    CHECK(zt_reanalysis_after_publish(w, net, rb, 100, 2) == ZT_OK, "publish: %s",
-          zt_error_message());
+    zt_weight_store_publish(store, flat);
+    CHECK(zt_reanalysis_after_publish(w, rb, 100, 2) == ZT_OK, "publish: %s", zt_error_message());
 done:
     zt_reanalysis_free(w);
+    zt_weight_store_free(store);
+    free(flat);
     zt_net_free(net);
     zt_replay_free(rb);
     zt_game_free(g);
@@ -493,16 +511,71 @@ static void test_muzero(void)
     free(metrics);
 }
 
+/* The last "reanalyse" record's count of refreshed positions in a run's
+ * metrics (-1: no metrics file). */
+static long reanalysed_in(const char *run)
+{
+    char path[500], *metrics;
+    size_t len;
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
+    if (zt_read_file(path, &metrics, &len) != ZT_OK) return -1;
+    const char *key = "\"kind\":\"reanalyse\",\"reanalysed\":", *r = metrics, *last = NULL;
+    while ((r = strstr(r, key))) last = r++;
+    long n = last ? atol(last + strlen(key)) : 0;
+    free(metrics);
+    return n;
+}
+
 /* A concurrent run with reanalyse.idle: the idle thread starts and stops
  * with the actors, the run ends and checkpoints at its step, and a resume
  * goes on to the next. (Whether the thread gets core time here depends on
  * what else the machine runs, so what it refreshed is printed, not
- * asserted; test_idle_thread asserts the thread's work.) */
-static void test_idle_run(void)
+ * asserted; test_idle_thread asserts the thread's work.) With precision =
+ * int8 the thread's net takes each version's int8 tail, as the actors'. */
+static void test_idle_run(const char *precision)
 {
-    char run[400], path[500];
-    snprintf(run, sizeof run, "%s/idle", tmp_root);
-    static const char *const sets[] = {"seed=3",
+    char run[400], path[500], prec[64];
+    snprintf(run, sizeof run, "%s/idle-%s", tmp_root, precision);
+    snprintf(prec, sizeof prec, "precision=%s", precision);
+    const char *const sets[] = {prec,
+                                "seed=3",
+                                "games_per_actor=8",
+                                "search.sims=8",
+                                "learner.batch=32",
+                                "learner.min_positions=64",
+                                "arena.games=0",
+                                "arena.positions=0",
+                                "checkpoint.minutes=1000",
+                                "reanalyse.fraction=0.5",
+                                "reanalyse.idle=true",
+                                "reanalyse.simulations=8",
+                                NULL};
+    zt_status st = train(run, false, 0, 60, sets, NULL);
+    CHECK(st == ZT_OK, "idle run: %s", zt_error_message());
+    st = train(run, true, 0, 100, NULL, NULL);
+    CHECK(st == ZT_OK, "idle run resumed: %s", zt_error_message());
+    struct stat sb;
+    char name[64];
+    snprintf(name, sizeof name, "idle-%s", precision);
+    for (int step = 60; step <= 100; step += 40) {
+        weights_of(path, sizeof path, name, step);
+        CHECK(stat(path, &sb) == 0, "no checkpoint %s", path);
+    }
+    long n = reanalysed_in(run);
+    CHECK(n >= 0, "no metrics in %s", run);
+    printf("idle run, precision %s: %ld positions reanalysed in 100 steps\n", precision, n);
+}
+
+/* int8 actors with reanalyse on the learner's thread (mode alternate): the
+ * worker's net takes each version's int8 tail there too, and refreshes
+ * every position it is given. */
+static void test_int8_run(void)
+{
+    char run[400];
+    snprintf(run, sizeof run, "%s/int8", tmp_root);
+    static const char *const sets[] = {"precision=int8",
+                                       "mode=alternate",
+                                       "seed=3",
                                        "games_per_actor=8",
                                        "search.sims=8",
                                        "learner.batch=32",
@@ -510,29 +583,13 @@ static void test_idle_run(void)
                                        "arena.games=0",
                                        "arena.positions=0",
                                        "checkpoint.minutes=1000",
-                                       "reanalyse.fraction=0.5",
-                                       "reanalyse.idle=true",
+                                       "reanalyse.fraction=0.25",
                                        "reanalyse.simulations=8",
                                        NULL};
     zt_status st = train(run, false, 0, 60, sets, NULL);
-    CHECK(st == ZT_OK, "idle run: %s", zt_error_message());
-    st = train(run, true, 0, 100, NULL, NULL);
-    CHECK(st == ZT_OK, "idle run resumed: %s", zt_error_message());
-    struct stat sb;
-    for (int step = 60; step <= 100; step += 40) {
-        weights_of(path, sizeof path, "idle", step);
-        CHECK(stat(path, &sb) == 0, "no checkpoint %s", path);
-    }
-    char *metrics;
-    size_t len;
-    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
-    CHECK(zt_read_file(path, &metrics, &len) == ZT_OK, "no %s", path);
-    if (zt_test_failures) return;
-    const char *key = "\"kind\":\"reanalyse\",\"reanalysed\":", *r = metrics, *last = NULL;
-    while ((r = strstr(r, key))) last = r++;
-    printf("idle run: %ld positions reanalysed in 100 steps\n",
-           last ? atol(last + strlen(key)) : 0L);
-    free(metrics);
+    CHECK(st == ZT_OK, "int8 run: %s", zt_error_message());
+    long n = reanalysed_in(run);
+    CHECK(n >= 8 * 40, "int8 run: %ld positions reanalysed, want at least 8 a step", n);
 }
 
 static void test_perfect_play(void)
@@ -566,6 +623,12 @@ static void test_perfect_play(void)
     free(metrics);
 }
 
+static bool int8_here(void)
+{
+    const zt_nn_backend *be;
+    return zt_nn_backend_find("cpu", &be) == ZT_OK && be->supports(ZT_PRECISION_INT8);
+}
+
 int main(void)
 {
     zt_log_set_level(ZT_LOG_WARN);
@@ -576,7 +639,13 @@ int main(void)
     test_idle_thread();
     test_deterministic();
     test_muzero();
-    test_idle_run();
+    test_idle_run("auto");
+    if (int8_here()) {
+        test_idle_run("int8");
+        test_int8_run();
+    } else {
+        printf("int8 reanalyse runs: skipped (no int8 on the cpu backend here)\n");
+    }
     test_perfect_play();
     zt_test_remove_root(tmp_root);
     return zt_test_finish("test_reanalyse");

@@ -15,9 +15,14 @@
 #include "core/alloc.h"
 #include "core/log.h"
 #include "core/timer.h"
+#include "train/int8_gate.h"
 
 struct zt_reanalysis {
     const zt_train_settings *S;
+    const zt_weight_source *src; /* the learner's published versions */
+    float *flat;                 /* one version: the tensors, then any int8 tail */
+    size_t tensors_n, tail_n;
+    uint64_t net_version; /* the version in net (the idle thread's, when it runs) */
     zt_net *net;
     zt_net_evaluator *ne;
     zt_evaluator ev;
@@ -35,24 +40,23 @@ struct zt_reanalysis {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     zt_replay *rb;
-    float *staged;            /* the newest published weights, flat */
-    size_t staged_n;          /* floats in them */
-    uint64_t staged_version;  /* 0: none yet */
+    bool published;           /* a version is there to take */
     int64_t allowed, done;    /* positions granted by publications, searched */
     zt_reanalyse_stats shown; /* the reanalyser's stats after its last search */
     zt_status error;          /* the thread's, with its message */
     char message[ZT_MESSAGE_MAX];
     /* the thread's own */
-    uint64_t net_version;
     uint64_t stream; /* one random stream per batched search */
 };
 
-zt_status zt_reanalysis_new(const zt_game *g, const zt_train_settings *S, zt_reanalysis **out)
+zt_status zt_reanalysis_new(const zt_game *g, const zt_train_settings *S,
+                            const zt_weight_source *weights, zt_reanalysis **out)
 {
     *out = NULL;
     if (S->reanalyse_fraction <= 0) return ZT_OK;
     zt_reanalysis *w = zt_xcalloc(1, sizeof *w);
     w->S = S;
+    w->src = weights;
     w->idle = S->reanalyse_idle;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
@@ -70,10 +74,11 @@ zt_status zt_reanalysis_new(const zt_game *g, const zt_train_settings *S, zt_rea
         zt_model_factory mf = zt_model_factory_for_evaluator();
         st = zt_reanalyser_new(g, &mf, &w->ev, &rc, &w->ra);
     }
-    if (st == ZT_OK && w->idle) {
+    if (st == ZT_OK && S->int8_actors) st = zt_int8_gate_tail_for(&S->net, S->backend, &w->tail_n);
+    if (st == ZT_OK) {
         int n = zt_net_tensor_count(w->net);
-        for (int i = 0; i < n; i++) w->staged_n += zt_net_tensor_at(w->net, i).count;
-        w->staged = zt_xmalloc((w->staged_n ? w->staged_n : 1) * sizeof *w->staged);
+        for (int i = 0; i < n; i++) w->tensors_n += zt_net_tensor_at(w->net, i).count;
+        w->flat = zt_xmalloc((w->tensors_n + w->tail_n) * sizeof *w->flat);
     }
     if (st != ZT_OK) {
         zt_reanalysis_free(w);
@@ -91,25 +96,31 @@ void zt_reanalysis_free(zt_reanalysis *w)
     zt_reanalyser_free(w->ra);
     zt_net_evaluator_free(w->ne);
     zt_net_free(w->net);
-    free(w->staged);
+    free(w->flat);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w);
 }
 
-/* The net's tensors, in zt_net_tensor_at order, from (to_net) or into a
- * flat array. */
-static void copy_flat(const zt_net *net, float *flat, bool to_net)
+/* The newest published version into the worker's net, as an actor takes
+ * it: every tensor, then the int8 tail's precision and ranges (int8 where
+ * the version passed the gate). Nothing if the net holds it already. */
+static zt_status take_newest(zt_reanalysis *w)
 {
-    int n = zt_net_tensor_count(net);
+    uint64_t got;
+    ZT_TRY(w->src->poll(w->src->ctx, w->net_version, w->flat, w->tensors_n + w->tail_n, &got));
+    if (got == w->net_version) return ZT_OK;
+    const float *p = w->flat;
+    int n = zt_net_tensor_count(w->net);
     for (int i = 0; i < n; i++) {
-        zt_net_tensor t = zt_net_tensor_at(net, i);
-        if (to_net)
-            memcpy(t.data, flat, t.count * sizeof(float));
-        else
-            memcpy(flat, t.data, t.count * sizeof(float));
-        flat += t.count;
+        zt_net_tensor t = zt_net_tensor_at(w->net, i);
+        memcpy(t.data, p, t.count * sizeof(float));
+        p += t.count;
     }
+    zt_net_params_changed(w->net);
+    if (w->tail_n > 0) ZT_TRY(zt_net_take_int8_tail(w->net, p, w->tail_n, w->S->precision, NULL));
+    w->net_version = got;
+    return ZT_OK;
 }
 
 /* ---- the idle thread ---- */
@@ -133,7 +144,7 @@ static void lower_priority(void)
 /* Caller holds w->mu. */
 static bool has_work(const zt_reanalysis *w)
 {
-    return w->staged_version != 0 && w->done < w->allowed;
+    return w->published && w->done < w->allowed;
 }
 
 static void *idle_main(void *arg)
@@ -148,15 +159,9 @@ static void *idle_main(void *arg)
         }
         int64_t n = w->allowed - w->done;
         if (n > w->S->reanalyse_trees) n = w->S->reanalyse_trees;
-        bool fresh = w->staged_version != w->net_version;
-        if (fresh) {
-            copy_flat(w->net, w->staged, true);
-            w->net_version = w->staged_version;
-        }
         pthread_mutex_unlock(&w->mu);
-        zt_status st = ZT_OK;
-        if (fresh) zt_net_params_changed(w->net);
-        if (zt_replay_get_stats(w->rb).positions > 0)
+        zt_status st = take_newest(w);
+        if (st == ZT_OK && zt_replay_get_stats(w->rb).positions > 0)
             st = zt_reanalyser_run(w->ra, w->rb, n, w->stream++);
         pthread_mutex_lock(&w->mu);
         w->done += n;
@@ -210,16 +215,14 @@ zt_status zt_reanalysis_stop(zt_reanalysis *w)
 
 /* ---- after a publication ---- */
 
-zt_status zt_reanalysis_after_publish(zt_reanalysis *w, const zt_net *net, zt_replay *rb,
-                                      int64_t steps, uint64_t stream)
+zt_status zt_reanalysis_after_publish(zt_reanalysis *w, zt_replay *rb, int64_t steps,
+                                      uint64_t stream)
 {
     int64_t count = llround(w->S->reanalyse_fraction * w->S->batch * (double)steps);
     if (w->idle) {
         ZT_ASSERT(rb == w->rb || !w->running);
-        ZT_ASSERT(zt_net_tensor_count(net) == zt_net_tensor_count(w->net));
         pthread_mutex_lock(&w->mu);
-        copy_flat(net, w->staged, false);
-        w->staged_version++;
+        w->published = true;
         /* unused allowance does not pile up while the cores are busy: at
          * most two publications' worth waits */
         w->allowed += count;
@@ -230,14 +233,7 @@ zt_status zt_reanalysis_after_publish(zt_reanalysis *w, const zt_net *net, zt_re
         return st;
     }
     if (count <= 0 || zt_replay_get_stats(rb).positions == 0) return ZT_OK;
-    int n = zt_net_tensor_count(net);
-    ZT_ASSERT(n == zt_net_tensor_count(w->net));
-    for (int i = 0; i < n; i++) {
-        zt_net_tensor src = zt_net_tensor_at(net, i), dst = zt_net_tensor_at(w->net, i);
-        ZT_ASSERT(src.count == dst.count);
-        memcpy(dst.data, src.data, src.count * sizeof(float));
-    }
-    zt_net_params_changed(w->net);
+    ZT_TRY(take_newest(w));
     return zt_reanalyser_run(w->ra, rb, count, stream);
 }
 

@@ -1,6 +1,8 @@
 /* A run's reanalyse worker (replay/reanalyse.h; DESIGN.md §1): its own net
  * and private evaluator beside the learner, brought to each weight version
- * the learner publishes, then searching stored positions again and
+ * the learner publishes (from the learner's weight source, as the actors
+ * are: int8 where the version passed the int8 gate), then searching stored
+ * positions again and
  * rewriting their targets in the replay buffer: reanalyse.fraction x batch
  * positions per learner step since the last publication.
  *
@@ -35,26 +37,31 @@
 #include "nn/nn.h"
 #include "replay/reanalyse.h"
 #include "replay/replay.h"
+#include "selfplay/weights.h"
 #include "train/scheduler.h"
 #include "train/train.h"
 
 typedef struct zt_reanalysis zt_reanalysis;
 
-/* *out is NULL (and nothing made) when S->reanalyse_fraction is 0. */
-zt_status zt_reanalysis_new(const zt_game *g, const zt_train_settings *S, zt_reanalysis **out);
+/* *out is NULL (and nothing made) when S->reanalyse_fraction is 0.
+ * `weights` are the learner's published versions (zt_learner_weight_source:
+ * every tensor, then the int8 tail where S->int8_actors), borrowed. */
+zt_status zt_reanalysis_new(const zt_game *g, const zt_train_settings *S,
+                            const zt_weight_source *weights, zt_reanalysis **out);
 /* Stops the idle thread first if it runs. */
 void zt_reanalysis_free(zt_reanalysis *ra);
 
-/* After a publication of the learner's net `net`, for the `steps` learner
- * steps since the last one: on the caller's thread, takes the net's weights
- * and refreshes round(fraction x batch x steps) positions of rb, drawn from
+/* After a publication of the learner's, for the `steps` learner steps
+ * since the last one: on the caller's thread, takes the newest version and
+ * refreshes round(fraction x batch x steps) positions of rb, drawn from
  * the random stream `stream` (the run passes the learner's step). With
- * reanalyse.idle, hands the weights and that many positions' allowance to
- * the idle thread instead and returns at once (rb must be the buffer given
- * to zt_reanalysis_start); an error the thread met since the last call is
- * returned here, with its message. */
-zt_status zt_reanalysis_after_publish(zt_reanalysis *ra, const zt_net *net, zt_replay *rb,
-                                      int64_t steps, uint64_t stream);
+ * reanalyse.idle, hands that many positions' allowance to the idle thread
+ * instead (which takes the newest version before each batched search) and
+ * returns at once (rb must be the buffer given to zt_reanalysis_start); an
+ * error the thread met since the last call is returned here, with its
+ * message. */
+zt_status zt_reanalysis_after_publish(zt_reanalysis *ra, zt_replay *rb, int64_t steps,
+                                      uint64_t stream);
 
 /* reanalyse.idle: starts the idle thread over rb (nothing without idle, or
  * if it runs). The first publication after the start gives it weights. */

@@ -146,8 +146,7 @@ static zt_status publish(zt_train *t, int64_t steps)
     if (!t->reanalysis) return ZT_OK;
     /* the stream is the step, not the version number: a resumed run
      * publishes once more at its start, so versions shift but steps don't */
-    zt_status st = zt_reanalysis_after_publish(t->reanalysis, zt_learner_net(t->learner), t->rb,
-                                               steps, (uint64_t)step_of(t));
+    zt_status st = zt_reanalysis_after_publish(t->reanalysis, t->rb, steps, (uint64_t)step_of(t));
     if (st == ZT_OK) zt_reanalysis_report(t->reanalysis, t->sched, false);
     return st;
 }
@@ -335,7 +334,7 @@ static zt_status setup(zt_train *t)
     }
     ZT_TRY(zt_replay_new(t->game, &S->replay, &t->rb));
     ZT_TRY(zt_learner_new(t->game, S, t->rb, &t->learner));
-    ZT_TRY(zt_reanalysis_new(t->game, S, &t->reanalysis));
+    ZT_TRY(zt_reanalysis_new(t->game, S, zt_learner_weight_source(t->learner), &t->reanalysis));
     if (t->opt.resume) ZT_TRY(load_checkpoint(t));
     t->sink = zt_traj_sink_replay(t->rb);
     ZT_TRY(zt_train_start_states(t->game, &t->S, &t->start_states));
