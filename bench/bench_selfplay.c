@@ -107,6 +107,8 @@ static zt_status row_settings(const bench_args *A, const char *const *extra, zt_
                          A->model_spec, spec);
         S->net = A->model_net;
     }
+    /* precision = auto: the actors a training run would have */
+    if (st == ZT_OK) st = zt_train_settings_choose_int8(*game, S);
     return st;
 }
 

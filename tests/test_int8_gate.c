@@ -1,6 +1,8 @@
 /* Tests of int8 actors' publication path (train/int8_gate.h): the settings
- * (precision = int8 makes the actors int8 and the learner auto; bad gate
- * thresholds are refused), the gate itself on random Connect Four and
+ * (precision = int8 makes the actors int8 and the learner auto; auto leaves
+ * the choice to a timing at the start, never in deterministic mode or
+ * MuZero; gate_every 0 is 5, or 1 deterministic; bad gate thresholds are
+ * refused), the timing auto goes by (zt_int8_speedup), the gate itself on random Connect Four and
  * tic-tac-toe nets (a permissive threshold passes and the tail makes an
  * actor's net int8 with outputs equal, bit for bit, to a net calibrated the
  * same way; a threshold no int8 net can meet fails and the tail sends the
@@ -59,8 +61,25 @@ static void test_settings(void)
     MUST(read_settings("tictactoe", (const char *const[]){"precision", "bf16", NULL}, &g, &S));
     CHECK(!S.int8_actors && S.precision == ZT_PRECISION_BF16, "precision = bf16 made int8 actors");
     zt_game_free(g);
+    /* auto: int8 actors are chosen by a timing at the run's start, never
+     * in deterministic mode; gate_every 0 is 5, or 1 in deterministic mode */
     MUST(read_settings("tictactoe", (const char *const[]){"precision", "auto", NULL}, &g, &S));
-    CHECK(!S.int8_actors, "auto made int8 actors (int8 is opt-in)");
+    CHECK(!S.int8_actors && S.int8_auto, "auto: actors %d, to measure %d", S.int8_actors,
+          S.int8_auto);
+    CHECK(S.int8_gate.every == ZT_INT8_GATE_EVERY_AUTO && S.int8_gate.auto_speedup == 2,
+          "auto: gate_every %d, auto_speedup %g", S.int8_gate.every, S.int8_gate.auto_speedup);
+    zt_game_free(g);
+    MUST(read_settings("tictactoe",
+                       (const char *const[]){"precision", "auto", "mode", "deterministic", NULL},
+                       &g, &S));
+    CHECK(!S.int8_actors && !S.int8_auto && S.int8_gate.every == 1,
+          "deterministic auto: actors %d, to measure %d, gate_every %d", S.int8_actors, S.int8_auto,
+          S.int8_gate.every);
+    zt_game_free(g);
+    MUST(read_settings("tictactoe",
+                       (const char *const[]){"precision", "auto", "algorithm", "muzero", NULL}, &g,
+                       &S));
+    CHECK(!S.int8_auto, "MuZero's auto would measure int8");
     zt_game_free(g);
     MUST(read_settings("tictactoe",
                        (const char *const[]){"precision", "int8", "backend", "ref", NULL}, &g, &S) ==
@@ -86,6 +105,34 @@ static void test_settings(void)
                         &g, &S) == ZT_ERR_INVALID,
           "gate_every 2 accepted in deterministic mode");
     zt_game_free(g);
+}
+
+/* The timing precision = auto goes by: a ratio of two real timings, on a
+ * resnet and an MLP. */
+static void test_speedup(void)
+{
+    const char *games[] = {"connect4", "tictactoe"};
+    for (int i = 0; i < 2; i++) {
+        zt_game *g;
+        MUST(zt_game_new(games[i], NULL, &g));
+        zt_net_config cfg;
+        zt_net_config_default(&cfg, g->obs_shape[0], g->obs_shape[1], g->obs_shape[2],
+                              g->num_actions);
+        if (i == 1) { /* configs/tictactoe.ini */
+            cfg.kind = ZT_NET_MLP;
+            cfg.mlp_hidden = 128;
+            cfg.mlp_layers = 2;
+            cfg.mlp_norm = ZT_NORM_LAYER;
+        }
+        double ratio = 0;
+        MUST(zt_int8_speedup(g, &cfg, "cpu", 16, 0.01, &ratio));
+        CHECK(isfinite(ratio) && ratio > 0.05 && ratio < 100, "%s: int8 speedup %g", games[i],
+              ratio);
+        printf("int8 speed-up of the %s net at batch 16: %.2fx\n", games[i], ratio);
+        CHECK(zt_int8_speedup(g, &cfg, "ref", 16, 0.01, &ratio) == ZT_ERR_UNSUPPORTED,
+              "the reference backend timed int8");
+        zt_game_free(g);
+    }
 }
 
 static float *flat_weights(const zt_net *net, size_t *n)
@@ -313,6 +360,7 @@ int main(void)
         return 0;
     }
     test_settings();
+    test_speedup();
     test_gate("connect4", false);
     test_gate("tictactoe", true);
     test_learner("1", false);

@@ -9,6 +9,7 @@
 #include "core/rng.h"
 #include "core/timer.h"
 #include "game/sample.h"
+#include "nn/device.h"
 
 struct zt_int8_gate {
     zt_int8_gate_config cfg;
@@ -29,6 +30,51 @@ void zt_int8_gate_config_default(zt_int8_gate_config *c)
     c->value_mae = 0.02;
     c->tie = 0.02;
     c->every = 1;
+    c->auto_speedup = 2;
+}
+
+/* The fallback precision's net of cfg: bf16 where the backend has it. */
+static zt_status fallback_net(const zt_net_config *cfg, const char *backend, int threads,
+                              zt_net **out)
+{
+    zt_status st = zt_net_new(cfg, backend, ZT_PRECISION_BF16, threads, out);
+    if (st != ZT_OK) st = zt_net_new(cfg, backend, ZT_PRECISION_FP32, threads, out);
+    return st;
+}
+
+zt_status zt_int8_speedup(const zt_game *g, const zt_net_config *cfg, const char *backend, int B,
+                          double seconds, double *ratio)
+{
+    enum { CALIBRATION = 64 };
+    *ratio = 0;
+    zt_net *q = NULL, *ref = NULL;
+    float *obs = NULL;
+    zt_status st = zt_net_new(cfg, backend, ZT_PRECISION_INT8, 1, &q);
+    if (st == ZT_OK) st = fallback_net(cfg, backend, 1, &ref);
+    if (st == ZT_OK) {
+        zt_rng rng;
+        zt_rng_seed(&rng, 0x73706565ULL, 0);
+        zt_net_init(q, &rng);
+        zt_rng_seed(&rng, 0x73706565ULL, 0);
+        zt_net_init(ref, &rng);
+        obs = zt_xmalloc((size_t)CALIBRATION * cfg->in_h * cfg->in_w * cfg->in_c * sizeof *obs);
+        zt_game_sample_observations(g, &rng, CALIBRATION, obs, NULL);
+        st = zt_net_calibrate(q, CALIBRATION, obs);
+    }
+    double best_q = 0, best_ref = 0;
+    for (int r = 0; r < 3 && st == ZT_OK; r++) {
+        double tq, tr;
+        st = zt_device_time_forward(ref, B, seconds, &tr);
+        if (st == ZT_OK) st = zt_device_time_forward(q, B, seconds, &tq);
+        if (st != ZT_OK) break;
+        if (r == 0 || tq < best_q) best_q = tq;
+        if (r == 0 || tr < best_ref) best_ref = tr;
+    }
+    if (st == ZT_OK) *ratio = best_ref / best_q;
+    free(obs);
+    zt_net_free(q);
+    zt_net_free(ref);
+    return st;
 }
 
 zt_status zt_int8_gate_new(const zt_game *g, const zt_net_config *cfg, const char *backend,
@@ -41,9 +87,7 @@ zt_status zt_int8_gate_new(const zt_game *g, const zt_net_config *cfg, const cha
     zt_int8_gate *q = zt_xcalloc(1, sizeof *q);
     q->cfg = *gc;
     zt_status st = zt_net_new(cfg, backend, ZT_PRECISION_INT8, threads, &q->q);
-    if (st == ZT_OK) st = zt_net_new(cfg, backend, ZT_PRECISION_BF16, threads, &q->ref);
-    if (st != ZT_OK && q->q && !q->ref)
-        st = zt_net_new(cfg, backend, ZT_PRECISION_FP32, threads, &q->ref);
+    if (st == ZT_OK) st = fallback_net(cfg, backend, threads, &q->ref);
     if (st != ZT_OK) {
         zt_int8_gate_free(q);
         return st;

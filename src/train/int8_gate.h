@@ -34,13 +34,29 @@ typedef struct zt_int8_gate_config {
     double tie;
     /* Publications per gate run (the learner's, train/learner.c): the
      * versions between two runs go out with the last run's ranges and
-     * verdict, so the gate costs the learner 1 / every of its time. */
+     * verdict, so the gate costs the learner 1 / every of its time. 0 in
+     * the config: ZT_INT8_GATE_EVERY_AUTO, or 1 in deterministic mode
+     * (train/settings.c). */
     int every;
+    /* precision = auto: the actors run int8 where their net measures at
+     * least this many times the fallback precision's speed in int8
+     * (zt_int8_speedup, at the run's start); 0: wherever int8 runs. */
+    double auto_speedup;
 } zt_int8_gate_config;
 
+enum { ZT_INT8_GATE_EVERY_AUTO = 5 };
+
 /* 128 calibration positions, 256 gate positions, 0.99, 0.02, tie 0.02,
- * every publication gated. */
+ * every publication gated, auto_speedup 2. */
 void zt_int8_gate_config_default(zt_int8_gate_config *c);
+
+/* How many times faster a net of cfg on `backend` runs a forward of batch B
+ * on one thread in int8 than in the gate's fallback precision: both with
+ * the same He-normal weights, the int8 one calibrated on random play, timed
+ * in turn three times for about `seconds` each, best against best.
+ * ZT_ERR_UNSUPPORTED where the backend has no int8 here. */
+zt_status zt_int8_speedup(const zt_game *g, const zt_net_config *cfg, const char *backend, int B,
+                          double seconds, double *ratio);
 
 typedef struct zt_int8_gate_result {
     bool passed;

@@ -15,7 +15,10 @@
 #include "train/train.h"
 
 /* precision = int8: actors run int8 behind the publication gate; the
- * learner trains in auto's precision. */
+ * learner trains in auto's precision. precision = auto: the same where the
+ * actors' net measures int8.auto_speedup times faster in int8 at the run's
+ * start (train.c), not in deterministic mode (a timing would decide what
+ * a rerun computes). */
 static zt_status read_int8(zt_config *c, zt_train_settings *S)
 {
     zt_int8_gate_config *q = &S->int8_gate;
@@ -25,19 +28,22 @@ static zt_status read_int8(zt_config *c, zt_train_settings *S)
     ZT_TRY(zt_config_double(c, "int8.agreement", q->agreement, 0, 1, &q->agreement));
     ZT_TRY(zt_config_double(c, "int8.value_mae", q->value_mae, 0, 2, &q->value_mae));
     ZT_TRY(zt_config_double(c, "int8.tie", q->tie, 0, 1, &q->tie));
-    ZT_TRY(zt_config_int32(c, "int8.gate_every", q->every, 1, 1 << 20, &q->every));
-    S->int8_actors = false;
-    /* auto keeps bf16 actors: int8 is opt-in until a 2-hour Connect Four
-     * run shows int8 actors reach the bf16 run's strength (issue 16), and
-     * on CPUs with AMX oneDNN's bf16 is within 1.4-2x of int8 while the
-     * gate costs the learner time at every publication. */
+    ZT_TRY(zt_config_int32(c, "int8.gate_every", 0, 0, 1 << 20, &q->every));
+    ZT_TRY(zt_config_double(c, "int8.auto_speedup", q->auto_speedup, 0, 1e6, &q->auto_speedup));
+    bool deterministic = S->mode == ZT_TRAIN_DETERMINISTIC;
+    if (q->every == 0) q->every = deterministic ? 1 : ZT_INT8_GATE_EVERY_AUTO;
+    S->int8_actors = S->int8_auto = false;
+    const zt_nn_backend *be;
+    bool can = zt_nn_backend_find(S->backend, &be) == ZT_OK && be->supports(ZT_PRECISION_INT8);
+    if (S->precision == ZT_PRECISION_AUTO) {
+        S->int8_auto = can && !deterministic && !zt_algorithm_is_muzero(S->algorithm);
+        return ZT_OK;
+    }
     if (S->precision != ZT_PRECISION_INT8) return ZT_OK;
     if (zt_algorithm_is_muzero(S->algorithm))
         return zt_fail(ZT_ERR_UNSUPPORTED,
                        "precision = int8 is not available with algorithm = %s yet",
                        zt_algorithm_name(S->algorithm));
-    const zt_nn_backend *be;
-    bool can = zt_nn_backend_find(S->backend, &be) == ZT_OK && be->supports(ZT_PRECISION_INT8);
     if (!can)
         return zt_fail(ZT_ERR_UNSUPPORTED, "precision = int8: nn backend '%s' has no int8 here "
                                            "(it needs the cpu backend and AVX512_VNNI)",
@@ -51,6 +57,26 @@ static zt_status read_int8(zt_config *c, zt_train_settings *S)
                        q->every);
     S->int8_actors = true;
     S->precision = ZT_PRECISION_AUTO;
+    return ZT_OK;
+}
+
+int zt_train_actor_batch(const zt_train_settings *S)
+{
+    int K = S->actor.search.leaves_per_round > 0 ? S->actor.search.leaves_per_round : 1;
+    return S->actor.games * K;
+}
+
+zt_status zt_train_settings_choose_int8(const zt_game *g, zt_train_settings *S)
+{
+    if (!S->int8_auto) return ZT_OK;
+    const zt_nn_backend *be;
+    if (zt_nn_backend_find(S->backend, &be) != ZT_OK || !be->supports(ZT_PRECISION_INT8)) {
+        S->int8_auto = false; /* `device` put the nets elsewhere */
+        return ZT_OK;
+    }
+    ZT_TRY(
+        zt_int8_speedup(g, &S->net, S->backend, zt_train_actor_batch(S), 0.05, &S->int8_speedup));
+    S->int8_actors = S->int8_speedup >= S->int8_gate.auto_speedup;
     return ZT_OK;
 }
 

@@ -332,6 +332,7 @@ static zt_status setup(zt_train *t)
                                  &be));
         if (be != t->S.backend) snprintf(t->S.backend, sizeof t->S.backend, "%s", be);
     }
+    ZT_TRY(zt_train_settings_choose_int8(t->game, &t->S));
     ZT_TRY(zt_replay_new(t->game, &S->replay, &t->rb));
     ZT_TRY(zt_learner_new(t->game, S, t->rb, &t->learner));
     ZT_TRY(zt_reanalysis_new(t->game, S, zt_learner_weight_source(t->learner), &t->reanalysis));
@@ -398,6 +399,12 @@ static void log_start(zt_train *t)
             S->actor.search.num_simulations, S->actor.search.leaves_per_round, arch,
             zt_net_backend_name(net), zt_precision_name(zt_net_precision(net)),
             zt_net_param_count(net));
+    if (S->int8_auto)
+        zt_info("precision auto: %s actors (int8 runs their net at %.2fx %s's speed here, one "
+                "thread at batch %d; int8 from int8.auto_speedup = %g)",
+                S->int8_actors ? "int8" : zt_precision_name(zt_net_precision(net)), S->int8_speedup,
+                zt_precision_name(zt_net_precision(net)), zt_train_actor_batch(S),
+                S->int8_gate.auto_speedup);
     if (S->int8_actors)
         zt_info("int8 actors: a version is quantised on %d replay positions and gated on %d "
                 "fixed ones (top-1 agreement >= %.3f, value MAE <= %.3f) at every %d "
@@ -407,8 +414,8 @@ static void log_start(zt_train *t)
                 S->int8_gate.value_mae, S->int8_gate.every,
                 zt_precision_name(zt_net_precision(net)));
     else
-        zt_info("actors run %s (int8 actors: precision = int8, on the cpu backend with "
-                "AVX512_VNNI)",
+        zt_info("actors run %s (int8 actors: precision = int8, or auto where int8 measures "
+                "int8.auto_speedup times faster; on the cpu backend with AVX512_VNNI)",
                 zt_precision_name(zt_net_precision(net)));
     size_t dense = zt_replay_dense_bytes(t->game);
     /* a record's fixed part: flags, count, compact state and the half-float
@@ -496,9 +503,16 @@ zt_status zt_train_open(const zt_train_options *opt, zt_train **out)
     if (st == ZT_OK) st = open_run_dir(t);
     if (st == ZT_OK) st = setup(t);
     if (st == ZT_OK) {
+        /* auto's choice of int8 actors holds for a resume and for the
+         * actor ranks of an MPI run, which read this file */
+        if (t->S.int8_auto && t->S.int8_actors) {
+            const char *written; /* read back: config.ini holds what was read */
+            zt_config_put(cfg, "precision", "int8");
+            st = zt_config_string(cfg, "precision", "int8", &written);
+        }
         char path[PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/config.ini", t->run);
-        st = zt_config_write(cfg, path);
+        if (st == ZT_OK) st = zt_config_write(cfg, path);
     }
     if (st == ZT_OK) {
         zt_scheduler_parts parts = {.game = t->game,

@@ -85,10 +85,15 @@ typedef struct zt_train_settings {
     char backend[32];      /* the nets' backend, after `device` (docs/cuda.md) */
     zt_device device;      /* device: auto (routed by batch size where a GPU is), cpu, cuda[:N] */
     zt_precision precision; /* the learner's (int8 in the config: AUTO here) */
-    /* Actors run int8 (precision = int8, or auto on a CPU with VNNI): each
-     * published version is quantised and gated (train/int8_gate.h); one that
-     * fails runs in `precision`. */
+    /* Actors run int8 (precision = int8, or auto where it measures
+     * int8.auto_speedup times faster): each published version is quantised
+     * and gated (train/int8_gate.h); one that fails runs in `precision`. */
     bool int8_actors;
+    /* precision = auto with int8 here (not deterministic, not MuZero): the
+     * run's start times the actors' net (zt_int8_speedup) and sets
+     * int8_actors by it; int8_speedup is the measured ratio. */
+    bool int8_auto;
+    double int8_speedup;
     zt_int8_gate_config int8_gate;
     zt_net_config net;
     zt_actor_config actor;
@@ -138,6 +143,16 @@ typedef struct zt_train_settings {
 /* Reads every training key of cfg (defaults for the game g). Unknown keys are
  * left for zt_config_check_unused. */
 zt_status zt_train_settings_read(zt_config *cfg, const zt_game *g, zt_train_settings *out);
+
+/* precision = auto's int8 actors (S->int8_auto, after `device` has set the
+ * backend): times the actors' net at their batch on one thread, int8
+ * against the fallback precision (zt_int8_speedup, about 0.5 s), and sets
+ * S->int8_speedup and S->int8_actors (from int8.auto_speedup times
+ * faster). Nothing where int8_auto is not set. */
+zt_status zt_train_settings_choose_int8(const zt_game *g, zt_train_settings *S);
+
+/* The largest batch an actor's net is called with: games x K leaves. */
+int zt_train_actor_batch(const zt_train_settings *S);
 
 /* The search the arena plays with (arena.sims > 0): the actors' search with
  * arena.sims simulations, no Gumbel noise, no Dirichlet noise, and
