@@ -526,6 +526,17 @@ static long reanalysed_in(const char *run)
     return n;
 }
 
+/* A small quiet tic-tac-toe run, the runs below add their own keys. */
+static const char *const small_run[] = {"seed=3",
+                                        "games_per_actor=8",
+                                        "search.sims=8",
+                                        "learner.batch=32",
+                                        "learner.min_positions=64",
+                                        "arena.games=0",
+                                        "arena.positions=0",
+                                        "checkpoint.minutes=1000",
+                                        NULL};
+
 /* A concurrent run with reanalyse.idle: the idle thread starts and stops
  * with the actors, the run ends and checkpoints at its step, and a resume
  * goes on to the next. (Whether the thread gets core time here depends on
@@ -537,20 +548,9 @@ static void test_idle_run(const char *precision)
     char run[400], path[500], prec[64];
     snprintf(run, sizeof run, "%s/idle-%s", tmp_root, precision);
     snprintf(prec, sizeof prec, "precision=%s", precision);
-    const char *const sets[] = {prec,
-                                "seed=3",
-                                "games_per_actor=8",
-                                "search.sims=8",
-                                "learner.batch=32",
-                                "learner.min_positions=64",
-                                "arena.games=0",
-                                "arena.positions=0",
-                                "checkpoint.minutes=1000",
-                                "reanalyse.fraction=0.5",
-                                "reanalyse.idle=true",
-                                "reanalyse.simulations=8",
-                                NULL};
-    zt_status st = train(run, false, 0, 60, sets, NULL);
+    const char *const more[] = {prec, "reanalyse.fraction=0.5", "reanalyse.idle=true",
+                                "reanalyse.simulations=8", NULL};
+    zt_status st = train(run, false, 0, 60, small_run, more);
     CHECK(st == ZT_OK, "idle run: %s", zt_error_message());
     st = train(run, true, 0, 100, NULL, NULL);
     CHECK(st == ZT_OK, "idle run resumed: %s", zt_error_message());
@@ -573,20 +573,9 @@ static void test_int8_run(void)
 {
     char run[400];
     snprintf(run, sizeof run, "%s/int8", tmp_root);
-    static const char *const sets[] = {"precision=int8",
-                                       "mode=alternate",
-                                       "seed=3",
-                                       "games_per_actor=8",
-                                       "search.sims=8",
-                                       "learner.batch=32",
-                                       "learner.min_positions=64",
-                                       "arena.games=0",
-                                       "arena.positions=0",
-                                       "checkpoint.minutes=1000",
-                                       "reanalyse.fraction=0.25",
-                                       "reanalyse.simulations=8",
-                                       NULL};
-    zt_status st = train(run, false, 0, 60, sets, NULL);
+    static const char *const more[] = {"precision=int8", "mode=alternate",
+                                       "reanalyse.fraction=0.25", "reanalyse.simulations=8", NULL};
+    zt_status st = train(run, false, 0, 60, small_run, more);
     CHECK(st == ZT_OK, "int8 run: %s", zt_error_message());
     long n = reanalysed_in(run);
     CHECK(n >= 8 * 40, "int8 run: %ld positions reanalysed, want at least 8 a step", n);
