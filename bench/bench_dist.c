@@ -264,8 +264,7 @@ static size_t net_floats(const zt_train_settings *S, zt_status *st)
     zt_net *net;
     *st = zt_net_new(&S->net, "ref", ZT_PRECISION_FP32, 1, &net);
     if (*st != ZT_OK) return 0;
-    size_t n = 0;
-    for (int i = 0; i < zt_net_tensor_count(net); i++) n += zt_net_tensor_at(net, i).count;
+    size_t n = zt_net_flat_size(net);
     zt_net_free(net);
     return n;
 }

@@ -79,14 +79,8 @@ static zt_status read_positions(const zt_game *g, const char *path, int limit, i
  * sends them. */
 static float *flat_weights(zt_net *net)
 {
-    size_t total = 0;
-    for (int i = 0; i < zt_net_tensor_count(net); i++) total += zt_net_tensor_at(net, i).count;
-    float *w = zt_xmalloc(total * sizeof(float)), *p = w;
-    for (int i = 0; i < zt_net_tensor_count(net); i++) {
-        zt_net_tensor t = zt_net_tensor_at(net, i);
-        memcpy(p, t.data, t.count * sizeof(float));
-        p += t.count;
-    }
+    float *w = zt_xmalloc(zt_net_flat_size(net) * sizeof(float));
+    zt_net_flat_get(net, w);
     return w;
 }
 

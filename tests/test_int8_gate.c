@@ -137,25 +137,10 @@ static void test_speedup(void)
 
 static float *flat_weights(const zt_net *net, size_t *n)
 {
-    *n = 0;
-    for (int i = 0; i < zt_net_tensor_count(net); i++) *n += zt_net_tensor_at(net, i).count;
-    float *w = zt_xmalloc(*n * sizeof(float)), *d = w;
-    for (int i = 0; i < zt_net_tensor_count(net); i++) {
-        zt_net_tensor t = zt_net_tensor_at(net, i);
-        memcpy(d, t.data, t.count * sizeof(float));
-        d += t.count;
-    }
+    *n = zt_net_flat_size(net);
+    float *w = zt_xmalloc(*n * sizeof(float));
+    zt_net_flat_get(net, w);
     return w;
-}
-
-static void set_weights(zt_net *net, const float *w)
-{
-    for (int i = 0; i < zt_net_tensor_count(net); i++) {
-        zt_net_tensor t = zt_net_tensor_at(net, i);
-        memcpy(t.data, w, t.count * sizeof(float));
-        w += t.count;
-    }
-    zt_net_params_changed(net);
 }
 
 static void test_gate(const char *game, bool mlp)
@@ -217,12 +202,12 @@ static void test_gate(const char *game, bool mlp)
     zt_net *actor, *direct;
     MUST(zt_net_new(&cfg, "cpu", fallback, 1, &actor));
     MUST(zt_net_reserve(actor, 16));
-    set_weights(actor, w);
+    zt_net_flat_set(actor, w);
     bool int8 = false;
     MUST(zt_net_take_int8_tail(actor, tail, tn, fallback, &int8));
     CHECK(int8 && zt_net_precision(actor) == ZT_PRECISION_INT8, "%s: actor not int8", game);
     MUST(zt_net_new(&cfg, "cpu", ZT_PRECISION_INT8, 1, &direct));
-    set_weights(direct, w);
+    zt_net_flat_set(direct, w);
     MUST(zt_net_calibrate(direct, CAL, obs));
     float *p1 = zt_xmalloc(16 * (size_t)cfg.num_actions * sizeof(float)),
           *p2 = zt_xmalloc(16 * (size_t)cfg.num_actions * sizeof(float)), v1[48], v2[48];
@@ -241,7 +226,7 @@ static void test_gate(const char *game, bool mlp)
     MUST(zt_int8_gate_new(g, &cfg, "cpu", 1, &gc, 5, &gate));
     MUST(zt_int8_gate_run(gate, w, 0, NULL, tail, &r));
     CHECK(!r.passed && tail[0] == 0.0f, "%s: a strict gate passed (MAE %g)", game, r.value_mae);
-    set_weights(actor, w);
+    zt_net_flat_set(actor, w);
     MUST(zt_net_take_int8_tail(actor, tail, tn, fallback, &int8));
     CHECK(!int8 && zt_net_precision(actor) == fallback, "%s: actor still %s", game,
           zt_precision_name(zt_net_precision(actor)));
@@ -279,9 +264,7 @@ static void int8_learner_open(int8_learner *t, const char *const *kv)
     MUST(zt_replay_new(t->g, &t->S.replay, &t->rb));
     MUST(zt_learner_new(t->g, &t->S, t->rb, &t->l));
     t->tail = zt_learner_weights_tail(t->l);
-    t->tensors = 0;
-    for (int i = 0; i < zt_net_tensor_count(zt_learner_net(t->l)); i++)
-        t->tensors += zt_net_tensor_at(zt_learner_net(t->l), i).count;
+    t->tensors = zt_net_flat_size(zt_learner_net(t->l));
 }
 
 static void int8_learner_close(int8_learner *t)

@@ -733,6 +733,43 @@ static void test_fold(void)
     check_fold("mlp batch norm", &c);
 }
 
+/* The flat form: its size is every tensor's floats, and a net set from
+ * another's flat weights computes what that one does. */
+static void test_flat(void)
+{
+    zt_net_config c = small_resnet(ZT_VALUE_WDL);
+    c.channels = 8;
+    c.blocks = 1;
+    zt_net *a, *b;
+    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &a));
+    CHECK_OK(zt_net_new(&c, "ref", ZT_PRECISION_FP32, 1, &b));
+    zt_rng r;
+    zt_rng_seed(&r, seed, 9);
+    zt_net_init(a, &r);
+    randomise_norms(a, &r);
+    size_t n = 0;
+    for (int i = 0; i < zt_net_tensor_count(a); i++) n += zt_net_tensor_at(a, i).count;
+    CHECK(zt_net_flat_size(a) == n, "flat size %zu, tensors hold %zu", zt_net_flat_size(a), n);
+    float *flat = zt_xmalloc((n + 1) * sizeof(float));
+    flat[n] = 7.0f;
+    CHECK(zt_net_flat_get(a, flat) == flat + n, "get ends elsewhere than past the tensors");
+    CHECK(flat[n] == 7.0f, "get wrote past the tensors");
+    CHECK(zt_net_flat_set(b, flat) == flat + n, "set ends elsewhere than past the tensors");
+    int B = 3, A = c.num_actions;
+    size_t obs_n = (size_t)B * c.in_h * c.in_w * c.in_c;
+    float *obs = zt_xmalloc(obs_n * sizeof(float));
+    fill_normal(&r, obs, obs_n, 1.0);
+    float pa[3 * 9], va[3 * 3], pb[3 * 9], vb[3 * 3];
+    CHECK_OK(zt_net_forward(a, B, obs, pa, va));
+    CHECK_OK(zt_net_forward(b, B, obs, pb, vb));
+    CHECK(memcmp(pa, pb, (size_t)B * A * sizeof(float)) == 0, "policies differ after set");
+    CHECK(memcmp(va, vb, sizeof va) == 0, "values differ after set");
+    free(obs);
+    free(flat);
+    zt_net_free(a);
+    zt_net_free(b);
+}
+
 static void test_bf16(void)
 {
     CHECK(zt_bf16_from_f32(1.0f) == 0x3f80, "1.0");
@@ -882,6 +919,7 @@ int main(void)
     test_schedules();
     test_clipping();
     test_fold();
+    test_flat();
     test_bf16();
     test_training();
     return zt_test_finish("test_nn");

@@ -363,14 +363,9 @@ static void test_idle_thread(void)
     if (zt_test_failures) goto done;
     init_weights(net, NULL);
     /* the learner's part: its versions in a store */
-    size_t nflat = 0;
-    for (int i = 0; i < zt_net_tensor_count(net); i++) nflat += zt_net_tensor_at(net, i).count;
+    size_t nflat = zt_net_flat_size(net);
     flat = malloc(nflat * sizeof *flat);
-    for (size_t i = 0, at = 0; i < (size_t)zt_net_tensor_count(net); i++) {
-        zt_net_tensor t = zt_net_tensor_at(net, (int)i);
-        memcpy(flat + at, t.data, t.count * sizeof *flat);
-        at += t.count;
-    }
+    zt_net_flat_get(net, flat);
     store = zt_weight_store_new(nflat);
     zt_weight_source src = zt_weight_store_source(store);
     CHECK(zt_reanalysis_new(g, &S, &src, &w) == ZT_OK && w, "worker: %s", zt_error_message());

@@ -399,13 +399,6 @@ static void *receiver_main(void *arg)
 
 /* ---- the remote interface ---- */
 
-static size_t weight_floats(zt_net *net)
-{
-    size_t n = 0;
-    for (int i = 0; i < zt_net_tensor_count(net); i++) n += zt_net_tensor_at(net, i).count;
-    return n;
-}
-
 static const char *mode_name(zt_train_mode m)
 {
     return m == ZT_TRAIN_ALTERNATE ? "alternate" : "deterministic";
@@ -447,7 +440,7 @@ static zt_status remote_start(void *ctx, const zt_train_remote_run *run)
     ZT_TRY(st);
     ZT_TRY(zt_replay_traj_new(run->game, &L->scratch));
     L->weights_n =
-        weight_floats(zt_learner_net(run->learner)) + zt_learner_weights_tail(run->learner);
+        zt_net_flat_size(zt_learner_net(run->learner)) + zt_learner_weights_tail(run->learner);
     if (L->learners > 1) {
         /* collective with the other learners, which have the config */
         int64_t step = zt_learner_get_counters(run->learner).step;

@@ -909,6 +909,32 @@ void zt_net_params_changed(zt_net *net)
         net->backend->params_changed(net->plan);
 }
 
+size_t zt_net_flat_size(const zt_net *net)
+{
+    return net->graph.param_floats + net->graph.state_floats;
+}
+
+float *zt_net_flat_get(const zt_net *net, float *flat)
+{
+    for (int i = 0; i < zt_net_tensor_count(net); i++) {
+        zt_net_tensor t = zt_net_tensor_at(net, i);
+        memcpy(flat, t.data, t.count * sizeof *flat);
+        flat += t.count;
+    }
+    return flat;
+}
+
+const float *zt_net_flat_set(zt_net *net, const float *flat)
+{
+    for (int i = 0; i < zt_net_tensor_count(net); i++) {
+        zt_net_tensor t = zt_net_tensor_at(net, i);
+        memcpy(t.data, flat, t.count * sizeof *flat);
+        flat += t.count;
+    }
+    zt_net_params_changed(net);
+    return flat;
+}
+
 const zt_nn_graph *zt_net_graph(const zt_net *net)
 {
     return &net->graph;

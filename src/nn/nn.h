@@ -328,6 +328,15 @@ size_t zt_net_param_count(const zt_net *net);
 /* Must be called after writing tensor data directly, so that backends holding
  * their own copies (bf16, device memory) refresh them. */
 void zt_net_params_changed(zt_net *net);
+/* The flat form of a net's weights, as a publication carries them: every
+ * tensor (trainable and running statistics), in zt_net_tensor_at's order,
+ * back to back. zt_net_flat_size counts its floats; zt_net_flat_get copies
+ * the net into flat[zt_net_flat_size]; zt_net_flat_set copies flat into
+ * the net and calls zt_net_params_changed. Each returns the float just past
+ * the tensors (where a published int8 tail begins). */
+size_t zt_net_flat_size(const zt_net *net);
+float *zt_net_flat_get(const zt_net *net, float *flat);
+const float *zt_net_flat_set(zt_net *net, const float *flat);
 
 /* ---- weight files (safetensors; see safetensors.c for the layout) ---- */
 

@@ -59,13 +59,6 @@ struct zt_runner {
 
 static void join_actors(zt_runner *R);
 
-static size_t weight_floats(const zt_net *net)
-{
-    size_t n = 0;
-    for (int i = 0; i < zt_net_tensor_count(net); i++) n += zt_net_tensor_at(net, i).count;
-    return n;
-}
-
 zt_status zt_runner_new(const zt_game *g, const zt_runner_config *cfg, const zt_traj_sink *sink,
                         const zt_weight_source *source, const zt_runner_hooks *hooks,
                         zt_runner **out)
@@ -105,7 +98,7 @@ zt_status zt_runner_new(const zt_game *g, const zt_runner_config *cfg, const zt_
         zt_runner_free(R);
         return st;
     }
-    R->tensors_n = weight_floats(zt_evaluator_pool_net(R->evaluators, 0));
+    R->tensors_n = zt_net_flat_size(zt_evaluator_pool_net(R->evaluators, 0));
     R->tail_n = cfg->weights_tail;
     R->fallback = cfg->precision;
     R->weights_n = R->tensors_n + R->tail_n;
@@ -212,16 +205,9 @@ void zt_runner_wake(zt_runner *R)
 static zt_status write_weights(zt_net *net, void *ctx)
 {
     const zt_runner *R = ctx;
-    const float *src = R->weights;
-    int n = zt_net_tensor_count(net);
-    for (int i = 0; i < n; i++) {
-        zt_net_tensor t = zt_net_tensor_at(net, i);
-        memcpy(t.data, src, t.count * sizeof(float));
-        src += t.count;
-    }
-    zt_net_params_changed(net);
+    const float *tail = zt_net_flat_set(net, R->weights);
     if (R->tail_n == 0) return ZT_OK;
-    return zt_net_take_int8_tail(net, R->weights + R->tensors_n, R->tail_n, R->fallback, NULL);
+    return zt_net_take_int8_tail(net, tail, R->tail_n, R->fallback, NULL);
 }
 
 /* Gives an actor the source's newest weights if it holds older ones: into

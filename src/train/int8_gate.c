@@ -140,16 +140,6 @@ zt_precision zt_int8_gate_fallback(const zt_int8_gate *q)
     return zt_net_precision(q->ref);
 }
 
-static void set_weights(zt_net *net, const float *w)
-{
-    for (int i = 0; i < zt_net_tensor_count(net); i++) {
-        zt_net_tensor t = zt_net_tensor_at(net, i);
-        memcpy(t.data, w, t.count * sizeof(float));
-        w += t.count;
-    }
-    zt_net_params_changed(net);
-}
-
 /* Softmax over the legal actions of logits (n of them) into p. */
 static void legal_softmax(const float *logits, const uint8_t *legal, int n, double *p)
 {
@@ -204,8 +194,8 @@ static zt_status compare(zt_int8_gate *q, int n, const float *obs, const uint8_t
 /* Loads `weights` into both nets and calibrates the int8 one. */
 static zt_status quantise(zt_int8_gate *q, const float *weights, int B, const float *obs)
 {
-    set_weights(q->q, weights);
-    set_weights(q->ref, weights);
+    zt_net_flat_set(q->q, weights);
+    zt_net_flat_set(q->ref, weights);
     if (!obs || B < 1) {
         obs = q->obs;
         B = q->cfg.positions;

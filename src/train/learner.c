@@ -38,13 +38,6 @@ struct zt_learner {
     double lr_end, lr_start; /* zt_learner_set_lr_deadline; lr_start: the first step's time */
 };
 
-static size_t weight_floats(const zt_net *net)
-{
-    size_t n = 0;
-    for (int i = 0; i < zt_net_tensor_count(net); i++) n += zt_net_tensor_at(net, i).count;
-    return n;
-}
-
 /* What the batches' rows carry beyond their position: MuZero's unroll
  * (with the observations after each step for Stochastic MuZero's chance
  * encoder, and the value targets' bootstrap); NULL for AlphaZero. */
@@ -87,7 +80,7 @@ zt_status zt_learner_new(const zt_game *g, const zt_train_settings *S, zt_replay
     zt_rng_seed(&l->counters.sample_rng, S->seed, 0x73616d70ULL);
     l->value_target =
         zt_xcalloc((size_t)S->batch * (size_t)zt_net_value_size(&S->net), sizeof *l->value_target);
-    l->tensors_n = weight_floats(l->net);
+    l->tensors_n = zt_net_flat_size(l->net);
     if (S->int8_actors) {
         st = zt_int8_gate_new(g, &S->net, S->backend, S->learner_threads, &S->int8_gate, S->seed,
                               &l->gate);
@@ -363,13 +356,8 @@ zt_learner_times zt_learner_get_times(const zt_learner *l)
 void zt_learner_publish(zt_learner *l)
 {
     uint64_t t0 = zt_now_ns();
-    float *start = zt_weight_store_begin(l->store), *dst = start;
-    int n = zt_net_tensor_count(l->net);
-    for (int i = 0; i < n; i++) {
-        zt_net_tensor t = zt_net_tensor_at(l->net, i);
-        memcpy(dst, t.data, t.count * sizeof(float));
-        dst += t.count;
-    }
+    float *start = zt_weight_store_begin(l->store);
+    float *dst = zt_net_flat_get(l->net, start);
     if (l->gate) publish_int8(l, start, dst);
     zt_weight_store_commit(l->store);
     l->counters.published++;

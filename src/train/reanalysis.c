@@ -76,8 +76,7 @@ zt_status zt_reanalysis_new(const zt_game *g, const zt_train_settings *S,
     }
     if (st == ZT_OK && S->int8_actors) st = zt_int8_gate_tail_for(&S->net, S->backend, &w->tail_n);
     if (st == ZT_OK) {
-        int n = zt_net_tensor_count(w->net);
-        for (int i = 0; i < n; i++) w->tensors_n += zt_net_tensor_at(w->net, i).count;
+        w->tensors_n = zt_net_flat_size(w->net);
         w->flat = zt_xmalloc((w->tensors_n + w->tail_n) * sizeof *w->flat);
     }
     if (st != ZT_OK) {
@@ -110,15 +109,9 @@ static zt_status take_newest(zt_reanalysis *w)
     uint64_t got;
     ZT_TRY(w->src->poll(w->src->ctx, w->net_version, w->flat, w->tensors_n + w->tail_n, &got));
     if (got == w->net_version) return ZT_OK;
-    const float *p = w->flat;
-    int n = zt_net_tensor_count(w->net);
-    for (int i = 0; i < n; i++) {
-        zt_net_tensor t = zt_net_tensor_at(w->net, i);
-        memcpy(t.data, p, t.count * sizeof(float));
-        p += t.count;
-    }
-    zt_net_params_changed(w->net);
-    if (w->tail_n > 0) ZT_TRY(zt_net_take_int8_tail(w->net, p, w->tail_n, w->S->precision, NULL));
+    const float *tail = zt_net_flat_set(w->net, w->flat);
+    if (w->tail_n > 0)
+        ZT_TRY(zt_net_take_int8_tail(w->net, tail, w->tail_n, w->S->precision, NULL));
     w->net_version = got;
     return ZT_OK;
 }
