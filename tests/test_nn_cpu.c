@@ -549,10 +549,11 @@ static void winograd_net_case(const zt_nn_backend *cpu, zt_rng *r)
  * channels), added to a gradient already there. V and dM are rounded to
  * bf16 (2^-9 relative each) before their products, as the forward conv
  * rounds V and U: the relative L2 error is held to 2 %. With `fma` they
- * stay fp32 and the bound is 0.1 %. */
-static void winograd_grad_case(zt_rng *r, int h, int w, int cin, int cout, int threads, bool fma)
+ * stay fp32 and the bound is 0.1 %. On more than one thread, threads claim
+ * the slots as they go: a second call must give the same bits. */
+static void winograd_grad_case(zt_rng *r, int B, int h, int w, int cin, int cout, int threads,
+                               bool fma)
 {
-    enum { B = 3 };
     size_t nx = (size_t)B * h * w * cin, ny = (size_t)B * h * w * cout;
     size_t nw = (size_t)cout * 9 * cin;
     uint16_t *x = zt_xmalloc(nx * sizeof *x), *dy = zt_xmalloc(ny * sizeof *dy);
@@ -588,10 +589,64 @@ static void winograd_grad_case(zt_rng *r, int h, int w, int cin, int cout, int t
           "winograd%s weight gradient %dx%d %d->%d, %d threads: relative L2 error %.3g",
           fma ? " fma" : "", h, w, cin, cout, threads, rel);
     if (rel > worst_wgrad[fma]) worst_wgrad[fma] = rel;
+    if (threads > 1) {
+        float *again = zt_xmalloc(nw * sizeof *again);
+        for (size_t e = 0; e < nw; e++) again[e] = 1.0f;
+        c.grad = again;
+        zt_winograd_grad_weights(&c);
+        CHECK(memcmp(again, grad, nw * sizeof *grad) == 0,
+              "winograd%s weight gradient %dx%d batch %d, %d threads: a second call differs",
+              fma ? " fma" : "", h, w, B, threads);
+        free(again);
+    }
     free(x);
     free(dy);
     free(grad);
     zt_aligned_free(scratch);
+}
+
+/* The Winograd conv on 2 and 3 threads, which claim its blocks as they go,
+ * gives one thread's bits: each output comes from one block's products,
+ * summed in the same order whoever runs it. 40 boards of 6x7: 480 tiles. */
+static void winograd_threads_case(zt_rng *r, bool fma)
+{
+    enum { B = 40, H = 6, W = 7, C = 64 };
+    size_t n = (size_t)B * H * W * C, nw = (size_t)C * 9 * C;
+    uint16_t *x = zt_xmalloc(n * sizeof *x), *y1 = zt_xmalloc(n * sizeof *y1);
+    uint16_t *yt = zt_xmalloc(n * sizeof *yt);
+    float *wt = zt_xmalloc(nw * sizeof *wt), bias[C];
+    for (size_t e = 0; e < n; e++) x[e] = zt_bf16_from_f32((float)zt_rng_normal(r));
+    for (size_t e = 0; e < nw; e++) wt[e] = (float)(0.1 * zt_rng_normal(r));
+    for (int o = 0; o < C; o++) bias[o] = (float)(0.1 * zt_rng_normal(r));
+    void *u = zt_aligned_alloc(64, zt_winograd_weights_bytes(C, C, fma));
+    zt_winograd_pack_weights(wt, C, C, false, fma, u);
+    void *scratch = zt_aligned_alloc(64, zt_winograd_scratch_size(C, C, 3, fma));
+    for (int threads = 1; threads <= 3; threads++) {
+        zt_winograd_conv c = {.batch = B,
+                              .h = H,
+                              .w = W,
+                              .cin = C,
+                              .cout = C,
+                              .src = x,
+                              .u = u,
+                              .bias = bias,
+                              .dst = threads == 1 ? y1 : yt,
+                              .relu = true,
+                              .fma = fma,
+                              .threads = threads,
+                              .scratch = scratch};
+        zt_winograd_run(&c);
+        if (threads > 1)
+            CHECK(memcmp(y1, yt, n * sizeof *yt) == 0,
+                  "winograd%s conv on %d threads differs from one thread's", fma ? " fma" : "",
+                  threads);
+    }
+    zt_aligned_free(scratch);
+    zt_aligned_free(u);
+    free(x);
+    free(y1);
+    free(yt);
+    free(wt);
 }
 
 /* The bf16 training batch norm kernels (bnorm.h) against the same algebra in
@@ -761,9 +816,13 @@ int main(void)
             winograd_net_case(cpu, &r);
             for (int b = 0; b < 5; b++)
                 for (int threads = 1; threads <= 2; threads++) {
-                    winograd_grad_case(&r, boards[b][0], boards[b][1], 64, 64, threads, fma);
-                    winograd_grad_case(&r, boards[b][0], boards[b][1], 80, 16, threads, fma);
+                    winograd_grad_case(&r, 3, boards[b][0], boards[b][1], 64, 64, threads, fma);
+                    winograd_grad_case(&r, 3, boards[b][0], boards[b][1], 80, 16, threads, fma);
                 }
+            /* Enough tiles for every slot (15 blocks on 2 and 3 threads). */
+            for (int threads = 2; threads <= 3; threads++)
+                winograd_grad_case(&r, 40, 6, 7, 64, 64, threads, fma);
+            winograd_threads_case(&r, fma);
         }
         printf("test_nn_cpu: Winograd weight gradient: worst relative L2 error %.2g (bf16 dot "
                "products), %.2g (fp32 FMAs); this core's products run faster on %s\n",

@@ -38,6 +38,7 @@
 #include <immintrin.h>
 #include <omp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "core/status.h"
@@ -602,14 +603,22 @@ void zt_winograd_run(const zt_winograd_conv *c)
                       block_tiles(b + 1, rows, tiles), c->scratch);
         return;
     }
+    /* Threads claim blocks as they go, each one block ahead (the block it
+     * prefetches for), so a thread the OS takes away for a while (an actor
+     * on the same core) leaves its share to the others instead of holding
+     * up the team. Each output is written by one block: the result does not
+     * depend on who ran what. */
+    atomic_long claim = 0;
 #pragma omp parallel num_threads(nth)
     {
-        /* The team may be smaller than asked for: stride by its real size. */
-        int ith = omp_get_thread_num(), team = omp_get_num_threads();
-        void *own = (char *)c->scratch + (size_t)ith * stride;
-        for (long b = ith; b < nblocks; b += team)
-            run_block(c, b * rows, block_tiles(b, rows, tiles), (b + team) * rows,
-                      block_tiles(b + team, rows, tiles), own);
+        void *own = (char *)c->scratch + (size_t)omp_get_thread_num() * stride;
+        long b = atomic_fetch_add_explicit(&claim, 1, memory_order_relaxed);
+        while (b < nblocks) {
+            long next = atomic_fetch_add_explicit(&claim, 1, memory_order_relaxed);
+            run_block(c, b * rows, block_tiles(b, rows, tiles), next * rows,
+                      block_tiles(next, rows, tiles), own);
+            b = next;
+        }
     }
 }
 
@@ -626,9 +635,9 @@ void zt_winograd_run(const zt_winograd_conv *c)
  * interleaved ([xi][tile / 2][channel][2]), the layout _mm512_dpbf16_ps
  * wants on both sides: a broadcast pair of dM (one output channel, two
  * tiles) against 16 input channels' pairs of V; with `fma`, in fp32 as
- * [xi][tile][channel], one tile's dM broadcast. dU stays fp32 in the thread's
- * scratch across all its blocks of tiles; threads' dU are summed at the end,
- * then transformed back to 3x3 and added to the OHWI gradient. */
+ * [xi][tile][channel], one tile's dM broadcast. dU stays fp32 in scratch
+ * across a slot's blocks of tiles (grad_slots); the slots' dU are summed at
+ * the end, then transformed back to 3x3 and added to the OHWI gradient. */
 
 enum {
     GRAD_ROWS = 4,                  /* output channels per microkernel call */
@@ -644,16 +653,36 @@ static int grad_tiles(int cin, int cout, bool fma)
     return t < 2 ? 2 : t > GRAD_MAX_TILES ? GRAD_MAX_TILES : (int)t;
 }
 
-static size_t grad_thread_bytes(int cin, int cout, bool fma)
+/* The tiles' blocks are cut into slots, runs of consecutive blocks that
+ * each sum into a dU of their own; threads claim whole slots as they go and
+ * the slots' dU are summed in slot order, so the gradient does not depend on
+ * which thread ran which slot, and a thread the OS takes away for a while
+ * leaves its unclaimed slots to the others. One slot on one thread, else
+ * GRAD_SLOTS per thread. */
+enum { GRAD_SLOTS = 4 };
+
+static int grad_slots(int threads)
 {
-    size_t du = (size_t)NXI * cin * cout * sizeof(float);
+    return threads > 1 ? GRAD_SLOTS * threads : 1;
+}
+
+static size_t grad_du_bytes(int cin, int cout)
+{
+    return ((size_t)NXI * cin * cout * sizeof(float) + 63) / 64 * 64;
+}
+
+/* A thread's V and dM for one block. */
+static size_t grad_block_bytes(int cin, int cout, bool fma)
+{
     size_t block = (size_t)grad_tiles(cin, cout, fma) * NXI * (size_t)(cin + cout) * v_bytes(fma);
-    return (du + block + 63) / 64 * 64;
+    return (block + 63) / 64 * 64;
 }
 
 size_t zt_winograd_grad_scratch_size(int cin, int cout, int threads, bool fma)
 {
-    return (size_t)(threads > 0 ? threads : 1) * grad_thread_bytes(cin, cout, fma);
+    int nth = threads > 0 ? threads : 1;
+    return (size_t)grad_slots(nth) * grad_du_bytes(cin, cout) +
+           (size_t)nth * grad_block_bytes(cin, cout, fma);
 }
 
 /* A dY A^T of 16 channels at c0 of one tile (output pixels py, NULL outside),
@@ -881,28 +910,27 @@ TARGET static void grad_to_weights(const zt_winograd_grad *c, const float *du)
         }
 }
 
-/* One thread's share: blocks b, b + team, ... into its own dU. */
-static void grad_blocks(const zt_winograd_grad *c, long tiles, int per_block, int ith, int team,
-                        char *own)
+/* Blocks b0 .. b1 - 1 into du (zeroed first), with V and dM in buf. */
+static void grad_slot(const zt_winograd_grad *c, long tiles, int per_block, long b0, long b1,
+                      float *du, char *buf)
 {
-    float *du = (float *)own;
-    char *v = own + (size_t)NXI * c->cin * c->cout * sizeof(float);
+    char *v = buf;
     char *dm = v + (size_t)per_block * NXI * c->cin * v_bytes(c->fma);
     memset(du, 0, (size_t)NXI * c->cin * c->cout * sizeof(float));
     /* The shape alone, for block_span. */
     zt_winograd_conv shape = {.h = c->h, .w = c->w, .cin = c->cin, .cout = c->cout};
-    for (long t0 = (long)ith * per_block; t0 < tiles; t0 += (long)team * per_block) {
-        long n = tiles - t0 < per_block ? tiles - t0 : per_block;
+    for (long b = b0; b < b1; b++) {
+        long t0 = b * per_block, n = tiles - t0 < per_block ? tiles - t0 : per_block;
         int kp = (int)((n + 1) / 2);
         grad_transforms(c, t0, kp, tiles, v, dm);
-        long next = t0 + (long)team * per_block;
+        long next = t0 + per_block;
         span in = {0, 0}, dy = {0, 0};
-        if (next < tiles) {
+        if (b + 1 < b1) {
             long nn = tiles - next < per_block ? tiles - next : per_block;
             in = block_span(&shape, next, (int)nn, true);
             dy = block_span(&shape, next, (int)nn, false);
         }
-        grad_multiply(c, kp, v, dm, du, next < tiles ? &in : NULL, &dy);
+        grad_multiply(c, kp, v, dm, du, b + 1 < b1 ? &in : NULL, &dy);
     }
 }
 
@@ -915,24 +943,36 @@ void zt_winograd_grad_weights(const zt_winograd_grad *c)
     long nblocks = (tiles + per_block - 1) / per_block;
     int nth = c->threads > 0 ? c->threads : 1;
     if (nblocks < nth) nth = (int)nblocks;
-    size_t stride = grad_thread_bytes(c->cin, c->cout, c->fma);
-    int used = 1;
+    /* Scratch: the slots' dU, then each thread's block buffer (laid out for
+     * c->threads, of which nth <= c->threads run). */
+    int nslots = grad_slots(nth);
+    if (nslots > nblocks) nslots = (int)nblocks;
+    size_t du_bytes = grad_du_bytes(c->cin, c->cout);
+    size_t block_bytes = grad_block_bytes(c->cin, c->cout, c->fma);
+    char *slots = c->scratch;
+    char *bufs = slots + (size_t)grad_slots(c->threads > 0 ? c->threads : 1) * du_bytes;
+    float *du = c->scratch;
+    size_t count = (size_t)NXI * c->cin * c->cout;
     if (nth == 1) {
-        grad_blocks(c, tiles, per_block, 0, 1, c->scratch);
+        grad_slot(c, tiles, per_block, 0, nblocks, du, bufs);
     } else {
+        atomic_int claim = 0;
 #pragma omp parallel num_threads(nth)
         {
             int ith = omp_get_thread_num(), team = omp_get_num_threads();
-            if (ith == 0) used = team;
-            grad_blocks(c, tiles, per_block, ith, team, (char *)c->scratch + (size_t)ith * stride);
+            char *buf = bufs + (size_t)ith * block_bytes;
+            for (int k; (k = atomic_fetch_add_explicit(&claim, 1, memory_order_relaxed)) < nslots;)
+                grad_slot(c, tiles, per_block, nblocks * k / nslots, nblocks * (k + 1) / nslots,
+                          (float *)(slots + (size_t)k * du_bytes), buf);
+#pragma omp barrier
+            /* The slots' dU summed into the first one's, in slot order, each
+             * thread over its own range of 16-float groups. */
+            size_t groups = count / 16, g0 = groups * ith / team, g1 = groups * (ith + 1) / team;
+            for (int k = 1; k < nslots; k++) {
+                const float *part = (const float *)(slots + (size_t)k * du_bytes);
+                for (size_t e = g0 * 16; e < g1 * 16; e++) du[e] += part[e];
+            }
         }
-    }
-    /* Threads' partial dU summed into the first one's. */
-    float *du = c->scratch;
-    size_t count = (size_t)NXI * c->cin * c->cout;
-    for (int k = 1; k < used; k++) {
-        const float *part = (const float *)((const char *)c->scratch + (size_t)k * stride);
-        for (size_t e = 0; e < count; e++) du[e] += part[e];
     }
     grad_to_weights(c, du);
 }
