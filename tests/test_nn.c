@@ -802,11 +802,10 @@ static void test_bf16(void)
     zt_rng_seed(&r, seed, 7);
     zt_net_init(a, &r);
     randomise_norms(a, &r);
-    for (int i = 0; i < zt_net_tensor_count(a); i++) {
-        zt_net_tensor ta = zt_net_tensor_at(a, i), tb = zt_net_tensor_at(b, i);
-        memcpy(tb.data, ta.data, ta.count * sizeof(float));
-    }
-    zt_net_params_changed(b);
+    float *flat = zt_xmalloc(zt_net_flat_size(a) * sizeof(float));
+    zt_net_flat_get(a, flat);
+    zt_net_flat_set(b, flat);
+    free(flat);
     int B = 8, A = c.num_actions;
     size_t obs_n = (size_t)B * c.in_h * c.in_w * c.in_c;
     float *obs = zt_xmalloc(obs_n * sizeof(float));
