@@ -941,17 +941,18 @@ void zt_winograd_grad_weights(const zt_winograd_grad *c)
     if (tiles == 0) return;
     int per_block = grad_tiles(c->cin, c->cout, c->fma);
     long nblocks = (tiles + per_block - 1) / per_block;
-    int nth = c->threads > 0 ? c->threads : 1;
-    if (nblocks < nth) nth = (int)nblocks;
+    int threads = c->threads > 0 ? c->threads : 1;
+    int nth = nblocks < threads ? (int)nblocks : threads;
     /* Scratch: the slots' dU, then each thread's block buffer (laid out for
-     * c->threads, of which nth <= c->threads run). */
+     * `threads`, of which nth <= threads run); the first slot's dU ends up
+     * holding the sum. */
     int nslots = grad_slots(nth);
     if (nslots > nblocks) nslots = (int)nblocks;
     size_t du_bytes = grad_du_bytes(c->cin, c->cout);
     size_t block_bytes = grad_block_bytes(c->cin, c->cout, c->fma);
     char *slots = c->scratch;
-    char *bufs = slots + (size_t)grad_slots(c->threads > 0 ? c->threads : 1) * du_bytes;
-    float *du = c->scratch;
+    char *bufs = slots + (size_t)grad_slots(threads) * du_bytes;
+    float *du = (float *)slots;
     size_t count = (size_t)NXI * c->cin * c->cout;
     if (nth == 1) {
         grad_slot(c, tiles, per_block, 0, nblocks, du, bufs);
