@@ -168,10 +168,11 @@ static zt_status measure_train(const zt_train_settings *S, double seconds, zt_rn
     float *reward = zt_xcalloc((size_t)B * K, sizeof(float));
     int32_t *actions = zt_xmalloc((size_t)B * K * sizeof(int32_t));
     uint8_t *mask = zt_xmalloc(rows);
-    /* Stochastic MuZero's encoder reads the observations after each step */
+    /* Stochastic MuZero's encoder and the consistency term read the
+     * observations after each step */
     float *next_obs = NULL;
     uint8_t *chance_mask = NULL;
-    if (c->chance_codes > 0) {
+    if (c->chance_codes > 0 || S->optimizer.consistency_weight > 0) {
         next_obs = zt_xmalloc((size_t)B * K * obs_n * sizeof(float));
         chance_mask = zt_xmalloc((size_t)B * K);
         for (size_t i = 0; i < (size_t)B * K * obs_n; i++)

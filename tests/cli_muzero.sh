@@ -71,6 +71,16 @@ grep -q '^algorithm = muzero' "$run/config.ini" 2>/dev/null || fail "config.ini 
 grep '"kind":"train_unroll"' "$run/metrics.jsonl" 2>/dev/null | tail -n 1 |
     grep -q '"loss_policy0":[0-9.]*[1-9][0-9]*,"loss_value0":[0-9.]*[1-9]' ||
     fail "the muzero run's metrics hold no step-0 losses: $(grep train_unroll "$run/metrics.jsonl")"
+# EfficientZero's consistency term: its batches carry the next observations,
+# and its loss is recorded
+crun="$dir/consistency"
+if ! "$BIN" train tictactoe --run "$crun" --steps 3 "${tiny[@]}" --set muzero.consistency=2 \
+    >"$dir/consistency.log" 2>&1; then
+    fail "train with muzero.consistency=2: $(tail -n 2 "$dir/consistency.log")"
+fi
+grep '"kind":"train_consistency"' "$crun/metrics.jsonl" 2>/dev/null | tail -n 1 |
+    grep -q '"loss_consistency":0\.[0-9]*[1-9]' ||
+    fail "the consistency run recorded no consistency loss: $(tail -n 3 "$crun/metrics.jsonl")"
 # muzero.SECTION.KEY replaces SECTION.KEY in a muzero run (both written to
 # config.ini), and only there: an AlphaZero run keeps the selfplay key as it
 # was; the keys [muzero] names itself (muzero.c_scale) are refused this way

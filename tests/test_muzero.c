@@ -7,7 +7,9 @@
  * the loss; for Stochastic MuZero nets (chance codes) the same, plus the
  * straight-through code and inference agreeing with the unroll; and the
  * categorical value heads (two-hot targets, expectations, their losses and
- * gradients). */
+ * gradients); and the consistency term (its cosine against numbers worked
+ * by hand and finite differences, the term against a hand computation from
+ * h of the next observations, its gradient in g and f). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +92,10 @@ typedef struct unroll_data {
  * (muzero.chance = game) in place of the encoder's while this is set */
 static bool labels;
 
+/* data_make gives plain MuZero batches the observations after each step
+ * (the consistency term's) while this is set */
+static bool with_next_obs;
+
 /* Random observations and actions, soft policy targets, values in [-1, 1],
  * rewards in [-0.5, 0.5]; the last steps of every other sample are past
  * the game's end (no policy target). */
@@ -131,7 +137,7 @@ static void data_make(unroll_data *d, const zt_net_config *c, int B, int K, zt_r
         d->turn = zt_xmalloc((size_t)B * K * sizeof(float));
         for (size_t i = 0; i < (size_t)B * K; i++) d->turn[i] = (float)(zt_rng_uniform(r) < 0.5);
     }
-    if (c->chance_codes == 0) return;
+    if (c->chance_codes == 0 && !with_next_obs) return;
     /* the observations after each step; step k + 1 past the end where the
      * policy mask says so */
     d->next_obs = zt_xmalloc((size_t)B * K * obs_n * sizeof(float));
@@ -479,6 +485,115 @@ static void test_support(void)
     }
 }
 
+/* The cosine term against numbers worked by hand: s = (3, 4), t = (4, 3)
+ * have cos 24/25, so the loss is 1/25 and its gradient in s is
+ * (cos s / |s|^2 - t / (|s||t|)) = (3 * 24/625 - 4/25, 4 * 24/625 - 3/25)
+ * = (-0.04480, 0.03360); added to d times the scale. A zero vector gives 1
+ * and no gradient; parallel vectors 0. Then its gradient on random vectors
+ * against central differences. */
+static void test_cosine_loss(void)
+{
+    float s[2] = {3, 4}, t[2] = {4, 3}, d[2] = {1, 1};
+    double l = zt_mz_cosine_loss(s, t, 2, 0.5, d);
+    CHECK(fabs(l - 0.04) < 1e-12, "cosine loss %.12f, by hand 0.04", l);
+    CHECK(fabs(d[0] - (1 + 0.5 * -0.0448)) < 1e-6 && fabs(d[1] - (1 + 0.5 * 0.0336)) < 1e-6,
+          "cosine gradient (%.6f, %.6f) not added as worked by hand", d[0], d[1]);
+    float z[2] = {0, 0}, dz[2] = {0, 0};
+    CHECK(zt_mz_cosine_loss(z, t, 2, 1, dz) == 1.0 && dz[0] == 0 && dz[1] == 0,
+          "a zero vector has a gradient or a loss other than 1");
+    float p[2] = {6, 8}, dp[2] = {0, 0};
+    CHECK(fabs(zt_mz_cosine_loss(s, p, 2, 1, dp)) < 1e-12 && fabs(dp[0]) < 1e-7 &&
+              fabs(dp[1]) < 1e-7,
+          "parallel vectors have a loss or a gradient");
+    zt_rng r;
+    zt_rng_seed(&r, seed, 21);
+    enum { N = 17 };
+    float a[N], b[N], g[N] = {0};
+    for (int i = 0; i < N; i++) a[i] = (float)zt_rng_uniform(&r), b[i] = (float)zt_rng_uniform(&r);
+    zt_mz_cosine_loss(a, b, N, 1, g);
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        float keep = a[i], scratch[N];
+        double eps = 1e-3;
+        a[i] = (float)(keep + eps);
+        double up = zt_mz_cosine_loss(a, b, N, 0, scratch);
+        a[i] = (float)(keep - eps);
+        double down = zt_mz_cosine_loss(a, b, N, 0, scratch);
+        a[i] = keep;
+        double num = (up - down) / (2 * eps);
+        worst = fmax(worst, fabs(num - g[i]) / (fabs(num) + fabs(g[i]) + 1e-3));
+    }
+    CHECK(worst < 1e-2, "cosine gradient against finite differences: error %.2e", worst);
+}
+
+/* The consistency term against a hand computation: 1 - cos(s_k, t) for
+ * every unrolled step k >= 1 inside the game (the chance mask), t h's
+ * scaled hidden state of the observation at step k (zt_mz_initial, as the
+ * search would make it), weighted 1/K, averaged over the batch, and added
+ * to the total with its weight; the other terms as without it. */
+static void test_consistency_terms(void)
+{
+    zt_rng r;
+    zt_rng_seed(&r, seed, 22);
+    zt_net_config c = small_mz(3, 3, 3, 9);
+    zt_net *net = ref_net(&c, &r);
+    unroll_data d;
+    with_next_obs = true;
+    data_make(&d, &c, 5, 3, &r);
+    with_next_obs = false;
+    zt_train_config tc;
+    zt_train_config_default(&tc);
+    zt_trainer *t;
+    CHECK_OK(zt_trainer_new(net, &tc, &t));
+    float *g = zt_xmalloc(zt_net_param_count(net) * sizeof(float));
+    zt_train_batch b = data_batch(&d);
+    zt_train_losses off, on;
+    CHECK_OK(zt_trainer_loss_grad(t, &b, &off, g));
+    zt_trainer_free(t);
+    tc.consistency_weight = 1.5;
+    CHECK_OK(zt_trainer_new(net, &tc, &t));
+    CHECK_OK(zt_trainer_loss_grad(t, &b, &on, g));
+    zt_mz *mz = zt_net_mz(net);
+    int K = d.K;
+    size_t hs = zt_net_hidden_size(&c), obs_n = (size_t)c.in_h * c.in_w * c.in_c;
+    float *tgt = zt_xmalloc(hs * sizeof(float)), *pol = zt_xmalloc((size_t)d.A * sizeof(float));
+    float val;
+    double by_hand = 0;
+    int counted = 0;
+    for (int k = 1; k <= K; k++) {
+        const float *sk = zt_mz_unroll_hidden(mz, k);
+        for (int n = 0; n < d.B; n++) {
+            size_t row = (size_t)n * K + (size_t)(k - 1);
+            if (!d.chance_mask[row]) continue;
+            CHECK_OK(zt_mz_initial(mz, 1, d.next_obs + row * obs_n, tgt, pol, &val));
+            double st = 0, ss = 0, tt = 0;
+            for (size_t i = 0; i < hs; i++) {
+                st += (double)sk[n * hs + i] * tgt[i];
+                ss += (double)sk[n * hs + i] * sk[n * hs + i];
+                tt += (double)tgt[i] * tgt[i];
+            }
+            by_hand += (1 - st / sqrt(ss * tt)) / K / d.B;
+            counted++;
+        }
+    }
+    CHECK(counted > 0 && counted < d.B * K, "the mask counts %d of %d steps", counted, d.B * K);
+    CHECK(by_hand > 0 && fabs(on.consistency - by_hand) < 1e-5 * by_hand,
+          "consistency %.9f, by hand %.9f", on.consistency, by_hand);
+    CHECK(off.consistency == 0, "the term is computed with weight 0: %g", off.consistency);
+    CHECK(fabs(on.policy - off.policy) < 1e-12 && fabs(on.value - off.value) < 1e-12 &&
+              fabs(on.reward - off.reward) < 1e-12,
+          "the consistency term changed the other terms");
+    CHECK(fabs(on.total - (off.total + 1.5 * on.consistency)) < 1e-9,
+          "total %.9f is not the others' %.9f + 1.5 x consistency %.9f", on.total, off.total,
+          on.consistency);
+    free(tgt);
+    free(pol);
+    free(g);
+    zt_trainer_free(t);
+    data_free(&d);
+    zt_net_free(net);
+}
+
 /* ---- gradients ---- */
 
 static double grad_error(double analytic, double num)
@@ -511,6 +626,9 @@ static void fd_compare(fd_tally *t, double analytic, const double f[5], double e
     if (e > t->worst) t->worst = e;
 }
 
+/* the consistency term's weight in check_unroll_gradient */
+static double consistency;
+
 /* With chance codes the straight-through share is 0: the one-hot code is
  * piecewise constant, so the loss's exact gradient leaves it out
  * (test_straight_through checks what it adds). */
@@ -520,7 +638,9 @@ static void check_unroll_gradient(const char *what, zt_net_config c, int K, int 
     zt_rng_seed(&r, seed, 3);
     zt_net *net = ref_net(&c, &r);
     unroll_data d;
+    with_next_obs = consistency > 0;
     data_make(&d, &c, B, K, &r);
+    with_next_obs = false;
     zt_train_config tc;
     zt_train_config_default(&tc);
     tc.weight_decay = 0.01;
@@ -532,9 +652,15 @@ static void check_unroll_gradient(const char *what, zt_net_config c, int K, int 
     tc.chance_weight = 0.8;
     tc.commitment_weight = 0.3;
     tc.code_balance_weight = 0.5;
+    tc.consistency_weight = consistency;
     zt_trainer *t;
     CHECK_OK(zt_trainer_new(net, &tc, &t));
     size_t n = zt_net_param_count(net);
+    /* with the consistency term h's parameters also move its targets,
+     * through which no gradient flows (the stop-gradient): g's and f's are
+     * checked, and h's are left to the runs without it, whose chain into h
+     * is the same */
+    size_t first = consistency > 0 ? zt_mz_repr_params(zt_net_mz(net)) : 0;
     float *g = zt_xmalloc(n * sizeof(float)), *scratch = zt_xmalloc(n * sizeof(float));
     zt_train_batch b = data_batch(&d);
     zt_train_losses L;
@@ -546,7 +672,7 @@ static void check_unroll_gradient(const char *what, zt_net_config c, int K, int 
      * errors, not for numbers, and run these loss evaluations ten times
      * slower) every seventh */
     size_t stride = SANITIZED ? 7 : 1;
-    for (size_t i = 0; i < n; i += stride) {
+    for (size_t i = first; i < n; i += stride) {
         static const double at[5] = {-1, -0.25, 0, 0.25, 1};
         float keep = w[i];
         double f[5];
@@ -595,6 +721,11 @@ static void test_unroll_gradients(void)
     turns.chance_codes = 3;
     check_unroll_gradient("stochastic unroll K=2, one cell, to-play head, 2 micro-batches", turns,
                           2, 6, 3);
+    consistency = 0.9;
+    check_unroll_gradient("unroll K=3, consistency, g and f", small_mz(3, 3, 3, 9), 3, 4, 4);
+    check_unroll_gradient("stochastic unroll K=2, consistency, 2 micro-batches",
+                          small_smz(2, 3, 2, 3, 3), 2, 6, 3);
+    consistency = 0;
 }
 
 /* Stochastic MuZero's chance terms against a hand computation from the
@@ -1204,10 +1335,12 @@ int main(void)
     test_minmax_ties();
     test_action_planes();
     test_policy_loss();
+    test_cosine_loss();
     test_support();
     test_loss_terms();
     test_chance_loss_terms();
     test_turn_loss();
+    test_consistency_terms();
     test_unroll_gradients();
     test_straight_through();
     test_dynamics_scale();

@@ -63,6 +63,13 @@ struct zt_mz {
     float *t_gin, *t_raw, *ds, *dx, *dtmp, *d_gin;
     int *t_act;         /* tcap: the actions of one step */
     mz_chance_train ct; /* Stochastic MuZero only */
+    /* the consistency term (consistency_weight > 0): a plan of h for its
+     * targets, run without gradient over the unroll's next observations
+     * (c_cap rows: B x K), their raw and scaled hidden states */
+    zt_nn_plan *c_plan;
+    int c_cap;
+    float *c_raw, *c_tgt, *c_range;
+    int32_t *c_imin, *c_imax;
 };
 
 /* ---- graphs ---- */
@@ -320,6 +327,20 @@ static void free_train(zt_mz *mz)
     mz->tcap = 0;
 }
 
+static void free_consistency(zt_mz *mz)
+{
+    if (mz->c_plan) mz->be->plan_free(mz->c_plan);
+    free(mz->c_raw);
+    free(mz->c_tgt);
+    free(mz->c_range);
+    free(mz->c_imin);
+    free(mz->c_imax);
+    mz->c_plan = NULL;
+    mz->c_raw = mz->c_tgt = mz->c_range = NULL;
+    mz->c_imin = mz->c_imax = NULL;
+    mz->c_cap = 0;
+}
+
 static void free_scratch(zt_mz *mz)
 {
     free(mz->gin);
@@ -342,6 +363,7 @@ void zt_mz_free(zt_mz *mz)
 {
     if (!mz) return;
     free_train(mz);
+    free_consistency(mz);
     free_scratch(mz);
     for (int f = 0; f < mz->nfn; f++) {
         if (mz->plan[f]) mz->be->plan_free(mz->plan[f]);
@@ -375,6 +397,7 @@ void zt_mz_params_changed(zt_mz *mz)
     if (!mz->be->params_changed) return;
     for (int f = 0; f < mz->nfn; f++)
         if (mz->plan[f]) mz->be->params_changed(mz->plan[f]);
+    if (mz->c_plan) mz->be->params_changed(mz->c_plan);
     if (!mz->t_repr) return;
     mz->be->params_changed(mz->t_repr);
     for (int k = 0; k < mz->K; k++) mz->be->params_changed(mz->t_dyn[k]);
@@ -1161,6 +1184,82 @@ static zt_status backward_transition(zt_mz *mz, const zt_train_config *tc, const
     return ZT_OK;
 }
 
+/* ---- the consistency term ---- */
+
+double zt_mz_cosine_loss(const float *s, const float *t, size_t n, double scale, float *d)
+{
+    double st = 0, ss = 0, tt = 0;
+    for (size_t i = 0; i < n; i++) {
+        st += (double)s[i] * t[i];
+        ss += (double)s[i] * s[i];
+        tt += (double)t[i] * t[i];
+    }
+    if (!(ss > 0 && tt > 0)) return 1.0;
+    double inv = 1.0 / sqrt(ss * tt), cos = st * inv;
+    for (size_t i = 0; i < n; i++) d[i] += (float)(scale * (cos * s[i] / ss - t[i] * inv));
+    return 1.0 - cos;
+}
+
+static zt_status reserve_consistency(zt_mz *mz, int rows)
+{
+    if (rows <= mz->c_cap) return ZT_OK;
+    free_consistency(mz);
+    ZT_TRY(plan_of(mz, FN_REPR, &mz->c_plan));
+    zt_status st = mz->be->reserve(mz->c_plan, rows, false);
+    if (st != ZT_OK) {
+        free_consistency(mz);
+        return st;
+    }
+    size_t n = (size_t)rows, hs = zt_net_hidden_size(&mz->cfg);
+    mz->c_raw = malloc(n * hs * sizeof(float));
+    mz->c_tgt = malloc(n * hs * sizeof(float));
+    mz->c_range = malloc(n * sizeof(float));
+    mz->c_imin = malloc(n * sizeof(int32_t));
+    mz->c_imax = malloc(n * sizeof(int32_t));
+    if (!mz->c_raw || !mz->c_tgt || !mz->c_range || !mz->c_imin || !mz->c_imax) {
+        free_consistency(mz);
+        return zt_fail(ZT_ERR_NOMEM, "no memory for muzero's consistency targets of %d rows", rows);
+    }
+    mz->c_cap = rows;
+    return ZT_OK;
+}
+
+/* The consistency targets of samples [off, off + B): h of the observation
+ * at every unrolled step, scaled as a hidden state, in inference (no
+ * gradient flows into them: EfficientZero's stop-gradient); step k of
+ * sample n at row n * K + k - 1, as next_obs. */
+static zt_status consistency_targets(zt_mz *mz, const zt_train_batch *b, int off, int B)
+{
+    int rows = B * b->unroll;
+    ZT_TRY(reserve_consistency(mz, rows));
+    const zt_net_config *c = &mz->cfg;
+    size_t obs_n = (size_t)c->in_h * c->in_w * c->in_c;
+    float *outs[1] = {mz->c_raw};
+    ZT_TRY(mz->be->forward(mz->c_plan, rows, b->next_obs + (size_t)off * b->unroll * obs_n, outs,
+                           false, false));
+    zt_mz_minmax_forward(mz->c_raw, mz->c_tgt, rows, zt_net_hidden_size(c), mz->c_imin, mz->c_imax,
+                         mz->c_range);
+    return ZT_OK;
+}
+
+/* Step k's consistency term (k >= 1, weight 1/K, the steps inside the
+ * game): 1 - cos(s_k, target), its gradient added to mz->ds (d loss / d
+ * s_k). */
+static void consistency_term(zt_mz *mz, const zt_train_config *tc, const zt_train_batch *b, int off,
+                             int B, int k, zt_train_losses *acc)
+{
+    int K = b->unroll;
+    size_t hs = zt_net_hidden_size(&mz->cfg);
+    double scale = 1.0 / ((double)K * b->B), sum = 0;
+    for (int n = 0; n < B; n++) {
+        size_t row = (size_t)n * K + (size_t)(k - 1);
+        if (!b->chance_mask[(size_t)off * K + row]) continue;
+        sum += zt_mz_cosine_loss(mz->s[k] + (size_t)n * hs, mz->c_tgt + row * hs, hs,
+                                 scale * tc->consistency_weight, mz->ds + (size_t)n * hs);
+    }
+    acc->consistency += sum * scale;
+}
+
 zt_status zt_mz_micro_batch(zt_mz *mz, const zt_train_config *tc, const zt_train_batch *b, int off,
                             int B, bool update_stats, float *grads, zt_train_losses *acc)
 {
@@ -1168,7 +1267,10 @@ zt_status zt_mz_micro_batch(zt_mz *mz, const zt_train_config *tc, const zt_train
     ZT_ASSERT(K >= 1 && b->actions && b->policy_mask && b->reward_target);
     ZT_ASSERT(mz->codes == 0 || (b->next_obs && b->chance_mask));
     ZT_ASSERT(!mz->cfg.turn_head || b->turn_target);
+    bool consistency = tc->consistency_weight > 0;
+    ZT_ASSERT(!consistency || (b->next_obs && b->chance_mask));
     ZT_TRY(reserve_train(mz, B, K));
+    if (consistency) ZT_TRY(consistency_targets(mz, b, off, B));
     const zt_net_config *c = &mz->cfg;
     const zt_nn_backend *be = mz->be;
     size_t hs = zt_net_hidden_size(c), obs_n = (size_t)c->in_h * c->in_w * c->in_c;
@@ -1192,6 +1294,7 @@ zt_status zt_mz_micro_batch(zt_mz *mz, const zt_train_config *tc, const zt_train
         const float *pd[2] = {mz->d_pol[k], mz->d_val[k]};
         ZT_TRY(be->backward(mz->t_pred[k], B, pd, grads + mz->poff[FN_PRED], mz->dtmp));
         for (size_t i = 0; i < (size_t)B * hs; i++) mz->ds[i] += mz->dtmp[i];
+        if (consistency && k > 0) consistency_term(mz, tc, b, off, B, k, acc);
         zt_mz_minmax_backward(mz->ds, mz->s[k], B, hs, mz->t_imin[k], mz->t_imax[k], mz->t_range[k],
                               mz->dx);
         if (k == 0) {
@@ -1220,6 +1323,17 @@ void zt_mz_chance_outputs(const zt_mz *mz, int k, const float **sigma, const flo
     *q = mz->ct.q[k];
     *code = mz->ct.code[k];
     *encoder = mz->ct.elog[k];
+}
+
+const float *zt_mz_unroll_hidden(const zt_mz *mz, int k)
+{
+    ZT_ASSERT(k >= 0 && k <= mz->K);
+    return mz->s[k];
+}
+
+size_t zt_mz_repr_params(const zt_mz *mz)
+{
+    return mz->poff[FN_DYN] - mz->poff[FN_REPR];
 }
 
 const float *zt_mz_turn_outputs(const zt_mz *mz, int k)

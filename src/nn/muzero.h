@@ -67,6 +67,11 @@ void zt_mz_chance_outputs(const zt_mz *mz, int k, const float **sigma, const flo
  * B logits of g's turn output. */
 const float *zt_mz_turn_outputs(const zt_mz *mz, int k);
 
+/* Step k of the last unroll (tests): the B scaled hidden states s_k. */
+const float *zt_mz_unroll_hidden(const zt_mz *mz, int k);
+/* How many of the net's parameters are h's (they come first). */
+size_t zt_mz_repr_params(const zt_mz *mz);
+
 /* The net's zt_mz (NULL unless its kind is muzero); net.c. */
 zt_mz *zt_net_mz(zt_net *net);
 
@@ -81,6 +86,11 @@ void zt_mz_minmax_forward(const float *x, float *s, int B, size_t n, int32_t *im
 /* dx = d loss / dx from ds = d loss / ds (written, not added). */
 void zt_mz_minmax_backward(const float *ds, const float *s, int B, size_t n, const int32_t *imin,
                            const int32_t *imax, const float *range, float *dx);
+
+/* The consistency term of one sample: 1 - cos(s, t) over n floats, its
+ * gradient in s times `scale` ADDED to d; 1 and no gradient where s or t is
+ * all zeros (t is a target: no gradient flows into it). */
+double zt_mz_cosine_loss(const float *s, const float *t, size_t n, double scale, float *d);
 
 /* g's input for B samples: each hidden state (H x W x C) with its action's
  * planes appended to every cell's channels (zt_net_action_planes). */

@@ -412,6 +412,9 @@ typedef struct zt_train_config {
     double straight_through;
     /* Stochastic MuZero: weight of the codes' balance term (0: none) */
     double code_balance_weight;
+    /* MuZero: weight of the consistency term (0: none; EfficientZero, Ye
+     * et al. 2021); it needs the batch's next_obs and chance_mask */
+    double consistency_weight;
     /* Keep the optimizer on the host even where the net's backend can run
      * it on its device (backend.h, opt_attach: the CUDA backend, AlphaZero
      * nets): what the GPU test compares the device's updates with. */
@@ -442,11 +445,13 @@ typedef struct zt_train_batch {
     const int32_t *actions;
     const uint8_t *policy_mask;
     const float *reward_target;
-    /* Stochastic MuZero nets (chance_codes > 0): next_obs B * K * obs size,
-     * the observation of step k + 1 (row n * K + k; the encoder reads it
-     * beside step k's: obs for k = 0, next_obs row k - 1 after), and
-     * chance_mask B * K (1 where step k + 1 is a position of the game; 0
-     * past its end: no code targets there). */
+    /* Stochastic MuZero nets (chance_codes > 0), and MuZero nets trained
+     * with the consistency term: next_obs B * K * obs size, the observation
+     * of step k + 1 (row n * K + k; the encoder reads it beside step k's:
+     * obs for k = 0, next_obs row k - 1 after; the consistency term's
+     * target is h of it), and chance_mask B * K (1 where step k + 1 is a
+     * position of the game; 0 past its end: no code or consistency targets
+     * there). */
     const float *next_obs;
     const uint8_t *chance_mask;
     /* Nets with a to-play head (turn_head): B * K targets, 1 where the
@@ -468,7 +473,8 @@ typedef struct zt_train_losses {
     double l2;       /* 0.5 * weight_decay * sum of decayed weights squared */
     double total;    /* policy + value_weight * (value + afterstate) + reward_weight *
                       * reward + chance_weight * chance + commitment_weight *
-                      * commitment + code_balance_weight * code_balance + turn + l2 */
+                      * commitment + code_balance_weight * code_balance +
+                      * consistency_weight * consistency + turn + l2 */
     double grad_norm; /* global norm of the loss gradient before clipping */
     double lr;       /* learning rate used for this step */
     /* MuZero: policy, value and reward sum the unroll's steps, steps k >= 1
@@ -492,6 +498,11 @@ typedef struct zt_train_losses {
     /* MuZero with a to-play head: the binary cross-entropy of g's turn
      * output, steps k >= 1 weighted 1/K; weight 1 in the total */
     double turn;
+    /* MuZero with the consistency term: 1 - cos(s_k, h(o_k)) of each
+     * unrolled step's hidden state against the representation of that
+     * step's observation (no gradient through the latter), steps k >= 1
+     * inside the game weighted 1/K; computed only where its weight is set */
+    double consistency;
     /* MuZero: step 0's policy and value terms alone (f(h(o)), the part an
      * AlphaZero net's policy and value compare with); policy - policy0 and
      * value - value0 are the unrolled steps', weighted 1/K each */

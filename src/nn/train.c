@@ -51,6 +51,7 @@ void zt_train_config_default(zt_train_config *cfg)
     cfg->commitment_weight = 0.25;
     cfg->straight_through = 1.0;
     cfg->code_balance_weight = 0;
+    cfg->consistency_weight = 0;
 }
 
 static zt_status check_config(const zt_train_config *c)
@@ -87,6 +88,9 @@ static zt_status check_config(const zt_train_config *c)
                        "chance_weight = %g, commitment_weight = %g and code_balance_weight = %g "
                        "must be >= 0",
                        c->chance_weight, c->commitment_weight, c->code_balance_weight);
+    if (!(c->consistency_weight >= 0))
+        return zt_fail(ZT_ERR_INVALID, "consistency_weight = %g must be >= 0",
+                       c->consistency_weight);
     if (c->micro_batch < 1)
         return zt_fail(ZT_ERR_INVALID, "micro_batch = %d must be >= 1", c->micro_batch);
     if (!(c->clip_norm >= 0))
@@ -319,7 +323,8 @@ static double total_loss(const zt_train_config *c, const zt_train_losses *l)
 {
     return l->policy + c->value_weight * (l->value + l->afterstate) + c->reward_weight * l->reward +
            c->chance_weight * l->chance + c->commitment_weight * l->commitment +
-           c->code_balance_weight * l->code_balance + l->turn + l->l2;
+           c->code_balance_weight * l->code_balance + c->consistency_weight * l->consistency +
+           l->turn + l->l2;
 }
 
 /* The batch's losses and gradient: into grads, or with grads NULL (the

@@ -40,12 +40,14 @@ struct zt_learner {
 
 /* What the batches' rows carry beyond their position: MuZero's unroll
  * (with the observations after each step for Stochastic MuZero's chance
- * encoder, and the value targets' bootstrap); NULL for AlphaZero. */
+ * encoder and the consistency term, and the value targets' bootstrap);
+ * NULL for AlphaZero. */
 static const zt_replay_unroll *unroll_of(const zt_train_settings *S, zt_replay_unroll *u)
 {
     if (!zt_algorithm_is_muzero(S->algorithm)) return NULL;
     *u = (zt_replay_unroll){.steps = S->unroll,
-                            .next_obs = S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO,
+                            .next_obs = S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO ||
+                                        S->optimizer.consistency_weight > 0,
                             .td_steps = S->td_steps,
                             .discount = (float)S->discount,
                             .turns = S->net.turn_head != 0,
@@ -265,6 +267,7 @@ static zt_status train_on(zt_learner *l, const zt_train_batch *tb)
     l->loss_sum.commitment += loss.commitment;
     l->loss_sum.code_balance += loss.code_balance;
     l->loss_sum.turn += loss.turn;
+    l->loss_sum.consistency += loss.consistency;
     l->loss_sum.policy0 += loss.policy0;
     l->loss_sum.value0 += loss.value0;
     l->loss_sum.code_perplexity += loss.code_perplexity;
@@ -390,6 +393,7 @@ int zt_learner_mean_losses(const zt_learner *l, zt_train_losses *mean)
     mean->policy *= k, mean->value *= k, mean->reward *= k, mean->l2 *= k, mean->total *= k,
         mean->grad_norm *= k;
     mean->afterstate *= k, mean->chance *= k, mean->commitment *= k, mean->turn *= k;
+    mean->consistency *= k;
     mean->code_perplexity *= k, mean->code_balance *= k;
     mean->policy0 *= k, mean->value0 *= k;
     mean->lr = l->last_loss.lr;

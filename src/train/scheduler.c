@@ -225,6 +225,8 @@ static void write_metrics(zt_scheduler *L, const totals *now)
                    "\"code_perplexity\":%.3f,\"loss_code_balance\":%.6f",
                    l.afterstate, l.chance, l.commitment, l.code_perplexity, l.code_balance);
         if (l.turn != 0) metric(L, "train_turn", "\"loss_turn\":%.6f", l.turn);
+        if (l.consistency != 0)
+            metric(L, "train_consistency", "\"loss_consistency\":%.6f", l.consistency);
         if (l.value0 != 0 || l.policy0 != 0)
             metric(L, "train_unroll",
                    "\"loss_policy0\":%.6f,\"loss_value0\":%.6f,\"loss_policy_unrolled\":%.6f,"

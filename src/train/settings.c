@@ -176,6 +176,10 @@ static zt_status read_muzero(zt_config *c, const zt_game *g, zt_train_settings *
      * giving every transition one code */
     ZT_TRY(zt_config_double(c, "muzero.code_balance", 0, 0, 100,
                             &S->optimizer.code_balance_weight));
+    /* the weight of EfficientZero's consistency term (Ye et al. 2021): each
+     * unrolled hidden state held to the representation of the observation
+     * it stands for */
+    ZT_TRY(zt_config_double(c, "muzero.consistency", 0, 0, 100, &S->optimizer.consistency_weight));
     /* where the codes come from: the learned encoder, or the game's own
      * chance outcomes (0 for none, 1 + the outcome's index) */
     static const char *const sources[] = {"encoder", "game", NULL};
