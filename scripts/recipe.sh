@@ -17,6 +17,14 @@
 #   scripts/recipe.sh connect4 120 default
 #   scripts/recipe.sh connect4 120 rootvalue --set learner.root_value_weight=0.5
 #
+# With ZT_RECIPE_FROM=EARLIER (a finished recipe's NAME) it continues a copy
+# of that run for MINUTES more (`zeroth train --resume`, its config.ini and
+# then the flags), and judges and prints it the same way: the curve goes on
+# from the earlier run's last minute, so three such runs in turn give the
+# recipe's curve over 2, 4 and 6 hours (how far its targets are in time).
+#
+#   ZT_RECIPE_FROM=default scripts/recipe.sh connect4 120 default-4h
+#
 # The figures mean something only on a machine that has nothing else to do
 # (the script warns when the load average says otherwise). Set ZT_BIN for
 # another binary, ZT_RECIPES for another directory.
@@ -34,6 +42,11 @@ root=${ZT_RECIPES:-runs/recipes}
 run=$root/$name
 [ -x "$bin" ] || { echo "recipe: no $bin (make build first)" >&2; exit 1; }
 [ -e "$run" ] && { echo "recipe: $run exists (pick another NAME)" >&2; exit 1; }
+from=${ZT_RECIPE_FROM:-}
+if [ -n "$from" ]; then
+    case $from in */* | .*) echo "recipe: ZT_RECIPE_FROM must be a recipe's NAME, got '$from'" >&2; exit 2 ;; esac
+    [ -f "$root/$from/config.ini" ] || { echo "recipe: no run $root/$from to continue" >&2; exit 1; }
+fi
 mkdir -p "$root"
 
 load=$(cut -d' ' -f1 /proc/loadavg)
@@ -41,7 +54,14 @@ if awk -v l="$load" 'BEGIN { exit !(l > 0.5) }'; then
     echo "recipe: warning: load average $load before the run; its figures are not from a quiet machine" >&2
 fi
 start=$(date -u +%FT%TZ)
-"$bin" train "$game" --run "$run" --minutes "$minutes" "$@" >"$run.train.log" 2>&1 || {
+if [ -n "$from" ]; then
+    # a copy, so the earlier recipe's run stays as it was judged
+    cp -a "$root/$from" "$run"
+    train=(train --resume "$run")
+else
+    train=(train "$game" --run "$run")
+fi
+"$bin" "${train[@]}" --minutes "$minutes" "$@" >"$run.train.log" 2>&1 || {
     echo "recipe: training failed: $(tail -n 3 "$run.train.log")" >&2
     exit 1
 }
@@ -67,7 +87,7 @@ for step in sorted(rows):
 EOF
 
 # The final model on every set, whole.
-summary="$name	$game	$minutes	$start	$*"
+summary="$name	$game	$minutes	$start	${from:+(continues $from) }$*"
 # (tests/data holds the game's sets: Pons' copies and ours)
 # (the help read whole first: a grep -q on the pipe may close it before a
 # help longer than the pipe's buffer is written, and pipefail then fails it)

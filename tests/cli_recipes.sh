@@ -24,6 +24,23 @@ printf '%s\n' "$out" | grep -q '^final ttt_positions.txt: optimal [0-9]*/4520' |
 [ "$(cut -f1 "$tmp/summary.tsv" 2>/dev/null | tr '\n' ' ')" = "base wide " ] ||
     fail "summary.tsv: wanted a line for each run: $(cat "$tmp/summary.tsv" 2>&1)"
 out=$(recipe base 2>&1) && fail "a recipe of a name already used was not refused: $out"
+# ZT_RECIPE_FROM continues a copy of a finished recipe: its steps go on from
+# the earlier run's last, which stays as it was
+last_step() { sed -n 's/.*"step":\([0-9]*\).*/\1/p' "$1" | tail -n 1; }
+before=$(cksum <"$tmp/base/metrics.jsonl")
+base_step=$(last_step "$tmp/base/metrics.jsonl")
+out=$(ZT_RECIPE_FROM=base recipe base-more 2>&1) || fail "recipe continuing base: $out"
+more_step=$(last_step "$tmp/base-more/metrics.jsonl")
+[ -n "$base_step" ] && [ -n "$more_step" ] && [ "$more_step" -gt "$base_step" ] ||
+    fail "the continued recipe did not go on from step $base_step: it ended at $more_step"
+[ "$(cksum <"$tmp/base/metrics.jsonl")" = "$before" ] || fail "continuing base changed base's run"
+grep -q "^base-more	.*(continues base)" "$tmp/summary.tsv" ||
+    fail "summary.tsv does not say what base-more continues: $(tail -n 1 "$tmp/summary.tsv")"
+out=$(ZT_RECIPE_FROM=none recipe from-none 2>&1) &&
+    fail "continuing a recipe that does not exist was not refused: $out"
+printf '%s
+' "$out" | grep -q "no run .*/none to continue" ||
+    fail "continuing a missing recipe: wanted the reason, got: $out"
 
 cmp=$(python3 "$SRC/scripts/recipe_compare.py" "$tmp/wide" "$tmp/base" 2>&1) ||
     fail "recipe_compare: $cmp"
