@@ -15,6 +15,7 @@
  * The training run takes up to two minutes of two cores; under the
  * sanitizers (ten times slower) it is skipped and says so. */
 #include <dirent.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include "core/fileio.h"
 #include "core/log.h"
 #include "game/game.h"
+#include "train/learner.h"
 #include "train/train.h"
 
 #include "zt_test.h"
@@ -106,20 +108,40 @@ static const char *const deterministic[] = {
     "learner.batch=32", "learner.min_positions=64", "replay_ratio=4", "arena.games=0",
     "arena.positions=0", "checkpoint.minutes=0.00001", "checkpoint.keep=0", NULL};
 
-static void test_exact_resume(void)
+/* The same with the weights' moving average (learner.average): the
+ * checkpoints hold it as weights.safetensors and the trained net as
+ * live.safetensors. */
+static const char *const averaged[] = {"mode=deterministic",
+                                       "seed=3",
+                                       "games_per_actor=8",
+                                       "search.sims=8",
+                                       "selfplay.root_cache_sims=16",
+                                       "learner.batch=32",
+                                       "learner.min_positions=64",
+                                       "replay_ratio=4",
+                                       "arena.games=0",
+                                       "arena.positions=0",
+                                       "checkpoint.minutes=0.00001",
+                                       "checkpoint.keep=0",
+                                       "learner.average=50",
+                                       NULL};
+
+/* A run killed at a checkpoint and resumed ends with the straight run's
+ * files, byte for byte. */
+static void check_exact_resume(const char *name, const char *const *sets)
 {
     enum { STEPS = 300 };
     char straight[300], killed[300];
-    snprintf(straight, sizeof straight, "%s/straight", tmp_root);
-    snprintf(killed, sizeof killed, "%s/killed", tmp_root);
+    snprintf(straight, sizeof straight, "%s/%s-straight", tmp_root, name);
+    snprintf(killed, sizeof killed, "%s/%s-killed", tmp_root, name);
     char ini[512];
     const char *ini_path = zt_test_tictactoe_ini(ini, sizeof ini);
-    zt_status st = train(straight, false, 0, STEPS, ini_path, deterministic);
+    zt_status st = train(straight, false, 0, STEPS, ini_path, sets);
     CHECK(st == ZT_OK, "straight run: %s", zt_error_message());
 
     pid_t child = fork();
     if (child == 0) {
-        st = train(killed, false, 0, STEPS, ini_path, deterministic);
+        st = train(killed, false, 0, STEPS, ini_path, sets);
         _exit(st == ZT_OK ? 0 : 1);
     }
     /* kill it at its first checkpoint after some training */
@@ -145,7 +167,8 @@ static void test_exact_resume(void)
     CHECK(killed_at > 0 && WIFSIGNALED(status), "the run was not killed mid-way (checkpoint step %ld)",
           killed_at);
     CHECK(killed_at < STEPS, "killed only at the end (step %ld)", killed_at);
-    printf("exact resume: killed at the checkpoint of step %ld of %d\n", killed_at, STEPS);
+    printf("exact resume (%s): killed at the checkpoint of step %ld of %d\n", name, killed_at,
+           STEPS);
     st = train(killed, true, 0, STEPS, NULL, (const char *const[]){NULL});
     CHECK(st == ZT_OK, "resumed run: %s", zt_error_message());
     char a[400], b[400];
@@ -155,6 +178,41 @@ static void test_exact_resume(void)
     snprintf(a, sizeof a, "%s/ckpt/%08d/optimizer.safetensors", straight, STEPS);
     snprintf(b, sizeof b, "%s/ckpt/%08d/optimizer.safetensors", killed, STEPS);
     CHECK(zt_test_same_file(a, b), "optimizer state differs: %s vs %s", a, b);
+    snprintf(a, sizeof a, "%s/ckpt/%08d/live.safetensors", straight, STEPS);
+    snprintf(b, sizeof b, "%s/ckpt/%08d/live.safetensors", killed, STEPS);
+    bool has_live = access(a, F_OK) == 0;
+    CHECK(has_live == (sets == averaged), "%s: live.safetensors %s", name,
+          has_live ? "written without the average" : "missing");
+    if (!has_live) return;
+    CHECK(zt_test_same_file(a, b), "live weights differ: %s vs %s", a, b);
+    snprintf(b, sizeof b, "%s/ckpt/%08d/weights.safetensors", straight, STEPS);
+    CHECK(!zt_test_same_file(a, b), "the average is the live net: %s", b);
+}
+
+static void test_exact_resume(void)
+{
+    check_exact_resume("plain", deterministic);
+    check_exact_resume("averaged", averaged);
+}
+
+/* The moving average's weight: the ramp (1 + t) / (10 + t) bounds the decay
+ * at first, 1 - 1/N after; the average of a run moves toward the net. */
+static void test_average_weight(void)
+{
+    CHECK(fabs(zt_learner_average_weight(1, 1000) - 9.0 / 11) < 1e-12, "step 1: %g, want 9/11",
+          zt_learner_average_weight(1, 1000));
+    CHECK(fabs(zt_learner_average_weight(90, 1000) - 0.09) < 1e-12, "step 90: %g, want 0.09",
+          zt_learner_average_weight(90, 1000));
+    CHECK(fabs(zt_learner_average_weight(100000, 1000) - 0.001) < 1e-12,
+          "late: %g, want 1/N = 0.001", zt_learner_average_weight(100000, 1000));
+    CHECK(zt_learner_average_weight(1, 1) == 1.0, "N = 1 is not the net itself");
+    double last = 1;
+    for (int64_t t = 1; t < 20000; t++) {
+        double w = zt_learner_average_weight(t, 1000);
+        CHECK(w > 0 && w <= last, "the weight rises at step %lld", (long long)t);
+        if (!(w > 0 && w <= last)) break;
+        last = w;
+    }
 }
 
 /* ---- a run in steps ---- */
@@ -177,7 +235,7 @@ static void test_advance_in_chunks(void)
 {
     enum { STEPS = 300, CHUNK = 37 };
     char straight[300], chunked[300], ini[512];
-    snprintf(straight, sizeof straight, "%s/straight", tmp_root);
+    snprintf(straight, sizeof straight, "%s/plain-straight", tmp_root);
     snprintf(chunked, sizeof chunked, "%s/chunked", tmp_root);
     zt_config *cfg;
     zt_train *t;
@@ -497,8 +555,8 @@ static void test_corrupt_checkpoint(void)
 {
     char killed[300], straight[300], path[512], *before, *after;
     size_t lb, la;
-    snprintf(killed, sizeof killed, "%s/killed", tmp_root);
-    snprintf(straight, sizeof straight, "%s/straight", tmp_root);
+    snprintf(killed, sizeof killed, "%s/plain-killed", tmp_root);
+    snprintf(straight, sizeof straight, "%s/plain-straight", tmp_root);
     snprintf(path, sizeof path, "%s/ckpt/latest", killed);
     char *name;
     size_t len;
@@ -658,6 +716,7 @@ int main(void)
     zt_log_set_level(ZT_LOG_WARN);
     if (!zt_test_tmp_root(tmp_root, sizeof tmp_root, "test_train")) return 1;
     test_exact_resume();
+    test_average_weight();
     test_advance_in_chunks();
     test_advance_concurrent();
     test_metrics_cadence();

@@ -935,6 +935,16 @@ const float *zt_net_flat_set(zt_net *net, const float *flat)
     return flat;
 }
 
+void zt_net_flat_average(const zt_net *net, float *avg, float w)
+{
+    float keep = 1.0f - w;
+    for (int i = 0; i < zt_net_tensor_count(net); i++) {
+        zt_net_tensor t = zt_net_tensor_at(net, i);
+        for (size_t j = 0; j < t.count; j++) avg[j] = keep * avg[j] + w * t.data[j];
+        avg += t.count;
+    }
+}
+
 const zt_nn_graph *zt_net_graph(const zt_net *net)
 {
     return &net->graph;

@@ -1,5 +1,8 @@
 /* Checkpoints: RUN/ckpt/NNNNNNNN/ with the weights, the optimizer, the
- * replay buffer and state.bin, and RUN/ckpt/latest naming the newest.
+ * replay buffer and state.bin, and RUN/ckpt/latest naming the newest. A
+ * run with learner.average also writes live.safetensors, the weights the
+ * learner trains, while weights.safetensors holds their average (the
+ * model); a checkpoint is complete without it (a run without the average).
  *
  * Complete. A checkpoint directory is complete when it has an eight-digit
  * name NNNNNNNN, holds weights.safetensors, optimizer.safetensors,
@@ -376,9 +379,14 @@ static void remove_temp_files(const char *dir)
     if (!d) return;
     struct dirent *e;
     char path[PATH_MAX + 300];
-    static const char *const written[] = {
-        "latest",     "config.ini", "metrics.jsonl", "weights.safetensors", "optimizer.safetensors",
-        "replay.bin", "state.bin"};
+    static const char *const written[] = {"latest",
+                                          "config.ini",
+                                          "metrics.jsonl",
+                                          "weights.safetensors",
+                                          "optimizer.safetensors",
+                                          "replay.bin",
+                                          "state.bin",
+                                          "live.safetensors"};
     while ((e = readdir(d))) {
         for (size_t i = 0; i < sizeof written / sizeof written[0]; i++) {
             size_t k = strlen(written[i]);
@@ -498,8 +506,8 @@ static void prune_checkpoints(const char *run, int keep, const char *latest)
 }
 
 zt_status zt_checkpoint_write(const char *run, const char *spec, const zt_net *net,
-                              const zt_trainer *trainer, zt_replay *rb, const zt_train_state *state,
-                              int keep)
+                              const zt_net *model, const zt_trainer *trainer, zt_replay *rb,
+                              const zt_train_state *state, int keep)
 {
     double t0 = zt_now_s();
     char name[24], ckpt[PATH_MAX + 16], stage[PATH_MAX + 64], dir[PATH_MAX + 48],
@@ -513,6 +521,10 @@ zt_status zt_checkpoint_write(const char *run, const char *spec, const zt_net *n
     zt_status st = zt_mkdirs(stage);
     if (st == ZT_OK) {
         snprintf(path, sizeof path, "%s/weights.safetensors", stage);
+        st = zt_net_save(model ? model : net, spec, path);
+    }
+    if (st == ZT_OK && model) {
+        snprintf(path, sizeof path, "%s/live.safetensors", stage);
         st = zt_net_save(net, spec, path);
     }
     if (st == ZT_OK) {
@@ -572,7 +584,8 @@ zt_status zt_checkpoint_write(const char *run, const char *spec, const zt_net *n
 }
 
 zt_status zt_checkpoint_load(const char *run, const zt_game *g, const char *spec, zt_net *net,
-                             zt_trainer *trainer, zt_replay **rb, zt_train_state *state)
+                             zt_net *model, zt_trainer *trainer, zt_replay **rb,
+                             zt_train_state *state)
 {
     char name[64], dir[PATH_MAX + 80], path[PATH_MAX + 128];
     ZT_TRY(zt_checkpoint_find(run, name, sizeof name));
@@ -582,6 +595,9 @@ zt_status zt_checkpoint_load(const char *run, const zt_game *g, const char *spec
     if (strcmp(state->game, spec) != 0)
         return zt_fail(ZT_ERR_INVALID, "%s: checkpoint of '%s', not '%s'", dir, state->game, spec);
     snprintf(path, sizeof path, "%s/weights.safetensors", dir);
+    if (model) ZT_TRY(zt_net_load(model, spec, path));
+    snprintf(path, sizeof path, "%s/live.safetensors", dir);
+    if (!exists(path)) snprintf(path, sizeof path, "%s/weights.safetensors", dir);
     ZT_TRY(zt_net_load(net, spec, path));
     snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
     ZT_TRY(zt_trainer_load(trainer, path));

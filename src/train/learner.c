@@ -36,6 +36,7 @@ struct zt_learner {
     uint64_t int8_carried;      /* versions sent out with it since */
     zt_learner_times times;
     double lr_end, lr_start; /* zt_learner_set_lr_deadline; lr_start: the first step's time */
+    float *average;          /* learner.average > 0: the weights' moving average (flat) */
 };
 
 /* What the batches' rows carry beyond their position: MuZero's unroll
@@ -83,6 +84,10 @@ zt_status zt_learner_new(const zt_game *g, const zt_train_settings *S, zt_replay
     l->value_target =
         zt_xcalloc((size_t)S->batch * (size_t)zt_net_value_size(&S->net), sizeof *l->value_target);
     l->tensors_n = zt_net_flat_size(l->net);
+    if (S->average_steps > 0) {
+        l->average = zt_xmalloc(l->tensors_n * sizeof *l->average);
+        zt_net_flat_get(l->net, l->average);
+    }
     if (S->int8_actors) {
         st = zt_int8_gate_new(g, &S->net, S->backend, S->learner_threads, &S->int8_gate, S->seed,
                               &l->gate);
@@ -110,6 +115,7 @@ void zt_learner_free(zt_learner *l)
     if (l->gate) zt_replay_batch_free(&l->cal_batch);
     zt_int8_gate_free(l->gate);
     free(l->int8_tail);
+    free(l->average);
     free(l->value_target);
     zt_weight_store_free(l->store);
     zt_trainer_free(l->trainer);
@@ -126,6 +132,23 @@ void zt_learner_set_replay(zt_learner *l, zt_replay *rb)
 zt_net *zt_learner_net(zt_learner *l)
 {
     return l->net;
+}
+
+double zt_learner_average_weight(int64_t step, int horizon)
+{
+    double decay = 1.0 - 1.0 / horizon, ramp = (1.0 + (double)step) / (10.0 + (double)step);
+    return 1.0 - (ramp < decay ? ramp : decay);
+}
+
+const float *zt_learner_average(const zt_learner *l)
+{
+    return l->average;
+}
+
+void zt_learner_set_average(zt_learner *l, const float *average)
+{
+    ZT_ASSERT(l->average != NULL);
+    memcpy(l->average, average, l->tensors_n * sizeof *l->average);
 }
 
 zt_trainer *zt_learner_trainer(zt_learner *l)
@@ -255,6 +278,10 @@ static zt_status train_on(zt_learner *l, const zt_train_batch *tb)
     }
     int replicas = l->reducer.reduce ? l->reducer.replicas : 1;
     l->counters.step++;
+    if (l->average)
+        zt_net_flat_average(
+            l->net, l->average,
+            (float)zt_learner_average_weight(l->counters.step, l->S->average_steps));
     int64_t rows = tb ? tb->B : l->S->batch;
     l->counters.samples_trained += rows * replicas;
     atomic_store(&l->samples_trained, l->counters.samples_trained);

@@ -42,6 +42,16 @@ void zt_learner_set_replay(zt_learner *l, zt_replay *rb);
 
 zt_net *zt_learner_net(zt_learner *l);
 zt_trainer *zt_learner_trainer(zt_learner *l);
+/* learner.average = N > 0: after each step the average moves toward the
+ * net's weights and running statistics by zt_learner_average_weight(the
+ * step, N): the exponential moving average of decay 1 - 1/N, with
+ * TensorFlow's ramp min(1 - 1/N, (1 + step) / (10 + step)) so that the
+ * first steps' weights do not linger in it. zt_learner_average is the flat
+ * average (zt_net_flat_get's layout), NULL when learner.average = 0; set
+ * replaces it (a resumed run's). */
+double zt_learner_average_weight(int64_t step, int horizon);
+const float *zt_learner_average(const zt_learner *l);
+void zt_learner_set_average(zt_learner *l, const float *average);
 zt_learner_counters zt_learner_get_counters(const zt_learner *l);
 void zt_learner_set_counters(zt_learner *l, const zt_learner_counters *c);
 /* Rows trained on so far; any thread may read it (the actors' throttle). */

@@ -427,7 +427,11 @@ static zt_status run_arena(zt_scheduler *L)
     const zt_train_settings *S = L->S;
     const zt_game *game = L->p.game;
     int64_t step = learner_step(L);
-    copy_net(L->eval_net, zt_learner_net(L->p.learner));
+    /* the run's model: learner.average's average, else the learner's net */
+    if (zt_learner_average(L->p.learner))
+        zt_net_flat_set(L->eval_net, zt_learner_average(L->p.learner));
+    else
+        copy_net(L->eval_net, zt_learner_net(L->p.learner));
     ZT_TRY(arena_precision(L));
     if (L->eval_cache) zt_nncache_clear(L->eval_cache);
     zt_evaluator ev = zt_net_evaluator_get(L->eval);

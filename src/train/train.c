@@ -43,6 +43,7 @@ struct zt_train {
     zt_replay *rb;
     zt_traj_sink sink; /* into rb */
     zt_learner *learner;
+    zt_net *model; /* learner.average: the average's net, for checkpoints (ref, fp32) */
     zt_runner *runner;
     zt_scheduler *sched;
     zt_reanalysis *reanalysis; /* NULL: reanalyse.fraction 0 */
@@ -75,7 +76,8 @@ static zt_status write_checkpoint(zt_train *t)
                          .elapsed = zt_scheduler_elapsed(t->sched),
                          .sample_rng = c.sample_rng};
     snprintf(st.game, sizeof st.game, "%s", t->spec);
-    return zt_checkpoint_write(t->run, t->spec, zt_learner_net(t->learner),
+    if (t->model) zt_net_flat_set(t->model, zt_learner_average(t->learner));
+    return zt_checkpoint_write(t->run, t->spec, zt_learner_net(t->learner), t->model,
                                zt_learner_trainer(t->learner), t->rb, &st, t->S.keep_checkpoints);
 }
 
@@ -87,9 +89,17 @@ static zt_status scheduled_checkpoint(void *ctx)
 static zt_status load_checkpoint(zt_train *t)
 {
     zt_train_state st;
-    ZT_TRY(zt_checkpoint_load(t->run, t->game, t->spec, zt_learner_net(t->learner),
+    ZT_TRY(zt_checkpoint_load(t->run, t->game, t->spec, zt_learner_net(t->learner), t->model,
                               zt_learner_trainer(t->learner), &t->rb, &st));
     zt_learner_set_replay(t->learner, t->rb);
+    if (t->model) {
+        /* the average goes on from the checkpoint's model (its live weights
+         * where the run had no average before) */
+        float *avg = zt_xmalloc(zt_net_flat_size(t->model) * sizeof *avg);
+        zt_net_flat_get(t->model, avg);
+        zt_learner_set_average(t->learner, avg);
+        free(avg);
+    }
     zt_learner_counters c = {.step = st.step,
                              .samples_trained = st.samples_trained,
                              .published = st.published,
@@ -335,6 +345,7 @@ static zt_status setup(zt_train *t)
     ZT_TRY(zt_train_settings_choose_int8(t->game, &t->S));
     ZT_TRY(zt_replay_new(t->game, &S->replay, &t->rb));
     ZT_TRY(zt_learner_new(t->game, S, t->rb, &t->learner));
+    if (S->average_steps > 0) ZT_TRY(zt_net_new(&S->net, "ref", ZT_PRECISION_FP32, 1, &t->model));
     ZT_TRY(zt_reanalysis_new(t->game, S, zt_learner_weight_source(t->learner), &t->reanalysis));
     if (t->opt.resume) ZT_TRY(load_checkpoint(t));
     t->sink = zt_traj_sink_replay(t->rb);
@@ -444,6 +455,7 @@ void zt_train_free(zt_train *t)
     zt_scheduler_free(t->sched);
     zt_reanalysis_free(t->reanalysis);
     zt_learner_free(t->learner);
+    zt_net_free(t->model);
     zt_replay_free(t->rb);
     zt_game_free(t->game);
     zt_dir_lock_release(t->lock);

@@ -104,6 +104,10 @@ typedef struct zt_train_settings {
     int publish_every;       /* learner steps between weight publications */
     int64_t min_positions;   /* positions in the buffer before training starts */
     double root_value_weight; /* value target: (1 - w) outcome + w root value */
+    /* > 0: the run's model (arena, checkpoints' weights.safetensors) is an
+     * exponential moving average of the learner's weights over about this
+     * many steps (zt_learner_average_weight); the actors keep the live ones */
+    int average_steps;
     /* Reanalyse (replay/reanalyse.h): after each publication the learner's
      * thread searches fraction x batch x (steps since the last one) stored
      * positions again with the new weights and rewrites their targets; with
@@ -277,15 +281,21 @@ zt_status zt_train_state_load(const char *path, zt_train_state *s);
  * same step), then RUN/ckpt/latest naming it; the newest `keep` complete
  * checkpoints are kept (keep 0: all), latest always. A write that fails
  * undoes itself: the previous checkpoint stays the run's, byte for byte.
- * What "complete" means: checkpoint.c, at the top. */
+ * What "complete" means: checkpoint.c, at the top. With `model` (not NULL:
+ * learner.average's average) weights.safetensors holds the model, what
+ * eval, play and serve load, and live.safetensors the net the learner
+ * trains. */
 zt_status zt_checkpoint_write(const char *run, const char *spec, const zt_net *net,
-                              const zt_trainer *trainer, zt_replay *rb, const zt_train_state *state,
-                              int keep);
-/* Reads the checkpoint zt_checkpoint_find picks into net, trainer and
- * *state, and replaces *rb (freed) with its buffer. Refuses a checkpoint of
- * another game spec, and one whose optimizer and state disagree. */
+                              const zt_net *model, const zt_trainer *trainer, zt_replay *rb,
+                              const zt_train_state *state, int keep);
+/* Reads the checkpoint zt_checkpoint_find picks into net (live.safetensors
+ * where it has one, else weights.safetensors), model (weights.safetensors;
+ * NULL: not read), trainer and *state, and replaces *rb (freed) with its
+ * buffer. Refuses a checkpoint of another game spec, and one whose
+ * optimizer and state disagree. */
 zt_status zt_checkpoint_load(const char *run, const zt_game *g, const char *spec, zt_net *net,
-                             zt_trainer *trainer, zt_replay **rb, zt_train_state *state);
+                             zt_net *model, zt_trainer *trainer, zt_replay **rb,
+                             zt_train_state *state);
 
 /* Whether RUN/ckpt/NAME is a complete checkpoint (see checkpoint.c). */
 bool zt_checkpoint_complete(const char *run, const char *name);
