@@ -61,6 +61,32 @@ done
 python3 "$SRC/scripts/recipe_compare.py" "$tmp/none" "$tmp/base" >/dev/null 2>&1 &&
     fail "recipe_compare of a missing run did not fail"
 
+# scripts/average_weights.py: the average of a file with itself is that file
+# byte for byte (the same layout and data_hash as the C writer's); two
+# checkpoints of one run average into a model eval loads; another
+# architecture and a truncated file are refused, nothing written
+avg() { python3 "$SRC/scripts/average_weights.py" "$@"; }
+w_base="$tmp/base/ckpt/$(cat "$tmp/base/ckpt/latest")/weights.safetensors"
+w_more="$tmp/base-more/ckpt/$(cat "$tmp/base-more/ckpt/latest")/weights.safetensors"
+w_wide="$tmp/wide/ckpt/$(cat "$tmp/wide/ckpt/latest")/weights.safetensors"
+out=$(avg "$tmp/self.safetensors" "$w_base" "$w_base" 2>&1) || fail "average_weights: $out"
+cmp -s "$tmp/self.safetensors" "$w_base" || fail "the average of a file with itself differs from it"
+out=$(avg "$tmp/two.safetensors" "$w_base" "$w_more" 2>&1) || fail "average_weights: $out"
+cmp -s "$tmp/two.safetensors" "$w_base" && fail "the average of two checkpoints is the first"
+out=$("$BIN" eval tictactoe --model "$tmp/two.safetensors" \
+    --positions "$SRC/tests/data/tictactoe/ttt_positions.txt" 2>&1) ||
+    fail "eval of the averaged weights: $out"
+printf '%s\n' "$out" | grep -q '^optimal [0-9]*/4520' || fail "eval of the average: $out"
+out=$(avg "$tmp/mixed.safetensors" "$w_base" "$w_wide" 2>&1) &&
+    fail "weights of two architectures were averaged: $out"
+printf '%s\n' "$out" | grep -q "holds architecture" || fail "two architectures: wanted why, got: $out"
+head -c 100 "$w_more" >"$tmp/cut.safetensors"
+out=$(avg "$tmp/cut-avg.safetensors" "$w_base" "$tmp/cut.safetensors" 2>&1) &&
+    fail "a truncated weight file was averaged: $out"
+printf '%s\n' "$out" | grep -q "truncated" || fail "a truncated file: wanted why, got: $out"
+[ ! -e "$tmp/mixed.safetensors" ] && [ ! -e "$tmp/cut-avg.safetensors" ] ||
+    fail "a refused average left a file behind"
+
 if [ "$fails" -ne 0 ]; then
     echo "cli_recipes: $fails failures"
     exit 1
