@@ -4,7 +4,9 @@
 # MINUTES with the defaults plus the given --set/--config flags into
 # runs/recipes/NAME, then judges the final model on every solver position
 # set of the game, whole (not the arena's first 200; the positions it gets
-# wrong go to runs/recipes/NAME.mistakes/SET), and prints the curve
+# wrong go to runs/recipes/NAME.mistakes/SET), judges its last checkpoints
+# averaged the same way (runs/recipes/NAME.averaged.safetensors, where it
+# kept two or more; stochastic weight averaging), and prints the curve
 # (the arena's records in metrics.jsonl, one line per arena; points per
 # game with their 95 % interval where games are worth more than one point,
 # as in backgammon; for 2048 the model's mean score) and a one-line
@@ -111,6 +113,37 @@ for f in tests/data/"$game"/*; do
     echo "final $(basename "$f"): $line"
     summary="$summary	$(basename "$f") ${line#* }"
 done
+# The run's last checkpoints (checkpoint.keep of them) averaged weight by
+# weight (scripts/average_weights.py: stochastic weight averaging, the
+# "Weight averaging" candidate of docs/connect4-recipes.md), judged on every
+# set the same way, with the run's settings: summary cells "averaged:SET".
+ckpts=()
+for d in "$run"/ckpt/[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]; do
+    [ -f "$d/state.bin" ] && ckpts+=("$d/weights.safetensors")
+done
+if [ "${#ckpts[@]}" -ge 2 ] && ls tests/data/"$game"/* >/dev/null 2>&1; then
+    # judged as a checkpoint directory of the run, so with its search
+    # settings (eval reads RUN/config.ini for one), then kept beside it
+    averaged="$run/ckpt/averaged"
+    mkdir -p "$averaged"
+    if out=$(python3 scripts/average_weights.py "$averaged/weights.safetensors" "${ckpts[@]}" 2>&1); then
+        for f in tests/data/"$game"/*; do
+            [ -f "$f" ] || continue
+            case $f in *.md | *README* | *.tsv) continue ;; esac
+            out=$("$bin" eval "$game" --model "$averaged" --positions "$f" 2>&1) || {
+                echo "recipe: eval of the averaged checkpoints on $f failed: $out" >&2
+                continue
+            }
+            line=$(printf '%s\n' "$out" | grep -E '^(mistakes|optimal) [0-9]+/[0-9]+' | head -n 1)
+            echo "final, the last ${#ckpts[@]} checkpoints averaged, $(basename "$f"): $line"
+            summary="$summary	averaged:$(basename "$f") ${line#* }"
+        done
+        mv "$averaged/weights.safetensors" "$run.averaged.safetensors"
+    else
+        echo "recipe: averaging the last checkpoints failed: $out" >&2
+    fi
+    rm -rf "$averaged"
+fi
 # A one-player game (2048): the final model's mean score over more games
 # than the arena's (ZT_RECIPE_GAMES, 100 by default).
 if [ "$game" = 2048 ]; then

@@ -45,7 +45,8 @@ def arenas(run, metrics=None):
 
 
 def summary(run):
-    """The recipe's final judgement of RUN ({set file: "n/m"}), or None."""
+    """The recipe's final judgement of RUN ({set file: "n/m"}, its last
+    checkpoints averaged under "averaged:SET" keys), or None."""
     root, name = os.path.split(os.path.normpath(run))
     path = os.path.join(root, "summary.tsv")
     found = None
@@ -101,7 +102,13 @@ def main(argv):
             cells.append(f"{mine} ({theirs})" if theirs is not None else mine)
         step = f'{row["step"]:,} ({near["step"]:,})' if near else f'{row["step"]:,}'
         print(f'| {row["t"] / 60:.0f} | {step} | ' + " | ".join(cells) + " |")
-    finals = [(os.path.basename(r), summary(r)) for r in (run, base)]
+    finals = []
+    for r in (run, base):
+        s, name = summary(r), os.path.basename(r)
+        finals.append((name, s and {k: v for k, v in s.items() if ":" not in k}))
+        avg = s and {k.split(":", 1)[1]: v for k, v in s.items() if k.startswith("averaged:")}
+        if avg:
+            finals.append((f"{name}, last checkpoints averaged", avg))
     sets = []
     for _, s in finals:
         sets += [k for k in (s or {}) if k not in sets]

@@ -36,6 +36,16 @@ more_step=$(last_step "$tmp/base-more/metrics.jsonl")
 [ "$(cksum <"$tmp/base/metrics.jsonl")" = "$before" ] || fail "continuing base changed base's run"
 grep -q "^base-more	.*(continues base)" "$tmp/summary.tsv" ||
     fail "summary.tsv does not say what base-more continues: $(tail -n 1 "$tmp/summary.tsv")"
+# its two checkpoints (base's and its own) averaged are judged as well
+printf '%s\n' "$out" |
+    grep -q '^final, the last 2 checkpoints averaged, ttt_positions.txt: optimal [0-9]*/4520' ||
+    fail "the continued recipe judged no average of its checkpoints: $out"
+grep -q "^base-more	.*	averaged:ttt_positions.txt [0-9]*/4520" "$tmp/summary.tsv" ||
+    fail "summary.tsv has no averaged judgement: $(tail -n 1 "$tmp/summary.tsv")"
+cmp=$(python3 "$SRC/scripts/recipe_compare.py" "$tmp/base-more" "$tmp/base" 2>&1) ||
+    fail "recipe_compare: $cmp"
+printf '%s\n' "$cmp" | grep -qE '^\| base-more, last checkpoints averaged \| optimal [0-9]+/4520 \|$' ||
+    fail "recipe_compare: no row for the averaged checkpoints: $cmp"
 out=$(ZT_RECIPE_FROM=none recipe from-none 2>&1) &&
     fail "continuing a recipe that does not exist was not refused: $out"
 printf '%s
