@@ -107,38 +107,7 @@ static zt_status init_weights(zt_net *net, void *ctx)
     return ZT_OK;
 }
 
-/* Random tic-tac-toe games into rb: policies uniform (dense records), on
- * one action (sparse) or none (value targets only), in turn. */
-static void fill_replay(const zt_game *g, zt_replay *rb, int games)
-{
-    zt_replay_traj *t;
-    CHECK(zt_replay_traj_new(g, &t) == ZT_OK, "traj: %s", zt_error_message());
-    zt_rng rng;
-    zt_rng_seed(&rng, 5, 1);
-    int n = 0;
-    for (int i = 0; i < games; i++) {
-        uint8_t s[ZT_MAX_STATE_BYTES];
-        g->reset(g, s);
-        zt_replay_traj_clear(t);
-        while (g->current_player(g, s) >= 0) {
-            uint16_t legal[ZT_MAX_ACTIONS];
-            int k = g->legal(g, s, legal);
-            float p[ZT_MAX_ACTIONS] = {0};
-            int kind = n++ % 3;
-            if (kind == 0)
-                for (int j = 0; j < k; j++) p[legal[j]] = 1;
-            else
-                p[legal[0]] = 1;
-            zt_replay_traj_add(t, s, kind == 2 ? NULL : p, 0.0f, kind != 2);
-            g->apply(g, s, legal[zt_rng_below(&rng, (uint32_t)k)]);
-        }
-        CHECK(zt_replay_add_game(rb, t, zt_game_value_of(g, s, 0), NULL) == ZT_OK, "add: %s",
-              zt_error_message());
-    }
-    zt_replay_traj_free(t);
-}
-
-/* Tic-tac-toe and a buffer of `games` random games (fill_replay). */
+/* Tic-tac-toe and a buffer of `games` random games (zt_test_fill_replay). */
 static zt_replay *filled_replay(int games, zt_game **g)
 {
     CHECK(zt_game_new("tictactoe", NULL, g) == ZT_OK, "tictactoe: %s", zt_error_message());
@@ -147,7 +116,7 @@ static zt_replay *filled_replay(int games, zt_game **g)
     rc.capacity = 5000;
     zt_replay *rb = NULL;
     CHECK(zt_replay_new(*g, &rc, &rb) == ZT_OK, "replay: %s", zt_error_message());
-    fill_replay(*g, rb, games);
+    zt_test_fill_replay(*g, rb, games);
     return rb;
 }
 
@@ -215,7 +184,7 @@ static void test_fresh_search(void)
         CHECK(pos.root_value == zt_record_half_to_float(zt_record_half_from_float(value)),
               "position %lld: root value %.5f, a fresh search %.5f", (long long)i, pos.root_value,
               value);
-        int kind = (int)(i % 3); /* as fill_replay stored them */
+        int kind = (int)(i % 3); /* as zt_test_fill_replay stored them */
         if (!(pos.flags & ZT_REPLAY_FULL_SEARCH)) {
             valued++;
             continue;

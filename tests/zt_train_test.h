@@ -14,7 +14,9 @@
 #include <sys/stat.h>
 
 #include "core/config.h"
+#include "core/rng.h"
 #include "core/fileio.h"
+#include "replay/replay.h"
 #include "train/train.h"
 #include "zt_test.h"
 
@@ -120,6 +122,37 @@ static inline bool zt_test_same_file(const char *a, const char *b)
     free(da);
     free(db);
     return same;
+}
+
+/* Random games into rb (test_reanalyse, test_learner): policies uniform (dense records), on
+ * one action (sparse) or none (value targets only), in turn. */
+static inline void zt_test_fill_replay(const zt_game *g, zt_replay *rb, int games)
+{
+    zt_replay_traj *t;
+    CHECK(zt_replay_traj_new(g, &t) == ZT_OK, "traj: %s", zt_error_message());
+    zt_rng rng;
+    zt_rng_seed(&rng, 5, 1);
+    int n = 0;
+    for (int i = 0; i < games; i++) {
+        uint8_t s[ZT_MAX_STATE_BYTES];
+        g->reset(g, s);
+        zt_replay_traj_clear(t);
+        while (g->current_player(g, s) >= 0) {
+            uint16_t legal[ZT_MAX_ACTIONS];
+            int k = g->legal(g, s, legal);
+            float p[ZT_MAX_ACTIONS] = {0};
+            int kind = n++ % 3;
+            if (kind == 0)
+                for (int j = 0; j < k; j++) p[legal[j]] = 1;
+            else
+                p[legal[0]] = 1;
+            zt_replay_traj_add(t, s, kind == 2 ? NULL : p, 0.0f, kind != 2);
+            g->apply(g, s, legal[zt_rng_below(&rng, (uint32_t)k)]);
+        }
+        CHECK(zt_replay_add_game(rb, t, zt_game_value_of(g, s, 0), NULL) == ZT_OK, "add: %s",
+              zt_error_message());
+    }
+    zt_replay_traj_free(t);
 }
 
 #endif

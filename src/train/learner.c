@@ -386,8 +386,13 @@ zt_learner_times zt_learner_get_times(const zt_learner *l)
 void zt_learner_publish(zt_learner *l)
 {
     uint64_t t0 = zt_now_ns();
-    float *start = zt_weight_store_begin(l->store);
-    float *dst = zt_net_flat_get(l->net, start);
+    float *start = zt_weight_store_begin(l->store), *dst;
+    if (l->average && l->S->average_actors) {
+        memcpy(start, l->average, l->tensors_n * sizeof *start);
+        dst = start + l->tensors_n;
+    } else {
+        dst = zt_net_flat_get(l->net, start);
+    }
     if (l->gate) publish_int8(l, start, dst);
     zt_weight_store_commit(l->store);
     l->counters.published++;

@@ -48,7 +48,8 @@ zt_trainer *zt_learner_trainer(zt_learner *l);
  * TensorFlow's ramp min(1 - 1/N, (1 + step) / (10 + step)) so that the
  * first steps' weights do not linger in it. zt_learner_average is the flat
  * average (zt_net_flat_get's layout), NULL when learner.average = 0; set
- * replaces it (a resumed run's). */
+ * replaces it (a resumed run's). With learner.average_actors each
+ * publication (zt_learner_publish) carries the average, not the net. */
 double zt_learner_average_weight(int64_t step, int horizon);
 const float *zt_learner_average(const zt_learner *l);
 void zt_learner_set_average(zt_learner *l, const float *average);

@@ -534,6 +534,11 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
                        S->root_value_weight);
     ZT_TRY(zt_config_bool(c, "learner.prefetch", !debug, &S->prefetch));
     ZT_TRY(zt_config_int32(c, "learner.average", 0, 0, 1 << 30, &S->average_steps));
+    ZT_TRY(zt_config_bool(c, "learner.average_actors", false, &S->average_actors));
+    if (S->average_actors && S->average_steps == 0)
+        return zt_fail(ZT_ERR_INVALID,
+                       "learner.average_actors needs learner.average > 0 (there is no average "
+                       "to publish)");
     ZT_TRY(zt_config_double(c, "reanalyse.fraction", 0.0, 0, 1, &S->reanalyse_fraction));
     ZT_TRY(zt_config_int32(c, "reanalyse.simulations", 0, 0, 1 << 20, &S->reanalyse_simulations));
     ZT_TRY(zt_config_double(c, "reanalyse.value_mix", 0.5, 0, 1, &S->reanalyse_value_mix));

@@ -106,8 +106,10 @@ typedef struct zt_train_settings {
     double root_value_weight; /* value target: (1 - w) outcome + w root value */
     /* > 0: the run's model (arena, checkpoints' weights.safetensors) is an
      * exponential moving average of the learner's weights over about this
-     * many steps (zt_learner_average_weight); the actors keep the live ones */
+     * many steps (zt_learner_average_weight); the actors keep the live ones,
+     * or with average_actors get the average too (and reanalyse with them) */
     int average_steps;
+    bool average_actors;
     /* Reanalyse (replay/reanalyse.h): after each publication the learner's
      * thread searches fraction x batch x (steps since the last one) stored
      * positions again with the new weights and rewrites their targets; with
