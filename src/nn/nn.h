@@ -338,8 +338,8 @@ size_t zt_net_flat_size(const zt_net *net);
 float *zt_net_flat_get(const zt_net *net, float *flat);
 const float *zt_net_flat_set(zt_net *net, const float *flat);
 /* Moves the flat average avg[zt_net_flat_size] toward the net by w:
- * avg = (1 - w) avg + w net, tensor by tensor (a step of an exponential
- * moving average of the weights and the running statistics). */
+ * avg += w (net - avg), tensor by tensor (a step of an exponential moving
+ * average of the weights and the running statistics). */
 void zt_net_flat_average(const zt_net *net, float *avg, float w);
 
 /* ---- weight files (safetensors; see safetensors.c for the layout) ---- */
