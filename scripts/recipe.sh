@@ -96,23 +96,30 @@ summary="$name	$game	$minutes	$start	${from:+(continues $from) }$*"
 with_mistakes=
 eval_help=$("$bin" eval --help 2>/dev/null || true)
 case $eval_help in *--mistakes*) with_mistakes=1 ;; esac
-for f in tests/data/"$game"/*; do
-    [ -f "$f" ] || continue
-    case $f in *.md | *README* | *.tsv) continue ;; esac
-    # (the positions it gets wrong kept beside the run, to compare recipes)
-    wrong=()
-    if [ -n "$with_mistakes" ]; then
-        mkdir -p "$run.mistakes"
-        wrong=(--mistakes "$run.mistakes/$(basename "$f")")
-    fi
-    out=$("$bin" eval "$game" --model "$run" --positions "$f" "${wrong[@]}" 2>&1) || {
-        echo "recipe: eval $f failed: $out" >&2
-        continue
-    }
-    line=$(printf '%s\n' "$out" | grep -E '^(mistakes|optimal) [0-9]+/[0-9]+' | head -n 1)
-    echo "final $(basename "$f"): $line"
-    summary="$summary	$(basename "$f") ${line#* }"
-done
+# judge MODEL LABEL CELL [mistakes]: MODEL on every set of the game whole,
+# a line "LABEL SET: ..." and a summary cell "CELLSET n/m" each; with
+# `mistakes` the positions it gets wrong are kept beside the run, to
+# compare recipes
+judge() {
+    local model=$1 label=$2 cell=$3 keep=${4:-} f out line
+    for f in tests/data/"$game"/*; do
+        [ -f "$f" ] || continue
+        case $f in *.md | *README* | *.tsv) continue ;; esac
+        local wrong=()
+        if [ -n "$keep" ] && [ -n "$with_mistakes" ]; then
+            mkdir -p "$run.mistakes"
+            wrong=(--mistakes "$run.mistakes/$(basename "$f")")
+        fi
+        out=$("$bin" eval "$game" --model "$model" --positions "$f" "${wrong[@]}" 2>&1) || {
+            echo "recipe: eval of $label on $f failed: $out" >&2
+            continue
+        }
+        line=$(printf '%s\n' "$out" | grep -E '^(mistakes|optimal) [0-9]+/[0-9]+' | head -n 1)
+        echo "$label $(basename "$f"): $line"
+        summary="$summary	$cell$(basename "$f") ${line#* }"
+    done
+}
+judge "$run" final "" mistakes
 # The run's last checkpoints (checkpoint.keep of them) averaged weight by
 # weight (scripts/average_weights.py: stochastic weight averaging, the
 # "Weight averaging" candidate of docs/connect4-recipes.md), judged on every
@@ -127,17 +134,7 @@ if [ "${#ckpts[@]}" -ge 2 ] && ls tests/data/"$game"/* >/dev/null 2>&1; then
     averaged="$run/ckpt/averaged"
     mkdir -p "$averaged"
     if out=$(python3 scripts/average_weights.py "$averaged/weights.safetensors" "${ckpts[@]}" 2>&1); then
-        for f in tests/data/"$game"/*; do
-            [ -f "$f" ] || continue
-            case $f in *.md | *README* | *.tsv) continue ;; esac
-            out=$("$bin" eval "$game" --model "$averaged" --positions "$f" 2>&1) || {
-                echo "recipe: eval of the averaged checkpoints on $f failed: $out" >&2
-                continue
-            }
-            line=$(printf '%s\n' "$out" | grep -E '^(mistakes|optimal) [0-9]+/[0-9]+' | head -n 1)
-            echo "final, the last ${#ckpts[@]} checkpoints averaged, $(basename "$f"): $line"
-            summary="$summary	averaged:$(basename "$f") ${line#* }"
-        done
+        judge "$averaged" "final, the last ${#ckpts[@]} checkpoints averaged," averaged:
         mv "$averaged/weights.safetensors" "$run.averaged.safetensors"
     else
         echo "recipe: averaging the last checkpoints failed: $out" >&2
