@@ -636,12 +636,51 @@ static void test_gumbel_small(void)
     int visited = 0;
     for (int a = 0; a < SYN_ACTIONS; a++) visited += visits[a] == 1;
     CHECK(visited == 2, "2 simulations visit 2 root actions (%d)", visited);
-    int a = zt_search_choose(s, 0, 1.0f);
+    int a = zt_search_choose(s, 0, 0.0f);
     CHECK(visits[a] == 1, "chosen action %d was not searched", a);
     float policy[SYN_ACTIONS], total = 0;
     zt_search_policy(s, 0, policy);
     for (int k = 0; k < SYN_ACTIONS; k++) total += policy[k];
     CHECK(fabsf(total - 1) < 1e-5f, "improved policy sums to %f", total);
+    zt_search_free(s);
+    zt_model_free(&m->base);
+}
+
+/* Gumbel at temperature T > 0 plays a sample of the improved policy^(1/T):
+ * the frequencies of 20,000 draws against the policy target, at T = 1 and
+ * T = 0.5; at T = 0 the sequential-halving winner, every time. */
+static void test_gumbel_temperature(void)
+{
+    syn_model *m = syn_new(4);
+    zt_search_config cfg;
+    zt_search_config_default(&cfg, ZT_SEARCH_GUMBEL);
+    cfg.num_simulations = 8;
+    cfg.c_scale = 0.02f; /* sigma small beside the logits: a spread policy */
+    zt_search *s;
+    CHECK(zt_search_new(&cfg, &m->base, 1, &s) == ZT_OK, "search_new: %s", zt_error_message());
+    syn_state root = {.path = 3};
+    zt_search_begin(s, 0, &root);
+    CHECK(zt_search_run(s) == ZT_OK, "search: %s", zt_error_message());
+    float policy[SYN_ACTIONS];
+    zt_search_policy(s, 0, policy);
+    int winner = zt_search_choose(s, 0, 0.0f), spread = 0;
+    for (int k = 0; k < SYN_ACTIONS; k++) spread += policy[k] > 0.05f && policy[k] < 0.95f;
+    CHECK(spread >= 2, "the improved policy is spread over %d actions, too few to test", spread);
+    const float temps[2] = {1.0f, 0.5f};
+    for (int ti = 0; ti < 2; ti++) {
+        enum { DRAWS = 20000 };
+        int count[SYN_ACTIONS] = {0};
+        for (int i = 0; i < DRAWS; i++) count[zt_search_choose(s, 0, temps[ti])]++;
+        double want[SYN_ACTIONS], sum = 0;
+        for (int k = 0; k < SYN_ACTIONS; k++) sum += want[k] = pow(policy[k], 1.0 / temps[ti]);
+        for (int k = 0; k < SYN_ACTIONS; k++) {
+            double p = want[k] / sum, f = (double)count[k] / DRAWS, se = sqrt(p * (1 - p) / DRAWS);
+            CHECK(fabs(f - p) <= 5 * se + 1e-9,
+                  "T = %g: action %d drawn %.4f of the time, policy %.4f", temps[ti], k, f, p);
+        }
+    }
+    for (int i = 0; i < 100; i++)
+        CHECK(zt_search_choose(s, 0, 0.0f) == winner, "T = 0 chose other than the winner");
     zt_search_free(s);
     zt_model_free(&m->base);
 }
@@ -1101,6 +1140,7 @@ int main(void)
     test_chance_expectation();
     test_discount();
     test_gumbel_small();
+    test_gumbel_temperature();
     test_bounded_capacity();
     test_minmax_q();
     test_fpu_modes();

@@ -334,8 +334,9 @@ ZEROTH_API zeroth_status zeroth_search_begin(zeroth_search_t *search, int n, con
 /* Searches every begun tree to its number of simulations. On failure (the
  * caller's model failed) every tree is forgotten. */
 ZEROTH_API zeroth_status zeroth_search_run(zeroth_search_t *search);
-/* Results of searched trees. choose: Gumbel's chosen action; PUCT: the most
- * visited (temperature 0) or a sample of visits^(1/temperature). */
+/* Results of searched trees. choose, temperature 0: Gumbel's sequential-
+ * halving winner, PUCT's most visited; temperature T > 0: a sample of the
+ * improved policy^(1/T) (Gumbel) or of visits^(1/T) (PUCT). */
 ZEROTH_API zeroth_status zeroth_search_choose(zeroth_search_t *search, int n, const int *trees,
                                               float temperature, int *actions);
 /* policy[n * num_actions]: the improved policy (Gumbel) or visit fractions

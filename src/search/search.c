@@ -1023,12 +1023,22 @@ int zt_search_choose(zt_search *s, int t, float temperature)
     ZT_ASSERT(sl->has_root);
     int e0 = tr->nodes[0].first_edge, ne = tr->nodes[0].num_edges;
     if (s->cfg.algorithm == ZT_SEARCH_GUMBEL) {
-        /* The sequential-halving winner: the considered action with the
-         * most visits in this search, ties by g + logits + sigma
-         * (Danihelka et al. Alg. 2). */
         float prior[ZT_MAX_ACTIONS], sigma[ZT_MAX_ACTIONS];
         int32_t total;
         gumbel_sigma_of(s, tr, 0, prior, sigma, &total);
+        if (temperature > 0) {
+            /* A sample of the improved policy softmax(logits + sigma)^(1/T),
+             * the policy target itself at T = 1. */
+            float improved[ZT_MAX_ACTIONS], weights[ZT_MAX_ACTIONS], top = 0;
+            zt_gumbel_softmax_prior(ne, prior, sigma, improved);
+            for (int i = 0; i < ne; i++) top = fmaxf(top, improved[i]);
+            for (int i = 0; i < ne; i++)
+                weights[i] = (float)pow(improved[i] / top, 1.0 / temperature);
+            return tr->actions[e0 + zt_rng_categorical(&sl->rng, weights, ne)];
+        }
+        /* The sequential-halving winner: the considered action with the
+         * most visits in this search, ties by g + logits + sigma
+         * (Danihelka et al. Alg. 2). */
         int best = -1, best_visits = -1;
         float best_score = -INFINITY;
         for (int i = 0; i < ne; i++) {

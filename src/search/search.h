@@ -125,8 +125,10 @@ bool zt_search_searching(const zt_search *s, int t);
  * that each can be begun, played or forgotten again. */
 void zt_search_cancel(zt_search *s);
 
-/* The action to play: Gumbel's sequential-halving winner, or for PUCT a
- * sample of visits^(1/temperature) (temperature 0: the most visited). */
+/* The action to play. Temperature 0: Gumbel's sequential-halving winner,
+ * PUCT's most visited action. Temperature T > 0: a sample of the improved
+ * policy^(1/T) (Gumbel; zt_search_policy's target) or of visits^(1/T)
+ * (PUCT), drawn from the tree's own stream. */
 int zt_search_choose(zt_search *s, int t, float temperature);
 
 /* The policy target over num_actions (0 for illegal actions): visit

@@ -77,7 +77,7 @@ void zt_actor_config_default(zt_actor_config *c)
     c->search.tree_reuse = true;
     c->full_search_fraction = 1.0;
     c->fast_simulations = 8;
-    c->temperature_moves = 8;
+    c->temperature_moves = 0;
     c->temperature = 1.0f;
     c->resign = false;
     c->resign_threshold = -0.9f;

@@ -43,9 +43,11 @@ typedef struct zt_actor_config {
      * a fast search: the network's value of every end of the mover's turn,
      * the best one played (agent/greedy.h; TD-Gammon's move choice). */
     bool greedy_fast;
-    /* PUCT: the first temperature_moves plies are sampled from the visit
-     * counts at `temperature`, later ones take the most visited action.
-     * Gumbel explores through its Gumbel noise and ignores these. */
+    /* The first temperature_moves plies of a game are sampled at
+     * `temperature` (zt_search_choose: PUCT from the visit counts, Gumbel
+     * from the improved policy); later ones take PUCT's most visited
+     * action or Gumbel's sequential-halving winner. 0 by default: Gumbel
+     * explores through its noise alone. */
     int temperature_moves;
     float temperature;
     /* Resignation (Silver et al. 2017): a player whose root value falls

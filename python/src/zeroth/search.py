@@ -278,8 +278,9 @@ class Search(_Closable):
         check(status)
 
     def choose(self, trees=None, temperature=0.0):
-        """int32 (n,): Gumbel's chosen action, or PUCT's most visited
-        (temperature 0) or a sample of visits^(1/temperature)."""
+        """int32 (n,): at temperature 0 Gumbel's sequential-halving winner
+        or PUCT's most visited action; at T > 0 a sample of the improved
+        policy^(1/T) (Gumbel) or of visits^(1/T) (PUCT)."""
         n, t = self._trees(trees)
         out = np.empty(n, np.int32)
         check(lib.zeroth_search_choose(self._handle(), n, _arrays.ptr(t), float(temperature),
