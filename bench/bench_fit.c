@@ -228,7 +228,14 @@ int zt_bench_fit(int argc, char **argv)
         zt_net_config_format(&S.net, arch, sizeof arch);
         printf("bench fit %s: %lld positions of %s, net %s, batch %d, load %.2f\n", name,
                (long long)rs.positions, replay, arch, S.batch, zt_load_average());
-        st = fit(g, &S, rb, model, positions, steps, every);
+        zt_replay_diversity d;
+        st = zt_replay_get_diversity(rb, &d);
+        if (st == ZT_OK && d.positions > 0)
+            printf("window: %lld positions, %.1f %% distinct; %lld games, %.1f %% distinct\n",
+                   (long long)d.positions,
+                   100.0 * (double)d.distinct_positions / (double)d.positions, (long long)d.games,
+                   100.0 * (double)d.distinct_games / (double)d.games);
+        if (st == ZT_OK) st = fit(g, &S, rb, model, positions, steps, every);
     }
     zt_replay_free(rb);
     zt_game_free(g);

@@ -289,6 +289,7 @@ typedef struct result {
     double in_net;                 /* share of the actors' time inside the net */
     size_t trees, nncache, replay; /* bytes */
     double bytes_per_position, dense_bytes_per_position;
+    zt_replay_diversity diversity; /* of what was played (warm-up included) */
 } result;
 
 static size_t row_memory(const result *r)
@@ -437,6 +438,7 @@ static zt_status measure_selfplay(const bench_args *A, const zt_game *g,
         r->replay = rs.allocated_bytes;
         r->bytes_per_position = rs.bytes_per_position;
         r->dense_bytes_per_position = (double)zt_replay_dense_bytes(g);
+        st = zt_replay_get_diversity(rb, &r->diversity);
     }
     for (int i = 0; i < n; i++) {
         free(nets[i].logits);
@@ -714,6 +716,13 @@ static int run(const bench_args *A)
             if (st == ZT_OK) {
                 print_selfplay(rw, &r, i == 0 ? NULL : &base);
                 if (i == 0) print_call_mix(&r);
+                if (i == 0 && r.diversity.games > 0)
+                    printf("%-40s %lld games, %.1f %% distinct; %lld positions, %.1f %% distinct\n",
+                           "  what was played (replay_diversity)", (long long)r.diversity.games,
+                           100.0 * (double)r.diversity.distinct_games / (double)r.diversity.games,
+                           (long long)r.diversity.positions,
+                           100.0 * (double)r.diversity.distinct_positions /
+                               (double)r.diversity.positions);
                 if (i == 0) base = r;
             }
         }

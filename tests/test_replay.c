@@ -1006,6 +1006,82 @@ static void test_one_player_targets(void)
     zt_game_free(g);
 }
 
+/* Distinct positions and games of the window: games replayed from the same
+ * seed are repeats, and the counts match a count by hand of the positions'
+ * hashes; once the buffer evicts, only what it holds counts. */
+static void test_diversity(void)
+{
+    zt_game *g = zt_test_game("connect4");
+    if (!g) return;
+    zt_replay_config cfg;
+    zt_replay_config_default(&cfg);
+    cfg.capacity = 100000;
+    cfg.window_c = 0;
+    zt_replay *rb;
+    zt_replay_traj *traj;
+    CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_replay_traj_new(g, &traj) == ZT_OK, "%s", zt_error_message());
+    zt_replay_diversity d;
+    CHECK(zt_replay_get_diversity(rb, &d) == ZT_OK && d.positions == 0 && d.games == 0,
+          "an empty buffer has %lld positions", (long long)d.positions);
+    const uint64_t seeds[5] = {1, 1, 2, 1, 3}; /* games A A B A C */
+    truths ts = {0};
+    for (int i = 0; i < 5; i++) {
+        zt_rng rng;
+        zt_rng_seed(&rng, SEED, seeds[i]);
+        float r0 = play_game(g, traj, &rng, 1.0, false, &ts, (uint64_t)i);
+        CHECK(zt_replay_add_game(rb, traj, r0, NULL) == ZT_OK, "%s", zt_error_message());
+    }
+    int64_t distinct = 0, distinct_bc = 0, len_a = 0;
+    for (int64_t i = 0; i < ts.n; i++) {
+        len_a += ts.t[i].game_id == 0;
+        bool seen = false, seen_bc = false;
+        uint64_t h = g->hash(g, ts.t[i].state);
+        for (int64_t j = 0; j < i; j++) {
+            bool same = g->hash(g, ts.t[j].state) == h;
+            seen = seen || same;
+            seen_bc = seen_bc || (same && ts.t[j].game_id >= 3);
+        }
+        distinct += !seen;
+        if (ts.t[i].game_id >= 3) distinct_bc += !seen_bc;
+    }
+    CHECK(zt_replay_get_diversity(rb, &d) == ZT_OK, "%s", zt_error_message());
+    CHECK(d.positions == ts.n && d.distinct_positions == distinct && d.games == 5 &&
+              d.distinct_games == 3,
+          "diversity: %lld positions (%lld distinct), %lld games (%lld distinct); expected %lld "
+          "(%lld), 5 (3)",
+          (long long)d.positions, (long long)d.distinct_positions, (long long)d.games,
+          (long long)d.distinct_games, (long long)ts.n, (long long)distinct);
+    CHECK(d.distinct_positions < d.positions - 2 * len_a + 2,
+          "the repeated game A counts once (%lld distinct of %lld)",
+          (long long)d.distinct_positions, (long long)d.positions);
+    zt_replay_free(rb);
+
+    /* a buffer holding only the last two games (A C) */
+    int64_t len_last2 = 0;
+    for (int64_t i = 0; i < ts.n; i++) len_last2 += ts.t[i].game_id >= 3;
+    cfg.capacity = len_last2;
+    cfg.max_games = 2;
+    CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
+    for (int i = 0; i < 5; i++) {
+        zt_rng rng;
+        zt_rng_seed(&rng, SEED, seeds[i]);
+        float r0 = play_game(g, traj, &rng, 1.0, false, NULL, 0);
+        CHECK(zt_replay_add_game(rb, traj, r0, NULL) == ZT_OK, "%s", zt_error_message());
+    }
+    CHECK(zt_replay_get_diversity(rb, &d) == ZT_OK, "%s", zt_error_message());
+    CHECK(d.positions == len_last2 && d.games == 2 && d.distinct_games == 2 &&
+              d.distinct_positions == distinct_bc,
+          "after eviction: %lld positions (%lld distinct), %lld games (%lld distinct); expected "
+          "%lld (%lld), 2 (2)",
+          (long long)d.positions, (long long)d.distinct_positions, (long long)d.games,
+          (long long)d.distinct_games, (long long)len_last2, (long long)distinct_bc);
+    free(ts.t);
+    zt_replay_free(rb);
+    zt_replay_traj_free(traj);
+    zt_game_free(g);
+}
+
 int main(void)
 {
     printf("seed %llu\n", (unsigned long long)SEED);
@@ -1023,5 +1099,6 @@ int main(void)
     for (int i = 0; i < zt_game_registry_count; i++) test_traj_bytes(zt_game_registry[i]);
     test_traj_other_game();
     test_one_player_targets();
+    test_diversity();
     return zt_test_finish("test_replay");
 }

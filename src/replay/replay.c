@@ -367,6 +367,69 @@ zt_replay_stats zt_replay_get_stats(zt_replay *rb)
     return st;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Distinct values among n sorted in place. */
+static int64_t count_distinct(uint64_t *v, int64_t n)
+{
+    if (n == 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_u64);
+    int64_t d = 1;
+    for (int64_t i = 1; i < n; i++) d += v[i] != v[i - 1];
+    return d;
+}
+
+static int64_t find_game(zt_replay *rb, int64_t index);
+
+zt_status zt_replay_get_diversity(zt_replay *rb, zt_replay_diversity *out)
+{
+    memset(out, 0, sizeof *out);
+    zt_replay_stats st = zt_replay_get_stats(rb);
+    if (st.window == 0) return ZT_OK;
+    uint64_t *pos = zt_xmalloc((size_t)st.window * sizeof *pos);
+    uint64_t *games = zt_xmalloc((size_t)st.window * sizeof *games);
+    uint8_t state[ZT_MAX_STATE_BYTES];
+    int64_t next = st.positions_seen - st.window, np = 0, ng = 0;
+    zt_status status = ZT_OK;
+    while (status == ZT_OK && next < st.positions_seen) {
+        pthread_mutex_lock(&rb->mutex);
+        int64_t first = rb->positions_seen - rb->positions;
+        if (next < first) next = first; /* evicted meanwhile: the window moved on */
+        int64_t gi = find_game(rb, next);
+        const game_entry *e = game_at(rb, gi);
+        const uint8_t *p = rb->ring + e->offset;
+        uint64_t seq = 0x9e3779b97f4a7c15ULL;
+        for (int64_t i = e->start; i < e->start + e->length; i++) {
+            size_t len = zt_record_length(&rb->layout, p, rb->layout.max_bytes);
+            if (i >= next && np < st.window) {
+                zt_record_view view;
+                status = zt_record_decode(&rb->layout, rb->game, p, len, state, &view);
+                if (status != ZT_OK) break;
+                uint64_t h = rb->game->hash(rb->game, state);
+                pos[np++] = h;
+                seq = zt_hash_mix(seq ^ h);
+            }
+            p += len;
+        }
+        next = e->start + e->length;
+        pthread_mutex_unlock(&rb->mutex);
+        games[ng++] = seq;
+    }
+    if (status == ZT_OK) {
+        out->positions = np;
+        out->distinct_positions = count_distinct(pos, np);
+        out->games = ng;
+        out->distinct_games = count_distinct(games, ng);
+    }
+    free(pos);
+    free(games);
+    return status;
+}
+
 /* The stored game holding absolute position `index` (binary search over the
  * games' starts, which increase). Caller holds the lock. */
 static int64_t find_game(zt_replay *rb, int64_t index)

@@ -166,6 +166,22 @@ typedef struct zt_replay_stats {
 
 zt_replay_stats zt_replay_get_stats(zt_replay *rb);
 
+/* How varied the window is: how many of its positions and games are
+ * repeats. Self-play whose moves vary little plays the same lines again
+ * and again, and a window of N positions then teaches fewer than N. */
+typedef struct zt_replay_diversity {
+    int64_t positions;          /* in the window */
+    int64_t distinct_positions; /* of them, distinct (by the game's hash) */
+    int64_t games;              /* with positions in the window */
+    int64_t distinct_games;     /* of them, distinct sequences of positions there */
+} zt_replay_diversity;
+
+/* Counts the window's distinct positions and games (exact up to 64-bit hash
+ * collisions; positions that are mirror images count as two). Takes the
+ * buffer's lock one game at a time, so actors may append meanwhile; it
+ * allocates 16 bytes per window position for its work. */
+zt_status zt_replay_get_diversity(zt_replay *rb, zt_replay_diversity *out);
+
 /* What one position takes as float32 observation planes plus a dense float
  * policy: 4 * (H * W * C + num_actions). */
 size_t zt_replay_dense_bytes(const zt_game *g);

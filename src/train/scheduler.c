@@ -274,6 +274,25 @@ static void write_metrics(zt_scheduler *L, const totals *now)
     L->last_metrics = zt_now_s();
 }
 
+/* A "replay_diversity" record and a log line, at each checkpoint (it reads
+ * every position of the window: a fraction of a second for a million). */
+static zt_status write_diversity(zt_scheduler *L)
+{
+    zt_replay_diversity d;
+    ZT_TRY(zt_replay_get_diversity(L->p.rb, &d));
+    if (d.positions == 0) return ZT_OK;
+    metric(L, "replay_diversity",
+           "\"window\":%lld,\"distinct_positions\":%lld,\"window_games\":%lld,"
+           "\"distinct_games\":%lld",
+           (long long)d.positions, (long long)d.distinct_positions, (long long)d.games,
+           (long long)d.distinct_games);
+    zt_info("replay: %.1f %% of the window's %lld positions and %.1f %% of its %lld games are "
+            "distinct",
+            100.0 * (double)d.distinct_positions / (double)d.positions, (long long)d.positions,
+            100.0 * (double)d.distinct_games / (double)d.games, (long long)d.games);
+    return ZT_OK;
+}
+
 /* The resignation threshold in force, in words (the local actors'; an MPI
  * learner rank has none of its own). */
 static void resign_threshold_text(zt_scheduler *L, char *out, size_t cap)
@@ -585,6 +604,7 @@ zt_status zt_scheduler_tick(zt_scheduler *L, bool boundary)
     if (S->checkpoint_minutes > 0 && now - L->last_ckpt >= S->checkpoint_minutes * 60) {
         uint64_t t0 = zt_now_ns();
         ZT_TRY(L->p.checkpoint(L->p.ctx));
+        ZT_TRY(write_diversity(L));
         L->checkpoint_ns += zt_now_ns() - t0;
         L->last_ckpt = zt_now_s();
     }
