@@ -8,7 +8,8 @@
 # and reach its last step (the games in flight at a kill are lost, so its
 # weights differ). After every kill the run directory holds no staging
 # directory or temp file once resumed, and metrics.jsonl never goes back in
-# steps. The seed of the kill moments is printed (ZT_SEED repeats it).
+# steps. The seed of the kill moments is printed (ZT_SEED repeats it). The
+# uninterrupted run's checkpoints record the window's diversity.
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
@@ -84,6 +85,14 @@ kill_and_resume() {
 # deterministic: byte-identical to the run that was never interrupted
 "$BIN" train tictactoe --run "$tmp/straight" --steps "$STEPS" --set mode=deterministic "${common[@]}" \
     >/dev/null 2>&1 || fail "the uninterrupted run"
+# its checkpoints (every 30 ms) each recorded the window's diversity, as
+# "window distinct_positions window_games distinct_games"
+div='.*"window":\([0-9]*\),"distinct_positions":\([0-9]*\),"window_games":\([0-9]*\)'
+div=$div',"distinct_games":\([0-9]*\).*'
+grep '"kind":"replay_diversity"' "$tmp/straight/metrics.jsonl" | sed "s/$div/\1 \2 \3 \4/" |
+    awk '{ n++; if (!($2 > 0 && $2 <= $1 && $4 > 0 && $4 <= $3 && $3 <= $1)) bad++ }
+         END { exit !(n >= 3 && bad == 0) }' ||
+    fail "replay_diversity: $(grep -m 2 replay_diversity "$tmp/straight/metrics.jsonl")"
 kill_and_resume "$tmp/killed" deterministic
 last=$(printf '%08d' "$STEPS")
 for f in weights.safetensors optimizer.safetensors; do
