@@ -9,7 +9,8 @@
 # weights differ). After every kill the run directory holds no staging
 # directory or temp file once resumed, and metrics.jsonl never goes back in
 # steps. The seed of the kill moments is printed (ZT_SEED repeats it). The
-# uninterrupted run's checkpoints record the window's diversity.
+# uninterrupted run's checkpoints record the window's diversity, which its
+# report draws.
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0
@@ -93,6 +94,8 @@ grep '"kind":"replay_diversity"' "$tmp/straight/metrics.jsonl" | sed "s/$div/\1 
     awk '{ n++; if (!($2 > 0 && $2 <= $1 && $4 > 0 && $4 <= $3 && $3 <= $1)) bad++ }
          END { exit !(n >= 3 && bad == 0) }' ||
     fail "replay_diversity: $(grep -m 2 replay_diversity "$tmp/straight/metrics.jsonl")"
+"$BIN" report "$tmp/straight" >/dev/null 2>&1 &&
+    grep -q "Replay diversity" "$tmp/straight/report.html" || fail "no replay diversity panel"
 kill_and_resume "$tmp/killed" deterministic
 last=$(printf '%08d' "$STEPS")
 for f in weights.safetensors optimizer.safetensors; do

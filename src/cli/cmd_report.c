@@ -70,7 +70,9 @@ static const char *const known_fields[] = {"t",
                                            "ci95",
                                            "reanalysed",
                                            "policy_l1",
-                                           "busy"};
+                                           "busy",
+                                           "distinct_position_share",
+                                           "distinct_game_share"};
 #define NUM_FIELDS ((int)(sizeof known_fields / sizeof known_fields[0]))
 
 typedef struct record {
@@ -648,6 +650,19 @@ static const panel panels[] = {
      NULL,
      true,
      false},
+    /* At each checkpoint: self-play that repeats its lines drives these
+     * down (docs/connect4-recipes.md, candidate 15). */
+    {"Replay diversity: distinct share of the sampling window",
+     "%",
+     "replay_diversity",
+     {"distinct_position_share", "distinct_game_share", NULL},
+     {"positions", "games", NULL},
+     100,
+     NULL,
+     NULL,
+     NULL,
+     true,
+     true},
     {"Reanalyse: positions refreshed per second",
      "positions/s",
      "reanalyse",

@@ -281,15 +281,17 @@ static zt_status write_diversity(zt_scheduler *L)
     zt_replay_diversity d;
     ZT_TRY(zt_replay_get_diversity(L->p.rb, &d));
     if (d.positions == 0) return ZT_OK;
+    double pos_share = (double)d.distinct_positions / (double)d.positions;
+    double game_share = (double)d.distinct_games / (double)d.games;
     metric(L, "replay_diversity",
            "\"window\":%lld,\"distinct_positions\":%lld,\"window_games\":%lld,"
-           "\"distinct_games\":%lld",
+           "\"distinct_games\":%lld,\"distinct_position_share\":%.4f,"
+           "\"distinct_game_share\":%.4f",
            (long long)d.positions, (long long)d.distinct_positions, (long long)d.games,
-           (long long)d.distinct_games);
+           (long long)d.distinct_games, pos_share, game_share);
     zt_info("replay: %.1f %% of the window's %lld positions and %.1f %% of its %lld games are "
             "distinct",
-            100.0 * (double)d.distinct_positions / (double)d.positions, (long long)d.positions,
-            100.0 * (double)d.distinct_games / (double)d.games, (long long)d.games);
+            100 * pos_share, (long long)d.positions, 100 * game_share, (long long)d.games);
     return ZT_OK;
 }
 
