@@ -1006,6 +1006,19 @@ static void test_one_player_targets(void)
     zt_game_free(g);
 }
 
+/* Games A A B A C (one random game per seed: the same seed, the same game)
+ * into rb, recorded in ts (may be NULL) with ids 0..4. */
+static void add_seeded_games(zt_replay *rb, zt_replay_traj *traj, truths *ts)
+{
+    const uint64_t seeds[5] = {1, 1, 2, 1, 3};
+    for (int i = 0; i < 5; i++) {
+        zt_rng rng;
+        zt_rng_seed(&rng, SEED, seeds[i]);
+        float r0 = play_game(zt_replay_game(rb), traj, &rng, 1.0, false, ts, (uint64_t)i);
+        CHECK(zt_replay_add_game(rb, traj, r0, NULL) == ZT_OK, "%s", zt_error_message());
+    }
+}
+
 /* Distinct positions and games of the window: games replayed from the same
  * seed are repeats, and the counts match a count by hand of the positions'
  * hashes; once the buffer evicts, only what it holds counts. */
@@ -1024,14 +1037,8 @@ static void test_diversity(void)
     zt_replay_diversity d;
     CHECK(zt_replay_get_diversity(rb, &d) == ZT_OK && d.positions == 0 && d.games == 0,
           "an empty buffer has %lld positions", (long long)d.positions);
-    const uint64_t seeds[5] = {1, 1, 2, 1, 3}; /* games A A B A C */
     truths ts = {0};
-    for (int i = 0; i < 5; i++) {
-        zt_rng rng;
-        zt_rng_seed(&rng, SEED, seeds[i]);
-        float r0 = play_game(g, traj, &rng, 1.0, false, &ts, (uint64_t)i);
-        CHECK(zt_replay_add_game(rb, traj, r0, NULL) == ZT_OK, "%s", zt_error_message());
-    }
+    add_seeded_games(rb, traj, &ts);
     int64_t distinct = 0, distinct_bc = 0, len_a = 0;
     for (int64_t i = 0; i < ts.n; i++) {
         len_a += ts.t[i].game_id == 0;
@@ -1063,12 +1070,7 @@ static void test_diversity(void)
     cfg.capacity = len_last2;
     cfg.max_games = 2;
     CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
-    for (int i = 0; i < 5; i++) {
-        zt_rng rng;
-        zt_rng_seed(&rng, SEED, seeds[i]);
-        float r0 = play_game(g, traj, &rng, 1.0, false, NULL, 0);
-        CHECK(zt_replay_add_game(rb, traj, r0, NULL) == ZT_OK, "%s", zt_error_message());
-    }
+    add_seeded_games(rb, traj, NULL);
     CHECK(zt_replay_get_diversity(rb, &d) == ZT_OK, "%s", zt_error_message());
     CHECK(d.positions == len_last2 && d.games == 2 && d.distinct_games == 2 &&
               d.distinct_positions == distinct_bc,
