@@ -230,11 +230,11 @@ int zt_bench_fit(int argc, char **argv)
                (long long)rs.positions, replay, arch, S.batch, zt_load_average());
         zt_replay_diversity d;
         st = zt_replay_get_diversity(rb, &d);
-        if (st == ZT_OK && d.positions > 0)
-            printf("window: %lld positions, %.1f %% distinct; %lld games, %.1f %% distinct\n",
-                   (long long)d.positions,
-                   100.0 * (double)d.distinct_positions / (double)d.positions, (long long)d.games,
-                   100.0 * (double)d.distinct_games / (double)d.games);
+        if (st == ZT_OK && d.positions > 0) {
+            char text[160];
+            zt_replay_diversity_format(&d, text, sizeof text);
+            printf("window: %s\n", text);
+        }
         if (st == ZT_OK) st = fit(g, &S, rb, model, positions, steps, every);
     }
     zt_replay_free(rb);

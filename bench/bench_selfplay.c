@@ -716,13 +716,11 @@ static int run(const bench_args *A)
             if (st == ZT_OK) {
                 print_selfplay(rw, &r, i == 0 ? NULL : &base);
                 if (i == 0) print_call_mix(&r);
-                if (i == 0 && r.diversity.games > 0)
-                    printf("%-40s %lld games, %.1f %% distinct; %lld positions, %.1f %% distinct\n",
-                           "  what was played (replay_diversity)", (long long)r.diversity.games,
-                           100.0 * (double)r.diversity.distinct_games / (double)r.diversity.games,
-                           (long long)r.diversity.positions,
-                           100.0 * (double)r.diversity.distinct_positions /
-                               (double)r.diversity.positions);
+                if (i == 0 && r.diversity.games > 0) {
+                    char text[160];
+                    zt_replay_diversity_format(&r.diversity, text, sizeof text);
+                    printf("%-40s %s\n", "  what was played (replay_diversity)", text);
+                }
                 if (i == 0) base = r;
             }
         }

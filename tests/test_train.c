@@ -117,7 +117,8 @@ static void check_exact_resume(const char *name, const char *extra)
     enum { STEPS = 300 };
     const char *sets[32];
     int n = 0;
-    while (deterministic[n]) sets[n] = deterministic[n], n++;
+    while (deterministic[n] && n < 30) sets[n] = deterministic[n], n++;
+    CHECK(!deterministic[n], "%s: more deterministic settings than sets[] holds", name);
     sets[n++] = extra;
     sets[n] = NULL;
     char straight[300], killed[300];

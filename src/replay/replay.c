@@ -367,6 +367,34 @@ zt_replay_stats zt_replay_get_stats(zt_replay *rb)
     return st;
 }
 
+/* The stored game holding absolute position `index` (binary search over the
+ * games' starts, which increase). Caller holds the lock. */
+static int64_t find_game(zt_replay *rb, int64_t index)
+{
+    int64_t lo = 0, hi = rb->num_games - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if (game_at(rb, mid)->start <= index)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* The record of absolute position `index` (stored) and its length. Records
+ * are found by walking the game's records: each header gives its length. */
+static const uint8_t *find_record(zt_replay *rb, int64_t index, int64_t *game, size_t *len)
+{
+    *game = find_game(rb, index);
+    const game_entry *e = game_at(rb, *game);
+    const uint8_t *p = rb->ring + e->offset;
+    for (int64_t i = e->start; i < index; i++)
+        p += zt_record_length(&rb->layout, p, rb->layout.max_bytes);
+    *len = zt_record_length(&rb->layout, p, rb->layout.max_bytes);
+    return p;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -382,8 +410,6 @@ static int64_t count_distinct(uint64_t *v, int64_t n)
     for (int64_t i = 1; i < n; i++) d += v[i] != v[i - 1];
     return d;
 }
-
-static int64_t find_game(zt_replay *rb, int64_t index);
 
 zt_status zt_replay_get_diversity(zt_replay *rb, zt_replay_diversity *out)
 {
@@ -430,32 +456,13 @@ zt_status zt_replay_get_diversity(zt_replay *rb, zt_replay_diversity *out)
     return status;
 }
 
-/* The stored game holding absolute position `index` (binary search over the
- * games' starts, which increase). Caller holds the lock. */
-static int64_t find_game(zt_replay *rb, int64_t index)
+void zt_replay_diversity_format(const zt_replay_diversity *d, char *buf, size_t cap)
 {
-    int64_t lo = 0, hi = rb->num_games - 1;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo + 1) / 2;
-        if (game_at(rb, mid)->start <= index)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
-}
-
-/* The record of absolute position `index` (stored) and its length. Records
- * are found by walking the game's records: each header gives its length. */
-static const uint8_t *find_record(zt_replay *rb, int64_t index, int64_t *game, size_t *len)
-{
-    *game = find_game(rb, index);
-    const game_entry *e = game_at(rb, *game);
-    const uint8_t *p = rb->ring + e->offset;
-    for (int64_t i = e->start; i < index; i++)
-        p += zt_record_length(&rb->layout, p, rb->layout.max_bytes);
-    *len = zt_record_length(&rb->layout, p, rb->layout.max_bytes);
-    return p;
+    snprintf(buf, cap, "%lld positions, %.1f %% distinct; %lld games, %.1f %% distinct",
+             (long long)d->positions,
+             d->positions ? 100.0 * (double)d->distinct_positions / (double)d->positions : 0.0,
+             (long long)d->games,
+             d->games ? 100.0 * (double)d->distinct_games / (double)d->games : 0.0);
 }
 
 /* The value target of a position: two players, the final result for the

@@ -181,6 +181,9 @@ typedef struct zt_replay_diversity {
  * buffer's lock one game at a time, so actors may append meanwhile; it
  * allocates 16 bytes per window position for its work. */
 zt_status zt_replay_get_diversity(zt_replay *rb, zt_replay_diversity *out);
+/* "P positions, x % distinct; G games, y % distinct", as the log, bench fit
+ * and bench selfplay print it. */
+void zt_replay_diversity_format(const zt_replay_diversity *d, char *buf, size_t cap);
 
 /* What one position takes as float32 observation planes plus a dense float
  * policy: 4 * (H * W * C + num_actions). */

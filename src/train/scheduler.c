@@ -289,9 +289,9 @@ static zt_status write_diversity(zt_scheduler *L)
            "\"distinct_game_share\":%.4f",
            (long long)d.positions, (long long)d.distinct_positions, (long long)d.games,
            (long long)d.distinct_games, pos_share, game_share);
-    zt_info("replay: %.1f %% of the window's %lld positions and %.1f %% of its %lld games are "
-            "distinct",
-            100 * pos_share, (long long)d.positions, 100 * game_share, (long long)d.games);
+    char text[160];
+    zt_replay_diversity_format(&d, text, sizeof text);
+    zt_info("replay window: %s", text);
     return ZT_OK;
 }
 
