@@ -11,7 +11,10 @@ positions each arena judged, and W-D-L against each arena opponent; the
 final rows give a set's mistakes in % (and their count), or the count of
 positions played optimally where that is the set's judge (tic-tac-toe). A run
 whose summary line is missing (the recipe still running, or stopped) shows
-its curve only."""
+its curve only. Last, the sampling window's diversity at each of RUN's
+checkpoints (its "replay_diversity" records: the share of distinct positions
+and of distinct games), BASE's at the nearest minute in brackets, where BASE
+has them (runs before 2026-11-29 do not)."""
 import json
 import os
 import sys
@@ -42,6 +45,24 @@ def arenas(run, metrics=None):
             row = rows.setdefault(r["step"], {"t": r["t"]})
             row[col] = cell
     return [rows[s] | {"step": s} for s in sorted(rows)]
+
+
+def diversity(run):
+    """RUN's replay_diversity records in time order, each {"t": seconds,
+    "step": step, "positions": %, "games": %} (shares of distinct ones in
+    the sampling window)."""
+    out = []
+    with open(os.path.join(run, "metrics.jsonl")) as f:
+        for line in f:
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if r.get("kind") == "replay_diversity":
+                out.append({"t": r["t"], "step": r.get("step", 0),
+                            "positions": 100 * r["distinct_position_share"],
+                            "games": 100 * r["distinct_game_share"]})
+    return out
 
 
 def summary(run):
@@ -120,6 +141,18 @@ def main(argv):
             if s is not None:
                 cells = (rate(s.get(k, ""), metrics.get(k.rsplit(".", 1)[0])) for k in sets)
                 print(f"| {name} | " + " | ".join(cells) + " |")
+    da, db = diversity(run), diversity(base)
+    if da:
+        print("\nThe sampling window at each checkpoint, % distinct:\n")
+        print("| min | step | positions | games |")
+        print("|--:|--:|--:|--:|")
+        for row in da:
+            near = min(db, key=lambda x: abs(x["t"] - row["t"])) if db else None
+            cells = []
+            for c in ("positions", "games"):
+                cell = f"{row[c]:.1f}"
+                cells.append(f"{cell} ({near[c]:.1f})" if near else cell)
+            print(f'| {row["t"] / 60:.0f} | {row["step"]:,} | ' + " | ".join(cells) + " |")
     return 0
 
 

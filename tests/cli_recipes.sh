@@ -68,6 +68,11 @@ for name in wide base; do
     printf '%s\n' "$cmp" | grep -qF "| $name | $want |" ||
         fail "recipe_compare: no final row '$want' for $name: $cmp"
 done
+# the window's diversity at each checkpoint, the base's beside it
+checkpoints=$(grep -c '"kind":"replay_diversity"' "$tmp/wide/metrics.jsonl")
+rows=$(printf '%s\n' "$cmp" | grep -cE '^\| [0-9]+ \| [0-9,]+ \| [0-9.]+ \([0-9.]+\) \| [0-9.]+ \([0-9.]+\) \|$')
+[ "$checkpoints" -ge 1 ] && [ "$rows" -eq "$checkpoints" ] ||
+    fail "recipe_compare: $rows diversity rows for $checkpoints checkpoints: $cmp"
 python3 "$SRC/scripts/recipe_compare.py" "$tmp/none" "$tmp/base" >/dev/null 2>&1 &&
     fail "recipe_compare of a missing run did not fail"
 

@@ -274,8 +274,9 @@ static void write_metrics(zt_scheduler *L, const totals *now)
     L->last_metrics = zt_now_s();
 }
 
-/* A "replay_diversity" record and a log line, at each checkpoint (it reads
- * every position of the window: a fraction of a second for a million). */
+/* A "replay_diversity" record and a log line, at each checkpoint and at the
+ * end (it reads every position of the window: a fraction of a second for a
+ * million). */
 static zt_status write_diversity(zt_scheduler *L)
 {
     zt_replay_diversity d;
@@ -346,6 +347,8 @@ void zt_scheduler_final_report(zt_scheduler *L)
     write_metrics(L, &now);
     log_line(L, line);
     L->last_log_totals = now;
+    /* the window the run ends with, as each checkpoint's */
+    if (write_diversity(L) != ZT_OK) zt_warn("replay window: %s", zt_error_message());
 }
 
 /* ---- the arena ---- */
