@@ -36,7 +36,8 @@ static void usage(FILE *f)
                "run's ckpt/STEP/replay.bin) with the run's learner and no self-play, and prints\n"
                "the mean losses every N steps: policy and value (a MuZero net: step 0's, then\n"
                "the unrolled steps' and the reward's). The replay keeps its own window and\n"
-               "augmentation; the optimizer starts afresh.\n"
+               "augmentation and draws as replay.surprise_weight, repeat_weight and\n"
+               "repeat_average say; the optimizer starts afresh.\n"
                "  --replay FILE  the replay checkpoint\n"
                "  --model M      start from these weights (a file, a checkpoint or a run\n"
                "                 directory); they must match the net settings\n"
@@ -222,6 +223,9 @@ int zt_bench_fit(int argc, char **argv)
     if (st == ZT_OK) st = zt_train_settings_read(cfg, g, &S);
     if (st == ZT_OK) st = zt_config_check_unused(cfg);
     if (st == ZT_OK) st = zt_replay_load(g, replay, &rb);
+    if (st == ZT_OK)
+        st = zt_replay_set_sampling(rb, S.replay.surprise_weight, S.replay.repeat_weight,
+                                    S.replay.repeat_average);
     if (st == ZT_OK) {
         zt_replay_stats rs = zt_replay_get_stats(rb);
         char arch[256];

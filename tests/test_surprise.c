@@ -7,8 +7,8 @@
  * (checked against the exact probability over 10,240 draws); a = 0 draws
  * exactly the positions a buffer without surprises draws; a = 1 never
  * draws a position without one; the buffer's mean surprise stays the mean
- * of its stored records through eviction, checkpoints (whose version 2
- * keeps the weight; version 1 files load with 0) and the trajectory's
+ * of its stored records through eviction, checkpoints (which keep the
+ * weight; version 1 files load with 0) and the trajectory's
  * byte form. */
 #include <math.h>
 #include <stdio.h>
@@ -290,12 +290,14 @@ static void test_sampling(void)
         zt_replay_free(back);
         back = NULL;
     }
-    /* version 1: the same blob without the f64 after augment, weight 0 */
+    /* version 1: the same blob without the f64 after augment (nor version
+     * 3's f64 and u8 of the repeats' settings), weight 0 */
     size_t at = 8 + 4 + 8 + 2 + strlen(g->title) + 4 + 4 + 8 + 8 + 8 + 3 * 8 + 1;
+    size_t cut = 8 + 8 + 1;
     uint8_t *v1 = malloc(len);
     memcpy(v1, blob, at);
-    memcpy(v1 + at, blob + at + 8, len - at - 8);
-    size_t len1 = len - 8;
+    memcpy(v1 + at, blob + at + cut, len - at - cut);
+    size_t len1 = len - cut;
     v1[8] = 1;
     for (int i = 0; i < 8; i++) v1[12 + i] = (uint8_t)((uint64_t)len1 >> (8 * i));
     uint64_t h = zt_hash_bytes(v1, len1 - 8, ZT_REPLAY_HASH_SEED);

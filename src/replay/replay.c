@@ -123,6 +123,14 @@ typedef struct game_entry {
     float return0;   /* final return of player 0 */
 } game_entry;
 
+/* A position's occurrences in the window (repeat_weight, repeat_average):
+ * count 0 marks an empty slot. */
+typedef struct repeat_slot {
+    uint64_t key;
+    int32_t count, wins, draws; /* outcomes > 0 and == 0 for the player to move */
+    double value_sum;           /* of the value targets (outcome_for) */
+} repeat_slot;
+
 struct zt_replay {
     const zt_game *game;
     zt_replay_config cfg;
@@ -140,6 +148,10 @@ struct zt_replay {
     int64_t positions, positions_seen, games_seen, policy_targets;
     int64_t surprise_sum; /* of the stored records' surprise bytes */
     size_t record_bytes;
+
+    repeat_slot *repeats; /* NULL unless repeat_weight > 0 or repeat_average */
+    size_t repeat_mask;   /* slots - 1 */
+    int64_t tracked_from; /* the first position counted there */
 };
 
 void zt_replay_config_default(zt_replay_config *c)
@@ -191,12 +203,184 @@ static zt_status check_config(const zt_replay_config *c)
     if (!(c->surprise_weight >= 0 && c->surprise_weight <= 1))
         return zt_fail(ZT_ERR_INVALID, "replay surprise_weight %g not in [0, 1]",
                        c->surprise_weight);
+    if (!(c->repeat_weight >= 0 && c->repeat_weight <= 1))
+        return zt_fail(ZT_ERR_INVALID, "replay repeat_weight %g not in [0, 1]", c->repeat_weight);
     if (!(c->window_c >= 0) || !(c->window_alpha >= 0) || !(c->window_beta >= 0) ||
         !isfinite(c->window_c) || !isfinite(c->window_alpha) || !isfinite(c->window_beta))
         return zt_fail(ZT_ERR_INVALID,
                        "replay window c %g, alpha %g, beta %g: must be finite and >= 0",
                        c->window_c, c->window_alpha, c->window_beta);
     return ZT_OK;
+}
+
+static game_entry *game_at(zt_replay *rb, int64_t i)
+{
+    return &rb->games[(rb->first_game + i) % rb->max_games];
+}
+
+/* The stored game holding absolute position `index` (binary search over the
+ * games' starts, which increase). Caller holds the lock. */
+static int64_t find_game(zt_replay *rb, int64_t index)
+{
+    int64_t lo = 0, hi = rb->num_games - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if (game_at(rb, mid)->start <= index)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* ---- repeats (repeat_weight, repeat_average) ----
+ *
+ * The window's positions counted by their hash, with their value targets
+ * summed, in an open-addressed table (linear probing, deletion by backward
+ * shift) of a power of two at least twice the capacity. The positions
+ * [tracked_from, positions_seen) are counted: each game's positions as it
+ * comes in, and those that leave the window, as it moves on or their game
+ * is evicted, are taken out again. Caller holds the lock. */
+
+/* A position's key: its hash, the least over the game's symmetries when
+ * sampling augments (a mirror image is the same lesson). */
+static uint64_t repeat_key(const zt_replay *rb, const void *state)
+{
+    const zt_game *g = rb->game;
+    uint64_t key = g->hash(g, state);
+    int syms = rb->cfg.augment ? g->num_symmetries : 1;
+    for (int s = 1; s < syms; s++) {
+        uint8_t image[ZT_MAX_STATE_BYTES];
+        g->sym_state(g, s, state, image);
+        uint64_t h = g->hash(g, image);
+        if (h < key) key = h;
+    }
+    return key;
+}
+
+/* The slot of key, or the empty slot where it would go. */
+static repeat_slot *repeat_slot_of(const zt_replay *rb, uint64_t key)
+{
+    size_t i = (size_t)zt_hash_mix(key) & rb->repeat_mask;
+    while (rb->repeats[i].count != 0 && rb->repeats[i].key != key) i = (i + 1) & rb->repeat_mask;
+    return &rb->repeats[i];
+}
+
+static void repeat_remove(zt_replay *rb, repeat_slot *slot)
+{
+    size_t hole = (size_t)(slot - rb->repeats), i = hole;
+    for (;;) {
+        i = (i + 1) & rb->repeat_mask;
+        if (rb->repeats[i].count == 0) break;
+        size_t home = (size_t)zt_hash_mix(rb->repeats[i].key) & rb->repeat_mask;
+        /* an entry may fill the hole unless its home lies in (hole, i] */
+        if (((i - home) & rb->repeat_mask) >= ((i - hole) & rb->repeat_mask)) {
+            rb->repeats[hole] = rb->repeats[i];
+            hole = i;
+        }
+    }
+    memset(&rb->repeats[hole], 0, sizeof rb->repeats[hole]);
+}
+
+/* The value target of a position: two players, the final result for the
+ * player to move (at a chance state, for its observer: game.h); one
+ * player, the points still to come, undiscounted (the final score less the
+ * score banked in the position, on the value scale): the Monte Carlo
+ * return-to-go, the quantity search backs up (q = reward + value, model.h),
+ * read from the record and the game's return alone. */
+static float outcome_for(const zt_game *g, const void *state, float return0)
+{
+    if (zt_game_num_players(g) == 1) return return0 - zt_game_score(g, state) / g->max_return;
+    return zt_game_observer(g, state) == 0 ? return0 : -return0;
+}
+
+/* Counts (sign +1) or uncounts (-1) the stored positions [from, to). */
+static void repeat_track(zt_replay *rb, int64_t from, int64_t to, int sign)
+{
+    for (int64_t gi = find_game(rb, from); gi < rb->num_games; gi++) {
+        const game_entry *e = game_at(rb, gi);
+        if (e->start >= to) break;
+        const uint8_t *p = rb->ring + e->offset;
+        for (int64_t i = e->start; i < e->start + e->length && i < to; i++) {
+            size_t len = zt_record_length(&rb->layout, p, rb->layout.max_bytes);
+            if (i >= from) {
+                uint8_t state[ZT_MAX_STATE_BYTES];
+                zt_record_view view;
+                /* the records were checked when they came in */
+                zt_status st = zt_record_decode(&rb->layout, rb->game, p, len, state, &view);
+                ZT_ASSERT(st == ZT_OK);
+                uint64_t key = repeat_key(rb, state);
+                repeat_slot *slot = repeat_slot_of(rb, key);
+                ZT_ASSERT(sign > 0 || slot->count > 0);
+                float z = outcome_for(rb->game, state, e->return0);
+                slot->key = key;
+                slot->count += sign;
+                slot->wins += sign * (z > 0);
+                slot->draws += sign * (z == 0);
+                slot->value_sum += sign * (double)z;
+                if (slot->count == 0) repeat_remove(rb, slot);
+            }
+            p += len;
+        }
+    }
+}
+
+/* Uncounts the positions before `to` still counted. */
+static void repeat_untrack_until(zt_replay *rb, int64_t to)
+{
+    if (!rb->repeats || to <= rb->tracked_from) return;
+    repeat_track(rb, rb->tracked_from, to, -1);
+    rb->tracked_from = to;
+}
+
+/* The table, empty, if the settings want one; false if out of memory. */
+static bool repeats_alloc(zt_replay *rb)
+{
+    if (!(rb->cfg.repeat_weight > 0 || rb->cfg.repeat_average)) return true;
+    size_t slots = 16;
+    while (slots < 2 * (size_t)rb->cfg.capacity) slots *= 2;
+    rb->repeats = calloc(slots, sizeof *rb->repeats);
+    rb->repeat_mask = slots - 1;
+    return rb->repeats != NULL;
+}
+
+/* The slot of the stored record p (len bytes), which the window holds. */
+static const repeat_slot *repeat_lookup(const zt_replay *rb, const uint8_t *p, size_t len)
+{
+    uint8_t state[ZT_MAX_STATE_BYTES];
+    zt_record_view view;
+    zt_status st = zt_record_decode(&rb->layout, rb->game, p, len, state, &view);
+    ZT_ASSERT(st == ZT_OK);
+    const repeat_slot *slot = repeat_slot_of(rb, repeat_key(rb, state));
+    ZT_ASSERT(slot->count > 0);
+    return slot;
+}
+
+/* The first position of the sampling window. */
+static int64_t window_from(const zt_replay *rb)
+{
+    int64_t window = zt_replay_window(&rb->cfg, rb->positions_seen);
+    if (window > rb->positions) window = rb->positions;
+    return rb->positions_seen - window;
+}
+
+/* Counts the window's positions into the empty table, if there is one. */
+static void repeats_track_window(zt_replay *rb)
+{
+    if (!rb->repeats) return;
+    rb->tracked_from = window_from(rb);
+    repeat_track(rb, rb->tracked_from, rb->positions_seen, +1);
+}
+
+/* The counted positions made the window's again after a game came in (the
+ * window's start only moves on with the settings in use, but any window
+ * is followed). */
+static void repeats_follow_window(zt_replay *rb)
+{
+    int64_t from = window_from(rb);
+    if (from > rb->tracked_from) repeat_track(rb, rb->tracked_from, from, -1);
+    if (from < rb->tracked_from) repeat_track(rb, from, rb->tracked_from, +1);
+    rb->tracked_from = from;
 }
 
 zt_status zt_replay_new(const zt_game *g, const zt_replay_config *cfg, zt_replay **out)
@@ -219,9 +403,10 @@ zt_status zt_replay_new(const zt_game *g, const zt_replay_config *cfg, zt_replay
     }
     rb->ring = malloc(rb->ring_bytes ? rb->ring_bytes : 1);
     rb->games = calloc((size_t)rb->max_games, sizeof *rb->games);
-    if (!rb->ring || !rb->games) {
+    if (!rb->ring || !rb->games || !repeats_alloc(rb)) {
         free(rb->ring);
         free(rb->games);
+        free(rb->repeats);
         free(rb);
         return zt_fail(ZT_ERR_NOMEM, "replay: no memory for %lld positions",
                        (long long)cfg->capacity);
@@ -237,6 +422,7 @@ void zt_replay_free(zt_replay *rb)
     pthread_mutex_destroy(&rb->mutex);
     free(rb->ring);
     free(rb->games);
+    free(rb->repeats);
     free(rb);
 }
 
@@ -250,9 +436,28 @@ const zt_replay_config *zt_replay_get_config(const zt_replay *rb)
     return &rb->cfg;
 }
 
-static game_entry *game_at(zt_replay *rb, int64_t i)
+zt_status zt_replay_set_sampling(zt_replay *rb, double surprise_weight, double repeat_weight,
+                                 bool repeat_average)
 {
-    return &rb->games[(rb->first_game + i) % rb->max_games];
+    zt_replay_config c = rb->cfg;
+    c.surprise_weight = surprise_weight;
+    c.repeat_weight = repeat_weight;
+    c.repeat_average = repeat_average;
+    ZT_TRY(check_config(&c));
+    pthread_mutex_lock(&rb->mutex);
+    free(rb->repeats);
+    rb->repeats = NULL;
+    rb->cfg = c;
+    bool ok = repeats_alloc(rb);
+    if (ok) {
+        repeats_track_window(rb);
+    } else {
+        rb->cfg.repeat_weight = 0;
+        rb->cfg.repeat_average = false;
+    }
+    pthread_mutex_unlock(&rb->mutex);
+    if (!ok) return zt_fail(ZT_ERR_NOMEM, "replay: no memory to count the window's repeats");
+    return ZT_OK;
 }
 
 /* What a game's `length` records at p add to the buffer's counters: its
@@ -272,6 +477,7 @@ static void tally_records(zt_replay *rb, const uint8_t *p, uint32_t length, int6
 static void evict_oldest(zt_replay *rb)
 {
     game_entry *e = game_at(rb, 0);
+    repeat_untrack_until(rb, e->start + e->length);
     int64_t targets, surprise;
     tally_records(rb, rb->ring + e->offset, e->length, &targets, &surprise);
     rb->positions -= e->length;
@@ -331,6 +537,10 @@ zt_status zt_replay_add_game(zt_replay *rb, const zt_replay_traj *t, float retur
     rb->record_bytes += t->used;
     if (game_id) *game_id = (uint64_t)rb->games_seen;
     rb->games_seen++;
+    if (rb->repeats) {
+        repeat_track(rb, e->start, rb->positions_seen, +1);
+        repeats_follow_window(rb);
+    }
     pthread_mutex_unlock(&rb->mutex);
     return ZT_OK;
 }
@@ -365,21 +575,6 @@ zt_replay_stats zt_replay_get_stats(zt_replay *rb)
         st.saving = 1 - st.bytes_per_position / st.dense_bytes_per_position;
     }
     return st;
-}
-
-/* The stored game holding absolute position `index` (binary search over the
- * games' starts, which increase). Caller holds the lock. */
-static int64_t find_game(zt_replay *rb, int64_t index)
-{
-    int64_t lo = 0, hi = rb->num_games - 1;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo + 1) / 2;
-        if (game_at(rb, mid)->start <= index)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
 }
 
 /* The record of absolute position `index` (stored) and its length. Records
@@ -465,18 +660,6 @@ void zt_replay_diversity_format(const zt_replay_diversity *d, char *buf, size_t 
              d->games ? 100.0 * (double)d->distinct_games / (double)d->games : 0.0);
 }
 
-/* The value target of a position: two players, the final result for the
- * player to move (at a chance state, for its observer: game.h); one
- * player, the points still to come, undiscounted (the final score less the
- * score banked in the position, on the value scale): the Monte Carlo
- * return-to-go, the quantity search backs up (q = reward + value, model.h),
- * read from the record and the game's return alone. */
-static float outcome_for(const zt_game *g, const void *state, float return0)
-{
-    if (zt_game_num_players(g) == 1) return return0 - zt_game_score(g, state) / g->max_return;
-    return zt_game_observer(g, state) == 0 ? return0 : -return0;
-}
-
 zt_status zt_replay_get(zt_replay *rb, int64_t index, zt_replay_position *pos, float *policy)
 {
     pthread_mutex_lock(&rb->mutex);
@@ -545,6 +728,10 @@ zt_status zt_replay_refresh(zt_replay *rb, int64_t index, const float *policy, f
 typedef struct row_head {
     size_t len;
     float return0;
+    /* repeat_average: the value target and the shares of wins and draws
+     * over the position's occurrences in the window (count 0: not averaged) */
+    int32_t count;
+    float mean_value, wins, draws, losses;
     int32_t steps;
     bool last; /* the game's last record is the row's last */
     size_t bytes;
@@ -677,16 +864,16 @@ static zt_status build_row(zt_replay *rb, zt_replay_batch *b, int r)
         policy[a] = (float)view.weights[i] / (float)ZT_REPLAY_WEIGHT_SUM;
     }
     b->policy_weight[r] = (view.flags & ZT_REPLAY_FULL_SEARCH) ? 1.0f : 0.0f;
-    float z = outcome_for(g, state, h.return0);
+    float z = h.count > 0 ? h.mean_value : outcome_for(g, state, h.return0);
     /* the network learns values through the game's transform (game.h) */
     b->value[r] = zt_game_value_to_net(g, z);
     b->root_value[r] = zt_game_value_to_net(g, view.root_value);
     b->reanalysed[r] = (view.flags & RECORD_REANALYSED) ? 1.0f : 0.0f;
     if (b->wdl) {
         float *wdl = b->wdl + (size_t)r * 3;
-        wdl[0] = z > 0;
-        wdl[1] = z == 0;
-        wdl[2] = z < 0;
+        wdl[0] = h.count > 0 ? h.wins : z > 0;
+        wdl[1] = h.count > 0 ? h.draws : z == 0;
+        wdl[2] = h.count > 0 ? h.losses : z < 0;
     }
     return ZT_OK;
 }
@@ -934,12 +1121,14 @@ zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
     int64_t from = rb->positions_seen - window;
     int syms = rb->cfg.augment ? g->num_symmetries : 1;
     /* Surprise weighting (replay.h): a position is drawn with probability
-     * proportional to (1 - a) + a min(s / mean s, CAP), by rejection
-     * against the largest weight; without surprises stored, uniformly. */
-    double a = rb->cfg.surprise_weight;
-    bool weighted = a > 0 && rb->surprise_sum > 0;
-    double mean = weighted ? (double)rb->surprise_sum / (double)rb->positions : 1;
-    double wmax = (1 - a) + a * ZT_REPLAY_SURPRISE_CAP;
+     * proportional to (1 - a) + a min(s / mean s, CAP) (without surprises
+     * stored, uniformly), times c^-rw for one that occurs c times in the
+     * window (repeat_weight), by rejection against the largest weight. */
+    double a = rb->cfg.surprise_weight, rw = rb->cfg.repeat_weight;
+    bool by_surprise = a > 0 && rb->surprise_sum > 0;
+    bool weighted = by_surprise || rw > 0;
+    double mean = by_surprise ? (double)rb->surprise_sum / (double)rb->positions : 1;
+    double wmax = by_surprise ? (1 - a) + a * ZT_REPLAY_SURPRISE_CAP : 1;
     /* Phase one, under the lock: draw and copy the records out, so that
      * actors appending games wait only for memcpy's, not for observations. */
     for (int r = 0; r < b->size; r++) {
@@ -950,8 +1139,12 @@ zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
         double best_w = -1;
         int64_t best_index = index;
         for (int tries = 1; weighted; tries++) {
-            double ratio = zt_record_surprise(p, h.len) / mean;
-            double w = (1 - a) + a * (ratio < ZT_REPLAY_SURPRISE_CAP ? ratio : ZT_REPLAY_SURPRISE_CAP);
+            double w = 1;
+            if (by_surprise) {
+                double ratio = zt_record_surprise(p, h.len) / mean;
+                w = (1 - a) + a * (ratio < ZT_REPLAY_SURPRISE_CAP ? ratio : ZT_REPLAY_SURPRISE_CAP);
+            }
+            if (rw > 0) w *= pow(repeat_lookup(rb, p, h.len)->count, -rw);
             if (zt_rng_uniform(rng) * wmax < w) break;
             if (w > best_w) {
                 best_w = w;
@@ -969,6 +1162,16 @@ zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
         b->sym[r] = syms > 1 ? (int32_t)zt_rng_below(rng, (uint32_t)syms) : 0;
         const game_entry *e = game_at(rb, game);
         h.return0 = e->return0;
+        h.count = 0;
+        if (rb->cfg.repeat_average) {
+            const repeat_slot *slot = repeat_lookup(rb, p, h.len);
+            double c = slot->count;
+            h.count = slot->count;
+            h.mean_value = (float)(slot->value_sum / c);
+            h.wins = (float)(slot->wins / c);
+            h.draws = (float)(slot->draws / c);
+            h.losses = (float)((slot->count - slot->wins - slot->draws) / c);
+        }
         h.steps = 1;
         h.bytes = h.len;
         /* the records of the unroll follow in the game's contiguous bytes */
@@ -997,6 +1200,7 @@ zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
  *   u16 title length | title | u32 compact_size | u32 num_actions
  *   i64 capacity | i64 max_games | u64 arena_bytes | f64 c, alpha, beta | u8 augment
  *   f64 surprise_weight (from version 2; version 1 files load with 0)
+ *   f64 repeat_weight | u8 repeat_average (from version 3; before, 0)
  *   i64 positions_seen | i64 games_seen | i64 games stored
  *   per game: i64 start | u32 length | u32 bytes | f32 return0
  *   u64 record bytes | the records of every game, oldest first
@@ -1005,7 +1209,7 @@ zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
  * games and records, packed from offset 0, and samples identically. */
 
 #define REPLAY_MAGIC "ZTREPLAY"
-#define REPLAY_VERSION 2u
+#define REPLAY_VERSION 3u
 
 typedef struct writer {
     uint8_t *p;
@@ -1067,6 +1271,8 @@ zt_status zt_replay_serialize(zt_replay *rb, uint8_t **data, size_t *len)
     put_f64(&w, rb->cfg.window_beta);
     put_le(&w, rb->cfg.augment, 1);
     put_f64(&w, rb->cfg.surprise_weight);
+    put_f64(&w, rb->cfg.repeat_weight);
+    put_le(&w, rb->cfg.repeat_average, 1);
     put_le(&w, (uint64_t)rb->positions_seen, 8);
     put_le(&w, (uint64_t)rb->games_seen, 8);
     put_le(&w, (uint64_t)rb->num_games, 8);
@@ -1209,6 +1415,7 @@ static zt_status load_games(zt_replay *rb, reader *r, int64_t num_games, int64_t
     rb->policy_targets = targets;
     rb->surprise_sum = surprise;
     rb->record_bytes = bytes_sum;
+    repeats_track_window(rb);
     return ZT_OK;
 }
 
@@ -1222,7 +1429,8 @@ zt_status zt_replay_deserialize(const zt_game *g, const uint8_t *data, size_t le
     uint32_t version = (uint32_t)get_le(&r, 4);
     uint64_t total = get_le(&r, 8);
     if (r.short_read) return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint truncated in its header");
-    /* version 1: the same without surprise_weight (0) */
+    /* version 1: the same without surprise_weight (0); 2: without the
+     * repeats' settings (0, false) */
     if (version < 1 || version > REPLAY_VERSION)
         return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint version %u (this program reads 1 to %u)",
                        version, REPLAY_VERSION);
@@ -1257,13 +1465,16 @@ zt_status zt_replay_deserialize(const zt_game *g, const uint8_t *data, size_t le
     cfg.window_beta = get_f64(&r);
     uint64_t augment = get_le(&r, 1);
     cfg.surprise_weight = version >= 2 ? get_f64(&r) : 0.0;
+    cfg.repeat_weight = version >= 3 ? get_f64(&r) : 0.0;
+    uint64_t average = version >= 3 ? get_le(&r, 1) : 0;
     int64_t positions_seen = (int64_t)get_le(&r, 8);
     int64_t games_seen = (int64_t)get_le(&r, 8);
     int64_t num_games = (int64_t)get_le(&r, 8);
     if (r.short_read) return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint truncated in its header");
     cfg.augment = augment != 0;
-    if (augment > 1 || cfg.max_games < 1 || cfg.arena_bytes == 0 || positions_seen < 0 ||
-        games_seen < 0 || check_config(&cfg) != ZT_OK)
+    cfg.repeat_average = average != 0;
+    if (augment > 1 || average > 1 || cfg.max_games < 1 || cfg.arena_bytes == 0 ||
+        positions_seen < 0 || games_seen < 0 || check_config(&cfg) != ZT_OK)
         return zt_fail(ZT_ERR_CORRUPT, "replay checkpoint: impossible settings or counters");
     /* Sizes come from the file: refuse what no buffer of ours would hold
      * before allocating it. */

@@ -117,6 +117,19 @@ typedef struct zt_replay_config {
      * sampler draws by it over the whole window). 0 (the default):
      * uniform, the rng consumed exactly as without it. */
     double surprise_weight;
+    /* Repeats: self-play that plays the same lines fills the window with
+     * copies of a few positions (zt_replay_get_diversity). With w in
+     * [0, 1] a position that occurs c times in the window (counted up to
+     * the game's symmetries when augmenting) is drawn with weight c^-w,
+     * its copies together c^(1 - w): w = 1 draws every distinct position
+     * equally often. Combined with surprise_weight, the weights multiply.
+     * 0 (the default): uniform, the rng consumed exactly as without it. */
+    double repeat_weight;
+    /* The value target of a drawn position (`value`, `wdl`) is the mean
+     * over its occurrences in the window, not its own game's outcome
+     * (CGZero keeps one sample per position with summed targets and a
+     * count). MuZero's unrolled targets are left as they are. */
+    bool repeat_average;
 } zt_replay_config;
 
 /* The largest weight a surprise earns, in units of the mean surprise, and
@@ -136,6 +149,12 @@ void zt_replay_free(zt_replay *rb);
 const zt_game *zt_replay_game(const zt_replay *rb);
 /* The settings in force (defaults resolved: max_games, arena_bytes). */
 const zt_replay_config *zt_replay_get_config(const zt_replay *rb);
+/* Draws from now on as these settings of zt_replay_config say (a loaded
+ * checkpoint keeps the ones it was saved with): ZT_ERR_INVALID for a
+ * weight out of range, ZT_ERR_NOMEM where the repeats' count does not fit;
+ * the buffer then draws uniformly. */
+zt_status zt_replay_set_sampling(zt_replay *rb, double surprise_weight, double repeat_weight,
+                                 bool repeat_average);
 
 /* Appends a finished game: its positions in t (which is left unchanged) and
  * the return of player 0 (zero-sum: player 1 gets the negation; one player:

@@ -507,6 +507,8 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
                             &S->replay.window_beta));
     ZT_TRY(zt_config_bool(c, "replay.augment", true, &S->replay.augment));
     ZT_TRY(zt_config_double(c, "replay.surprise_weight", 0.0, 0, 1, &S->replay.surprise_weight));
+    ZT_TRY(zt_config_double(c, "replay.repeat_weight", 0.0, 0, 1, &S->replay.repeat_weight));
+    ZT_TRY(zt_config_bool(c, "replay.repeat_average", false, &S->replay.repeat_average));
     /* the actors store each full search's surprise only for a run that
      * samples by it (a byte per record) */
     A->record_surprise = S->replay.surprise_weight > 0;

@@ -247,6 +247,8 @@ static void replay_and_trajectories(void)
         cfg.capacity = 64;
         cfg.augment = which != 3;
         cfg.surprise_weight = which % 2 ? 0.5 : 0; /* version 2's field, both ways */
+        cfg.repeat_weight = which >= 2 ? 0.5 : 0;  /* version 3's, each combination */
+        cfg.repeat_average = which == 1 || which == 3;
         if (zt_replay_traj_new(g, &t) != ZT_OK || zt_replay_new(g, &cfg, &rb) != ZT_OK)
             die(specs[which]);
         for (int k = 0; k < 3; k++) {

@@ -1,8 +1,9 @@
 /* Replay checkpoints (zt_replay_load, replay.bin of a checkpoint) of each
  * game. Input: one byte choosing the game, then the file; each is read as
  * it is and again with its checksum made right. A buffer that loads saves
- * to the same bytes (a version-1 file: to bytes that load and save to
- * themselves), and every stored position decodes and samples. */
+ * to the same bytes (a file of an older version: to bytes that load and
+ * save to themselves), and every stored position decodes and samples (by
+ * the repeats' counts where the file's settings ask for them). */
 #include "fuzz.h"
 #include "core/rng.h"
 #include "game/game.h"
@@ -43,8 +44,13 @@ static bool too_big(const uint8_t *data, size_t size)
     if (size < 22) return false;
     size_t at = 22 + (size_t)le(data + 20, 2) + 8;
     if (at + 24 > size) return false;
-    uint64_t max_games = le(data + at + 8, 8), ring = le(data + at + 16, 8);
-    return max_games > (1u << 22) || ring > (1u << 28);
+    uint64_t capacity = le(data + at, 8), max_games = le(data + at + 8, 8);
+    uint64_t ring = le(data + at + 16, 8);
+    /* version 3's repeats (f64 weight, u8 average) count the window in a
+     * table of up to 128 bytes a position of the capacity */
+    bool repeats = le(data + 8, 4) >= 3 && at + 66 <= size &&
+                   (le(data + at + 57, 8) != 0 || data[at + 65] != 0);
+    return max_games > (1u << 22) || ring > (1u << 28) || (repeats && capacity > (1u << 22));
 }
 
 static void load(int which, const uint8_t *data, size_t size)
@@ -57,7 +63,7 @@ static void load(int which, const uint8_t *data, size_t size)
     uint8_t *again;
     size_t len;
     FUZZ_CHECK(zt_replay_serialize(rb, &again, &len) == ZT_OK);
-    if (le(data + 8, 4) == 1) {
+    if (le(data + 8, 4) < 3) {
         /* an older version is saved in the current one, which reads back
          * and saves to the same bytes */
         zt_replay *back;
