@@ -269,7 +269,7 @@ static void test_sampling(void)
           "after eviction: mean %g, stored records' %g", small.surprise,
           mean_surprise(rbs[SMALL]));
 
-    /* checkpoints: version 2 keeps the weight and the sums */
+    /* checkpoints keep the weight and the sums */
     uint8_t *blob;
     size_t len;
     CHECK(zt_replay_serialize(rbs[W_HALF], &blob, &len) == ZT_OK, "%s", zt_error_message());
