@@ -20,6 +20,7 @@
 #include "replay/record.h"
 #include "replay/replay.h"
 
+#include "zt_replay_test.h"
 #include "zt_test.h"
 
 static const uint64_t SEED = 20261129;
@@ -299,15 +300,9 @@ static void test_weights(void)
         back = NULL;
     }
     /* version 2: the same blob without the f64 and u8 after surprise_weight */
-    size_t at = 8 + 4 + 8 + 2 + strlen(g->title) + 4 + 4 + 8 + 8 + 8 + 3 * 8 + 1 + 8;
-    uint8_t *v2 = malloc(len);
-    memcpy(v2, blob, at);
-    memcpy(v2 + at, blob + at + 9, len - at - 9);
-    size_t len2 = len - 9;
-    v2[8] = 2;
-    for (int i = 0; i < 8; i++) v2[12 + i] = (uint8_t)((uint64_t)len2 >> (8 * i));
-    uint64_t h = zt_hash_bytes(v2, len2 - 8, ZT_REPLAY_HASH_SEED);
-    for (int i = 0; i < 8; i++) v2[len2 - 8 + (size_t)i] = (uint8_t)(h >> (8 * i));
+    size_t len2;
+    uint8_t *v2 =
+        zt_test_replay_older(blob, len, zt_test_replay_settings_at(g) + 8, 8 + 1, 2, &len2);
     CHECK(zt_replay_deserialize(g, v2, len2, &back) == ZT_OK, "version 2: %s", zt_error_message());
     if (back) {
         const zt_replay_config *c = zt_replay_get_config(back);

@@ -20,6 +20,7 @@
 #include "replay/record.h"
 #include "replay/replay.h"
 
+#include "zt_replay_test.h"
 #include "zt_test.h"
 
 static const uint64_t SEED = 20261127;
@@ -292,16 +293,9 @@ static void test_sampling(void)
     }
     /* version 1: the same blob without the f64 after augment (nor version
      * 3's f64 and u8 of the repeats' settings), weight 0 */
-    size_t at = 8 + 4 + 8 + 2 + strlen(g->title) + 4 + 4 + 8 + 8 + 8 + 3 * 8 + 1;
-    size_t cut = 8 + 8 + 1;
-    uint8_t *v1 = malloc(len);
-    memcpy(v1, blob, at);
-    memcpy(v1 + at, blob + at + cut, len - at - cut);
-    size_t len1 = len - cut;
-    v1[8] = 1;
-    for (int i = 0; i < 8; i++) v1[12 + i] = (uint8_t)((uint64_t)len1 >> (8 * i));
-    uint64_t h = zt_hash_bytes(v1, len1 - 8, ZT_REPLAY_HASH_SEED);
-    for (int i = 0; i < 8; i++) v1[len1 - 8 + (size_t)i] = (uint8_t)(h >> (8 * i));
+    size_t len1;
+    uint8_t *v1 =
+        zt_test_replay_older(blob, len, zt_test_replay_settings_at(g), 8 + 8 + 1, 1, &len1);
     CHECK(zt_replay_deserialize(g, v1, len1, &back) == ZT_OK, "version 1: %s",
           zt_error_message());
     if (back) {
