@@ -356,12 +356,18 @@ static const repeat_slot *repeat_lookup(const zt_replay *rb, const uint8_t *p, s
     return slot;
 }
 
+/* The positions sampled from: the newest zt_replay_window of them, at most
+ * those stored. Caller holds the lock. */
+static int64_t window_size(const zt_replay *rb)
+{
+    int64_t window = zt_replay_window(&rb->cfg, rb->positions_seen);
+    return window < rb->positions ? window : rb->positions;
+}
+
 /* The first position of the sampling window. */
 static int64_t window_from(const zt_replay *rb)
 {
-    int64_t window = zt_replay_window(&rb->cfg, rb->positions_seen);
-    if (window > rb->positions) window = rb->positions;
-    return rb->positions_seen - window;
+    return rb->positions_seen - window_size(rb);
 }
 
 /* Counts the window's positions into the empty table, if there is one. */
@@ -565,9 +571,8 @@ zt_replay_stats zt_replay_get_stats(zt_replay *rb)
     if (rb->positions > 0)
         st.surprise = (double)rb->surprise_sum / ZT_RECORD_SURPRISE_SCALE / (double)rb->positions;
     st.game_bytes = (size_t)rb->num_games * sizeof(game_entry);
+    st.window = window_size(rb);
     pthread_mutex_unlock(&rb->mutex);
-    int64_t w = zt_replay_window(&rb->cfg, st.positions_seen);
-    st.window = w < st.positions ? w : st.positions;
     st.allocated_bytes = sizeof *rb + rb->ring_bytes + (size_t)rb->max_games * sizeof(game_entry);
     st.dense_bytes_per_position = (double)zt_replay_dense_bytes(rb->game);
     if (st.positions > 0) {
@@ -1116,9 +1121,7 @@ zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
         pthread_mutex_unlock(&rb->mutex);
         return zt_fail(ZT_ERR_INVALID, "replay buffer is empty: nothing to sample");
     }
-    int64_t window = zt_replay_window(&rb->cfg, rb->positions_seen);
-    if (window > rb->positions) window = rb->positions;
-    int64_t from = rb->positions_seen - window;
+    int64_t window = window_size(rb), from = window_from(rb);
     int syms = rb->cfg.augment ? g->num_symmetries : 1;
     /* Surprise weighting (replay.h): a position is drawn with probability
      * proportional to (1 - a) + a min(s / mean s, CAP) (without surprises
