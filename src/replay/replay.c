@@ -572,8 +572,9 @@ zt_replay_stats zt_replay_get_stats(zt_replay *rb)
         st.surprise = (double)rb->surprise_sum / ZT_RECORD_SURPRISE_SCALE / (double)rb->positions;
     st.game_bytes = (size_t)rb->num_games * sizeof(game_entry);
     st.window = window_size(rb);
+    st.allocated_bytes = sizeof *rb + rb->ring_bytes + (size_t)rb->max_games * sizeof(game_entry) +
+                         (rb->repeats ? (rb->repeat_mask + 1) * sizeof *rb->repeats : 0);
     pthread_mutex_unlock(&rb->mutex);
-    st.allocated_bytes = sizeof *rb + rb->ring_bytes + (size_t)rb->max_games * sizeof(game_entry);
     st.dense_bytes_per_position = (double)zt_replay_dense_bytes(rb->game);
     if (st.positions > 0) {
         st.bytes_per_position = (double)(st.record_bytes + st.game_bytes) / (double)st.positions;
