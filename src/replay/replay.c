@@ -1142,13 +1142,18 @@ zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
         /* after ZT_REPLAY_SURPRISE_TRIES rejections, the heaviest drawn */
         double best_w = -1;
         int64_t best_index = index;
+        /* the drawn record's slot, looked up once (NULL: not yet) */
+        const repeat_slot *slot = NULL;
         for (int tries = 1; weighted; tries++) {
             double w = 1;
             if (by_surprise) {
                 double ratio = zt_record_surprise(p, h.len) / mean;
                 w = (1 - a) + a * (ratio < ZT_REPLAY_SURPRISE_CAP ? ratio : ZT_REPLAY_SURPRISE_CAP);
             }
-            if (rw > 0) w *= pow(repeat_lookup(rb, p, h.len)->count, -rw);
+            if (rw > 0) {
+                slot = repeat_lookup(rb, p, h.len);
+                w *= pow(slot->count, -rw);
+            }
             if (zt_rng_uniform(rng) * wmax < w) break;
             if (w > best_w) {
                 best_w = w;
@@ -1156,6 +1161,7 @@ zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
             }
             if (tries == ZT_REPLAY_SURPRISE_TRIES) {
                 index = best_index;
+                slot = NULL;
                 p = find_record(rb, index, &game, &h.len);
                 break;
             }
@@ -1168,7 +1174,7 @@ zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
         h.return0 = e->return0;
         h.count = 0;
         if (rb->cfg.repeat_average) {
-            const repeat_slot *slot = repeat_lookup(rb, p, h.len);
+            if (!slot) slot = repeat_lookup(rb, p, h.len);
             double c = slot->count;
             h.count = slot->count;
             h.mean_value = (float)(slot->value_sum / c);
