@@ -122,12 +122,17 @@ static zt_status make_searches(zt_actor *a, uint64_t seed)
     return build_root_cache(a);
 }
 
-int zt_actor_eval_batch(const zt_game *g, const zt_actor_config *cfg)
+int zt_actor_round_batch(const zt_actor_config *cfg)
 {
     int K = cfg->search.leaves_per_round > 0 ? cfg->search.leaves_per_round : 1;
+    return cfg->games * K;
+}
+
+int zt_actor_eval_batch(const zt_game *g, const zt_actor_config *cfg)
+{
     /* the model may send one position per chance outcome of each state */
     int per_item = g->max_chance_outcomes > 1 ? g->max_chance_outcomes : 1;
-    return cfg->games * K * per_item;
+    return zt_actor_round_batch(cfg) * per_item;
 }
 
 /* The opening players of cfg.opening_players, one per spec. */

@@ -157,8 +157,12 @@ enum {
  * Sorts sides[0..n) in place. */
 float zt_resign_calibrate(zt_resign_side *sides, int n, float ceiling, double false_rate);
 
-/* The largest batch an actor of cfg sends its evaluator (G x K, times the
- * chance outcomes where the model expands them): the batch to reserve. */
+/* The batch one round of an actor of cfg's searches sends at most: G
+ * games x K leaves (the batch int8's speed is measured at). */
+int zt_actor_round_batch(const zt_actor_config *cfg);
+
+/* The largest batch an actor of cfg sends its evaluator: a round's, times
+ * the chance outcomes where the model expands them (the batch to reserve). */
 int zt_actor_eval_batch(const zt_game *g, const zt_actor_config *cfg);
 
 /* A fresh actor searching with the model mf builds over ev (both borrowed;

@@ -60,12 +60,6 @@ static zt_status read_int8(zt_config *c, zt_train_settings *S)
     return ZT_OK;
 }
 
-int zt_train_actor_batch(const zt_train_settings *S)
-{
-    int K = S->actor.search.leaves_per_round > 0 ? S->actor.search.leaves_per_round : 1;
-    return S->actor.games * K;
-}
-
 zt_status zt_train_settings_choose_int8(const zt_game *g, zt_train_settings *S)
 {
     if (!S->int8_auto) return ZT_OK;
@@ -74,8 +68,8 @@ zt_status zt_train_settings_choose_int8(const zt_game *g, zt_train_settings *S)
         S->int8_auto = false; /* `device` put the nets elsewhere */
         return ZT_OK;
     }
-    ZT_TRY(
-        zt_int8_speedup(g, &S->net, S->backend, zt_train_actor_batch(S), 0.05, &S->int8_speedup));
+    ZT_TRY(zt_int8_speedup(g, &S->net, S->backend, zt_actor_round_batch(&S->actor), 0.05,
+                           &S->int8_speedup));
     S->int8_actors = S->int8_speedup >= S->int8_gate.auto_speedup;
     return ZT_OK;
 }

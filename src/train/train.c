@@ -414,7 +414,7 @@ static void log_start(zt_train *t)
         zt_info("precision auto: %s actors (int8 runs their net at %.2fx %s's speed here, one "
                 "thread at batch %d; int8 from int8.auto_speedup = %g)",
                 S->int8_actors ? "int8" : zt_precision_name(zt_net_precision(net)), S->int8_speedup,
-                zt_precision_name(zt_net_precision(net)), zt_train_actor_batch(S),
+                zt_precision_name(zt_net_precision(net)), zt_actor_round_batch(&S->actor),
                 S->int8_gate.auto_speedup);
     if (S->int8_actors)
         zt_info("int8 actors: a version is quantised on %d replay positions and gated on %d "

@@ -157,9 +157,6 @@ zt_status zt_train_settings_read(zt_config *cfg, const zt_game *g, zt_train_sett
  * faster). Nothing where int8_auto is not set. */
 zt_status zt_train_settings_choose_int8(const zt_game *g, zt_train_settings *S);
 
-/* The largest batch an actor's net is called with: games x K leaves. */
-int zt_train_actor_batch(const zt_train_settings *S);
-
 /* The search the arena plays with (arena.sims > 0): the actors' search with
  * arena.sims simulations, no Gumbel noise, no Dirichlet noise, and
  * capacities sized for that. */
