@@ -90,11 +90,42 @@ done
 total=$(printf '%s\n' "$out" | sed -n 's/^mistakes \([0-9]*\)\/9$/\1/p')
 sum=$(printf '%s' "$line" | grep -Eo 'mistakes [0-9]+' | awk '{ s += $2 } END { print s }')
 [ -n "$total" ] && [ "$total" = "$sum" ] || fail "bands sum to $sum, total '$total': $out"
+# By value: the groups hold all nine positions and add up to the total; a
+# lost position cannot be erred on (every move keeps the loss).
+vline=$(printf '%s\n' "$out" | grep '^by value: ')
+[ -n "$vline" ] || fail "no value line: $out"
+# (the positions a "by ...:" line's groups hold, summed)
+held() { grep -Eo '[0-9]+/[0-9]+' | cut -d/ -f2 | awk '{ s += $1 } END { print s }'; }
+vsum=$(printf '%s' "$vline" | grep -Eo 'mistakes [0-9]+' | awk '{ s += $2 } END { print s }')
+vpos=$(printf '%s' "$vline" | held)
+[ "$vsum" = "$total" ] && [ "$vpos" = 9 ] ||
+    fail "values sum to $vsum/$vpos, total '$total': $vline"
+# Each group holds the positions of that score's sign in the file.
+for v in "won 1" "drawn 0" "lost -1"; do
+    set -- $v
+    n=$(awk -v s="$2" '!/^#/ { v = ($2 > 0) - ($2 < 0); if (v == s) n++ } END { print n + 0 }' \
+        "$tmp/mixed")
+    if [ "$n" = 0 ]; then
+        printf '%s' "$vline" | grep -q "$1" && fail "'$1' but no such position: $vline"
+    else
+        printf '%s' "$vline" | grep -Eq "$1 mistakes [0-9]+/$n " || fail "$1 not /$n: $vline"
+    fi
+done
+if printf '%s' "$vline" | grep -q 'lost'; then
+    printf '%s' "$vline" | grep -Eq 'lost mistakes 0/[0-9]+ ' ||
+        fail "a lost position erred: $vline"
+fi
 # A set of one band prints that band alone.
 out=$("$BIN" eval connect4 --model "$run" --positions "$ZT_DATA_DIR/connect4/Test_L3_R1" \
     --limit 20 --sims 0 2>&1) || fail "eval L3: $out"
 printf '%s\n' "$out" | grep -Eq '^by depth: end mistakes [0-9]+/20 \([0-9.]+ %\)$' ||
     fail "L3 band line: $out"
+# Pons' lines give the score: of the first 20, 7 won, 9 drawn and 4 lost
+# for the side to move, none of the lost ones erred on.
+pct='\([0-9.]+ %\)'
+want="^by value: won mistakes [0-9]+/7 $pct, drawn mistakes [0-9]+/9 $pct, lost mistakes 0/4 $pct\$"
+printf '%s\n' "$out" | grep -Eq "$want" ||
+    fail "L3 value line: $out"
 
 # bench int8: the model's int8 copy against bf16 on a position file, and on
 # the gate's own random-play positions, beside the gate's thresholds; an

@@ -279,6 +279,7 @@ typedef struct judged {
     int index;        /* among the positions read */
     const char *line; /* the file's line (in the open position file's text) */
     int band;         /* ZT_BAND_* */
+    int value_index;  /* 0 won, 1 drawn, 2 lost for the side to move; -1 unknown */
     int num_moves;
     uint16_t moves[ZT_MAX_ACTIONS];
 } judged;
@@ -314,6 +315,10 @@ static zt_status judge_batch(const zt_positions_config *cfg, zt_agent *agent, in
         if (jd[i].band >= 0 && jd[i].band < ZT_BANDS) {
             out->band_positions[jd[i].band]++;
             out->band_optimal[jd[i].band] += ok;
+        }
+        if (jd[i].value_index >= 0) {
+            out->value_positions[jd[i].value_index]++;
+            out->value_optimal[jd[i].value_index] += ok;
         }
     }
     out->mistakes = out->positions - out->optimal;
@@ -361,6 +366,7 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
         j->index = taken;
         j->line = pf.line;
         j->band = pos->has_band ? pos->band : ZT_BAND_NONE;
+        j->value_index = pos->has_value ? 1 - pos->expected.value : -1;
         if (pos->has_moves) {
             j->num_moves = pos->expected.num_moves;
             memcpy(j->moves, pos->expected.moves, sizeof(uint16_t) * (size_t)j->num_moves);
@@ -370,6 +376,7 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
             if (st != ZT_OK) break;
             j->num_moves = sol->num_moves;
             memcpy(j->moves, sol->moves, sizeof(uint16_t) * (size_t)j->num_moves);
+            j->value_index = 1 - sol->value;
         }
         memcpy(states + (size_t)n * stride, pos->state, stride);
         zt_rng_seed(&rngs[n], seed, (uint64_t)taken);
@@ -407,18 +414,31 @@ void zt_positions_format(const zt_positions_result *r, char *buf, size_t cap)
         snprintf(buf, cap, "optimal %d/%d", r->optimal, r->positions);
 }
 
-void zt_positions_format_bands(const zt_positions_result *r, char *buf, size_t cap)
+/* "NAME mistakes k/m (p %)" for each of the n groups with positions. */
+static void format_groups(const zt_positions_result *r, int n, const char *const *names,
+                          const int *positions, const int *optimal, char *buf, size_t cap)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (int b = 0; b < ZT_BANDS && used < cap; b++) {
-        int m = r->band_positions[b];
+    for (int b = 0; b < n && used < cap; b++) {
+        int m = positions[b];
         if (m == 0) continue;
-        int k = r->report_mistakes ? m - r->band_optimal[b] : r->band_optimal[b];
-        int w = snprintf(buf + used, cap - used, "%s%s %s %d/%d (%.2f %%)", used ? ", " : "",
-                         zt_band_names[b], r->report_mistakes ? "mistakes" : "optimal", k, m,
-                         100.0 * k / m);
+        int k = r->report_mistakes ? m - optimal[b] : optimal[b];
+        int w =
+            snprintf(buf + used, cap - used, "%s%s %s %d/%d (%.2f %%)", used ? ", " : "", names[b],
+                     r->report_mistakes ? "mistakes" : "optimal", k, m, 100.0 * k / m);
         if (w < 0) return;
         used += (size_t)w;
     }
+}
+
+void zt_positions_format_bands(const zt_positions_result *r, char *buf, size_t cap)
+{
+    format_groups(r, ZT_BANDS, zt_band_names, r->band_positions, r->band_optimal, buf, cap);
+}
+
+void zt_positions_format_values(const zt_positions_result *r, char *buf, size_t cap)
+{
+    static const char *const names[3] = {"won", "drawn", "lost"};
+    format_groups(r, 3, names, r->value_positions, r->value_optimal, buf, cap);
 }

@@ -231,6 +231,10 @@ typedef struct zt_positions_result {
     /* The same by depth band (ZT_BAND_*), for games whose positions have
      * bands (Connect Four); positions without one are counted only above. */
     int band_positions[ZT_BANDS], band_optimal[ZT_BANDS];
+    /* The same by the position's exact value for the side to move (where the
+     * file gives it or eval solves it): [0] won, [1] drawn, [2] lost. Every
+     * move keeps a lost position lost, so its count of mistakes is 0. */
+    int value_positions[3], value_optimal[3];
 } zt_positions_result;
 
 typedef struct zt_positions_config {
@@ -270,5 +274,8 @@ void zt_positions_format(const zt_positions_result *r, char *buf, size_t cap);
 /* The bands with positions: "opening mistakes 3/120 (2.50 %), middle
  * mistakes 1/80 (1.25 %)"; "" when no position has a band. */
 void zt_positions_format_bands(const zt_positions_result *r, char *buf, size_t cap);
+/* The values with positions: "won mistakes 9/96 (9.38 %), drawn mistakes
+ * 16/144 (11.11 %), lost mistakes 0/60 (0.00 %)"; "" when no value is known. */
+void zt_positions_format_values(const zt_positions_result *r, char *buf, size_t cap);
 
 #endif

@@ -541,6 +541,8 @@ int zt_cmd_eval(int argc, char **argv)
         char bands[256];
         zt_positions_format_bands(&pr, bands, sizeof bands);
         if (bands[0]) printf("by depth: %s\n", bands);
+        zt_positions_format_values(&pr, bands, sizeof bands);
+        if (bands[0]) printf("by value: %s\n", bands);
         rc = 0;
         goto done;
     }
