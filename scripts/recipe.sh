@@ -55,6 +55,12 @@ load=$(cut -d' ' -f1 /proc/loadavg)
 if awk -v l="$load" 'BEGIN { exit !(l > 0.5) }'; then
     echo "recipe: warning: load average $load before the run; its figures are not from a quiet machine" >&2
 fi
+# With the kernel's autogrouping on, each session gets an equal share of the
+# CPU whatever its nice value, so `nice` work in another shell still takes
+# half the cores from this run.
+if [ "$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo 0)" = 1 ]; then
+    echo "recipe: note: sched_autogroup_enabled is 1: work beside the run takes its share however it is niced" >&2
+fi
 start=$(date -u +%FT%TZ)
 if [ -n "$from" ]; then
     # a copy, so the earlier recipe's run stays as it was judged
