@@ -652,11 +652,11 @@ static const panel panels[] = {
      false},
     /* At each checkpoint: self-play that repeats its lines drives these
      * down (docs/connect4-recipes.md, candidate 15). */
-    {"Replay diversity: distinct share of the sampling window",
+    {"Replay diversity: distinct share of the sampling window (and its drawn games)",
      "%",
      "replay_diversity",
-     {"distinct_position_share", "distinct_game_share", NULL},
-     {"positions", "games", NULL},
+     {"distinct_position_share", "distinct_game_share", "draw_share", NULL},
+     {"positions", "games", "drawn games", NULL},
      100,
      NULL,
      NULL,

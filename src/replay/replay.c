@@ -621,6 +621,7 @@ zt_status zt_replay_get_diversity(zt_replay *rb, zt_replay_diversity *out)
     uint64_t *games = zt_xmalloc((size_t)st.window * sizeof *games);
     uint8_t state[ZT_MAX_STATE_BYTES];
     int64_t next = st.positions_seen - st.window, np = 0, ng = 0;
+    bool two_players = zt_game_num_players(rb->game) == 2;
     zt_status status = ZT_OK;
     while (status == ZT_OK && next < st.positions_seen) {
         pthread_mutex_lock(&rb->mutex);
@@ -643,14 +644,18 @@ zt_status zt_replay_get_diversity(zt_replay *rb, zt_replay_diversity *out)
             p += len;
         }
         next = e->start + e->length;
+        float r0 = e->return0;
         pthread_mutex_unlock(&rb->mutex);
         games[ng++] = seq;
+        if (two_players) out->outcomes[r0 > 0 ? 0 : r0 == 0 ? 1 : 2]++;
     }
     if (status == ZT_OK) {
         out->positions = np;
         out->distinct_positions = count_distinct(pos, np);
         out->games = ng;
         out->distinct_games = count_distinct(games, ng);
+    } else {
+        memset(out->outcomes, 0, sizeof out->outcomes);
     }
     free(pos);
     free(games);
@@ -659,11 +664,16 @@ zt_status zt_replay_get_diversity(zt_replay *rb, zt_replay_diversity *out)
 
 void zt_replay_diversity_format(const zt_replay_diversity *d, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "%lld positions, %.1f %% distinct; %lld games, %.1f %% distinct",
-             (long long)d->positions,
-             d->positions ? 100.0 * (double)d->distinct_positions / (double)d->positions : 0.0,
-             (long long)d->games,
-             d->games ? 100.0 * (double)d->distinct_games / (double)d->games : 0.0);
+    int w = snprintf(
+        buf, cap, "%lld positions, %.1f %% distinct; %lld games, %.1f %% distinct",
+        (long long)d->positions,
+        d->positions ? 100.0 * (double)d->distinct_positions / (double)d->positions : 0.0,
+        (long long)d->games, d->games ? 100.0 * (double)d->distinct_games / (double)d->games : 0.0);
+    double n = (double)(d->outcomes[0] + d->outcomes[1] + d->outcomes[2]);
+    if (w < 0 || (size_t)w >= cap || n == 0) return;
+    snprintf(buf + w, cap - (size_t)w, "; first won %.1f %%, drawn %.1f %%, second won %.1f %%",
+             100.0 * (double)d->outcomes[0] / n, 100.0 * (double)d->outcomes[1] / n,
+             100.0 * (double)d->outcomes[2] / n);
 }
 
 zt_status zt_replay_get(zt_replay *rb, int64_t index, zt_replay_position *pos, float *policy)

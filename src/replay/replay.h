@@ -193,6 +193,10 @@ typedef struct zt_replay_diversity {
     int64_t distinct_positions; /* of them, distinct (by the game's hash) */
     int64_t games;              /* with positions in the window */
     int64_t distinct_games;     /* of them, distinct sequences of positions there */
+    /* Two-player games: of those games, the ones the first player won, the
+     * drawn ones and the ones the second won (by their final result); zeros
+     * for one-player games. */
+    int64_t outcomes[3];
 } zt_replay_diversity;
 
 /* Counts the window's distinct positions and games (exact up to 64-bit hash
@@ -200,8 +204,9 @@ typedef struct zt_replay_diversity {
  * buffer's lock one game at a time, so actors may append meanwhile; it
  * allocates 16 bytes per window position for its work. */
 zt_status zt_replay_get_diversity(zt_replay *rb, zt_replay_diversity *out);
-/* "P positions, x % distinct; G games, y % distinct", as the log, bench fit
- * and bench selfplay print it. */
+/* "P positions, x % distinct; G games, y % distinct" and for two players
+ * "; first won a %, drawn b %, second won c %", as the log, bench fit and
+ * bench selfplay print it. */
 void zt_replay_diversity_format(const zt_replay_diversity *d, char *buf, size_t cap);
 
 /* What one position takes as float32 observation planes plus a dense float

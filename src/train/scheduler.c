@@ -284,13 +284,20 @@ static zt_status write_diversity(zt_scheduler *L)
     if (d.positions == 0) return ZT_OK;
     double pos_share = (double)d.distinct_positions / (double)d.positions;
     double game_share = (double)d.distinct_games / (double)d.games;
+    /* two players: the window's games by their result */
+    char results[160] = "";
+    double n = (double)(d.outcomes[0] + d.outcomes[1] + d.outcomes[2]);
+    if (n > 0)
+        snprintf(results, sizeof results,
+                 ",\"first_won_share\":%.4f,\"draw_share\":%.4f,\"second_won_share\":%.4f",
+                 (double)d.outcomes[0] / n, (double)d.outcomes[1] / n, (double)d.outcomes[2] / n);
     metric(L, "replay_diversity",
            "\"window\":%lld,\"distinct_positions\":%lld,\"window_games\":%lld,"
            "\"distinct_games\":%lld,\"distinct_position_share\":%.4f,"
-           "\"distinct_game_share\":%.4f",
+           "\"distinct_game_share\":%.4f%s",
            (long long)d.positions, (long long)d.distinct_positions, (long long)d.games,
-           (long long)d.distinct_games, pos_share, game_share);
-    char text[160];
+           (long long)d.distinct_games, pos_share, game_share, results);
+    char text[192];
     zt_replay_diversity_format(&d, text, sizeof text);
     zt_info("replay window: %s", text);
     return ZT_OK;
