@@ -612,6 +612,42 @@ static void test_random_moves(void)
     zt_game_free(g);
 }
 
+/* noise_plies: with the root noise in a game's first ply only, a Gumbel
+ * search without tree reuse makes every later move a function of its
+ * position alone, so the games are at most as many distinct ones as there
+ * are first moves (9 in tic-tac-toe); with noise in every move there are
+ * more. */
+static void test_noise_plies(void)
+{
+    zt_game *g;
+    CHECK(zt_game_new("tictactoe", NULL, &g) == ZT_OK, "tictactoe: %s", zt_error_message());
+    for (int plies = 0; plies < 2; plies++) {
+        zt_actor_config ac = small_config(true);
+        zt_search_config_default(&ac.search, ZT_SEARCH_GUMBEL);
+        ac.search.num_simulations = 8;
+        ac.search.tree_reuse = false;
+        ac.noise_plies = plies;
+        zt_evaluator_pool *pool = NULL;
+        zt_actor *a;
+        zt_replay *rb;
+        if (!played_into_replay(g, &ac, 300, &pool, &a, &rb)) break;
+        zt_replay_diversity d;
+        CHECK(zt_replay_get_diversity(rb, &d) == ZT_OK, "%s", zt_error_message());
+        if (plies == 1)
+            CHECK(d.games >= 30 && d.distinct_games <= 9,
+                  "noise in the first ply only: %lld distinct games of %lld",
+                  (long long)d.distinct_games, (long long)d.games);
+        else
+            CHECK(d.games >= 30 && d.distinct_games > 9,
+                  "noise in every ply: only %lld distinct games of %lld",
+                  (long long)d.distinct_games, (long long)d.games);
+        zt_actor_free(a);
+        zt_evaluator_pool_free(pool);
+        zt_replay_free(rb);
+    }
+    zt_game_free(g);
+}
+
 /* record_surprise: every full search's record holds a surprise, KL of its
  * policy from the net's prior; a Gumbel search with a random net moves
  * away from the prior at some positions (at most it stays within the
@@ -869,6 +905,7 @@ int main(void)
     test_start_positions();
     test_opening_players();
     test_random_moves();
+    test_noise_plies();
     test_surprise_recorded();
     test_playout_cap();
     test_resign_calibrate();

@@ -33,6 +33,7 @@ typedef struct slot {
     bool paused;      /* searching, set aside while the root cache is built */
     bool has_root;    /* node 0 is an evaluated decision node */
     bool prepared;    /* root noise / Gumbel candidates drawn for this search */
+    bool quiet;       /* searches without root noise (zt_search_set_quiet) */
     int sims_target;  /* simulations of this search */
     int sims_started; /* selected (pending or done) in this search */
     int sims_done;
@@ -831,7 +832,7 @@ static void prepare_root(zt_search *s, slot *sl)
          * beside the tree so that the stored prior (reused, cloned from the
          * root cache) stays the model's. */
         float f = s->cfg.dirichlet_fraction;
-        sl->root_noise = f > 0 && ne > 1;
+        sl->root_noise = f > 0 && ne > 1 && !sl->quiet;
         if (sl->root_noise) {
             zt_rng_dirichlet(&sl->rng, s->cfg.dirichlet_alpha, ne, sl->gumbel);
             for (int i = 0; i < ne; i++) sl->root_prior[i] = (1 - f) * ed[i].prior + f * sl->gumbel[i];
@@ -839,8 +840,9 @@ static void prepare_root(zt_search *s, slot *sl)
     } else {
         /* Gumbel-top-k: the m actions with the largest g(a) + logits(a). */
         int m = s->cfg.gumbel_m < ne ? s->cfg.gumbel_m : ne;
+        bool noise = s->cfg.gumbel_noise && !sl->quiet;
         for (int i = 0; i < ne; i++) {
-            sl->gumbel[i] = s->cfg.gumbel_noise ? (float)zt_rng_gumbel(&sl->rng) : 0.0f;
+            sl->gumbel[i] = noise ? (float)zt_rng_gumbel(&sl->rng) : 0.0f;
             sl->root_prior[i] = sl->gumbel[i] + logf(fmaxf(ed[i].prior, 1e-30f));
             sl->considered[i] = 0;
             sl->halving_visits[i] = 0;
@@ -918,6 +920,12 @@ void zt_search_begin_sims(zt_search *s, int t, const void *root_input, int num_s
     sl->sims_done = 0;
     sl->qmin = INFINITY;
     sl->qmax = -INFINITY;
+}
+
+void zt_search_set_quiet(zt_search *s, int t, bool quiet)
+{
+    ZT_ASSERT(t >= 0 && t <= s->num_trees);
+    s->slots[t].quiet = quiet;
 }
 
 /* One initial() call for every searching tree without a root. */

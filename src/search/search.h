@@ -105,6 +105,13 @@ void zt_search_begin(zt_search *s, int t, const void *root_input);
  * fast searches share the trees and the rounds of the full ones. */
 void zt_search_begin_sims(zt_search *s, int t, const void *root_input, int num_simulations);
 
+/* Whether tree t's searches begun from now on draw their root noise (the
+ * config's: Gumbel's variables, PUCT's Dirichlet); `quiet` leaves it out,
+ * as if gumbel_noise were off and dirichlet_fraction 0, for this tree
+ * alone (self-play's noise_plies: noise in a game's first plies only).
+ * Off by default. */
+void zt_search_set_quiet(zt_search *s, int t, bool quiet);
+
 /* Runs every begun tree to the end of its simulations, in lockstep rounds.
  * A failed model call is returned as it came; the trees that were searching
  * are then dropped (begin them again to retry). */

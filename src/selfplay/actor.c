@@ -78,6 +78,7 @@ void zt_actor_config_default(zt_actor_config *c)
     c->full_search_fraction = 1.0;
     c->fast_simulations = 8;
     c->temperature_moves = 0;
+    c->noise_plies = 0;
     c->temperature = 1.0f;
     c->resign = false;
     c->resign_threshold = -0.9f;
@@ -477,6 +478,7 @@ zt_status zt_actor_step(zt_actor *a, const zt_traj_sink *sink)
             a->searched[t] = SLOT_GREEDY; /* chosen below, after the searches */
             continue;
         }
+        zt_search_set_quiet(a->search, t, a->cfg.noise_plies > 0 && s->ply >= a->cfg.noise_plies);
         zt_search_begin_sims(a->search, t, s->state,
                              full ? a->cfg.search.num_simulations : a->cfg.fast_simulations);
         a->searched[t] = full ? SLOT_FULL : SLOT_FAST;

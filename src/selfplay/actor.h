@@ -50,6 +50,14 @@ typedef struct zt_actor_config {
      * explores through its noise alone. */
     int temperature_moves;
     float temperature;
+    /* > 0: the search's root noise (Gumbel's variables, PUCT's Dirichlet)
+     * in a game's first noise_plies plies only (random opening plies
+     * count); the later moves are the noiseless search's choice (Gumbel:
+     * the halving winner among the top-m of the prior), so that a game's
+     * end, and the value target its outcome gives every position, is
+     * what the net's best play makes of its middle game. 0: noise in
+     * every move. */
+    int noise_plies;
     /* Resignation (Silver et al. 2017): a player whose root value falls
      * below the threshold loses at once, except in a share of games played
      * out to the end to count false resignations. With resign_false_rate

@@ -457,6 +457,7 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_double(c, "selfplay.opening_noise", 0.0, 0, 1, &A->opening_noise));
     ZT_TRY(zt_config_double(c, "selfplay.random_move_fraction", 0.0, 0, 1,
                             &A->random_move_fraction));
+    ZT_TRY(zt_config_int32(c, "selfplay.noise_plies", 0, 0, 1 << 16, &A->noise_plies));
     if (*A->opening_players && (A->random_opening_fraction == 0 || A->random_opening_plies == 0))
         return zt_fail(ZT_ERR_INVALID,
                        "selfplay.opening_players is set but no game has a random opening for them "
