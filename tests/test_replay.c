@@ -1086,77 +1086,52 @@ static void test_diversity(void)
 
 /* The window's games by result: for two players, those won by the first
  * player, drawn and won by the second, counted from the results they were
- * stored with, and only the window's; none for a one-player game. */
+ * stored with, and only the window's (all six games, or a window of the
+ * last position alone); none for a one-player game. */
 static void test_diversity_outcomes(void)
 {
-    zt_game *g = zt_test_game("connect4");
-    if (!g) return;
-    zt_replay_config cfg;
-    zt_replay_config_default(&cfg);
-    cfg.capacity = 100000;
-    cfg.window_c = 0;
-    zt_replay *rb;
-    zt_replay_traj *traj;
-    CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
-    CHECK(zt_replay_traj_new(g, &traj) == ZT_OK, "%s", zt_error_message());
     const float results[6] = {1, 1, 1, 0, -1, 0};
-    for (int i = 0; i < 6; i++) {
-        zt_rng rng;
-        zt_rng_seed(&rng, SEED, 100 + (uint64_t)i);
-        play_game(g, traj, &rng, 1.0, false, NULL, (uint64_t)i);
-        CHECK(zt_replay_add_game(rb, traj, results[i], NULL) == ZT_OK, "%s", zt_error_message());
+    const char *names[2] = {"connect4", "2048"};
+    for (int two = 1; two >= 0; two--) {
+        zt_game *g = zt_test_game(names[1 - two]);
+        if (!g) continue;
+        zt_replay_traj *traj;
+        CHECK(zt_replay_traj_new(g, &traj) == ZT_OK, "%s", zt_error_message());
+        for (int last = 0; last < 2; last++) {
+            zt_replay_config cfg;
+            zt_replay_config_default(&cfg);
+            cfg.capacity = 100000;
+            cfg.window_c = last;
+            cfg.window_beta = 0;
+            zt_replay *rb;
+            CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
+            if (!rb) break;
+            for (int i = 0; i < 6; i++) {
+                zt_rng rng;
+                zt_rng_seed(&rng, SEED, 100 + (uint64_t)i);
+                float r0 = play_game(g, traj, &rng, 1.0, false, NULL, (uint64_t)i);
+                CHECK(zt_replay_add_game(rb, traj, two ? results[i] : r0, NULL) == ZT_OK, "%s",
+                      zt_error_message());
+            }
+            const int64_t want[2][3] = {{3, 2, 1}, {0, 1, 0}};
+            zt_replay_diversity d;
+            CHECK(zt_replay_get_diversity(rb, &d) == ZT_OK, "%s", zt_error_message());
+            char text[192];
+            zt_replay_diversity_format(&d, text, sizeof text);
+            bool counted = true;
+            for (int k = 0; k < 3; k++) counted = counted && d.outcomes[k] == two * want[last][k];
+            CHECK(d.games == (last ? 1 : 6) && counted && (strstr(text, "won") != NULL) == two,
+                  "%s, window of %s: %lld games, outcomes %lld %lld %lld; '%s'", names[1 - two],
+                  last ? "the last position" : "all", (long long)d.games, (long long)d.outcomes[0],
+                  (long long)d.outcomes[1], (long long)d.outcomes[2], text);
+            if (two && !last)
+                CHECK(strstr(text, "; first won 50.0 %, drawn 33.3 %, second won 16.7 %") != NULL,
+                      "format: %s", text);
+            zt_replay_free(rb);
+        }
+        zt_replay_traj_free(traj);
+        zt_game_free(g);
     }
-    zt_replay_diversity d;
-    CHECK(zt_replay_get_diversity(rb, &d) == ZT_OK, "%s", zt_error_message());
-    CHECK(d.games == 6 && d.outcomes[0] == 3 && d.outcomes[1] == 2 && d.outcomes[2] == 1,
-          "6 games: first won %lld, drawn %lld, second won %lld; expected 3, 2, 1",
-          (long long)d.outcomes[0], (long long)d.outcomes[1], (long long)d.outcomes[2]);
-    char text[192];
-    zt_replay_diversity_format(&d, text, sizeof text);
-    CHECK(strstr(text, "; first won 50.0 %, drawn 33.3 %, second won 16.7 %") != NULL, "format: %s",
-          text);
-    zt_replay_free(rb);
-
-    /* a window of the last game only: its result alone counts */
-    cfg.window_c = 1;
-    cfg.window_beta = 0;
-    CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
-    for (int i = 0; i < 6; i++) {
-        zt_rng rng;
-        zt_rng_seed(&rng, SEED, 100 + (uint64_t)i);
-        play_game(g, traj, &rng, 1.0, false, NULL, (uint64_t)i);
-        CHECK(zt_replay_add_game(rb, traj, results[i], NULL) == ZT_OK, "%s", zt_error_message());
-    }
-    CHECK(zt_replay_get_diversity(rb, &d) == ZT_OK, "%s", zt_error_message());
-    CHECK(d.games == 1 && d.outcomes[0] == 0 && d.outcomes[1] == 1 && d.outcomes[2] == 0,
-          "window of the last game: %lld games, outcomes %lld %lld %lld; expected 1: 0 1 0",
-          (long long)d.games, (long long)d.outcomes[0], (long long)d.outcomes[1],
-          (long long)d.outcomes[2]);
-    zt_replay_free(rb);
-    zt_replay_traj_free(traj);
-    zt_game_free(g);
-
-    /* one player: no results counted, none printed */
-    g = zt_test_game("2048");
-    if (!g) return;
-    zt_replay_config_default(&cfg);
-    cfg.capacity = 100000;
-    cfg.window_c = 0;
-    CHECK(zt_replay_new(g, &cfg, &rb) == ZT_OK, "%s", zt_error_message());
-    CHECK(zt_replay_traj_new(g, &traj) == ZT_OK, "%s", zt_error_message());
-    zt_rng rng;
-    zt_rng_seed(&rng, SEED, 7);
-    float r0 = play_game(g, traj, &rng, 1.0, false, NULL, 0);
-    CHECK(zt_replay_add_game(rb, traj, r0, NULL) == ZT_OK, "%s", zt_error_message());
-    CHECK(zt_replay_get_diversity(rb, &d) == ZT_OK, "%s", zt_error_message());
-    zt_replay_diversity_format(&d, text, sizeof text);
-    CHECK(d.games == 1 && d.outcomes[0] + d.outcomes[1] + d.outcomes[2] == 0 &&
-              strstr(text, "won") == NULL,
-          "2048: outcomes %lld %lld %lld, '%s'", (long long)d.outcomes[0], (long long)d.outcomes[1],
-          (long long)d.outcomes[2], text);
-    zt_replay_free(rb);
-    zt_replay_traj_free(traj);
-    zt_game_free(g);
 }
 
 int main(void)
