@@ -299,6 +299,17 @@ static const char *last_line(char *text)
     return nl ? nl + 1 : text;
 }
 
+/* The first line of text that starts with prefix, "" if none. */
+static const char *line_starting(const char *text, const char *prefix)
+{
+    for (const char *p = text; p && *p;) {
+        if (strncmp(p, prefix, strlen(prefix)) == 0) return p;
+        p = strchr(p, '\n');
+        if (p) p++;
+    }
+    return "";
+}
+
 static int count_lines(const char *text)
 {
     int n = 0;
@@ -349,11 +360,22 @@ static void check_binary(void)
         snprintf(cmd, sizeof cmd, "%s eval tictactoe --model %s --positions %s --sims %s", bin,
                  run_dir, positions, sims[i]);
         rc = run(cmd, out, sizeof out, err, sizeof err);
-        last = last_line(out);
+        const char *total = line_starting(out, "optimal ");
         int n, m;
-        CHECK(rc == 0 && sscanf(last, "optimal %d/%d", &n, &m) == 2 && m == 4520 && n >= 0 &&
+        CHECK(rc == 0 && sscanf(total, "optimal %d/%d", &n, &m) == 2 && m == 4520 && n >= 0 &&
                   n <= m,
-              "positions --sims %s: rc %d, last line '%s', stderr '%s'", sims[i], rc, last, err);
+              "positions --sims %s: rc %d, out '%s', stderr '%s'", sims[i], rc, out, err);
+        /* after it, the same by the positions' value: every one has a value */
+        int won[2], drawn[2], lost[2];
+        const char *values = line_starting(out, "by value: ");
+        CHECK(sscanf(values,
+                     "by value: won optimal %d/%d (%*f %%), drawn optimal %d/%d (%*f %%), lost "
+                     "optimal %d/%d",
+                     &won[0], &won[1], &drawn[0], &drawn[1], &lost[0], &lost[1]) == 6 &&
+                  won[1] + drawn[1] + lost[1] == m && won[0] + drawn[0] + lost[0] == n &&
+                  lost[0] == lost[1],
+              "positions --sims %s: by value '%.200s' against optimal %d/%d", sims[i], values, n,
+              m);
     }
 
     char args[2048];
