@@ -235,7 +235,7 @@ int zt_bench_fit(int argc, char **argv)
         zt_replay_diversity d;
         st = zt_replay_get_diversity(rb, &d);
         if (st == ZT_OK && d.positions > 0) {
-            char text[192];
+            char text[ZT_REPLAY_DIVERSITY_TEXT];
             zt_replay_diversity_format(&d, text, sizeof text);
             printf("window: %s\n", text);
         }

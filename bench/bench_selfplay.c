@@ -717,7 +717,7 @@ static int run(const bench_args *A)
                 print_selfplay(rw, &r, i == 0 ? NULL : &base);
                 if (i == 0) print_call_mix(&r);
                 if (i == 0 && r.diversity.games > 0) {
-                    char text[192];
+                    char text[ZT_REPLAY_DIVERSITY_TEXT];
                     zt_replay_diversity_format(&r.diversity, text, sizeof text);
                     printf("%-40s %s\n", "  what was played (replay_diversity)", text);
                 }

@@ -88,27 +88,29 @@ for band in "opening mistakes [0-9]+/2 " "middle mistakes [0-9]+/4 " "end mistak
 done
 # The bands' mistakes add up to the total.
 total=$(printf '%s\n' "$out" | sed -n 's/^mistakes \([0-9]*\)\/9$/\1/p')
-sum=$(printf '%s' "$line" | grep -Eo 'mistakes [0-9]+' | awk '{ s += $2 } END { print s }')
+# (the mistakes and the positions a "by ...:" line's groups hold, summed)
+wrong() { grep -Eo 'mistakes [0-9]+' | awk '{ s += $2 } END { print s }'; }
+held() { grep -Eo '[0-9]+/[0-9]+' | cut -d/ -f2 | awk '{ s += $1 } END { print s }'; }
+sum=$(printf '%s' "$line" | wrong)
 [ -n "$total" ] && [ "$total" = "$sum" ] || fail "bands sum to $sum, total '$total': $out"
 # By value: the groups hold all nine positions and add up to the total; a
 # lost position cannot be erred on (every move keeps the loss).
 vline=$(printf '%s\n' "$out" | grep '^by value: ')
 [ -n "$vline" ] || fail "no value line: $out"
-# (the positions a "by ...:" line's groups hold, summed)
-held() { grep -Eo '[0-9]+/[0-9]+' | cut -d/ -f2 | awk '{ s += $1 } END { print s }'; }
-vsum=$(printf '%s' "$vline" | grep -Eo 'mistakes [0-9]+' | awk '{ s += $2 } END { print s }')
+vsum=$(printf '%s' "$vline" | wrong)
 vpos=$(printf '%s' "$vline" | held)
 [ "$vsum" = "$total" ] && [ "$vpos" = 9 ] ||
     fail "values sum to $vsum/$vpos, total '$total': $vline"
 # Each group holds the positions of that score's sign in the file.
-for v in "won 1" "drawn 0" "lost -1"; do
-    set -- $v
-    n=$(awk -v s="$2" '!/^#/ { v = ($2 > 0) - ($2 < 0); if (v == s) n++ } END { print n + 0 }' \
+for v in won:1 drawn:0 lost:-1; do
+    name=${v%%:*} sign=${v#*:}
+    n=$(awk -v s="$sign" '!/^#/ { v = ($2 > 0) - ($2 < 0); if (v == s) n++ } END { print n + 0 }' \
         "$tmp/mixed")
     if [ "$n" = 0 ]; then
-        printf '%s' "$vline" | grep -q "$1" && fail "'$1' but no such position: $vline"
+        printf '%s' "$vline" | grep -q "$name" && fail "'$name' but no such position: $vline"
     else
-        printf '%s' "$vline" | grep -Eq "$1 mistakes [0-9]+/$n " || fail "$1 not /$n: $vline"
+        printf '%s' "$vline" | grep -Eq "$name mistakes [0-9]+/$n " ||
+            fail "$name not /$n: $vline"
     fi
 done
 if printf '%s' "$vline" | grep -q 'lost'; then

@@ -1116,7 +1116,7 @@ static void test_diversity_outcomes(void)
             const int64_t want[2][3] = {{3, 2, 1}, {0, 1, 0}};
             zt_replay_diversity d;
             CHECK(zt_replay_get_diversity(rb, &d) == ZT_OK, "%s", zt_error_message());
-            char text[192];
+            char text[ZT_REPLAY_DIVERSITY_TEXT];
             zt_replay_diversity_format(&d, text, sizeof text);
             bool counted = true;
             for (int k = 0; k < 3; k++) counted = counted && d.outcomes[k] == two * want[last][k];

@@ -366,8 +366,8 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
         j->index = taken;
         j->line = pf.line;
         j->band = pos->has_band ? pos->band : ZT_BAND_NONE;
-        j->value_index = pos->has_value ? 1 - pos->expected.value : -1;
         if (pos->has_moves) {
+            j->value_index = pos->has_value ? 1 - pos->expected.value : -1;
             j->num_moves = pos->expected.num_moves;
             memcpy(j->moves, pos->expected.moves, sizeof(uint16_t) * (size_t)j->num_moves);
         } else {

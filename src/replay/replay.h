@@ -206,7 +206,8 @@ typedef struct zt_replay_diversity {
 zt_status zt_replay_get_diversity(zt_replay *rb, zt_replay_diversity *out);
 /* "P positions, x % distinct; G games, y % distinct" and for two players
  * "; first won a %, drawn b %, second won c %", as the log, bench fit and
- * bench selfplay print it. */
+ * bench selfplay print it; ZT_REPLAY_DIVERSITY_TEXT bytes hold it. */
+#define ZT_REPLAY_DIVERSITY_TEXT 192
 void zt_replay_diversity_format(const zt_replay_diversity *d, char *buf, size_t cap);
 
 /* What one position takes as float32 observation planes plus a dense float

@@ -297,7 +297,7 @@ static zt_status write_diversity(zt_scheduler *L)
            "\"distinct_game_share\":%.4f%s",
            (long long)d.positions, (long long)d.distinct_positions, (long long)d.games,
            (long long)d.distinct_games, pos_share, game_share, results);
-    char text[192];
+    char text[ZT_REPLAY_DIVERSITY_TEXT];
     zt_replay_diversity_format(&d, text, sizeof text);
     zt_info("replay window: %s", text);
     return ZT_OK;
