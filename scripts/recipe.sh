@@ -102,6 +102,14 @@ summary="$name	$game	$minutes	$start	${from:+(continues $from) }$*"
 with_mistakes=
 eval_help=$("$bin" eval --help 2>/dev/null || true)
 case $eval_help in *--mistakes*) with_mistakes=1 ;; esac
+# The sets are judged with the arena's simulations (arena.sims, 32 in
+# connect4.ini), the curve's, so that a recipe that changes self-play's
+# search.sims is judged as its baseline is; where the arena plays greedily
+# (arena.sims = 0) the run's search is kept.
+judge_sims=()
+arena_sims=$(sed -n '/^\[arena\]/,/^\[/p' "$run/config.ini" 2>/dev/null |
+    sed -nE 's/^sims *= *([0-9]+).*/\1/p' | head -n 1 || true)
+[ -n "$arena_sims" ] && [ "$arena_sims" -gt 0 ] && judge_sims=(--sims "$arena_sims")
 # judge MODEL LABEL CELL [mistakes]: MODEL on every set of the game whole,
 # a line "LABEL SET: ..." and a summary cell "CELLSET n/m" each; with
 # `mistakes` the positions it gets wrong are kept beside the run, to
@@ -116,7 +124,8 @@ judge() {
             mkdir -p "$run.mistakes"
             wrong=(--mistakes "$run.mistakes/$(basename "$f")")
         fi
-        out=$("$bin" eval "$game" --model "$model" --positions "$f" "${wrong[@]}" 2>&1) || {
+        out=$("$bin" eval "$game" --model "$model" --positions "$f" "${judge_sims[@]}" "${wrong[@]}" \
+            2>&1) || {
             echo "recipe: eval of $label on $f failed: $out" >&2
             continue
         }

@@ -52,6 +52,21 @@ printf '%s
 ' "$out" | grep -q "no run .*/none to continue" ||
     fail "continuing a missing recipe: wanted the reason, got: $out"
 
+# the sets are judged with the arena's 32 simulations, not self-play's: the
+# binary, wrapped, logs the commands recipe.sh gives it
+printf '#!/usr/bin/env bash\nprintf "%%s\\n" "$*" >>"%s/calls"\nexec "%s" "$@"\n' \
+    "$tmp" "$BIN" >"$tmp/logbin"
+chmod +x "$tmp/logbin"
+out=$(cd "$SRC" && ZT_BIN="$tmp/logbin" ZT_RECIPES="$tmp/sims" timeout 300 scripts/recipe.sh \
+    tictactoe 0.1 fewsims --set arena.minutes=0.03 --set search.sims=4 2>&1) ||
+    fail "recipe fewsims: $out"
+judged=$(grep -c '^eval tictactoe --model .* --positions ' "$tmp/calls" 2>/dev/null)
+other=$(grep '^eval tictactoe --model .* --positions ' "$tmp/calls" 2>/dev/null |
+    grep -Evc -- ' --sims 32( |$)')
+[ "${judged:-0}" -ge 1 ] && [ "$other" -eq 0 ] ||
+    fail "recipe fewsims: $other of ${judged:-0} judgements not at the arena's 32" \
+        "simulations: $(cat "$tmp/calls")"
+
 cmp=$(python3 "$SRC/scripts/recipe_compare.py" "$tmp/wide" "$tmp/base" 2>&1) ||
     fail "recipe_compare: $cmp"
 # every arena of the run, the base's figure beside each cell
