@@ -102,10 +102,11 @@ summary="$name	$game	$minutes	$start	${from:+(continues $from) }$*"
 with_mistakes=
 eval_help=$("$bin" eval --help 2>/dev/null || true)
 case $eval_help in *--mistakes*) with_mistakes=1 ;; esac
-# The sets are judged with the arena's simulations (arena.sims, 32 in
-# connect4.ini), the curve's, so that a recipe that changes self-play's
-# search.sims is judged as its baseline is; where the arena plays greedily
-# (arena.sims = 0) the run's search is kept.
+# The arena's simulations (arena.sims, 32 in connect4.ini; backgammon's
+# match below plays greedily where it is 0). The sets are judged with them,
+# the curve's, so that a recipe that changes self-play's search.sims is
+# judged as its baseline is; where the arena plays greedily the run's search
+# is kept.
 judge_sims=()
 arena_sims=$(sed -n '/^\[arena\]/,/^\[/p' "$run/config.ini" 2>/dev/null |
     sed -nE 's/^sims *= *([0-9]+).*/\1/p' | head -n 1 || true)
@@ -124,8 +125,8 @@ judge() {
             mkdir -p "$run.mistakes"
             wrong=(--mistakes "$run.mistakes/$(basename "$f")")
         fi
-        out=$("$bin" eval "$game" --model "$model" --positions "$f" "${judge_sims[@]}" "${wrong[@]}" \
-            2>&1) || {
+        out=$("$bin" eval "$game" --model "$model" --positions "$f" "${judge_sims[@]}" \
+            "${wrong[@]}" 2>&1) || {
             echo "recipe: eval of $label on $f failed: $out" >&2
             continue
         }
@@ -173,7 +174,7 @@ fi
 if [ "$game" = backgammon ] && { command -v gnubg >/dev/null || [ -x /usr/games/gnubg ]; }; then
     # the arena's way of playing: greedy where it plays with arena.sims = 0
     how=()
-    grep -Eq '^sims *= *0( |;|$)' <(sed -n '/^\[arena\]/,/^\[/p' "$run/config.ini") && how=(--greedy)
+    [ "$arena_sims" = 0 ] && how=(--greedy)
     out=$("$bin" eval "$game" --model "$run" --opponent gnubg:0 "${how[@]}" \
         --games "${ZT_RECIPE_GNUBG_GAMES:-1000}" 2>&1) || {
         echo "recipe: eval against gnubg:0 failed: $out" >&2

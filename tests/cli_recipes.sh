@@ -14,7 +14,8 @@ trap 'rm -rf "$tmp"' EXIT
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 
 recipe() {
-    (cd "$SRC" && ZT_BIN="$BIN" ZT_RECIPES="$tmp" timeout 300 scripts/recipe.sh tictactoe 0.1 "$@")
+    (cd "$SRC" && ZT_BIN="${RECIPE_BIN:-$BIN}" ZT_RECIPES="$tmp" timeout 300 scripts/recipe.sh \
+        tictactoe 0.1 "$@")
 }
 out=$(recipe base --set arena.minutes=0.03 2>&1) || fail "recipe base: $out"
 out=$(recipe wide --set arena.minutes=0.03 --set net.mlp_hidden=64 2>&1) ||
@@ -57,8 +58,7 @@ printf '%s
 printf '#!/usr/bin/env bash\nprintf "%%s\\n" "$*" >>"%s/calls"\nexec "%s" "$@"\n' \
     "$tmp" "$BIN" >"$tmp/logbin"
 chmod +x "$tmp/logbin"
-out=$(cd "$SRC" && ZT_BIN="$tmp/logbin" ZT_RECIPES="$tmp/sims" timeout 300 scripts/recipe.sh \
-    tictactoe 0.1 fewsims --set arena.minutes=0.03 --set search.sims=4 2>&1) ||
+out=$(RECIPE_BIN="$tmp/logbin" recipe fewsims --set arena.minutes=0.03 --set search.sims=4 2>&1) ||
     fail "recipe fewsims: $out"
 judged=$(grep -c '^eval tictactoe --model .* --positions ' "$tmp/calls" 2>/dev/null)
 other=$(grep '^eval tictactoe --model .* --positions ' "$tmp/calls" 2>/dev/null |
