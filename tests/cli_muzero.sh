@@ -263,6 +263,33 @@ out=$("$BIN" bench fit tictactoe --replay "$dir/none.bin" 2>&1)
 [ $? -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c .)" -eq 1 ] ||
     fail "bench fit without a replay file was not refused in one line: $out"
 
+# bench model judges the tiny run's parts on solved positions: its policy's
+# first move is the move eval's raw policy plays, so the share it keeps the
+# value (all positions, won ones) is the share eval --sims 0 judges right
+out=$("$BIN" bench model tictactoe --model "$run" --positions "$positions" --limit 40 \
+    --replay "$replay" 2>&1) || fail "bench model: $out"
+mine=$(printf '%s\n' "$out" | sed -n "s/^ *policy's first move *\([0-9.]*\) % *\([0-9.]*\) %$/\1 \2/p")
+ev=$("$BIN" eval tictactoe --model "$run" --positions "$positions" --limit 40 --sims 0 2>&1)
+theirs=$(printf '%s\n' "$ev" | awk '/ judged in / { all = $(NF - 2) }
+    /^by value: won optimal/ { split($5, c, "/"); won = 100 * c[1] / c[2] }
+    END { if (all != "") printf "%.1f %.1f", all, won }')
+[ -n "$mine" ] && [ "$mine" = "$theirs" ] ||
+    fail "bench model's policy ($mine) is not eval --sims 0's ($theirs): $out"
+printf '%s\n' "$out" | grep -q '^positions .*: 40 (' || fail "bench model judged not 40: $out"
+for what in "one model step" "one rules step"; do
+    printf '%s\n' "$out" | grep -q "^ *$what .* [0-9.]* %  *[0-9.]* %$" ||
+        fail "bench model printed no '$what' line: $out"
+done
+printf '%s\n' "$out" | grep -q '^  self-play took a win in [0-9.]* % ([0-9]* of [0-9]*)$' ||
+    fail "bench model --replay printed no self-play line: $out"
+# an AlphaZero net, and --recent without a replay, are refused in one line
+err=$("$BIN" bench model tictactoe --model "$dir/az" --positions "$positions" 2>&1)
+[ $? -ne 0 ] && [ "$(printf '%s\n' "$err" | grep -c 'is not a MuZero net')" = 1 ] ||
+    fail "bench model on an AlphaZero net was not refused in one line: $err"
+err=$("$BIN" bench model tictactoe --model "$run" --positions "$positions" --recent 5 2>&1)
+[ $? -ne 0 ] && [ "$(printf '%s\n' "$err" | grep -c .)" = 1 ] ||
+    fail "bench model --recent without --replay was not refused in one line: $err"
+
 check_backgammon stochastic_muzero
 
 if [ "$fails" -ne 0 ]; then

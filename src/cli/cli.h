@@ -102,6 +102,7 @@ int zt_bench_devices(int argc, char **argv);
 int zt_bench_muzero(int argc, char **argv);
 int zt_bench_int8(int argc, char **argv);
 int zt_bench_fit(int argc, char **argv);
+int zt_bench_model(int argc, char **argv);
 int zt_bench_selfplay(int argc, char **argv);
 
 #endif

@@ -14,6 +14,8 @@ static void usage(FILE *f)
                "  devices  inference on the CPU against the GPU by batch size, the crossover\n"
                "  muzero   MuZero's initial and recurrent inference and unrolled train step\n"
                "  fit      a fresh net trained on a replay checkpoint alone: its losses\n"
+               "  model    a MuZero net's value, policy and one step of its model against\n"
+               "           the rules' on solved positions, and its self-play's wins at once\n"
                "  int8     a trained net's int8 copy against bf16: top-1 policy agreement and\n"
                "           value error on the game's position sets\n"
                "  selfplay self-play positions/s against the network alone; --ablate: each\n"
@@ -39,9 +41,10 @@ int zt_cmd_bench(int argc, char **argv)
     if (strcmp(argv[1], "muzero") == 0) return zt_bench_muzero(argc - 1, argv + 1);
     if (strcmp(argv[1], "int8") == 0) return zt_bench_int8(argc - 1, argv + 1);
     if (strcmp(argv[1], "fit") == 0) return zt_bench_fit(argc - 1, argv + 1);
+    if (strcmp(argv[1], "model") == 0) return zt_bench_model(argc - 1, argv + 1);
     if (strcmp(argv[1], "selfplay") == 0) return zt_bench_selfplay(argc - 1, argv + 1);
     if (strcmp(argv[1], "dist") == 0) return zt_bench_dist(argc - 1, argv + 1);
     return zt_cli_error("bench: unknown benchmark '%s' (games, search, nn, devices, muzero, fit, "
-                        "int8, selfplay, dist)",
+                        "model, int8, selfplay, dist)",
                         argv[1]);
 }
