@@ -311,6 +311,18 @@ static void test_action_planes(void)
         const float *o = o2 + cell * 4;
         CHECK(o[0] == h2[cell] && o[1] == 0 && o[2] == 1 && o[3] == 0, "cell %d planes", cell);
     }
+    /* the same actions read as the board's columns: one plane, ones down
+     * the column the action names (cell % width) and zeros elsewhere */
+    c.action_columns = 1;
+    CHECK(zt_net_action_planes(&c) == 1, "column actions take one plane");
+    for (a2 = 0; a2 < 3; a2++) {
+        zt_mz_dynamics_input(&c, 1, h2, &a2, o2);
+        for (int cell = 0; cell < 6; cell++) {
+            const float *o = o2 + cell * 2;
+            CHECK(o[0] == h2[cell] && o[1] == (cell % 3 == a2 ? 1.0f : 0.0f),
+                  "action %d cell %d: %g %g", a2, cell, o[0], o[1]);
+        }
+    }
 }
 
 static void test_policy_loss(void)
@@ -1254,6 +1266,37 @@ static void test_config_and_files(void)
     az_codes = az;
     az_codes.turn_head = 1;
     CHECK(zt_net_config_check(&az_codes) != ZT_OK, "a resnet with a to-play head accepted");
+    /* column actions: last in the string (after a to-play head), muzero
+     * nets only, and one action per board column */
+    zt_net_config cc = small_mz(6, 7, 3, 7);
+    cc.action_columns = 1;
+    CHECK_OK(zt_net_config_check(&cc));
+    zt_net_config_format(&cc, text, sizeof text);
+    CHECK(strcmp(text, "muzero in=6x7x3 actions=7 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
+                       "valc=1 columns") == 0,
+          "format: %s", text);
+    CHECK_OK(zt_net_config_parse(text, &back));
+    CHECK(memcmp(&back, &cc, sizeof cc) == 0, "parse(format(c with column actions)) != c");
+    tc.turn_head = 1;
+    tc.in_w = 5;
+    tc.action_columns = 1;
+    zt_net_config_format(&tc, text, sizeof text);
+    CHECK_OK(zt_net_config_parse(text, &back));
+    CHECK(back.turn_head == 1 && back.action_columns == 1, "turns and columns: %s", text);
+    CHECK(zt_net_config_parse("muzero in=6x7x3 actions=7 value=scalar:5 ch=4 blocks=1 dyn=1 "
+                              "pred=1 pol=2 valc=1 columns turns",
+                              &back) != ZT_OK,
+          "columns before a to-play head parsed");
+    tc.in_w = 1;
+    tc.action_columns = 0;
+    cc.num_actions = 6;
+    CHECK(zt_net_config_check(&cc) != ZT_OK, "column actions with 6 actions on 7 columns accepted");
+    cc.num_actions = 7;
+    cc.action_columns = 2;
+    CHECK(zt_net_config_check(&cc) != ZT_OK, "action_columns 2 accepted");
+    az_codes = az;
+    az_codes.action_columns = 1;
+    CHECK(zt_net_config_check(&az_codes) != ZT_OK, "a resnet with column actions accepted");
     /* one cell: 1x1 kernels, so a 3x3 tower's weights are not carried */
     tc.turn_head = 1;
     zt_net *one;

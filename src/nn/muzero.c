@@ -570,7 +570,9 @@ void zt_mz_dynamics_input(const zt_net_config *cfg, int B, const float *hidden, 
             const float *h = hidden + ((size_t)b * cells + cell) * C;
             float *o = out + ((size_t)b * cells + cell) * (size_t)(C + P);
             memcpy(o, h, (size_t)C * sizeof(float));
-            if (P == 1)
+            if (cfg->action_columns)
+                o[C] = cell % cfg->in_w == a ? 1.0f : 0.0f;
+            else if (P == 1)
                 o[C] = cell == a ? 1.0f : 0.0f;
             else
                 for (int p = 0; p < P; p++) o[C + p] = p == a ? 1.0f : 0.0f;

@@ -76,11 +76,11 @@ zt_status zt_net_config_check(const zt_net_config *cfg)
     ZT_TRY(check_range("input channels", cfg->in_c, 1, 4096));
     ZT_TRY(check_range("num_actions", cfg->num_actions, 1, 1 << 16));
     ZT_TRY(check_range("value_hidden", cfg->value_hidden, 1, 1 << 14));
-    if (cfg->kind != ZT_NET_MUZERO &&
-        (cfg->chance_codes != 0 || cfg->value_support != 0 || cfg->turn_head != 0))
-        return zt_fail(ZT_ERR_INVALID, "chance codes (%d), a value support (%d) and a to-play head "
-                       "(%d) belong to muzero nets only",
-                       cfg->chance_codes, cfg->value_support, cfg->turn_head);
+    if (cfg->kind != ZT_NET_MUZERO && (cfg->chance_codes != 0 || cfg->value_support != 0 ||
+                                       cfg->turn_head != 0 || cfg->action_columns != 0))
+        return zt_fail(ZT_ERR_INVALID, "chance codes (%d), a value support (%d), a to-play head "
+                       "(%d) and column actions (%d) belong to muzero nets only",
+                       cfg->chance_codes, cfg->value_support, cfg->turn_head, cfg->action_columns);
     ZT_TRY(check_range("chance_values", cfg->chance_values, 0, 1));
     if (cfg->kind == ZT_NET_MUZERO && cfg->chance_values)
         return zt_fail(ZT_ERR_INVALID, "chance values belong to AlphaZero nets: a muzero net "
@@ -93,6 +93,12 @@ zt_status zt_net_config_check(const zt_net_config *cfg)
         ZT_TRY(check_range("chance_codes", cfg->chance_codes, 0, 4096));
         ZT_TRY(check_range("value_support", cfg->value_support, 0, ZT_MZ_MAX_SUPPORT));
         ZT_TRY(check_range("turn_head", cfg->turn_head, 0, 1));
+        ZT_TRY(check_range("action_columns", cfg->action_columns, 0, 1));
+        if (cfg->action_columns && cfg->num_actions != cfg->in_w)
+            return zt_fail(ZT_ERR_INVALID,
+                           "column actions need an action per board column: %d actions, %d "
+                           "columns",
+                           cfg->num_actions, cfg->in_w);
         if (cfg->num_actions != cfg->in_h * cfg->in_w && cfg->num_actions > 4096)
             return zt_fail(ZT_ERR_INVALID,
                            "a muzero net needs an action plane each for its %d actions (at most "
@@ -137,7 +143,9 @@ void zt_net_config_format(const zt_net_config *cfg, char *buf, size_t cap)
         if (cfg->value_support > 0 && len > 0 && (size_t)len < cap)
             len += snprintf(buf + len, cap - (size_t)len, " support=%d", cfg->value_support);
         if (cfg->turn_head && len > 0 && (size_t)len < cap)
-            snprintf(buf + len, cap - (size_t)len, " turns");
+            len += snprintf(buf + len, cap - (size_t)len, " turns");
+        if (cfg->action_columns && len > 0 && (size_t)len < cap)
+            snprintf(buf + len, cap - (size_t)len, " columns");
     }
     else
         snprintf(buf, cap, "mlp in=%dx%dx%d actions=%d value=%s:%d width=%d layers=%d norm=%s",
@@ -176,9 +184,14 @@ zt_status zt_net_config_parse(const char *text, zt_net_config *cfg)
         if (n > 0 && sscanf(text + n, " codes=%d%n", &c.chance_codes, &m) == 1) n += m;
         m = 0;
         if (n > 0 && sscanf(text + n, " support=%d%n", &c.value_support, &m) == 1) n += m;
-        if (n > 0 && strcmp(text + n, " turns") == 0) {
+        if (n > 0 && strncmp(text + n, " turns", 6) == 0 && (text[n + 6] == '\0' ||
+                                                              text[n + 6] == ' ')) {
             c.turn_head = 1;
             n += 6;
+        }
+        if (n > 0 && strcmp(text + n, " columns") == 0) {
+            c.action_columns = 1;
+            n += 8;
         }
     } else if (strncmp(text, "mlp ", 4) == 0) {
         c.kind = ZT_NET_MLP;

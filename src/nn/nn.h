@@ -54,6 +54,9 @@ typedef struct zt_net_config {
     int chance_codes;      /* Stochastic MuZero's codebook size C (0: plain MuZero) */
     int value_support;     /* muzero: N > 0 makes the value, reward (and Q) heads
                             * categorical over 2N + 1 atoms on [-1, 1]; 0: tanh */
+    int action_columns;    /* muzero: 1: g reads an action as the board column it names
+                            * (one plane, ones down column a; as many actions as the
+                            * board has columns: Connect Four); 0: zt_net_action_planes */
     int turn_head;         /* muzero: 1 gives g a to-play head (games whose turns are
                             * several moves by one player: backgammon); 0: none */
     /* mlp */
@@ -129,10 +132,13 @@ static inline int zt_mz_value_outputs(const zt_net_config *cfg)
     return cfg->value_support > 0 ? 2 * cfg->value_support + 1 : 1;
 }
 
-/* Action planes g reads beside the hidden state: 1 or num_actions. */
+/* Action planes g reads beside the hidden state: one, where an action is a
+ * cell (one-hot there) or with action_columns a column (ones down it);
+ * else num_actions, a constant one-hot plane each. */
 static inline int zt_net_action_planes(const zt_net_config *cfg)
 {
-    return cfg->num_actions == cfg->in_h * cfg->in_w ? 1 : cfg->num_actions;
+    return cfg->action_columns || cfg->num_actions == cfg->in_h * cfg->in_w ? 1
+                                                                            : cfg->num_actions;
 }
 
 /* ---- the equity head (backgammon) ----

@@ -187,6 +187,15 @@ static zt_status read_muzero(zt_config *c, const zt_game *g, zt_train_settings *
                        g->max_chance_outcomes + 1, g->title, g->max_chance_outcomes, codes);
     /* categorical value and reward heads (0: tanh) */
     ZT_TRY(zt_config_int32(c, "muzero.support", 0, 0, ZT_MZ_MAX_SUPPORT, &m.value_support));
+    /* g reads an action as the board column it names (nn.h) */
+    bool columns;
+    ZT_TRY(zt_config_bool(c, "muzero.action_columns", false, &columns));
+    if (columns && g->num_actions != g->obs_shape[1])
+        return zt_fail(ZT_ERR_INVALID,
+                       "muzero.action_columns needs an action per board column: %s has %d "
+                       "actions on a board %d wide",
+                       g->title, g->num_actions, g->obs_shape[1]);
+    m.action_columns = columns;
     if (!zt_algorithm_is_muzero(S->algorithm)) return ZT_OK;
     m.chance_codes = S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO ? codes : 0;
     /* MuZero's value, reward and Q heads are its own (tanh, or categorical
