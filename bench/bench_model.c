@@ -205,6 +205,13 @@ static bool wins_at_once(const zt_game *g, const void *s, int action)
     return r[mover] > 0;
 }
 
+static double pct(long a, long b)
+{
+    return b > 0 ? 100.0 * (double)a / (double)b : 0.0;
+}
+
+enum { SLICES = 10 };
+
 static zt_status judge_replay(prober *p, const char *path, long recent)
 {
     const zt_game *g = p->g;
@@ -214,6 +221,7 @@ static zt_status judge_replay(prober *p, const char *path, long recent)
     int64_t last = rs.positions_seen, first = last - rs.positions;
     if (recent > 0 && last - recent > first) first = last - recent;
     long seen = 0, chances = 0, recorded = 0, taken = 0, policy = 0, model = 0;
+    long sliced[SLICES] = {0}, sliced_taken[SLICES] = {0}, missed[3] = {0}; /* won, drawn, lost */
     zt_status st = ZT_OK;
     for (int64_t i = first; i < last && st == ZT_OK; i++) {
         zt_replay_position pos;
@@ -226,8 +234,13 @@ static zt_status judge_replay(prober *p, const char *path, long recent)
         if (!any) continue;
         chances++;
         if (pos.action >= 0) {
+            bool took = wins_at_once(g, pos.state, pos.action);
+            int slice = (int)((i - first) * SLICES / (last - first));
             recorded++;
-            taken += wins_at_once(g, pos.state, pos.action);
+            taken += took;
+            sliced[slice]++;
+            sliced_taken[slice] += took;
+            if (!took) missed[pos.outcome > 0 ? 0 : pos.outcome < 0 ? 2 : 1]++;
         }
         st = probe(p, pos.state);
         if (st != ZT_OK) break;
@@ -235,27 +248,26 @@ static zt_status judge_replay(prober *p, const char *path, long recent)
         model += wins_at_once(g, pos.state, p->legal[best_move(p, p->q_model)]);
     }
     if (st == ZT_OK) {
-        printf("replay %s: %ld positions (the newest), %ld where the side to move could win at "
-               "once\n",
-               path, seen, chances);
+        printf("replay %s: %ld positions%s, %ld where the side to move could win at once\n", path,
+               seen, recent > 0 ? " (the newest)" : "", chances);
         if (chances > 0) {
-            if (recorded > 0)
-                printf("  self-play took a win in %.1f %% (%ld of %ld)\n",
-                       100.0 * (double)taken / (double)recorded, taken, recorded);
-            else
+            if (recorded > 0) {
+                printf("  self-play took a win in %.1f %% (%ld of %ld)\n", pct(taken, recorded),
+                       taken, recorded);
+                printf("  ... by tenth of the positions read, oldest first, %%:");
+                for (int k = 0; k < SLICES; k++) printf(" %.0f", pct(sliced_taken[k], sliced[k]));
+                long m = missed[0] + missed[1] + missed[2];
+                printf("\n  after a win missed the mover's game was won %.1f %%, drawn %.1f %%, "
+                       "lost %.1f %% (%ld misses)\n",
+                       pct(missed[0], m), pct(missed[1], m), pct(missed[2], m), m);
+            } else
                 printf("  self-play's moves are not recorded (an AlphaZero run's replay)\n");
             printf("  the policy's first move wins in %.1f %%, one model step's best in %.1f %%\n",
-                   100.0 * (double)policy / (double)chances,
-                   100.0 * (double)model / (double)chances);
+                   pct(policy, chances), pct(model, chances));
         }
     }
     zt_replay_free(rb);
     return st;
-}
-
-static double pct(long a, long b)
-{
-    return b > 0 ? 100.0 * (double)a / (double)b : 0.0;
 }
 
 int zt_bench_model(int argc, char **argv)
