@@ -111,7 +111,8 @@ class MuZero(nn.Module):
         super().__init__()
         h, w, ch, A = a["h"], a["w"], int(a["ch"]), a["actions"]
         self.a, self.ch, self.A = a, ch, A
-        self.planes = 1 if A == h * w else A
+        self.columns = "columns" in a  # a move as the board column it names
+        self.planes = 1 if self.columns or A == h * w else A
         pol, valc, vh = int(a["pol"]), int(a["valc"]), a["value_hidden"]
         self.repr = Trunk(a["c"], ch, int(a["blocks"]), h, w)
         self.dyn = Trunk(ch + self.planes, ch, int(a["dyn"]), h, w)
@@ -129,7 +130,9 @@ class MuZero(nn.Module):
 
     def action_planes(self, actions, like):
         B, _, h, w = like.shape
-        if self.planes == 1:
+        if self.columns:
+            p = F.one_hot(actions, w).to(like.dtype).view(B, 1, 1, w).expand(B, 1, h, w)
+        elif self.planes == 1:
             p = F.one_hot(actions, h * w).to(like.dtype).view(B, 1, h, w)
         else:
             p = F.one_hot(actions, self.A).to(like.dtype).view(B, self.A, 1, 1).expand(B, self.A, h, w)
@@ -155,7 +158,7 @@ class MuZero(nn.Module):
 def load_zeroth(path):
     tensors, meta = read_safetensors(path)
     arch = parse_arch(meta["architecture"])
-    if arch["kind"] != "muzero" or "codes" in arch or "support" in arch:
+    if arch["kind"] != "muzero" or "codes" in arch or "support" in arch or "turns" in arch:
         sys.exit(f"torch_muzero: {path} holds {meta['architecture']}, not a plain MuZero net")
     model = MuZero(arch)
     state = model.state_dict()

@@ -35,12 +35,13 @@ def load_file(path):
 
 def parse_arch(text):
     """The architecture string of zt_net_config_format: kind, then key=value
-    pairs (in=HxWxC, actions, value=KIND:HIDDEN, ch, blocks, ...)."""
+    pairs (in=HxWxC, actions, value=KIND:HIDDEN, ch, blocks, ...), and bare
+    flags (muzero's turns, columns) as True."""
     parts = text.split()
     arch = {"kind": parts[0]}
     for p in parts[1:]:
-        k, v = p.split("=", 1)
-        arch[k] = v
+        k, sep, v = p.partition("=")
+        arch[k] = v if sep else True
     h, w, c = (int(x) for x in arch["in"].split("x"))
     vkind, vhidden = arch["value"].split(":")
     arch.update(h=h, w=w, c=c, actions=int(arch["actions"]), value_kind=vkind,
