@@ -167,7 +167,8 @@ static zt_status judge_file(prober *p, zt_solver *sv, const char *path, long lim
         st = zt_position_file_next(&pf, sv, &pos, &got);
         if (st != ZT_OK || !got) break;
         zt_solution sol;
-        st = sv->solve(sv, pos.state, true, &sol);
+        bool known; /* the value: the file's moves may come without it */
+        st = zt_position_moves(sv, &pos, &sol, &known);
         if (st == ZT_OK && sol.cut)
             st = zt_fail(ZT_ERR_INVALID, "%s:%ld: the solver gave up on this position", path,
                          pf.line_no);
@@ -176,33 +177,21 @@ static zt_status judge_file(prober *p, zt_solver *sv, const char *path, long lim
         bool keeps[ZT_MAX_ACTIONS] = {false};
         for (int j = 0; j < sol.num_moves; j++) keeps[sol.moves[j]] = true;
         t->positions++;
-        if (sol.value != 0) {
+        bool won = known && sol.value > 0;
+        if (known && sol.value != 0) {
             t->decided++;
             t->sign_right += (p->root_value > 0) == (sol.value > 0);
         }
-        if (sol.value > 0) t->won++;
+        t->won += won;
         const float *by[LOOKAHEADS] = {NULL, p->q_model, p->q_rules};
         for (int k = 0; k < LOOKAHEADS; k++) {
             bool kept = keeps[p->legal[best_move(p, by[k])]];
             t->keeps[k] += kept;
-            if (sol.value > 0) t->won_keeps[k] += kept;
+            if (won) t->won_keeps[k] += kept;
         }
     }
     zt_position_file_close(&pf);
     return st;
-}
-
-/* Does the move from s win at once for the side to move? */
-static bool wins_at_once(const zt_game *g, const void *s, int action)
-{
-    uint8_t t[ZT_MAX_STATE_BYTES];
-    memcpy(t, s, g->state_size);
-    int mover = g->current_player(g, s);
-    g->apply(g, t, action);
-    if (g->current_player(g, t) != ZT_TERMINAL) return false;
-    float r[2];
-    g->returns(g, t, r);
-    return r[mover] > 0;
 }
 
 static double pct(long a, long b)
@@ -228,13 +217,10 @@ static zt_status judge_replay(prober *p, const char *path, long recent)
         st = zt_replay_get(rb, i, &pos, NULL);
         if (st != ZT_OK) break;
         seen++;
-        uint16_t legal[ZT_MAX_ACTIONS];
-        int n = g->legal(g, pos.state, legal), any = 0;
-        for (int j = 0; j < n && !any; j++) any = wins_at_once(g, pos.state, legal[j]);
-        if (!any) continue;
+        if (!zt_game_wins_at_once(g, pos.state)) continue;
         chances++;
         if (pos.action >= 0) {
-            bool took = wins_at_once(g, pos.state, pos.action);
+            bool took = zt_game_move_wins(g, pos.state, pos.action);
             int slice = (int)((i - first) * SLICES / (last - first));
             recorded++;
             taken += took;
@@ -244,8 +230,8 @@ static zt_status judge_replay(prober *p, const char *path, long recent)
         }
         st = probe(p, pos.state);
         if (st != ZT_OK) break;
-        policy += wins_at_once(g, pos.state, p->legal[best_move(p, NULL)]);
-        model += wins_at_once(g, pos.state, p->legal[best_move(p, p->q_model)]);
+        policy += zt_game_move_wins(g, pos.state, p->legal[best_move(p, NULL)]);
+        model += zt_game_move_wins(g, pos.state, p->legal[best_move(p, p->q_model)]);
     }
     if (st == ZT_OK) {
         printf("replay %s: %ld positions%s, %ld where the side to move could win at once\n", path,
@@ -357,7 +343,7 @@ fail:
     rc = zt_cli_fail(st);
 done:
     prober_free(&p);
-    if (sv) sv->free(sv);
+    zt_solver_free(sv);
     zt_net_free(net);
     zt_game_free(g);
     zt_config_free(cfg);

@@ -179,6 +179,44 @@ static void test_parser(const zt_game *g, zt_solver *sv)
     (void)g;
 }
 
+/* zt_position_moves takes a line's own moves (and value) where it gives
+ * them, solving nothing, and the solver's weak solve where it does not */
+static void test_position_moves(zt_solver *sv)
+{
+    zt_position pos;
+    zt_solution sol, solved;
+    bool has_value = false;
+    memset(&pos, 0, sizeof pos);
+    CHECK(sv->parse_line(sv, "4453 18 3", &pos) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_position_moves(sv, &pos, &sol, &has_value) == ZT_OK, "%s", zt_error_message());
+    CHECK(has_value && sol.value == 1 && sol.num_moves == 1 && sol.moves[0] == 2,
+          "the line's moves: value %d, %d moves", sol.value, sol.num_moves);
+    memset(&pos, 0, sizeof pos);
+    CHECK(sv->parse_line(sv, "4453", &pos) == ZT_OK, "%s", zt_error_message());
+    CHECK(zt_position_moves(sv, &pos, &sol, &has_value) == ZT_OK, "%s", zt_error_message());
+    CHECK(sv->solve(sv, pos.state, true, &solved) == ZT_OK, "%s", zt_error_message());
+    CHECK(has_value && sol.value == solved.value && sol.num_moves == solved.num_moves &&
+              memcmp(sol.moves, solved.moves, sizeof(uint16_t) * (size_t)sol.num_moves) == 0,
+          "a line without moves: %d moves, the solver's %d", sol.num_moves, solved.num_moves);
+    /* so the first line's one move was its own, not a solve's */
+    CHECK(solved.num_moves != 1, "the solver too keeps the value with one move only");
+}
+
+/* zt_game_move_wins and zt_game_wins_at_once: three stones of the side to
+ * move stacked in column 1, the opponent's in column 2 */
+static void test_wins_at_once(const zt_game *g)
+{
+    uint8_t s[ZT_MAX_STATE_BYTES];
+    g->reset(g, s);
+    CHECK(!zt_game_wins_at_once(g, s), "the start position is won at once");
+    for (int i = 0; i < 6; i++) g->apply(g, s, i % 2);
+    CHECK(zt_game_move_wins(g, s, 0), "column 1 does not win");
+    CHECK(!zt_game_move_wins(g, s, 1) && !zt_game_move_wins(g, s, 2), "another column wins");
+    CHECK(zt_game_wins_at_once(g, s), "no win at once found");
+    g->apply(g, s, 2); /* the opponent to move: its column 2 wins for it */
+    CHECK(zt_game_move_wins(g, s, 1) && !zt_game_move_wins(g, s, 0), "the opponent's win");
+}
+
 static void test_maker(const zt_game *g, zt_solver *sv, uint64_t seed)
 {
     zt_agent *players[2] = {make_player(g, "random"), make_player(g, "alphabeta:2")};
@@ -289,6 +327,8 @@ int main(void)
     test_pons_sets(g, sv);
     test_solver_limits(g, sv);
     test_parser(g, sv);
+    test_position_moves(sv);
+    test_wins_at_once(g);
     test_maker(g, sv, seed);
     zt_solver_free(sv);
     zt_game_free(g);

@@ -366,18 +366,14 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
         j->index = taken;
         j->line = pf.line;
         j->band = pos->has_band ? pos->band : ZT_BAND_NONE;
-        if (pos->has_moves) {
-            j->value_index = pos->has_value ? 1 - pos->expected.value : -1;
-            j->num_moves = pos->expected.num_moves;
-            memcpy(j->moves, pos->expected.moves, sizeof(uint16_t) * (size_t)j->num_moves);
-        } else {
-            /* The weak solve: each child's outcome only, not its exact score. */
-            st = sv->solve(sv, pos->state, true, sol);
-            if (st != ZT_OK) break;
-            j->num_moves = sol->num_moves;
-            memcpy(j->moves, sol->moves, sizeof(uint16_t) * (size_t)j->num_moves);
-            j->value_index = 1 - sol->value;
-        }
+        /* the file's moves, else the weak solve: each child's outcome only,
+         * not its exact score */
+        bool has_value;
+        st = zt_position_moves(sv, pos, sol, &has_value);
+        if (st != ZT_OK) break;
+        j->num_moves = sol->num_moves;
+        memcpy(j->moves, sol->moves, sizeof(uint16_t) * (size_t)j->num_moves);
+        j->value_index = has_value ? 1 - sol->value : -1;
         memcpy(states + (size_t)n * stride, pos->state, stride);
         zt_rng_seed(&rngs[n], seed, (uint64_t)taken);
         n++;

@@ -99,24 +99,6 @@ static bool first_seen(maker *m, uint64_t h)
     return true;
 }
 
-/* Can the side to move in s win with its next move? */
-static bool wins_at_once(const zt_game *g, const void *s)
-{
-    uint16_t legal[ZT_MAX_ACTIONS];
-    uint8_t child[ZT_MAX_STATE_BYTES];
-    float r[2];
-    int me = g->current_player(g, s);
-    int n = g->legal(g, s, legal);
-    for (int i = 0; i < n; i++) {
-        memcpy(child, s, g->state_size);
-        g->apply(g, child, legal[i]);
-        if (g->current_player(g, child) != ZT_TERMINAL) continue;
-        g->returns(g, child, r);
-        if (r[me] > 0) return true;
-    }
-    return false;
-}
-
 /* Every prefix of a finished game that asks for a move: a candidate when
  * new and not won at once. */
 static void collect(maker *m, const int *cols, int plies)
@@ -129,7 +111,7 @@ static void collect(maker *m, const int *cols, int plies)
             m->out->positions++;
             if (!first_seen(m, canonical_hash(g, s))) {
                 /* a repeat */
-            } else if (wins_at_once(g, s)) {
+            } else if (zt_game_wins_at_once(g, s)) {
                 m->out->wins_now++;
             } else {
                 if (m->count == m->cap) {

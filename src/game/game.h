@@ -211,6 +211,11 @@ static inline bool zt_game_is_terminal(const zt_game *g, const void *s)
     return g->current_player(g, s) == ZT_TERMINAL;
 }
 
+/* Does `action` end the game at once with a win for the side to move at s? */
+bool zt_game_move_wins(const zt_game *g, const void *s, int action);
+/* Can the side to move at s win with its next move? */
+bool zt_game_wins_at_once(const zt_game *g, const void *s);
+
 static inline int zt_game_num_players(const zt_game *g)
 {
     return g->num_players == 1 ? 1 : 2;

@@ -74,6 +74,27 @@ int zt_game_legal_mask(const zt_game *g, const void *s, uint8_t *mask)
     return n;
 }
 
+bool zt_game_move_wins(const zt_game *g, const void *s, int action)
+{
+    uint8_t child[ZT_MAX_STATE_BYTES];
+    float r[2];
+    int me = g->current_player(g, s);
+    memcpy(child, s, g->state_size);
+    g->apply(g, child, action);
+    if (g->current_player(g, child) != ZT_TERMINAL) return false;
+    g->returns(g, child, r);
+    return r[me] > 0;
+}
+
+bool zt_game_wins_at_once(const zt_game *g, const void *s)
+{
+    uint16_t legal[ZT_MAX_ACTIONS];
+    int n = g->legal(g, s, legal);
+    for (int i = 0; i < n; i++)
+        if (zt_game_move_wins(g, s, legal[i])) return true;
+    return false;
+}
+
 int zt_game_sample_chance(const zt_game *g, const void *s, zt_rng *rng)
 {
     int outcomes[ZT_MAX_CHANCE_OUTCOMES];

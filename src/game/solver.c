@@ -92,6 +92,18 @@ long zt_position_file_count(const zt_position_file *pf, long limit)
     return n;
 }
 
+zt_status zt_position_moves(zt_solver *sv, const zt_position *pos, zt_solution *out,
+                            bool *has_value)
+{
+    if (pos->has_moves) {
+        *out = pos->expected;
+        *has_value = pos->has_value;
+        return ZT_OK;
+    }
+    *has_value = true;
+    return sv->solve(sv, pos->state, true, out);
+}
+
 zt_status zt_position_file_next(zt_position_file *pf, zt_solver *sv, zt_position *pos, bool *got)
 {
     *got = false;

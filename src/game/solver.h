@@ -94,6 +94,12 @@ long zt_position_file_count(const zt_position_file *pf, long limit);
 zt_status zt_position_file_next(zt_position_file *pf, zt_solver *sv, zt_position *pos, bool *got);
 void zt_position_file_close(zt_position_file *pf);
 
+/* The value-preserving moves of a parsed position into out (num_moves,
+ * moves, and value where *has_value): the file's when its line gives
+ * them, else sv's weak solve (out->cut as the solve leaves it). */
+zt_status zt_position_moves(zt_solver *sv, const zt_position *pos, zt_solution *out,
+                            bool *has_value);
+
 /* A blank-separated field of a position line, for the games' parse_line. */
 typedef struct zt_field {
     const char *text; /* not NUL-terminated */
