@@ -1171,18 +1171,27 @@ static void test_cpu_backend(void)
 
 /* ---- architecture string, files, forward ---- */
 
+/* c's architecture string is WANT, and it parses back to c */
+static void check_round_trip(const zt_net_config *c, const char *want, const char *what)
+{
+    char text[256];
+    zt_net_config back;
+    zt_net_config_format(c, text, sizeof text);
+    CHECK(strcmp(text, want) == 0, "format (%s): %s", what, text);
+    CHECK(zt_net_config_parse(text, &back) == ZT_OK, "parse (%s): %s", what, zt_error_message());
+    CHECK(memcmp(&back, c, sizeof back) == 0, "parse(format(%s)) != it", what);
+}
+
 static void test_config_and_files(void)
 {
     zt_rng r;
     zt_rng_seed(&r, seed, 6);
     zt_net_config c = small_mz(3, 3, 3, 9), back;
     char text[256];
-    zt_net_config_format(&c, text, sizeof text);
-    CHECK(strcmp(text, "muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
-                       "valc=1") == 0,
-          "format: %s", text);
-    CHECK_OK(zt_net_config_parse(text, &back));
-    CHECK(memcmp(&back, &c, sizeof c) == 0, "parse(format(c)) != c");
+    check_round_trip(&c,
+                     "muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
+                     "valc=1",
+                     "c");
     c.value_kind = ZT_VALUE_WDL;
     CHECK(zt_net_config_check(&c) != ZT_OK, "a wdl muzero net is refused");
     c.value_kind = ZT_VALUE_SCALAR;
@@ -1218,23 +1227,19 @@ static void test_config_and_files(void)
     /* Stochastic MuZero: the codebook in the string, and each kind refuses
      * the other's weights */
     zt_net_config sc = small_smz(3, 3, 3, 9, 6);
-    zt_net_config_format(&sc, text, sizeof text);
-    CHECK(strcmp(text, "muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
-                       "valc=1 codes=6") == 0,
-          "format: %s", text);
-    CHECK_OK(zt_net_config_parse(text, &back));
-    CHECK(memcmp(&back, &sc, sizeof sc) == 0, "parse(format(stochastic c)) != c");
+    check_round_trip(&sc,
+                     "muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
+                     "valc=1 codes=6",
+                     "stochastic c");
     CHECK(zt_net_config_parse("muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 "
                               "pol=2 valc=1 codes=",
                               &back) != ZT_OK,
           "a truncated codebook parsed");
     sc.value_support = 10;
-    zt_net_config_format(&sc, text, sizeof text);
-    CHECK(strcmp(text, "muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
-                       "valc=1 codes=6 support=10") == 0,
-          "format: %s", text);
-    CHECK_OK(zt_net_config_parse(text, &back));
-    CHECK(memcmp(&back, &sc, sizeof sc) == 0, "parse(format(c with a support)) != c");
+    check_round_trip(&sc,
+                     "muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
+                     "valc=1 codes=6 support=10",
+                     "c with a support");
     CHECK(zt_net_config_parse("muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 "
                               "pol=2 valc=1 support=10 codes=6",
                               &back) != ZT_OK,
@@ -1251,12 +1256,10 @@ static void test_config_and_files(void)
     /* the to-play head: last in the string, muzero nets only, 0 or 1 */
     zt_net_config tc = small_mz(1, 1, 7, 5);
     tc.turn_head = 1;
-    zt_net_config_format(&tc, text, sizeof text);
-    CHECK(strcmp(text, "muzero in=1x1x7 actions=5 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
-                       "valc=1 turns") == 0,
-          "format: %s", text);
-    CHECK_OK(zt_net_config_parse(text, &back));
-    CHECK(memcmp(&back, &tc, sizeof tc) == 0, "parse(format(c with a to-play head)) != c");
+    check_round_trip(&tc,
+                     "muzero in=1x1x7 actions=5 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
+                     "valc=1 turns",
+                     "c with a to-play head");
     CHECK(zt_net_config_parse("muzero in=1x1x7 actions=5 value=scalar:5 ch=4 blocks=1 dyn=1 "
                               "pred=1 pol=2 valc=1 turns codes=2",
                               &back) != ZT_OK,
@@ -1271,12 +1274,10 @@ static void test_config_and_files(void)
     zt_net_config cc = small_mz(6, 7, 3, 7);
     cc.action_columns = 1;
     CHECK_OK(zt_net_config_check(&cc));
-    zt_net_config_format(&cc, text, sizeof text);
-    CHECK(strcmp(text, "muzero in=6x7x3 actions=7 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
-                       "valc=1 columns") == 0,
-          "format: %s", text);
-    CHECK_OK(zt_net_config_parse(text, &back));
-    CHECK(memcmp(&back, &cc, sizeof cc) == 0, "parse(format(c with column actions)) != c");
+    check_round_trip(&cc,
+                     "muzero in=6x7x3 actions=7 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
+                     "valc=1 columns",
+                     "c with column actions");
     tc.turn_head = 1;
     tc.in_w = 5;
     tc.action_columns = 1;
