@@ -1190,7 +1190,7 @@ static void test_config_and_files(void)
     char text[256];
     check_round_trip(&c,
                      "muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
-                     "valc=1",
+                     "valc=1 heads=plain",
                      "c");
     c.value_kind = ZT_VALUE_WDL;
     CHECK(zt_net_config_check(&c) != ZT_OK, "a wdl muzero net is refused");
@@ -1229,7 +1229,7 @@ static void test_config_and_files(void)
     zt_net_config sc = small_smz(3, 3, 3, 9, 6);
     check_round_trip(&sc,
                      "muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
-                     "valc=1 codes=6",
+                     "valc=1 codes=6 heads=plain",
                      "stochastic c");
     CHECK(zt_net_config_parse("muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 "
                               "pol=2 valc=1 codes=",
@@ -1238,7 +1238,7 @@ static void test_config_and_files(void)
     sc.value_support = 10;
     check_round_trip(&sc,
                      "muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
-                     "valc=1 codes=6 support=10",
+                     "valc=1 codes=6 support=10 heads=plain",
                      "c with a support");
     CHECK(zt_net_config_parse("muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 "
                               "pol=2 valc=1 support=10 codes=6",
@@ -1258,7 +1258,7 @@ static void test_config_and_files(void)
     tc.turn_head = 1;
     check_round_trip(&tc,
                      "muzero in=1x1x7 actions=5 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
-                     "valc=1 turns",
+                     "valc=1 turns heads=plain",
                      "c with a to-play head");
     CHECK(zt_net_config_parse("muzero in=1x1x7 actions=5 value=scalar:5 ch=4 blocks=1 dyn=1 "
                               "pred=1 pol=2 valc=1 turns codes=2",
@@ -1276,7 +1276,7 @@ static void test_config_and_files(void)
     CHECK_OK(zt_net_config_check(&cc));
     check_round_trip(&cc,
                      "muzero in=6x7x3 actions=7 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
-                     "valc=1 columns",
+                     "valc=1 columns heads=plain",
                      "c with column actions");
     tc.turn_head = 1;
     tc.in_w = 5;
@@ -1298,6 +1298,39 @@ static void test_config_and_files(void)
     az_codes = az;
     az_codes.action_columns = 1;
     CHECK(zt_net_config_check(&az_codes) != ZT_OK, "a resnet with column actions accepted");
+    /* the nets of before 2026-11-30: no " heads=plain", layer norms in
+     * the heads; still read, and each kind refuses the other's weights */
+    zt_net_config old;
+    CHECK_OK(zt_net_config_parse("muzero in=6x7x3 actions=7 value=scalar:5 ch=4 blocks=1 dyn=1 "
+                                 "pred=1 pol=2 valc=1 columns",
+                                 &old));
+    CHECK(old.head_norm == 1 && old.action_columns == 1, "an old string: head_norm %d",
+          old.head_norm);
+    check_round_trip(&old,
+                     "muzero in=6x7x3 actions=7 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
+                     "valc=1 columns",
+                     "c with the old heads");
+    CHECK(zt_net_config_parse("muzero in=6x7x3 actions=7 value=scalar:5 ch=4 blocks=1 dyn=1 "
+                              "pred=1 pol=2 valc=1 heads=plain columns",
+                              &back) != ZT_OK,
+          "plain heads before column actions parsed");
+    az_codes = az;
+    az_codes.head_norm = 1;
+    CHECK(zt_net_config_check(&az_codes) != ZT_OK, "a resnet with normed heads accepted");
+    old = c;
+    old.head_norm = 1;
+    zt_net *on;
+    CHECK_OK(zt_net_new(&old, "ref", ZT_PRECISION_FP32, 1, &on));
+    zt_net_init(on, &r);
+    CHECK(zt_net_tensor_count(on) != zt_net_tensor_count(a), "old and plain heads: %d tensors",
+          zt_net_tensor_count(on));
+    CHECK_OK(zt_net_save(on, "tictactoe", path));
+    CHECK(zt_net_load(a, "tictactoe", path) != ZT_OK, "a plain-head net loaded normed heads");
+    printf("plain heads loading the old heads: %s\n", zt_error_message());
+    CHECK_OK(zt_net_load(on, "tictactoe", path));
+    CHECK_OK(zt_net_save(a, "tictactoe", path));
+    CHECK(zt_net_load(on, "tictactoe", path) != ZT_OK, "a normed-head net loaded plain heads");
+    zt_net_free(on);
     /* one cell: 1x1 kernels, so a 3x3 tower's weights are not carried */
     tc.turn_head = 1;
     zt_net *one;
@@ -1326,6 +1359,57 @@ static void test_config_and_files(void)
     zt_net_free(z);
     zt_net_free(a);
     zt_net_free(b2);
+}
+
+/* One cell (backgammon's feature vector): the value, Q, reward and to-play
+ * heads answer the state. With the old heads (a layer norm over one plane
+ * of one cell) each was its norm's beta, whatever the observation; the
+ * plain heads give eight observations eight values. */
+/* max - min of n values */
+static double spread(const float *x, int n)
+{
+    float lo = x[0], hi = x[0];
+    for (int i = 1; i < n; i++) {
+        lo = x[i] < lo ? x[i] : lo;
+        hi = x[i] > hi ? x[i] : hi;
+    }
+    return (double)hi - lo;
+}
+
+static void test_one_cell_heads(void)
+{
+    enum { B = 8, A = 5, Z = 3 };
+    zt_rng r;
+    zt_rng_seed(&r, seed, 8);
+    for (int old = 0; old <= 1; old++) {
+        zt_net_config c = small_smz(1, 1, 7, A, Z);
+        c.turn_head = 1;
+        c.head_norm = old;
+        c.channels = 8;
+        c.value_hidden = 16;
+        zt_net *net = ref_net(&c, &r);
+        size_t hs = zt_net_hidden_size(&c);
+        float obs[B * 7], hidden[B * 8], after[B * 8], next[B * 8], pol[B * A], sig[B * Z];
+        float val[B], q[B], rew[B], next_val[B], turn[B];
+        int act[B], code[B];
+        CHECK(hs == 8, "hidden size %zu", hs);
+        for (int i = 0; i < B * 7; i++) obs[i] = (float)zt_rng_normal(&r);
+        for (int i = 0; i < B; i++) act[i] = i % A, code[i] = i % Z;
+        CHECK_OK(zt_net_initial(net, B, obs, hidden, pol, val));
+        CHECK_OK(zt_net_afterstate(net, B, hidden, act, after, sig, q));
+        CHECK_OK(zt_net_recurrent(net, B, after, code, next, rew, pol, next_val, turn));
+        double dv = spread(val, B), dq = spread(q, B), dr = spread(rew, B), dt = spread(turn, B);
+        printf("one cell, %s heads: the spread of %d observations' value %.2e, Q %.2e, reward "
+               "%.2e, to-play %.2e\n",
+               old ? "old" : "plain", B, dv, dq, dr, dt);
+        if (old)
+            CHECK(dv < 1e-6 && dq < 1e-6 && dr < 1e-6 && dt < 1e-6,
+                  "the old heads were not constant on one cell");
+        else
+            CHECK(dv > 1e-3 && dq > 1e-3 && dr > 1e-3 && dt > 1e-3,
+                  "a one-cell head ignores the state: %.2e %.2e %.2e %.2e", dv, dq, dr, dt);
+        zt_net_free(net);
+    }
 }
 
 /* A few hundred Adam steps on one fixed batch fit it: the unrolled loss
@@ -1391,6 +1475,7 @@ int main(void)
     test_stochastic_inference();
     test_cpu_backend();
     test_config_and_files();
+    test_one_cell_heads();
     test_training();
     return zt_test_finish("test_muzero");
 }

@@ -109,7 +109,27 @@ static int residual(zt_nn_graph *g, const char *name, int x, int k)
     return zt_nn_graph_relu(g, zt_nn_graph_add(g, y, x));
 }
 
-/* A value head (the value's, the reward's, Q's): 1x1 conv-norm-ReLU,
+/* The first layer of every head (value, reward, Q, to-play, policy, sigma,
+ * encoder). AlphaZero's heads open with a 1x1 conv to a few planes and a
+ * batch norm, which at inference is an affine map per plane: a conv with
+ * bias and a ReLU is the same function, and that is what the heads have
+ * here. The nets of before 2026-11-30 (head_norm = 1, still loaded) had a
+ * layer norm there, which normalises each sample's planes by their own
+ * mean and spread: it takes away the planes' level, what a value head
+ * reads, and on a one-cell board (backgammon) with one plane it leaves only
+ * beta, so their value, reward, Q and to-play heads were constants. On a
+ * one-cell board a few planes would be a head's whole input, so there a
+ * head reads the state itself. */
+static int head_planes(zt_nn_graph *g, const char *name, int x, int planes, const zt_net_config *c)
+{
+    if (c->head_norm) return conv_norm_relu(g, name, x, planes, 1);
+    if (c->in_h * c->in_w == 1) return x;
+    char buf[64];
+    x = zt_nn_graph_conv(g, join(buf, sizeof buf, name, "conv"), x, planes, 1, true);
+    return zt_nn_graph_relu(g, x);
+}
+
+/* A value head (the value's, the reward's, Q's): the head's planes,
  * dense-ReLU, then dense to one output and tanh (board games' values and
  * rewards lie in [-1, 1]), or with a support of N the 2N + 1 logits of a
  * categorical distribution over the atoms i / N, i = -N..N. */
@@ -117,7 +137,7 @@ static int value_head(zt_nn_graph *g, const char *name, int x, const zt_net_conf
 {
     char buf[64];
     int outs = zt_mz_value_outputs(c);
-    x = conv_norm_relu(g, name, x, c->value_channels, 1);
+    x = head_planes(g, name, x, c->value_channels, c);
     x = zt_nn_graph_dense(g, join(buf, sizeof buf, name, "fc1"), x, c->value_hidden, true);
     x = zt_nn_graph_relu(g, x);
     x = zt_nn_graph_dense(g, join(buf, sizeof buf, name, "fc2"), x, outs, true);
@@ -129,7 +149,7 @@ static int value_head(zt_nn_graph *g, const char *name, int x, const zt_net_conf
 static int turn_head(zt_nn_graph *g, const char *name, int x, const zt_net_config *c)
 {
     char buf[64];
-    x = conv_norm_relu(g, name, x, c->value_channels, 1);
+    x = head_planes(g, name, x, c->value_channels, c);
     x = zt_nn_graph_dense(g, join(buf, sizeof buf, name, "fc1"), x, c->value_hidden, true);
     x = zt_nn_graph_relu(g, x);
     return zt_nn_graph_dense(g, join(buf, sizeof buf, name, "fc2"), x, 1, true);
@@ -175,7 +195,7 @@ static void build_graphs(zt_mz *mz)
         snprintf(name, sizeof name, "pred.blocks.%d", b);
         x = residual(g, name, x, k);
     }
-    int policy = conv_norm_relu(g, "pred.policy", x, c->policy_channels, 1);
+    int policy = head_planes(g, "pred.policy", x, c->policy_channels, c);
     policy = zt_nn_graph_dense(g, join(buf, sizeof buf, "pred.policy", "fc"), policy,
                                c->num_actions, true);
     int value = value_head(g, "pred.value", x, c);
@@ -203,7 +223,7 @@ static void build_graphs(zt_mz *mz)
         snprintf(name, sizeof name, "apred.blocks.%d", b);
         x = residual(g, name, x, k);
     }
-    int sigma = conv_norm_relu(g, "apred.chance", x, c->policy_channels, 1);
+    int sigma = head_planes(g, "apred.chance", x, c->policy_channels, c);
     sigma =
         zt_nn_graph_dense(g, join(buf, sizeof buf, "apred.chance", "fc"), sigma, mz->codes, true);
     int q = value_head(g, "apred.value", x, c);
@@ -218,7 +238,7 @@ static void build_graphs(zt_mz *mz)
     x = zt_nn_graph_input(g, (zt_nn_shape){c->in_h, c->in_w, 2 * c->in_c});
     x = conv_norm_relu(g, "enc.stem", x, c->channels, k);
     x = residual(g, "enc.blocks.0", x, k);
-    x = conv_norm_relu(g, "enc.head", x, c->policy_channels, 1);
+    x = head_planes(g, "enc.head", x, c->policy_channels, c);
     x = zt_nn_graph_dense(g, join(buf, sizeof buf, "enc.head", "fc"), x, mz->codes, true);
     zt_nn_graph_output(g, x);
 }

@@ -76,11 +76,14 @@ zt_status zt_net_config_check(const zt_net_config *cfg)
     ZT_TRY(check_range("input channels", cfg->in_c, 1, 4096));
     ZT_TRY(check_range("num_actions", cfg->num_actions, 1, 1 << 16));
     ZT_TRY(check_range("value_hidden", cfg->value_hidden, 1, 1 << 14));
-    if (cfg->kind != ZT_NET_MUZERO && (cfg->chance_codes != 0 || cfg->value_support != 0 ||
-                                       cfg->turn_head != 0 || cfg->action_columns != 0))
-        return zt_fail(ZT_ERR_INVALID, "chance codes (%d), a value support (%d), a to-play head "
-                       "(%d) and column actions (%d) belong to muzero nets only",
-                       cfg->chance_codes, cfg->value_support, cfg->turn_head, cfg->action_columns);
+    if (cfg->kind != ZT_NET_MUZERO &&
+        (cfg->chance_codes != 0 || cfg->value_support != 0 || cfg->turn_head != 0 ||
+         cfg->action_columns != 0 || cfg->head_norm != 0))
+        return zt_fail(ZT_ERR_INVALID,
+                       "chance codes (%d), a value support (%d), a to-play head (%d), column "
+                       "actions (%d) and normed heads (%d) belong to muzero nets only",
+                       cfg->chance_codes, cfg->value_support, cfg->turn_head, cfg->action_columns,
+                       cfg->head_norm);
     ZT_TRY(check_range("chance_values", cfg->chance_values, 0, 1));
     if (cfg->kind == ZT_NET_MUZERO && cfg->chance_values)
         return zt_fail(ZT_ERR_INVALID, "chance values belong to AlphaZero nets: a muzero net "
@@ -94,6 +97,7 @@ zt_status zt_net_config_check(const zt_net_config *cfg)
         ZT_TRY(check_range("value_support", cfg->value_support, 0, ZT_MZ_MAX_SUPPORT));
         ZT_TRY(check_range("turn_head", cfg->turn_head, 0, 1));
         ZT_TRY(check_range("action_columns", cfg->action_columns, 0, 1));
+        ZT_TRY(check_range("head_norm", cfg->head_norm, 0, 1));
         if (cfg->action_columns && cfg->num_actions != cfg->in_w)
             return zt_fail(ZT_ERR_INVALID,
                            "column actions need an action per board column: %d actions, %d "
@@ -145,7 +149,11 @@ void zt_net_config_format(const zt_net_config *cfg, char *buf, size_t cap)
         if (cfg->turn_head && len > 0 && (size_t)len < cap)
             len += snprintf(buf + len, cap - (size_t)len, " turns");
         if (cfg->action_columns && len > 0 && (size_t)len < cap)
-            snprintf(buf + len, cap - (size_t)len, " columns");
+            len += snprintf(buf + len, cap - (size_t)len, " columns");
+        /* the heads without a layer norm (2026-11-30 on); the strings of
+         * the nets before lack it */
+        if (!cfg->head_norm && len > 0 && (size_t)len < cap)
+            snprintf(buf + len, cap - (size_t)len, " heads=plain");
     }
     else
         snprintf(buf, cap, "mlp in=%dx%dx%d actions=%d value=%s:%d width=%d layers=%d norm=%s",
@@ -189,9 +197,15 @@ zt_status zt_net_config_parse(const char *text, zt_net_config *cfg)
             c.turn_head = 1;
             n += 6;
         }
-        if (n > 0 && strcmp(text + n, " columns") == 0) {
+        if (n > 0 && strncmp(text + n, " columns", 8) == 0 &&
+            (text[n + 8] == '\0' || text[n + 8] == ' ')) {
             c.action_columns = 1;
             n += 8;
+        }
+        c.head_norm = 1;
+        if (n > 0 && strcmp(text + n, " heads=plain") == 0) {
+            c.head_norm = 0;
+            n += 12;
         }
     } else if (strncmp(text, "mlp ", 4) == 0) {
         c.kind = ZT_NET_MLP;
