@@ -7,6 +7,7 @@
      recurrent (g then f) outputs;
   2. this script builds the same three networks in PyTorch (src/nn/muzero.c:
      conv, layer norm over each sample's H x W x C, ReLU, residual blocks;
+     heads opening with a 1x1 conv with bias and ReLU;
      hidden states min-max scaled per sample; actions as input planes),
      loads the weights and checks that its outputs equal Zeroth's (fp32,
      1e-4 relative);
@@ -71,13 +72,20 @@ class Residual(nn.Module):
 
 
 class Head(nn.Module):
-    """1x1 conv-norm-ReLU, then dense layers: the policy (fc) or a scalar
-    value/reward (fc1, ReLU, fc2, tanh)."""
+    """The head's planes (muzero.c's head_planes: a 1x1 conv with bias and
+    ReLU; none on a one-cell board; the nets of before 2026-11-30, without
+    "heads=plain", a 1x1 conv, layer norm and ReLU), then dense layers: the
+    policy (fc) or a scalar value/reward (fc1, ReLU, fc2, tanh)."""
 
-    def __init__(self, c, planes, h, w, out, hidden=None):
+    def __init__(self, c, planes, h, w, out, hidden=None, plain=True):
         super().__init__()
-        self.conv = nn.Conv2d(c, planes, 1, bias=False)
-        self.norm = nn.LayerNorm([planes, h, w], eps=LN_EPS)
+        if not plain:
+            self.conv = nn.Conv2d(c, planes, 1, bias=False)
+            self.norm = nn.LayerNorm([planes, h, w], eps=LN_EPS)
+        elif h * w > 1:
+            self.conv = nn.Conv2d(c, planes, 1, bias=True)
+        else:
+            planes = c
         if hidden is None:
             self.fc = nn.Linear(planes * h * w, out)
         else:
@@ -85,7 +93,11 @@ class Head(nn.Module):
             self.fc2 = nn.Linear(hidden, out)
 
     def forward(self, x):
-        x = F.relu(self.norm(self.conv(x))).flatten(1)
+        if hasattr(self, "norm"):
+            x = F.relu(self.norm(self.conv(x)))
+        elif hasattr(self, "conv"):
+            x = F.relu(self.conv(x))
+        x = x.flatten(1)
         if hasattr(self, "fc"):
             return self.fc(x)
         return torch.tanh(self.fc2(F.relu(self.fc1(x))))
@@ -114,12 +126,13 @@ class MuZero(nn.Module):
         self.columns = "columns" in a  # a move as the board column it names
         self.planes = 1 if self.columns or A == h * w else A
         pol, valc, vh = int(a["pol"]), int(a["valc"]), a["value_hidden"]
+        plain = a.get("heads") == "plain"
         self.repr = Trunk(a["c"], ch, int(a["blocks"]), h, w)
         self.dyn = Trunk(ch + self.planes, ch, int(a["dyn"]), h, w)
-        self.dyn.reward = Head(ch, valc, h, w, 1, vh)
+        self.dyn.reward = Head(ch, valc, h, w, 1, vh, plain)
         self.pred = Trunk(ch, ch, int(a["pred"]), h, w, stem=False)
-        self.pred.policy = Head(ch, pol, h, w, A)
-        self.pred.value = Head(ch, valc, h, w, 1, vh)
+        self.pred.policy = Head(ch, pol, h, w, A, plain=plain)
+        self.pred.value = Head(ch, valc, h, w, 1, vh, plain)
 
     @staticmethod
     def minmax(x):

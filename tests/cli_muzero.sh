@@ -46,8 +46,8 @@ check_backgammon() {
         return
     fi
     weights="$bg/ckpt/$(cat "$bg/ckpt/latest" 2>/dev/null)/weights.safetensors"
-    grep -aq 'valc=1[ a-z0-9=]* turns' "$weights" 2>/dev/null ||
-        fail "backgammon with $alg: the weights name no to-play head"
+    grep -aq 'valc=1[ a-z0-9=]* turns heads=plain' "$weights" 2>/dev/null ||
+        fail "backgammon with $alg: the weights name no to-play head and plain heads"
     grep '"kind":"train_turn"' "$bg/metrics.jsonl" 2>/dev/null | tail -n 1 |
         grep -q '"loss_turn":[0-9]' || fail "backgammon with $alg: no train_turn record"
     out=$("$BIN" eval backgammon --model "$bg" --opponent pubeval --games 2 --sims 4 2>&1) ||
@@ -56,6 +56,13 @@ check_backgammon() {
         fail "eval backgammon with $alg: $out"
     echo "backgammon with $alg: trained, $(printf '%s\n' "$out" | grep -m 1 '^points per game')"
 }
+
+# a layer norm over one number would make every value head a constant:
+# muzero.heads = norm is refused on backgammon's one cell, in one line
+out=$("$BIN" train backgammon --run "$dir/bg_norm" --steps 1 --set algorithm=muzero \
+    --set muzero.heads=norm 2>&1) && fail "muzero.heads=norm on backgammon was accepted"
+[ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q 'muzero.heads = norm' ||
+    fail "muzero.heads=norm on backgammon was not refused in one line: $out"
 
 tiny=(--set algorithm=muzero --set mode=deterministic --set games_per_actor=8
       --set search.sims=8 --set learner.batch=16 --set learner.min_positions=40
@@ -172,8 +179,11 @@ for alg in muzero alphazero; do
             [ "$(ini_value "$c4/config.ini" muzero $key)" = true ] ||
                 fail "connect4's MuZero run has muzero.$key off"
         done
-        grep -aq 'valc=1 columns' "$c4/ckpt/$(cat "$c4/ckpt/latest" 2>/dev/null)/weights.safetensors" \
-            2>/dev/null || fail "connect4's MuZero weights name no column actions"
+        w="$c4/ckpt/$(cat "$c4/ckpt/latest" 2>/dev/null)/weights.safetensors"
+        grep -aq 'valc=1 columns' "$w" 2>/dev/null ||
+            fail "connect4's MuZero weights name no column actions"
+        grep -aq 'heads=plain' "$w" 2>/dev/null &&
+            fail "connect4's MuZero heads are plain, not the default layer norm"
     else
         [ "$got" = "sgd 0.02" ] || fail "connect4's AlphaZero learner is '$got', want 'sgd 0.02'"
     fi

@@ -47,6 +47,7 @@ static zt_net_config small_mz(int h, int w, int c, int A)
     cfg.pred_blocks = 1;
     cfg.policy_channels = 2;
     cfg.value_channels = 1;
+    cfg.head_norm = h * w > 1; /* muzero.heads = auto */
     return cfg;
 }
 
@@ -721,6 +722,9 @@ static void test_unroll_gradients(void)
     zt_net_config cat = small_smz(3, 3, 3, 9, 4);
     cat.value_support = 3;
     check_unroll_gradient("stochastic unroll K=2, categorical heads (support 3)", cat, 2, 4, 4);
+    zt_net_config plain = small_smz(3, 3, 3, 9, 4);
+    plain.head_norm = 0;
+    check_unroll_gradient("stochastic unroll K=2, plain heads", plain, 2, 4, 4);
     labels = true;
     check_unroll_gradient("stochastic unroll K=3, the game's codes, 2 micro-batches",
                           small_smz(3, 3, 3, 9, 5), 3, 6, 3);
@@ -1028,6 +1032,9 @@ static void copy_params(zt_net *dst, zt_net *src)
     zt_net_params_changed(dst);
 }
 
+/* check_backend builds its nets with plain heads while this is set */
+static bool backend_plain_heads;
+
 /* codes > 0: a Stochastic MuZero net, its afterstates compared too and the
  * recurrent step taken from them with codes. */
 /* turns: backgammon's shape, one cell (1x1 kernels) with g's to-play head */
@@ -1039,6 +1046,7 @@ static void check_backend(zt_precision prec, int codes, bool turns, double out_t
     zt_rng_seed(&r, seed, 5);
     zt_net_config c = turns ? small_smz(1, 1, 12, 7, codes) : small_smz(6, 7, 2, 7, codes);
     c.turn_head = turns;
+    if (backend_plain_heads) c.head_norm = 0;
     c.channels = 16;
     c.value_hidden = 16;
     zt_net *ref, *cpu;
@@ -1072,7 +1080,8 @@ static void check_backend(zt_precision prec, int codes, bool turns, double out_t
     }
     double eh = rel_err(h[1], h[0], (size_t)B * hs), ep = rel_err(pol[1], pol[0], (size_t)B * A),
            ev = rel_err(val[1], val[0], (size_t)B);
-    printf("cpu %s initial: hidden %.2e policy %.2e value %.2e\n", pn, eh, ep, ev);
+    printf("cpu %s%s initial: hidden %.2e policy %.2e value %.2e\n", pn,
+           backend_plain_heads ? ", plain heads" : "", eh, ep, ev);
     CHECK(eh < out_tol && ep < out_tol && ev < out_tol, "cpu %s initial differs", pn);
     const float *from = h[0];
     const int *steps = actions;
@@ -1157,6 +1166,9 @@ static void test_cpu_backend(void)
     /* fp32 only: in bf16 an encoder logit's rounding can flip a code */
     check_backend(ZT_PRECISION_FP32, 5, false, 1e-4, 1e-3);
     check_backend(ZT_PRECISION_FP32, 4, true, 1e-4, 1e-3);
+    backend_plain_heads = true;
+    check_backend(ZT_PRECISION_FP32, 5, false, 1e-4, 1e-3);
+    backend_plain_heads = false;
     /* bf16 on both: each rounds at different points, so the bound is what a
      * few roundings of 2^-8 add up to through three nets. */
     zt_net_config c = small_mz(6, 7, 2, 7);
@@ -1190,7 +1202,7 @@ static void test_config_and_files(void)
     char text[256];
     check_round_trip(&c,
                      "muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
-                     "valc=1 heads=plain",
+                     "valc=1",
                      "c");
     c.value_kind = ZT_VALUE_WDL;
     CHECK(zt_net_config_check(&c) != ZT_OK, "a wdl muzero net is refused");
@@ -1229,7 +1241,7 @@ static void test_config_and_files(void)
     zt_net_config sc = small_smz(3, 3, 3, 9, 6);
     check_round_trip(&sc,
                      "muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
-                     "valc=1 codes=6 heads=plain",
+                     "valc=1 codes=6",
                      "stochastic c");
     CHECK(zt_net_config_parse("muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 "
                               "pol=2 valc=1 codes=",
@@ -1238,7 +1250,7 @@ static void test_config_and_files(void)
     sc.value_support = 10;
     check_round_trip(&sc,
                      "muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
-                     "valc=1 codes=6 support=10 heads=plain",
+                     "valc=1 codes=6 support=10",
                      "c with a support");
     CHECK(zt_net_config_parse("muzero in=3x3x3 actions=9 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 "
                               "pol=2 valc=1 support=10 codes=6",
@@ -1276,7 +1288,7 @@ static void test_config_and_files(void)
     CHECK_OK(zt_net_config_check(&cc));
     check_round_trip(&cc,
                      "muzero in=6x7x3 actions=7 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
-                     "valc=1 columns heads=plain",
+                     "valc=1 columns",
                      "c with column actions");
     tc.turn_head = 1;
     tc.in_w = 5;
@@ -1298,18 +1310,21 @@ static void test_config_and_files(void)
     az_codes = az;
     az_codes.action_columns = 1;
     CHECK(zt_net_config_check(&az_codes) != ZT_OK, "a resnet with column actions accepted");
-    /* the nets of before 2026-11-30: no " heads=plain", layer norms in
-     * the heads; still read, and each kind refuses the other's weights */
+    /* plain heads: " heads=plain" last; without it the heads have layer
+     * norms; each kind refuses the other's weights */
+    zt_net_config plain = small_mz(6, 7, 3, 7);
+    plain.action_columns = 1;
+    plain.head_norm = 0;
+    check_round_trip(&plain,
+                     "muzero in=6x7x3 actions=7 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
+                     "valc=1 columns heads=plain",
+                     "c with column actions and plain heads");
     zt_net_config old;
     CHECK_OK(zt_net_config_parse("muzero in=6x7x3 actions=7 value=scalar:5 ch=4 blocks=1 dyn=1 "
                                  "pred=1 pol=2 valc=1 columns",
                                  &old));
-    CHECK(old.head_norm == 1 && old.action_columns == 1, "an old string: head_norm %d",
+    CHECK(old.head_norm == 1 && old.action_columns == 1, "no heads=plain: head_norm %d",
           old.head_norm);
-    check_round_trip(&old,
-                     "muzero in=6x7x3 actions=7 value=scalar:5 ch=4 blocks=1 dyn=1 pred=1 pol=2 "
-                     "valc=1 columns",
-                     "c with the old heads");
     CHECK(zt_net_config_parse("muzero in=6x7x3 actions=7 value=scalar:5 ch=4 blocks=1 dyn=1 "
                               "pred=1 pol=2 valc=1 heads=plain columns",
                               &back) != ZT_OK,
@@ -1318,18 +1333,18 @@ static void test_config_and_files(void)
     az_codes.head_norm = 1;
     CHECK(zt_net_config_check(&az_codes) != ZT_OK, "a resnet with normed heads accepted");
     old = c;
-    old.head_norm = 1;
+    old.head_norm = 0;
     zt_net *on;
     CHECK_OK(zt_net_new(&old, "ref", ZT_PRECISION_FP32, 1, &on));
     zt_net_init(on, &r);
-    CHECK(zt_net_tensor_count(on) != zt_net_tensor_count(a), "old and plain heads: %d tensors",
+    CHECK(zt_net_tensor_count(on) != zt_net_tensor_count(a), "normed and plain heads: %d tensors",
           zt_net_tensor_count(on));
     CHECK_OK(zt_net_save(on, "tictactoe", path));
-    CHECK(zt_net_load(a, "tictactoe", path) != ZT_OK, "a plain-head net loaded normed heads");
-    printf("plain heads loading the old heads: %s\n", zt_error_message());
+    CHECK(zt_net_load(a, "tictactoe", path) != ZT_OK, "a normed-head net loaded plain heads");
+    printf("normed heads loading plain heads: %s\n", zt_error_message());
     CHECK_OK(zt_net_load(on, "tictactoe", path));
     CHECK_OK(zt_net_save(a, "tictactoe", path));
-    CHECK(zt_net_load(on, "tictactoe", path) != ZT_OK, "a normed-head net loaded plain heads");
+    CHECK(zt_net_load(on, "tictactoe", path) != ZT_OK, "a plain-head net loaded normed heads");
     zt_net_free(on);
     /* one cell: 1x1 kernels, so a 3x3 tower's weights are not carried */
     tc.turn_head = 1;
@@ -1362,9 +1377,10 @@ static void test_config_and_files(void)
 }
 
 /* One cell (backgammon's feature vector): the value, Q, reward and to-play
- * heads answer the state. With the old heads (a layer norm over one plane
- * of one cell) each was its norm's beta, whatever the observation; the
- * plain heads give eight observations eight values. */
+ * heads answer the state. With layer norms in the heads (over one plane of
+ * one cell; what backgammon's nets had before 2026-11-30, and what
+ * muzero.heads now refuses there) each was its norm's beta, whatever the
+ * observation; the plain heads give eight observations eight values. */
 /* max - min of n values */
 static double spread(const float *x, int n)
 {
@@ -1401,10 +1417,10 @@ static void test_one_cell_heads(void)
         double dv = spread(val, B), dq = spread(q, B), dr = spread(rew, B), dt = spread(turn, B);
         printf("one cell, %s heads: the spread of %d observations' value %.2e, Q %.2e, reward "
                "%.2e, to-play %.2e\n",
-               old ? "old" : "plain", B, dv, dq, dr, dt);
+               old ? "normed" : "plain", B, dv, dq, dr, dt);
         if (old)
             CHECK(dv < 1e-6 && dq < 1e-6 && dr < 1e-6 && dt < 1e-6,
-                  "the old heads were not constant on one cell");
+                  "the normed heads were not constant on one cell");
         else
             CHECK(dv > 1e-3 && dq > 1e-3 && dr > 1e-3 && dt > 1e-3,
                   "a one-cell head ignores the state: %.2e %.2e %.2e %.2e", dv, dq, dr, dt);

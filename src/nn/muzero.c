@@ -111,15 +111,15 @@ static int residual(zt_nn_graph *g, const char *name, int x, int k)
 
 /* The first layer of every head (value, reward, Q, to-play, policy, sigma,
  * encoder). AlphaZero's heads open with a 1x1 conv to a few planes and a
- * batch norm, which at inference is an affine map per plane: a conv with
- * bias and a ReLU is the same function, and that is what the heads have
- * here. The nets of before 2026-11-30 (head_norm = 1, still loaded) had a
- * layer norm there, which normalises each sample's planes by their own
- * mean and spread: it takes away the planes' level, what a value head
- * reads, and on a one-cell board (backgammon) with one plane it leaves only
- * beta, so their value, reward, Q and to-play heads were constants. On a
- * one-cell board a few planes would be a head's whole input, so there a
- * head reads the state itself. */
+ * batch norm; with head_norm a layer norm takes batch norm's place (see
+ * above), which normalises each sample's planes by their own mean and
+ * spread: it takes away the planes' level, and on a one-cell board
+ * (backgammon) with one plane it leaves only beta, so the value, reward, Q
+ * and to-play heads were constants (the nets of before 2026-11-30). The
+ * plain heads (head_norm = 0) have a conv with bias and a ReLU instead,
+ * which is what batch norm at inference, an affine map per plane, makes of
+ * AlphaZero's; on a one-cell board a few planes would be a head's whole
+ * input, so there a head reads the state itself. */
 static int head_planes(zt_nn_graph *g, const char *name, int x, int planes, const zt_net_config *c)
 {
     if (c->head_norm) return conv_norm_relu(g, name, x, planes, 1);

@@ -60,9 +60,8 @@ typedef struct zt_net_config {
     int turn_head;         /* muzero: 1 gives g a to-play head (games whose turns are
                             * several moves by one player: backgammon); 0: none */
     int head_norm;         /* muzero: 1: each head's 1x1 conv is followed by a layer
-                            * norm over the sample's planes (the nets of before
-                            * 2026-11-30, whose architecture string lacks
-                            * " heads=plain"; loaded, never made); 0: conv with bias
+                            * norm over the sample's planes (the architecture string
+                            * lacks " heads=plain"; muzero.heads); 0: conv with bias
                             * and ReLU, and on a one-cell board no conv (muzero.c) */
     /* mlp */
     int mlp_hidden;        /* width of each dense block */
