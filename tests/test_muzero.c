@@ -1194,6 +1194,19 @@ static void check_round_trip(const zt_net_config *c, const char *want, const cha
     CHECK(memcmp(&back, c, sizeof back) == 0, "parse(format(%s)) != it", what);
 }
 
+/* X (a net of kind XS) saves its weights and loads them back while Y (of
+ * kind YS) refuses them; then X refuses Y's. */
+static void check_refused_both_ways(zt_net *x, const char *xs, zt_net *y, const char *ys,
+                                    const char *path)
+{
+    CHECK_OK(zt_net_save(x, "tictactoe", path));
+    CHECK(zt_net_load(y, "tictactoe", path) != ZT_OK, "a %s net loaded %s weights", ys, xs);
+    printf("%s net loading %s weights: %s\n", ys, xs, zt_error_message());
+    CHECK_OK(zt_net_load(x, "tictactoe", path));
+    CHECK_OK(zt_net_save(y, "tictactoe", path));
+    CHECK(zt_net_load(x, "tictactoe", path) != ZT_OK, "a %s net loaded %s weights", xs, ys);
+}
+
 static void test_config_and_files(void)
 {
     zt_rng r;
@@ -1332,20 +1345,15 @@ static void test_config_and_files(void)
     az_codes = az;
     az_codes.head_norm = 1;
     CHECK(zt_net_config_check(&az_codes) != ZT_OK, "a resnet with normed heads accepted");
-    old = c;
-    old.head_norm = 0;
-    zt_net *on;
-    CHECK_OK(zt_net_new(&old, "ref", ZT_PRECISION_FP32, 1, &on));
-    zt_net_init(on, &r);
-    CHECK(zt_net_tensor_count(on) != zt_net_tensor_count(a), "normed and plain heads: %d tensors",
-          zt_net_tensor_count(on));
-    CHECK_OK(zt_net_save(on, "tictactoe", path));
-    CHECK(zt_net_load(a, "tictactoe", path) != ZT_OK, "a normed-head net loaded plain heads");
-    printf("normed heads loading plain heads: %s\n", zt_error_message());
-    CHECK_OK(zt_net_load(on, "tictactoe", path));
-    CHECK_OK(zt_net_save(a, "tictactoe", path));
-    CHECK(zt_net_load(on, "tictactoe", path) != ZT_OK, "a plain-head net loaded normed heads");
-    zt_net_free(on);
+    zt_net_config pc = c;
+    pc.head_norm = 0;
+    zt_net *pn;
+    CHECK_OK(zt_net_new(&pc, "ref", ZT_PRECISION_FP32, 1, &pn));
+    zt_net_init(pn, &r);
+    CHECK(zt_net_tensor_count(pn) != zt_net_tensor_count(a), "normed and plain heads: %d tensors",
+          zt_net_tensor_count(pn));
+    check_refused_both_ways(pn, "plain-head", a, "normed-head", path);
+    zt_net_free(pn);
     /* one cell: 1x1 kernels, so a 3x3 tower's weights are not carried */
     tc.turn_head = 1;
     zt_net *one;
@@ -1363,12 +1371,7 @@ static void test_config_and_files(void)
     zt_net *st;
     CHECK_OK(zt_net_new(&sc, "ref", ZT_PRECISION_FP32, 1, &st));
     zt_net_init(st, &r);
-    CHECK_OK(zt_net_save(st, "tictactoe", path));
-    CHECK(zt_net_load(b2, "tictactoe", path) != ZT_OK, "a muzero net loaded stochastic weights");
-    printf("muzero net loading stochastic muzero weights: %s\n", zt_error_message());
-    CHECK_OK(zt_net_load(st, "tictactoe", path));
-    CHECK_OK(zt_net_save(a, "tictactoe", path));
-    CHECK(zt_net_load(st, "tictactoe", path) != ZT_OK, "a stochastic net loaded muzero weights");
+    check_refused_both_ways(st, "stochastic muzero", b2, "muzero", path);
     zt_net_free(st);
     remove(path);
     zt_net_free(z);
