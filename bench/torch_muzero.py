@@ -7,7 +7,8 @@
      recurrent (g then f) outputs;
   2. this script builds the same three networks in PyTorch (src/nn/muzero.c:
      conv, layer norm over each sample's H x W x C, ReLU, residual blocks;
-     heads opening with a 1x1 conv with bias and ReLU;
+     heads opening with a 1x1 conv and a layer norm, or with "heads=plain"
+     a 1x1 conv with bias (none on a one-cell board), then ReLU;
      hidden states min-max scaled per sample; actions as input planes),
      loads the weights and checks that its outputs equal Zeroth's (fp32,
      1e-4 relative);
@@ -72,12 +73,12 @@ class Residual(nn.Module):
 
 
 class Head(nn.Module):
-    """The head's planes (muzero.c's head_planes: a 1x1 conv with bias and
-    ReLU; none on a one-cell board; the nets of before 2026-11-30, without
-    "heads=plain", a 1x1 conv, layer norm and ReLU), then dense layers: the
-    policy (fc) or a scalar value/reward (fc1, ReLU, fc2, tanh)."""
+    """The head's planes (muzero.c's head_planes: a 1x1 conv, layer norm and
+    ReLU; with plain, "heads=plain" in the architecture, a 1x1 conv with bias
+    and ReLU, and none on a one-cell board), then dense layers: the policy
+    (fc) or a scalar value/reward (fc1, ReLU, fc2, tanh)."""
 
-    def __init__(self, c, planes, h, w, out, hidden=None, plain=True):
+    def __init__(self, c, planes, h, w, out, hidden=None, plain=False):
         super().__init__()
         if not plain:
             self.conv = nn.Conv2d(c, planes, 1, bias=False)

@@ -150,8 +150,8 @@ void zt_net_config_format(const zt_net_config *cfg, char *buf, size_t cap)
             len += snprintf(buf + len, cap - (size_t)len, " turns");
         if (cfg->action_columns && len > 0 && (size_t)len < cap)
             len += snprintf(buf + len, cap - (size_t)len, " columns");
-        /* the heads without a layer norm (2026-11-30 on); the strings of
-         * the nets before lack it */
+        /* plain heads (muzero.heads); a string without it is a net with
+         * layer norms in its heads, as every MuZero net before 2026-11-30 */
         if (!cfg->head_norm && len > 0 && (size_t)len < cap)
             snprintf(buf + len, cap - (size_t)len, " heads=plain");
     }
