@@ -235,15 +235,28 @@ awk -v b="${balance:-0}" 'BEGIN { exit !(b > 0 && b <= 8) }' ||
 expect_error "muzero.code_balance" train 2048 --run "$dir/s2048b" --steps 1 \
     --set algorithm=stochastic_muzero --set muzero.code_balance=-1
 # the game's own spawns as codes (muzero.chance = game): 33 codes train and
-# report the codes' perplexity; 32 are refused in one line
+# report the codes' perplexity; 32 are refused in one line. The run's nets
+# are flat (muzero.flat): the 4 x 4 x 16 planes read as one vector of 256
+# on one cell, the heads plain, and eval loads them for the game
 g2048="$dir/g2048"
 if ! "$BIN" train 2048 --run "$g2048" --steps 20 --set algorithm=stochastic_muzero \
     --set mode=deterministic --set arena.games=2 --set arena.opponents=random --set arena.minutes=0 \
     --set learner.min_positions=300 --set learner.batch=32 --set search.sims=8 \
     --set games_per_actor=16 --set muzero.unroll=3 --set muzero.chance=game --set muzero.codes=33 \
-    --set precision=fp32 >"$dir/g2048.log" 2>&1; then
+    --set precision=fp32 --set muzero.flat=true >"$dir/g2048.log" 2>&1; then
     fail "train 2048 with muzero.chance=game: $(tail -n 2 "$dir/g2048.log")"
 fi
+gweights="$g2048/ckpt/$(cat "$g2048/ckpt/latest" 2>/dev/null)/weights.safetensors"
+grep -aq 'muzero in=1x1x256 actions=4 [ a-z0-9=:]* codes=33 heads=plain' "$gweights" 2>/dev/null ||
+    fail "the flat 2048 net is not 1x1x256 with plain heads: $(grep -ao 'muzero in=[^"]*' "$gweights")"
+out=$("$BIN" eval 2048 --model "$gweights" --games 2 --sims 4 2>&1) ||
+    fail "eval of the flat 2048 weights: $out"
+printf '%s' "$out" | grep -q '^mean score' || fail "eval of the flat 2048 net printed no score: $out"
+expect_error "muzero.heads = norm on a one-cell board (2048, muzero.flat)" train 2048 \
+    --run "$dir/flatnorm" --steps 1 --set algorithm=muzero --set muzero.flat=true \
+    --set muzero.heads=norm
+expect_error "muzero.flat and muzero.action_columns" train connect4 --run "$dir/flatcols" \
+    --steps 1 --set algorithm=muzero --set muzero.flat=true --set muzero.action_columns=true
 grep '"kind":"train_chance"' "$g2048/metrics.jsonl" 2>/dev/null | tail -n 1 |
     grep -q '"loss_commitment":0.000000,"code_perplexity":[1-9]' ||
     fail "the chance=game run has commitment or no code perplexity: $(grep train_chance "$g2048/metrics.jsonl" | tail -n 1)"

@@ -162,8 +162,12 @@ zt_status zt_run_open_model(const char *path, const char *backend, zt_precision 
         snprintf(why, sizeof why, "%s", zt_error_message());
         return zt_fail(st, "'%s' names game '%s': %s", file, spec, why);
     }
-    if (arch.in_h != g->obs_shape[0] || arch.in_w != g->obs_shape[1] ||
-        arch.in_c != g->obs_shape[2] || arch.num_actions != g->num_actions) {
+    /* a MuZero net may read the board as one vector (muzero.flat) */
+    bool flat = arch.kind == ZT_NET_MUZERO && arch.in_h == 1 && arch.in_w == 1 &&
+                arch.in_c == g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    bool board = arch.in_h == g->obs_shape[0] && arch.in_w == g->obs_shape[1] &&
+                 arch.in_c == g->obs_shape[2];
+    if (!(flat || board) || arch.num_actions != g->num_actions) {
         zt_game_free(g);
         return zt_fail(ZT_ERR_CORRUPT,
                        "'%s': its net's input or policy size does not fit game '%s'", file, spec);

@@ -196,6 +196,18 @@ static zt_status read_muzero(zt_config *c, const zt_game *g, zt_train_settings *
                        "actions on a board %d wide",
                        g->title, g->num_actions, g->obs_shape[1]);
     m.action_columns = columns;
+    /* the towers on one cell: the observation read as one vector of H x W x
+     * C features, so every conv is 1x1 (a dense layer) and the towers are
+     * MLPs, as AlphaZero's 2048 net is */
+    bool flat;
+    ZT_TRY(zt_config_bool(c, "muzero.flat", false, &flat));
+    if (flat && columns)
+        return zt_fail(ZT_ERR_INVALID,
+                       "muzero.flat and muzero.action_columns: a flat net has no board columns");
+    if (flat) {
+        m.in_c = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+        m.in_h = m.in_w = 1;
+    }
     /* the heads' first layer (nn.h, head_norm): auto is the plain one on a
      * board of one cell, where a layer norm leaves a constant, and the
      * layer norm elsewhere, what tic-tac-toe and Connect Four were measured
@@ -203,12 +215,12 @@ static zt_status read_muzero(zt_config *c, const zt_game *g, zt_train_settings *
     static const char *const heads[] = {"auto", "norm", "plain", NULL};
     int head;
     ZT_TRY(zt_config_choice(c, "muzero.heads", "auto", heads, &head));
-    bool one_cell = g->obs_shape[0] * g->obs_shape[1] == 1;
+    bool one_cell = m.in_h * m.in_w == 1;
     if (head == 1 && one_cell)
         return zt_fail(ZT_ERR_INVALID,
-                       "muzero.heads = norm on a one-cell board (%s) would make every value "
+                       "muzero.heads = norm on a one-cell board (%s%s) would make every value "
                        "head a constant (a layer norm over one number); use auto or plain",
-                       g->name);
+                       g->name, flat ? ", muzero.flat" : "");
     m.head_norm = head == 1 || (head == 0 && !one_cell);
     if (!zt_algorithm_is_muzero(S->algorithm)) return ZT_OK;
     m.chance_codes = S->algorithm == ZT_ALGO_STOCHASTIC_MUZERO ? codes : 0;
