@@ -186,6 +186,20 @@ static zt_status measure_train(const zt_train_settings *S, double seconds, zt_rn
         mask[r] = 1;
     }
     for (size_t i = 0; i < (size_t)B * K; i++) actions[i] = (int32_t)zt_rng_below(rng, (uint32_t)A);
+    /* the batch a run's learner gets: to-play targets for a net with the
+     * to-play head (backgammon), the game's codes with muzero.chance = game
+     * (the encoder then does not run) */
+    float *turn = NULL;
+    int32_t *codes = NULL;
+    if (c->turn_head) {
+        turn = zt_xmalloc((size_t)B * K * sizeof(float));
+        for (size_t i = 0; i < (size_t)B * K; i++) turn[i] = (float)(zt_rng_uniform(rng) < 0.5);
+    }
+    if (c->chance_codes > 0 && S->chance_labels) {
+        codes = zt_xmalloc((size_t)B * K * sizeof(int32_t));
+        for (size_t i = 0; i < (size_t)B * K; i++)
+            codes[i] = (int32_t)zt_rng_below(rng, (uint32_t)c->chance_codes);
+    }
     zt_trainer *t = NULL;
     zt_status st = zt_trainer_new(net, &S->optimizer, &t);
     zt_train_batch tb = {.B = B,
@@ -197,7 +211,9 @@ static zt_status measure_train(const zt_train_settings *S, double seconds, zt_rn
                          .policy_mask = mask,
                          .reward_target = reward,
                          .next_obs = next_obs,
-                         .chance_mask = chance_mask};
+                         .chance_mask = chance_mask,
+                         .turn_target = turn,
+                         .chance_code = codes};
     zt_train_losses L;
     if (st == ZT_OK) st = zt_trainer_step(t, &tb, &L); /* sizes everything */
     int steps = 0;
@@ -210,7 +226,7 @@ static zt_status measure_train(const zt_train_settings *S, double seconds, zt_rn
     *steps_per_s = steps / el;
     zt_trainer_free(t);
     free(obs), free(policy), free(value), free(reward), free(actions), free(mask);
-    free(next_obs), free(chance_mask);
+    free(next_obs), free(chance_mask), free(turn), free(codes);
     zt_net_free(net);
     return st;
 }

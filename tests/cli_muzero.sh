@@ -274,6 +274,15 @@ for alg in muzero stochastic_muzero; do
         printf '%s\n' "$out" | grep -q "^$w .*/s" || fail "bench muzero ($alg) printed no $w row: $out"
     done
 done
+# the train step of the batches a run's learner gets: to-play targets for
+# backgammon's to-play head, the game's codes with muzero.chance = game
+for args in "backgammon" \
+    "2048 --set algorithm=stochastic_muzero --set muzero.chance=game --set muzero.codes=33"; do
+    # shellcheck disable=SC2086 # $args is a game and its flags
+    out=$("$BIN" bench muzero $args --seconds 0.1 --batch 4 --set learner.batch=8 2>&1) ||
+        fail "bench muzero $args: $out"
+    printf '%s\n' "$out" | grep -q '^train .*steps/s' || fail "bench muzero $args: no train row: $out"
+done
 out=$("$BIN" bench muzero tictactoe --seconds 0.1 --batch 4 --set algorithm=muzero 2>&1)
 printf '%s\n' "$out" | grep -q '^afterstate' && fail "bench muzero timed an afterstate of a plain net"
 # --json (bench/torch_muzero.py reads it) and --export (its weights and reference batch)
