@@ -1176,6 +1176,8 @@ static void test_cpu_backend(void)
     if (zt_net_new(&c, "cpu", ZT_PRECISION_BF16, 1, &probe) == ZT_OK) {
         zt_net_free(probe);
         check_backend(ZT_PRECISION_BF16, 0, false, 5e-2, 5e-2);
+        /* one cell: its 1x1 convs run as oneDNN inner products */
+        check_backend(ZT_PRECISION_BF16, 0, true, 5e-2, 5e-2);
     } else {
         printf("cpu bf16: not here, skipped\n");
     }

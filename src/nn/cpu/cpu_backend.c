@@ -6,7 +6,8 @@
  * H*W*C} matrix for inner products and layer norm), so the graph's input and
  * outputs need no reorder and oneDNN picks its brgemm kernels; only weights
  * take whatever layout a primitive asks for (format_tag_any), reordered from
- * the host's fp32 OHWI / [out][in] arrays when parameters change.
+ * the host's fp32 OHWI / [out][in] arrays when parameters change. A 1x1
+ * conv over a board of one cell runs as an inner product (runs_as_conv).
  *
  * Inference runs a fused program: batch norm folded into the preceding
  * conv/dense (w' = w s, b' = (b - mean) s + beta, s = gamma / sqrt(var +
@@ -309,6 +310,24 @@ static dnnl_memory_desc_t md_vec(size_t c)
     return md_tag(1, d, dnnl_f32, dnnl_x);
 }
 
+/* Whether op runs on oneDNN as a convolution. A 1x1 conv over a board of
+ * one cell (backgammon's MuZero nets, `muzero.flat`) runs as an inner
+ * product instead: the same bytes (NHWC of 1x1 is NC, OHWI of 1x1 is OI)
+ * and the same sums, where oneDNN's convolution on 1x1 images runs well
+ * below its matrix-product speed. */
+static bool runs_as_conv(const zt_nn_graph *g, const zt_nn_op *op)
+{
+    zt_nn_shape in = g->tensors[op->in[0]];
+    return op->kind == ZT_OP_CONV && !(op->k == 1 && in.h == 1 && in.w == 1);
+}
+
+/* Whether op's oneDNN primitives see its tensors as rows of features. */
+static bool runs_flat(const zt_nn_graph *g, const zt_nn_op *op)
+{
+    return op->kind == ZT_OP_DENSE || op->kind == ZT_OP_LN ||
+           (op->kind == ZT_OP_CONV && !runs_as_conv(g, op));
+}
+
 /* The host layout of an op's weights: conv OHWI, dense [out][in]. */
 static dnnl_memory_desc_t md_user_weights(const plan *p, int op_i, dnnl_data_type_t dt,
                                           dnnl_format_tag_t tag)
@@ -316,7 +335,7 @@ static dnnl_memory_desc_t md_user_weights(const plan *p, int op_i, dnnl_data_typ
     const zt_nn_op *op = &p->g->ops[op_i];
     zt_nn_shape in = p->g->tensors[op->in[0]];
     int out_c = p->g->tensors[op->out].c;
-    if (op->kind == ZT_OP_CONV) {
+    if (runs_as_conv(p->g, op)) {
         int64_t d[4] = {out_c, in.c, op->k, op->k};
         return md_tag(4, d, dt, tag == dnnl_format_tag_any ? tag : dnnl_ohwi);
     }
@@ -882,7 +901,7 @@ static zt_status node_step(plan *p, exec_set *s, const inode *nd)
     dnnl_memory_t m;
     dnnl_primitive_desc_t pd;
     if (op->kind == ZT_OP_CONV || op->kind == ZT_OP_DENSE) {
-        bool conv = op->kind == ZT_OP_CONV;
+        bool conv = runs_as_conv(g, op);
         dnnl_memory_desc_t smd = conv ? md_act(p, n, si) : md_flat(p, n, zt_nn_shape_size(si));
         dnnl_memory_desc_t dmd = conv ? md_act(p, n, so) : md_flat(p, n, (size_t)so.c);
         dnnl_memory_desc_t wmd = md_user_weights(p, nd->op, p->dt, dnnl_format_tag_any);
@@ -1264,7 +1283,7 @@ static zt_status train_forward_op(plan *p, exec_set *s, int i, dnnl_primitive_de
         winograd_step(p, s, i, &c, 0);
         return ZT_OK;
     }
-    bool flat = op->kind == ZT_OP_DENSE || op->kind == ZT_OP_LN;
+    bool flat = runs_flat(g, op);
     dnnl_memory_desc_t smd = md_for(p, n, op->in[0], flat), dmd = md_for(p, n, op->out, flat);
     dnnl_exec_arg_t args[MAX_ARGS];
     int na = 0;
@@ -1276,7 +1295,7 @@ static zt_status train_forward_op(plan *p, exec_set *s, int i, dnnl_primitive_de
         dnnl_memory_desc_t wmd = md_user_weights(p, i, p->dt, dnnl_format_tag_any);
         dnnl_memory_desc_t bmd = md_vec((size_t)g->tensors[op->out].c);
         bool bias = op->p[1] >= 0;
-        if (op->kind == ZT_OP_CONV) {
+        if (runs_as_conv(g, op)) {
             dnnl_convolution_desc_t d;
             dnnl_dims_t strides = {1, 1}, pad = {op->k / 2, op->k / 2};
             DN("conv_desc", dnnl_convolution_forward_desc_init(
@@ -1663,7 +1682,7 @@ static zt_status train_backward_op(plan *p, exec_set *s, int i, const_dnnl_primi
     const zt_nn_op *op = &g->ops[i];
     int n = s->batch, t = op->in[0];
     unsigned fl = t == g->input ? F_DIN : 0;
-    bool flat = op->kind == ZT_OP_DENSE || op->kind == ZT_OP_LN;
+    bool flat = runs_flat(g, op);
     dnnl_memory_desc_t smd = md_for(p, n, t, flat), dmd = md_for(p, n, op->out, flat);
     dnnl_memory_t m, dy;
     dnnl_primitive_desc_t pd;
@@ -1688,7 +1707,7 @@ static zt_status train_backward_op(plan *p, exec_set *s, int i, const_dnnl_primi
     switch (op->kind) {
     case ZT_OP_CONV:
     case ZT_OP_DENSE: {
-        bool conv = op->kind == ZT_OP_CONV, bias = op->p[1] >= 0;
+        bool conv = runs_as_conv(g, op), bias = op->p[1] >= 0;
         dnnl_dims_t strides = {1, 1}, pad = {op->k / 2, op->k / 2};
         dnnl_memory_desc_t wmd = md_user_weights(p, i, p->dt, dnnl_format_tag_any);
         /* Input gradient. */
