@@ -50,7 +50,7 @@ static zt_status read_positions(const zt_game *g, const char *path, int limit, i
         return st;
     }
     long total = zt_position_file_count(&pf, limit);
-    size_t obs_size = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    size_t obs_size = (size_t)zt_game_obs_size(g);
     float *obs = zt_xmalloc((size_t)(total > 0 ? total : 1) * obs_size * sizeof(float));
     uint8_t *legal = zt_xmalloc((size_t)(total > 0 ? total : 1) * (size_t)g->num_actions);
     zt_position *pos = zt_xmalloc(sizeof *pos);

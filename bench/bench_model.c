@@ -67,7 +67,7 @@ static zt_status prober_init(prober *p, const zt_game *g, zt_net *net)
 {
     size_t A = (size_t)g->num_actions;
     *p = (prober){.g = g, .net = net};
-    p->obs = (size_t)g->obs_shape[0] * (size_t)g->obs_shape[1] * (size_t)g->obs_shape[2];
+    p->obs = (size_t)zt_game_obs_size(g);
     p->hidden = zt_net_hidden_size(zt_net_config_of(net));
     p->block = zt_xcalloc(p->obs * (1 + A) + p->hidden * (1 + 2 * A) + A * (A + 7), sizeof(float));
     float *at = p->block;

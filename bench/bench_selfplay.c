@@ -310,7 +310,7 @@ static zt_status measure_selfplay(const bench_args *A, const zt_game *g,
     actor_run *runs = zt_xcalloc((size_t)n, sizeof *runs);
     net_run *nets = zt_xcalloc((size_t)n, sizeof *nets);
     pthread_t *threads = zt_xcalloc((size_t)n, sizeof *threads);
-    int obs_size = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    int obs_size = zt_game_obs_size(g);
     bool shared = S->evaluator == ZT_EVALUATOR_SHARED;
     zt_evaluator_pool *pool = NULL;
     zt_status st = zt_evaluator_pool_new(&S->net, S->backend, S->precision, S->evaluator, n,

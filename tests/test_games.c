@@ -81,7 +81,7 @@ static void check_state(const zt_game *g, const uint8_t *s, zt_rng *rng, float *
     }
 
     /* observation is finite and complete */
-    size_t obs_n = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    size_t obs_n = (size_t)zt_game_obs_size(g);
     for (size_t i = 0; i < obs_n; i++) obs[i] = NAN;
     g->observe(g, s, obs);
     for (size_t i = 0; i < obs_n; i++)
@@ -135,7 +135,7 @@ static void test_game(const char *name, const char *const *settings, int playout
     }
     zt_rng rng;
     zt_rng_seed(&rng, seed, 0);
-    size_t obs_n = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    size_t obs_n = (size_t)zt_game_obs_size(g);
     float *obs = zt_xmalloc(obs_n * sizeof *obs);
     uint16_t actions[ZT_MAX_ACTIONS];
     int outcomes[ZT_MAX_CHANCE_OUTCOMES];

@@ -284,8 +284,7 @@ static void test_one_player(void)
     CHECK_OK(m->initial(m, 1, roots, states, &out));
     size_t hs = zt_net_hidden_size(zt_net_config_of(net));
     float *h = zt_xmalloc(hs * sizeof(float)), *h2 = zt_xmalloc(hs * sizeof(float));
-    float *obs = zt_xmalloc((size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2] *
-                            sizeof(float));
+    float *obs = zt_xmalloc((size_t)zt_game_obs_size(g) * sizeof(float));
     float pl[16], v, rw;
     g->observe(g, root, obs);
     CHECK_OK(zt_net_initial(net, 1, obs, h, pl, &v));
@@ -358,8 +357,7 @@ static void check_stochastic_outputs(const char *game_name)
     const void *roots[1] = {root};
     void *states[1] = {st[0]};
     CHECK_OK(m->initial(m, 1, roots, states, &out));
-    size_t hs = zt_net_hidden_size(zt_net_config_of(net)),
-           obs_n = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    size_t hs = zt_net_hidden_size(zt_net_config_of(net)), obs_n = (size_t)zt_game_obs_size(g);
     float *h = zt_xmalloc(hs * sizeof(float)), *after = zt_xmalloc(hs * sizeof(float)),
           *h2 = zt_xmalloc(hs * sizeof(float)), *obs = zt_xmalloc(obs_n * sizeof(float));
     float pl[ZT_MAX_ACTIONS], sigma[Z], v, q, rw;
@@ -578,8 +576,7 @@ static void test_call_counts(void)
     CHECK_OK(zt_net_evaluator_new(net, 3, &ne));
     zt_evaluator ev = zt_net_evaluator_get(ne);
     const zt_net_config *cfg = zt_net_config_of(net);
-    size_t hs = zt_net_hidden_size(cfg),
-           obs_size = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    size_t hs = zt_net_hidden_size(cfg), obs_size = (size_t)zt_game_obs_size(g);
     enum { MAXB = 5 };
     float *obs = zt_xcalloc(MAXB * obs_size, sizeof(float));
     float *h = zt_xcalloc(MAXB * hs, sizeof(float)), *h2 = zt_xcalloc(MAXB * hs, sizeof(float));

@@ -230,7 +230,7 @@ static void check_evaluator(void)
             continue;
         }
         enum { B = 3 };
-        int obs_size = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2], A = g->num_actions;
+        int obs_size = zt_game_obs_size(g), A = g->num_actions;
         float *obs = calloc((size_t)B * obs_size, sizeof(float));
         float *lp = calloc((size_t)B * A, sizeof(float)),
               *le = calloc((size_t)B * A, sizeof(float));

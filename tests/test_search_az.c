@@ -126,7 +126,7 @@ static zt_status probe_eval(void *ctx, int B, const float *obs, float *logits, f
 {
     obs_probe *p = ctx;
     p->calls++;
-    size_t n = (size_t)p->g->obs_shape[0] * p->g->obs_shape[1] * p->g->obs_shape[2];
+    size_t n = (size_t)zt_game_obs_size(p->g);
     for (size_t i = 0; i < (size_t)B * n; i++)
         if (!isfinite(obs[i])) p->bad++;
     memset(logits, 0, (size_t)B * (size_t)p->g->num_actions * sizeof *logits);

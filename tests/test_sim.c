@@ -232,7 +232,7 @@ static void test_random_games(const char *const *settings, int games)
     uint16_t actions[ZT_MAX_ACTIONS];
     long plies = 0;
     int wins[3] = {0, 0, 0};
-    size_t obs_len = (size_t)(g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2]);
+    size_t obs_len = (size_t)zt_game_obs_size(g);
     float *obs = malloc(obs_len * sizeof *obs);
     for (int game = 0; game < games; game++) {
         g->reset(g, s);

@@ -328,7 +328,7 @@ zt_status zt_az_model_new(const zt_game *g, const zt_evaluator *ev, int max_batc
     m->ev = *ev;
     m->cache = cache;
     m->game_bytes = (g->state_size + 7) / 8 * 8;
-    m->obs_size = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    m->obs_size = zt_game_obs_size(g);
     /* A chance state queues one job per outcome. */
     int per_item = g->max_chance_outcomes > 1 ? g->max_chance_outcomes : 1;
     m->max_jobs = max_batch * per_item;

@@ -96,7 +96,7 @@ zt_status zt_greedy_new(const zt_game *g, const zt_evaluator *ev, int games, int
     gr->plans = zt_xcalloc((size_t)games, sizeof *gr->plans);
     gr->seen = zt_xcalloc((size_t)1 << SEEN_BITS, sizeof *gr->seen);
     gr->stamp = zt_xcalloc((size_t)1 << SEEN_BITS, sizeof *gr->stamp);
-    size_t obs_size = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    size_t obs_size = (size_t)zt_game_obs_size(g);
     gr->obs = zt_xmalloc((size_t)max_batch * obs_size * sizeof *gr->obs);
     gr->logits = zt_xmalloc((size_t)max_batch * (size_t)g->num_actions * sizeof *gr->logits);
     gr->values = zt_xmalloc((size_t)max_batch * sizeof *gr->values);
@@ -260,7 +260,7 @@ static void visit(zt_greedy *gr, const void *s, uint16_t *path, int depth)
 static zt_status value_queries(zt_greedy *gr)
 {
     const zt_game *g = gr->g;
-    size_t obs_size = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    size_t obs_size = (size_t)zt_game_obs_size(g);
     for (int off = 0; off < gr->nq; off += gr->max_batch) {
         int B = gr->nq - off < gr->max_batch ? gr->nq - off : gr->max_batch;
         const uint8_t *first = gr->qstates + (size_t)off * g->state_size;

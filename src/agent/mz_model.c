@@ -319,7 +319,7 @@ zt_status zt_mz_model_new(const zt_game *g, const zt_evaluator *ev, int max_batc
     m->game = g;
     m->ev = *ev;
     m->hs = ev->hidden_size;
-    m->obs_size = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    m->obs_size = (size_t)zt_game_obs_size(g);
     m->one_player = zt_game_num_players(g) == 1;
     m->codes = ev->chance_codes;
     m->turns = ev->turns;

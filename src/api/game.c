@@ -204,7 +204,7 @@ zeroth_status zeroth_game_observe(const zeroth_game_t *game, int n, const void *
     ZT_API_TRY(batch("zeroth_game_observe", game, n, states));
     if (n > 0) ZT_API_TRY(zt_api_need("zeroth_game_observe", obs, "obs"));
     const zt_game *g = game->game;
-    size_t size = (size_t)g->obs_shape[0] * (size_t)g->obs_shape[1] * (size_t)g->obs_shape[2];
+    size_t size = (size_t)zt_game_obs_size(g);
     for (int i = 0; i < n; i++) g->observe(g, state_at(g, states, i), obs + (size_t)i * size);
     return ZEROTH_OK;
 }

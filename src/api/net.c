@@ -41,7 +41,7 @@ zeroth_status zeroth_net_open(const char *path, const char *settings, zeroth_net
         return zt_api_status(st);
     }
     const zt_game *g = h->game;
-    h->obs_size = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    h->obs_size = zt_game_obs_size(g);
     zt_game_spec(g, h->spec, sizeof h->spec);
     zt_net_config_format(zt_net_config_of(h->net), h->arch, sizeof h->arch);
     *out = h;

@@ -160,7 +160,7 @@ zt_status zt_api_recurrent_model_new(const zt_game *g, size_t embedding_size,
     m->root_fn = root_fn;
     m->recurrent_fn = recurrent_fn;
     m->user = user;
-    m->obs_size = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    m->obs_size = zt_game_obs_size(g);
     m->obs = zt_xcalloc((size_t)max_batch * (size_t)m->obs_size, sizeof *m->obs);
     m->roots = zt_xcalloc((size_t)max_batch, g->state_size);
     m->in = zt_xcalloc((size_t)max_batch, embedding_size);

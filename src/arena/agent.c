@@ -102,7 +102,7 @@ zt_status zt_agent_policy_new(const zt_game *g, const zt_evaluator *ev, int max_
     if (max_games < 1) return zt_fail(ZT_ERR_INVALID, "policy agent: max_games %d < 1", max_games);
     policy_agent *pa = zt_xcalloc(1, sizeof *pa);
     pa->ev = *ev;
-    pa->obs_size = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    pa->obs_size = zt_game_obs_size(g);
     size_t B = (size_t)max_games;
     pa->obs = zt_aligned_alloc(ZT_CACHE_LINE, B * (size_t)pa->obs_size * sizeof(float));
     pa->logits = zt_aligned_alloc(ZT_CACHE_LINE, B * (size_t)g->num_actions * sizeof(float));

@@ -376,7 +376,7 @@ int zt_cmd_play(int argc, char **argv)
             goto fail;
         if ((st = zt_search_new(&sc, ss.model, 1, &ss.search)) != ZT_OK) goto fail;
     } else {
-        size_t obs = (size_t)g->obs_shape[0] * (size_t)g->obs_shape[1] * (size_t)g->obs_shape[2];
+        size_t obs = (size_t)zt_game_obs_size(g);
         ss.obs = calloc(obs, sizeof(float));
         ss.logits = calloc((size_t)g->num_actions, sizeof(float));
         if (!ss.obs || !ss.logits) {

@@ -221,6 +221,12 @@ static inline int zt_game_num_players(const zt_game *g)
     return g->num_players == 1 ? 1 : 2;
 }
 
+/* Floats in one observation: H x W x C. */
+static inline int zt_game_obs_size(const zt_game *g)
+{
+    return g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+}
+
 /* One-player game: the score banked in state s (returns' r[0]). */
 static inline float zt_game_score(const zt_game *g, const void *s)
 {

@@ -6,7 +6,7 @@
 
 void zt_game_sample_observations(const zt_game *g, zt_rng *rng, int n, float *obs, uint8_t *legal)
 {
-    size_t per = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    size_t per = (size_t)zt_game_obs_size(g);
     _Alignas(16) uint8_t state[ZT_MAX_STATE_BYTES];
     uint16_t actions[ZT_MAX_ACTIONS];
     ZT_ASSERT(g->state_size <= sizeof state);

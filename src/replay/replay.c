@@ -553,7 +553,7 @@ zt_status zt_replay_add_game(zt_replay *rb, const zt_replay_traj *t, float retur
 
 size_t zt_replay_dense_bytes(const zt_game *g)
 {
-    size_t obs = (size_t)g->obs_shape[0] * (size_t)g->obs_shape[1] * (size_t)g->obs_shape[2];
+    size_t obs = (size_t)zt_game_obs_size(g);
     return sizeof(float) * (obs + (size_t)g->num_actions);
 }
 
@@ -822,7 +822,7 @@ zt_status zt_replay_batch_init_unroll(zt_replay_batch *b, const zt_game *g, int 
         return zt_fail(ZT_ERR_INVALID,
                        "replay: a discount (%g) needs a one-player game and td_steps > 0",
                        (double)b->discount);
-    b->obs_size = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    b->obs_size = zt_game_obs_size(g);
     b->num_actions = g->num_actions;
     zt_record_layout l;
     zt_record_layout_init(&l, g);
@@ -1125,8 +1125,7 @@ static zt_status build_unroll(zt_replay *rb, zt_replay_batch *b, int r)
 zt_status zt_replay_sample(zt_replay *rb, zt_rng *rng, zt_replay_batch *b)
 {
     const zt_game *g = rb->game;
-    ZT_ASSERT(b->num_actions == g->num_actions &&
-              b->obs_size == g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2]);
+    ZT_ASSERT(b->num_actions == g->num_actions && b->obs_size == zt_game_obs_size(g));
     pthread_mutex_lock(&rb->mutex);
     if (rb->positions == 0) {
         pthread_mutex_unlock(&rb->mutex);

@@ -156,7 +156,7 @@ zt_status zt_serve_new(const zt_serve_config *c, zt_serve **out)
     if (getentropy(id_seed, sizeof id_seed) != 0) id_seed[1] = zt_now_ns();
     zt_rng_seed(&srv->ids, id_seed[0] ^ id_seed[1], 0x5e55);
 
-    size_t obs = (size_t)g->obs_shape[0] * (size_t)g->obs_shape[1] * (size_t)g->obs_shape[2];
+    size_t obs = (size_t)zt_game_obs_size(g);
     srv->obs = zt_xcalloc(obs, sizeof(float));
     srv->logits = zt_xcalloc((size_t)g->num_actions, sizeof(float));
     zt_status st =

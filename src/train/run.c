@@ -129,7 +129,7 @@ enum { OPEN_INT8_CALIBRATION = 256 };
  * same). */
 static zt_status calibrate_int8(zt_net *net, const zt_game *g)
 {
-    size_t per = (size_t)g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+    size_t per = (size_t)zt_game_obs_size(g);
     float *obs = malloc((size_t)OPEN_INT8_CALIBRATION * per * sizeof(float));
     if (!obs) return zt_fail(ZT_ERR_NOMEM, "no memory for int8 calibration positions");
     zt_rng rng;
@@ -164,7 +164,7 @@ zt_status zt_run_open_model(const char *path, const char *backend, zt_precision 
     }
     /* a MuZero net may read the board as one vector (muzero.flat) */
     bool flat = arch.kind == ZT_NET_MUZERO && arch.in_h == 1 && arch.in_w == 1 &&
-                arch.in_c == g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+                arch.in_c == zt_game_obs_size(g);
     bool board = arch.in_h == g->obs_shape[0] && arch.in_w == g->obs_shape[1] &&
                  arch.in_c == g->obs_shape[2];
     if (!(flat || board) || arch.num_actions != g->num_actions) {

@@ -205,7 +205,7 @@ static zt_status read_muzero(zt_config *c, const zt_game *g, zt_train_settings *
         return zt_fail(ZT_ERR_INVALID,
                        "muzero.flat and muzero.action_columns: a flat net has no board columns");
     if (flat) {
-        m.in_c = g->obs_shape[0] * g->obs_shape[1] * g->obs_shape[2];
+        m.in_c = zt_game_obs_size(g);
         m.in_h = m.in_w = 1;
     }
     /* the heads' first layer (nn.h, head_norm): auto is the plain one on a

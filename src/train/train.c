@@ -435,8 +435,7 @@ static void log_start(zt_train *t)
         "replay: a dense float32 position takes %zu bytes (observation %d floats + policy %d "
         "floats); "
         "a compact record takes %zu bytes + 2 per legal action (measured figure once games arrive)",
-        dense, t->game->obs_shape[0] * t->game->obs_shape[1] * t->game->obs_shape[2],
-        t->game->num_actions, t->game->compact_size + 4);
+        dense, zt_game_obs_size(t->game), t->game->num_actions, t->game->compact_size + 4);
 }
 
 void zt_train_free(zt_train *t)

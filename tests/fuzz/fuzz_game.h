@@ -30,8 +30,7 @@ static void setup(void)
             abort();
         }
         const zt_game *g = games[i];
-        obs[i] = malloc(sizeof(float) * (size_t)g->obs_shape[0] * (size_t)g->obs_shape[1] *
-                        (size_t)g->obs_shape[2]);
+        obs[i] = malloc(sizeof(float) * (size_t)zt_game_obs_size(g));
     }
 }
 
