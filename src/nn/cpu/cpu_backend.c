@@ -304,6 +304,14 @@ static dnnl_memory_desc_t md_flat(const plan *p, int n, size_t f)
     return md_tag(2, d, p->dt, dnnl_nc);
 }
 
+/* Tensor t of the graph: as NHWC activations, or flat (rows of features:
+ * dense layers, and 1x1 convs over one cell, which run as inner products). */
+static dnnl_memory_desc_t md_for(const plan *p, int n, int t, bool flat)
+{
+    zt_nn_shape s = p->g->tensors[t];
+    return flat ? md_flat(p, n, zt_nn_shape_size(s)) : md_act(p, n, s);
+}
+
 static dnnl_memory_desc_t md_vec(size_t c)
 {
     int64_t d[1] = {(int64_t)c};
@@ -902,8 +910,7 @@ static zt_status node_step(plan *p, exec_set *s, const inode *nd)
     dnnl_primitive_desc_t pd;
     if (op->kind == ZT_OP_CONV || op->kind == ZT_OP_DENSE) {
         bool conv = runs_as_conv(g, op);
-        dnnl_memory_desc_t smd = conv ? md_act(p, n, si) : md_flat(p, n, zt_nn_shape_size(si));
-        dnnl_memory_desc_t dmd = conv ? md_act(p, n, so) : md_flat(p, n, (size_t)so.c);
+        dnnl_memory_desc_t smd = md_for(p, n, nd->src, !conv), dmd = md_for(p, n, op->out, !conv);
         dnnl_memory_desc_t wmd = md_user_weights(p, nd->op, p->dt, dnnl_format_tag_any);
         dnnl_memory_desc_t bmd = md_vec((size_t)so.c);
         bool bias = op->p[1] >= 0 || nd->bn >= 0;
@@ -1083,13 +1090,6 @@ static void host_grad_step(exec_set *s, const float *src, size_t offset, size_t 
     st->src = src;
     st->offset = offset;
     st->count = count;
-}
-
-/* md of tensor t as op kind `kind` sees it. */
-static dnnl_memory_desc_t md_for(const plan *p, int n, int t, bool flat)
-{
-    zt_nn_shape s = p->g->tensors[t];
-    return flat ? md_flat(p, n, zt_nn_shape_size(s)) : md_act(p, n, s);
 }
 
 /* The workspace of op i's training forward (kept for its backward). */
