@@ -7,7 +7,9 @@
 # wrong go to runs/recipes/NAME.mistakes/SET), judges its last checkpoints
 # averaged the same way (runs/recipes/NAME.averaged.safetensors, where it
 # kept two or more; stochastic weight averaging), and prints the curve
-# (the arena's records in metrics.jsonl, one line per arena; points per
+# (the arena's records in metrics.jsonl, one line per arena, a set's
+# mistakes with the share of its positions the net's own value puts on the
+# wrong side of their exact value beside them; points per
 # game with their 95 % interval where games are worth more than one point,
 # as in backgammon; for 2048 the model's mean score) and a one-line
 # summary, which it also appends to runs/recipes/summary.tsv; a 2048 run's
@@ -86,7 +88,11 @@ for line in open(sys.argv[1]):
             cell += f' {r["points"]:+.3f} [{r["points_lo"]:+.3f}, {r["points_hi"]:+.3f}] ppg'
         rows.setdefault(r["step"], [r["t"], {}])[1][r["opponent"]] = cell
     elif r.get("kind") == "positions":
-        rows.setdefault(r["step"], [r["t"], {}])[1][r["set"]] = f'{100 * r["rate"]:.1f}%'
+        cell = f'{100 * r["rate"]:.1f}%'
+        m, w = sum(r.get("value_m", [])), sum(r.get("value_wrong", []))
+        if m:  # the share the net's own value puts on the wrong side
+            cell += f' (value {100 * w / m:.0f}%)'
+        rows.setdefault(r["step"], [r["t"], {}])[1][r["set"]] = cell
     elif r.get("kind") == "score" and r.get("player") == "model":
         rows.setdefault(r["step"], [r["t"], {}])[1]["score"] = f'{r["mean"]:.0f} +- {r["ci95"]:.0f}'
 for step in sorted(rows):
@@ -116,7 +122,7 @@ arena_sims=$(sed -n '/^\[arena\]/,/^\[/p' "$run/config.ini" 2>/dev/null |
 # `mistakes` the positions it gets wrong are kept beside the run, to
 # compare recipes
 judge() {
-    local model=$1 label=$2 cell=$3 keep=${4:-} f out line
+    local model=$1 label=$2 cell=$3 keep=${4:-} f out line netv
     for f in tests/data/"$game"/*; do
         [ -f "$f" ] || continue
         case $f in *.md | *README* | *.tsv) continue ;; esac
@@ -132,6 +138,8 @@ judge() {
         }
         line=$(printf '%s\n' "$out" | grep -E '^(mistakes|optimal) [0-9]+/[0-9]+' | head -n 1)
         echo "$label $(basename "$f"): $line"
+        netv=$(printf '%s\n' "$out" | grep -E '^net value: ' | head -n 1)
+        [ -z "$netv" ] || echo "$label $(basename "$f") $netv"
         summary="$summary	$cell$(basename "$f") ${line#* }"
     done
 }

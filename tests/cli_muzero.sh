@@ -119,6 +119,9 @@ if [ -n "$positions" ]; then
     out=$("$BIN" eval tictactoe --model "$run" --positions "$positions" --limit 20 --sims 4 2>&1) ||
         fail "eval --positions: $out"
     printf '%s' "$out" | grep -q 'optimal' || fail "eval --positions printed no result: $out"
+    # the net's value from its representation, beside the moves
+    printf '%s' "$out" | grep -Eq '^net value: .*RMSE [0-9.]+$' ||
+        fail "eval --positions printed no net value: $out"
 fi
 out=$(printf '4\nquit\n' | "$BIN" play tictactoe --model "$run" --first human --sims 4 2>&1) ||
     fail "play: $out"

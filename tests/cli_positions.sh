@@ -128,6 +128,11 @@ pct='\([0-9.]+ %\)'
 want="^by value: won mistakes [0-9]+/7 $pct, drawn mistakes [0-9]+/9 $pct, lost mistakes 0/4 $pct\$"
 printf '%s\n' "$out" | grep -Eq "$want" ||
     fail "L3 value line: $out"
+# The net's own value of the same positions, by the same groups.
+v='[+-][0-9]\.[0-9]{2}'
+want="^net value: won $v \(wrong [0-9]+/7\), drawn $v \(wrong [0-9]+/9\), lost $v \(wrong [0-9]+/4\), RMSE [0-9]\.[0-9]{3}\$"
+printf '%s\n' "$out" | grep -Eq "$want" ||
+    fail "L3 net value line: $out"
 
 # bench int8: the model's int8 copy against bf16 on a position file, and on
 # the gate's own random-play positions, beside the gate's thresholds; an

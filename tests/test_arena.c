@@ -277,6 +277,38 @@ static void test_positions(void)
                       m.games == 20,
                   "search agent vs random: %d losses: %s", m.losses, zt_error_message());
         }
+        /* The net's own values beside the moves: the oracle's are never
+         * on the wrong side, a net that values everything 0 is wrong on
+         * every won and lost position and on no drawn one. */
+        char path[512], line[256];
+        zt_test_data_path("tictactoe/ttt_positions.txt", path, sizeof path);
+        zt_evaluator uniform = zt_evaluator_uniform(ttt);
+        const zt_evaluator *evs[2] = {&oracle, &uniform};
+        for (int e = 0; e < 2; e++) {
+            zt_positions_config pc = {.path = path, .seed = SEED, .value_ev = evs[e]};
+            CHECK(zt_arena_positions_run(ttt, random, &pc, &r) == ZT_OK, "%s", zt_error_message());
+            int *m = r.net_positions, *w = r.net_wrong;
+            zt_positions_format_net(&r, line, sizeof line);
+            printf("net values (%s): %s\n", e ? "uniform" : "oracle", line);
+            CHECK(m[0] > 0 && m[1] > 0 && m[2] > 0 && m[0] + m[1] + m[2] == r.positions &&
+                      m[0] == r.value_positions[0] && m[2] == r.value_positions[2],
+                  "valued %d/%d/%d of %d", m[0], m[1], m[2], r.positions);
+            if (e == 0)
+                CHECK(w[0] == 0 && w[1] == 0 && w[2] == 0 && r.net_sum[0] == m[0] &&
+                          r.net_sum[1] == 0 && r.net_sum[2] == -m[2] && r.net_sq[0] == 0 &&
+                          r.net_sq[2] == 0 && strstr(line, "RMSE 0.000"),
+                      "oracle values: wrong %d/%d/%d, '%s'", w[0], w[1], w[2], line);
+            else
+                CHECK(w[0] == m[0] && w[1] == 0 && w[2] == m[2] &&
+                          fabs(r.net_sq[0] - m[0]) < 1e-9 && r.net_sq[1] == 0 &&
+                          strstr(line, "won +0.00 (wrong"),
+                      "uniform values: wrong %d/%d/%d, '%s'", w[0], w[1], w[2], line);
+        }
+        /* without value_ev nothing is valued */
+        positions(ttt, random, "tictactoe/ttt_positions.txt", 0, &r);
+        zt_positions_format_net(&r, line, sizeof line);
+        CHECK(r.net_positions[0] + r.net_positions[1] + r.net_positions[2] == 0 && !line[0],
+              "no evaluator: '%s'", line);
         for (int i = 0; i < 3; i++) zt_agent_free(agents[i]);
         zt_evaluator_oracle_free(&oracle);
         zt_agent_free(perfect);

@@ -291,9 +291,58 @@ static bool keeps_value(const judged *j, int action)
     return false;
 }
 
+/* Buffers of the net's values of a batch (cfg->value_ev). */
+typedef struct value_buffers {
+    float *obs, *logits, *values, *hidden;
+} value_buffers;
+
+static void value_buffers_init(value_buffers *vb, const zt_game *g, const zt_evaluator *ev, int n)
+{
+    memset(vb, 0, sizeof *vb);
+    if (!ev) return;
+    vb->obs = zt_xmalloc((size_t)n * (size_t)zt_game_obs_size(g) * sizeof(float));
+    vb->logits = zt_xmalloc((size_t)n * (size_t)g->num_actions * sizeof(float));
+    vb->values = zt_xmalloc((size_t)n * sizeof(float));
+    if (ev->initial) vb->hidden = zt_xmalloc((size_t)n * ev->hidden_size * sizeof(float));
+}
+
+static void value_buffers_free(value_buffers *vb)
+{
+    free(vb->obs);
+    free(vb->logits);
+    free(vb->values);
+    free(vb->hidden);
+}
+
+/* The net's value of each of the n states, for the side to move. */
+static zt_status net_values(const zt_game *g, const zt_evaluator *ev, int n, const void **states,
+                            value_buffers *vb)
+{
+    if (ev->eval_states) return ev->eval_states(ev->ctx, n, states, vb->logits, vb->values);
+    size_t per = (size_t)zt_game_obs_size(g);
+    for (int i = 0; i < n; i++) g->observe(g, states[i], vb->obs + (size_t)i * per);
+    if (ev->initial) return ev->initial(ev->ctx, n, vb->obs, vb->hidden, vb->logits, vb->values);
+    return ev->eval(ev->ctx, n, vb->obs, vb->logits, vb->values);
+}
+
+static void count_net_values(int n, const judged *jd, const float *values, zt_positions_result *out)
+{
+    static const float target[3] = {1.0f, 0.0f, -1.0f};
+    for (int i = 0; i < n; i++) {
+        int k = jd[i].value_index;
+        if (k < 0) continue;
+        float v = values[i];
+        bool wrong = k == 0 ? v <= 1.0f / 3 : k == 1 ? fabsf(v) > 1.0f / 3 : v >= -1.0f / 3;
+        out->net_positions[k]++;
+        out->net_wrong[k] += wrong;
+        out->net_sum[k] += v;
+        out->net_sq[k] += (double)(v - target[k]) * (v - target[k]);
+    }
+}
+
 static zt_status judge_batch(const zt_positions_config *cfg, zt_agent *agent, int n,
                              uint8_t *states, size_t stride, zt_rng *rngs, const judged *jd,
-                             zt_positions_result *out)
+                             value_buffers *vb, const zt_game *g, zt_positions_result *out)
 {
     int slots[POSITIONS_BATCH] = {0}, actions[POSITIONS_BATCH] = {0};
     const void *ptrs[POSITIONS_BATCH] = {0};
@@ -305,6 +354,10 @@ static zt_status judge_batch(const zt_positions_config *cfg, zt_agent *agent, in
         if (agent->new_game) agent->new_game(agent, i);
     }
     ZT_TRY(agent->choose(agent, n, slots, ptrs, rng_ptrs, actions));
+    if (cfg->value_ev) {
+        ZT_TRY(net_values(g, cfg->value_ev, n, ptrs, vb));
+        count_net_values(n, jd, vb->values, out);
+    }
     for (int i = 0; i < n; i++) {
         bool ok = keeps_value(&jd[i], actions[i]);
         out->positions++;
@@ -357,6 +410,8 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
     judged *jd = zt_xmalloc((size_t)batch * sizeof *jd);
     zt_position *pos = zt_xmalloc(sizeof *pos);
     zt_solution *sol = zt_xmalloc(sizeof *sol);
+    value_buffers vb;
+    value_buffers_init(&vb, g, cfg->value_ev, batch);
     int n = 0, taken = 0;
     while (st == ZT_OK && (limit <= 0 || taken < limit)) {
         bool got;
@@ -380,18 +435,19 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
         taken++;
         if (cfg->progress) cfg->progress(cfg->progress_ctx, taken, total, out);
         if (n == batch) {
-            st = judge_batch(cfg, agent, n, states, stride, rngs, jd, out);
+            st = judge_batch(cfg, agent, n, states, stride, rngs, jd, &vb, g, out);
             if (st != ZT_OK) break;
             n = 0;
             if (cfg->progress) cfg->progress(cfg->progress_ctx, taken, total, out);
         }
     }
     if (st == ZT_OK && n > 0) {
-        st = judge_batch(cfg, agent, n, states, stride, rngs, jd, out);
+        st = judge_batch(cfg, agent, n, states, stride, rngs, jd, &vb, g, out);
         if (st == ZT_OK && cfg->progress) cfg->progress(cfg->progress_ctx, taken, total, out);
     }
     out->mistakes = out->positions - out->optimal;
     if (st == ZT_OK && out->positions == 0) st = zt_fail(ZT_ERR_INVALID, "%s: no positions", path);
+    value_buffers_free(&vb);
     free(sol);
     free(pos);
     free(jd);
@@ -431,6 +487,26 @@ static void format_groups(const zt_positions_result *r, int n, const char *const
 void zt_positions_format_bands(const zt_positions_result *r, char *buf, size_t cap)
 {
     format_groups(r, ZT_BANDS, zt_band_names, r->band_positions, r->band_optimal, buf, cap);
+}
+
+void zt_positions_format_net(const zt_positions_result *r, char *buf, size_t cap)
+{
+    static const char *const names[3] = {"won", "drawn", "lost"};
+    size_t used = 0;
+    int total = 0;
+    double sq = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < 3 && used < cap; k++) {
+        int m = r->net_positions[k];
+        if (m == 0) continue;
+        int w = snprintf(buf + used, cap - used, "%s%s %+.2f (wrong %d/%d)", used ? ", " : "",
+                         names[k], r->net_sum[k] / m, r->net_wrong[k], m);
+        if (w < 0) return;
+        used += (size_t)w;
+        total += m;
+        sq += r->net_sq[k];
+    }
+    if (total > 0 && used < cap) snprintf(buf + used, cap - used, ", RMSE %.3f", sqrt(sq / total));
 }
 
 void zt_positions_format_values(const zt_positions_result *r, char *buf, size_t cap)

@@ -235,6 +235,14 @@ typedef struct zt_positions_result {
      * file gives it or eval solves it): [0] won, [1] drawn, [2] lost. Every
      * move keeps a lost position lost, so its count of mistakes is 0. */
     int value_positions[3], value_optimal[3];
+    /* With cfg->value_ev: the net's own value of each position whose exact
+     * value is known, for the side to move, by that value ([0] won, [1]
+     * drawn, [2] lost): how many, the sum of the values, the sum of their
+     * squared errors against 1, 0 and -1, and how many lie on the wrong
+     * side of a third (won: v <= 1/3; drawn: |v| > 1/3; lost: v >= -1/3),
+     * so a value error shows apart from the search that acts on it. */
+    int net_positions[3], net_wrong[3];
+    double net_sum[3], net_sq[3];
 } zt_positions_result;
 
 typedef struct zt_positions_config {
@@ -254,6 +262,10 @@ typedef struct zt_positions_config {
     void (*mistake)(void *ctx, int index, const char *line, const void *state, int action,
                     const uint16_t *keep, int num_keep);
     void *mistake_ctx;
+    /* Optional: the network whose value of each position the result
+     * reports beside the moves (net_* above; a MuZero net's value from its
+     * representation), usually the one the agent searches with. */
+    const zt_evaluator *value_ev;
 } zt_positions_config;
 
 /* Asks the agent for a move in each position of the file and judges it by
@@ -270,6 +282,11 @@ zt_status zt_arena_positions(const zt_game *g, zt_agent *agent, const char *path
 
 /* "optimal 4520/4520" or "mistakes 12/1000". */
 void zt_positions_format(const zt_positions_result *r, char *buf, size_t cap);
+
+/* The net's values by the positions' exact values: "won +0.62 (wrong 8/96),
+ * drawn +0.21 (wrong 40/144), lost -0.55 (wrong 6/60), RMSE 0.41"; "" when
+ * none was valued. */
+void zt_positions_format_net(const zt_positions_result *r, char *buf, size_t cap);
 
 /* The bands with positions: "opening mistakes 3/120 (2.50 %), middle
  * mistakes 1/80 (1.25 %)"; "" when no position has a band. */

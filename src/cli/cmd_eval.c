@@ -515,7 +515,8 @@ int zt_cmd_eval(int argc, char **argv)
 
     if (positions) {
         zt_positions_result pr;
-        zt_positions_config pc = {.path = positions, .limit = (int)limit, .seed = (uint64_t)seed};
+        zt_positions_config pc = {
+            .path = positions, .limit = (int)limit, .seed = (uint64_t)seed, .value_ev = &me.ev};
         zt_progress_meter meter;
         zt_cli_positions_progress(&pc, &meter);
         if (mistakes_path) {
@@ -543,6 +544,8 @@ int zt_cmd_eval(int argc, char **argv)
         if (bands[0]) printf("by depth: %s\n", bands);
         zt_positions_format_values(&pr, bands, sizeof bands);
         if (bands[0]) printf("by value: %s\n", bands);
+        zt_positions_format_net(&pr, bands, sizeof bands);
+        if (bands[0]) printf("net value: %s\n", bands);
         rc = 0;
         goto done;
     }

@@ -450,6 +450,11 @@ static zt_status arena_precision(zt_scheduler *L)
     return zt_net_calibrate(L->eval_net, ARENA_INT8_CALIBRATION, L->int8_obs);
 }
 
+static double mean_or_0(double sum, int n)
+{
+    return n > 0 ? sum / n : 0.0;
+}
+
 /* The scheduled arena: arena.games games against each of arena.opponents
  * (one "arena" metric each), then the game's solver position sets; in a
  * one-player game the mean scores instead (score_arena). */
@@ -534,7 +539,9 @@ static zt_status run_arena(zt_scheduler *L)
             continue;
         }
         zt_positions_result pr;
-        st = zt_arena_positions(game, agent, path, S->arena_positions_limit, S->seed, &pr);
+        zt_positions_config pc = {
+            .path = path, .limit = S->arena_positions_limit, .seed = S->seed, .value_ev = &ev};
+        st = zt_arena_positions_run(game, agent, &pc, &pr);
         if (st != ZT_OK) break;
         const char *slash = strrchr(sets[i].file, '/');
         const char *set = slash ? slash + 1 : sets[i].file;
@@ -543,9 +550,19 @@ static zt_status run_arena(zt_scheduler *L)
         char *dot = strrchr(setname, '.');
         if (dot) *dot = '\0';
         int n = pr.report_mistakes ? pr.mistakes : pr.optimal;
-        metric(L, "positions", "\"set\":\"%s\",\"metric\":\"%s\",\"n\":%d,\"m\":%d,\"rate\":%.5f",
+        /* the net's own values by the exact ones: won, drawn, lost */
+        int vm = pr.net_positions[0] + pr.net_positions[1] + pr.net_positions[2];
+        double vsq = pr.net_sq[0] + pr.net_sq[1] + pr.net_sq[2];
+        metric(L, "positions",
+               "\"set\":\"%s\",\"metric\":\"%s\",\"n\":%d,\"m\":%d,\"rate\":%.5f,"
+               "\"value_m\":[%d,%d,%d],\"value_wrong\":[%d,%d,%d],"
+               "\"value_mean\":[%.4f,%.4f,%.4f],\"value_rmse\":%.4f",
                setname, pr.report_mistakes ? "mistakes" : "optimal", n, pr.positions,
-               pr.positions ? (double)n / pr.positions : 0.0);
+               pr.positions ? (double)n / pr.positions : 0.0, pr.net_positions[0],
+               pr.net_positions[1], pr.net_positions[2], pr.net_wrong[0], pr.net_wrong[1],
+               pr.net_wrong[2], mean_or_0(pr.net_sum[0], pr.net_positions[0]),
+               mean_or_0(pr.net_sum[1], pr.net_positions[1]),
+               mean_or_0(pr.net_sum[2], pr.net_positions[2]), vm ? sqrt(vsq / vm) : 0.0);
         append(summary, sizeof summary, &used, "%s%s %s %d/%d", used ? ", " : "", setname,
                pr.report_mistakes ? "mistakes" : "optimal", n, pr.positions);
         if (pr.mistakes > 0) all_perfect = false;
