@@ -113,7 +113,9 @@ static zt_status judge_sets(judge *j, zt_net *trained)
         char path[PATH_MAX + 64];
         if (!zt_data_find(S->data_dir, sets[i].file, path, sizeof path)) continue;
         zt_positions_result r;
-        st = zt_arena_positions(j->g, agent, path, S->arena_positions_limit, S->seed, &r);
+        zt_positions_config pc = {
+            .path = path, .limit = S->arena_positions_limit, .seed = S->seed, .value_ev = &ev};
+        st = zt_arena_positions_run(j->g, agent, &pc, &r);
         if (st != ZT_OK) break;
         const char *slash = strrchr(sets[i].file, '/');
         char name[64];
@@ -122,7 +124,11 @@ static zt_status judge_sets(judge *j, zt_net *trained)
         if (dot) *dot = '\0';
         char what[64];
         zt_positions_format(&r, what, sizeof what);
+        /* with the share the net's own value puts on the wrong side */
+        int vm = r.net_positions[0] + r.net_positions[1] + r.net_positions[2];
+        int vw = r.net_wrong[0] + r.net_wrong[1] + r.net_wrong[2];
         printf("  %s %s", name, what);
+        if (vm > 0) printf(" (value wrong %d)", vw);
     }
     printf("\n");
     fflush(stdout);

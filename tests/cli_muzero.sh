@@ -315,14 +315,18 @@ for alg in muzero alphazero; do
 done
 # from the run's own weights and settings, judging its position sets: before
 # the first step it judges them as the run's last arena did (the same
-# weights, search and positions)
+# weights, search and positions: the same moves, and the same net values on
+# the wrong side)
 out=$("$BIN" bench fit tictactoe --replay "$replay" --config "$run/config.ini" --model "$run" \
     --positions --steps 1 --every 1 2>&1) || fail "bench fit --model --positions: $out"
-last=$(grep '"kind":"positions"' "$run/metrics.jsonl" | tail -n 1 |
-    sed 's/.*"n":\([0-9]*\),"m":\([0-9]*\).*/\1\/\2/')
-[ "$(printf '%s\n' "$out" | grep -A1 '^step      0$' | grep -c "ttt_positions optimal $last\$")" = 1 ] ||
-    fail "bench fit --model --positions at step 0: wanted the run's last arena ($last): $out"
-[ "$(printf '%s\n' "$out" | grep -c 'ttt_positions optimal [0-9]*/10$')" = 2 ] ||
+record=$(grep '"kind":"positions"' "$run/metrics.jsonl" | tail -n 1)
+last=$(printf '%s' "$record" | sed 's/.*"n":\([0-9]*\),"m":\([0-9]*\).*/\1\/\2/')
+vw=$(printf '%s' "$record" | sed 's/.*"value_wrong":\[\([0-9]*\),\([0-9]*\),\([0-9]*\)\].*/\1 \2 \3/' |
+    awk '{ print $1 + $2 + $3 }')
+[ "$(printf '%s\n' "$out" | grep -A1 '^step      0$' |
+    grep -c "ttt_positions optimal $last (value wrong $vw)\$")" = 1 ] ||
+    fail "bench fit --model --positions at step 0: wanted the run's last arena ($last, value wrong $vw): $out"
+[ "$(printf '%s\n' "$out" | grep -Ec 'ttt_positions optimal [0-9]*/10 \(value wrong [0-9]+\)$')" = 2 ] ||
     fail "bench fit --positions did not judge the set before and after its step: $out"
 # (weights of another net are refused in one line: here AlphaZero's settings)
 err=$("$BIN" bench fit tictactoe --replay "$replay" --model "$run" --steps 1 2>&1 >/dev/null)
