@@ -14,7 +14,9 @@ whose summary line is missing (the recipe still running, or stopped) shows
 its curve only. Last, the sampling window's diversity at each of RUN's
 checkpoints (its "replay_diversity" records: the share of distinct positions
 and of distinct games), BASE's at the nearest minute in brackets, where BASE
-has them (runs before 2026-11-29 do not)."""
+has them (runs before 2026-11-29 do not). Runs since 2026-12-01 add a
+second curve: the share of each set's judged positions that the net's own
+value, without search, puts on the wrong side of their exact value."""
 import json
 import os
 import sys
@@ -37,6 +39,10 @@ def arenas(run, metrics=None):
                 col = r["set"]
                 if metrics is not None:
                     metrics[col] = r.get("metric", "mistakes")
+                m, w = sum(r.get("value_m", [])), sum(r.get("value_wrong", []))
+                if m:  # runs since 2026-12-01: the net's own value, wrong side
+                    rows.setdefault(r["step"], {"t": r["t"]})["value:" + col] = \
+                        f"{100 * w / m:.1f}"
             elif kind == "arena":
                 cell = f'{r["wins"]}-{r["draws"]}-{r["losses"]}'
                 col = r["opponent"]
@@ -98,6 +104,21 @@ def rate(judged, metric):
     return f"{100 * n / m:.2f} % ({n})"
 
 
+def curve(a, b, cols, title):
+    """A table of RUN's arena rows a, columns cols, BASE's (b) figure at
+    the nearest minute in brackets."""
+    print("| min | step | " + " | ".join(title(c) for c in cols) + " |")
+    print("|--:|--:|" + "--:|" * len(cols))
+    for row in a:
+        near = min(b, key=lambda x: abs(x["t"] - row["t"])) if b else {}
+        cells = []
+        for c in cols:
+            mine, theirs = row.get(c, ""), near.get(c)
+            cells.append(f"{mine} ({theirs})" if theirs is not None else mine)
+        step = f'{row["step"]:,} ({near["step"]:,})' if near else f'{row["step"]:,}'
+        print(f'| {row["t"] / 60:.0f} | {step} | ' + " | ".join(cells) + " |")
+
+
 def main(argv):
     if len(argv) != 3 or argv[1] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stderr)
@@ -112,17 +133,14 @@ def main(argv):
     cols = []
     for row in a:
         cols += [c for c in row if c not in ("t", "step") and c not in cols]
+    vcols = [c for c in cols if c.startswith("value:")]
+    cols = [c for c in cols if c not in vcols]
     print(f"{os.path.basename(run)}, {os.path.basename(base)}'s in brackets:\n")
-    print("| min | step | " + " | ".join(cols) + " |")
-    print("|--:|--:|" + "--:|" * len(cols))
-    for row in a:
-        near = min(b, key=lambda x: abs(x["t"] - row["t"])) if b else {}
-        cells = []
-        for c in cols:
-            mine, theirs = row.get(c, ""), near.get(c)
-            cells.append(f"{mine} ({theirs})" if theirs is not None else mine)
-        step = f'{row["step"]:,} ({near["step"]:,})' if near else f'{row["step"]:,}'
-        print(f'| {row["t"] / 60:.0f} | {step} | ' + " | ".join(cells) + " |")
+    curve(a, b, cols, lambda c: c)
+    if vcols:
+        print("\nThe net's own value, % of the same positions on the wrong side of"
+              " their exact value:\n")
+        curve(a, b, vcols, lambda c: c.split(":", 1)[1])
     finals = []
     for r in (run, base):
         s, name = summary(r), os.path.basename(r)
