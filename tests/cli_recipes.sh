@@ -69,11 +69,17 @@ other=$(grep '^eval tictactoe --model .* --positions ' "$tmp/calls" 2>/dev/null 
 
 cmp=$(python3 "$SRC/scripts/recipe_compare.py" "$tmp/wide" "$tmp/base" 2>&1) ||
     fail "recipe_compare: $cmp"
-# every arena of the run, the base's figure beside each cell
+# every arena of the run, the base's figure beside each cell; then the same
+# arenas' share of positions the net's own value puts on the wrong side
 arenas=$(grep -c '"kind":"positions"' "$tmp/wide/metrics.jsonl")
-rows=$(printf '%s\n' "$cmp" | grep -cE '^\| [0-9]+ \| [0-9,]+ \([0-9,]+\) \| ')
+curve=$(printf '%s\n' "$cmp" | sed '/^The net.s own value/,$d')
+values=$(printf '%s\n' "$cmp" | sed -n '/^The net.s own value/,/^The final model/p')
+rows=$(printf '%s\n' "$curve" | grep -cE '^\| [0-9]+ \| [0-9,]+ \([0-9,]+\) \| ')
 [ "$rows" -eq "$arenas" ] && [ "$rows" -ge 2 ] ||
     fail "recipe_compare: $rows curve rows for $arenas arenas: $cmp"
+vrows=$(printf '%s\n' "$values" | grep -cE '^\| [0-9]+ \| [0-9,]+ \([0-9,]+\) \| [0-9.]+ \([0-9.]+\) \|$')
+[ "$vrows" -eq "$arenas" ] ||
+    fail "recipe_compare: $vrows value rows for $arenas arenas: $cmp"
 printf '%s\n' "$cmp" | grep -qE '^\| [0-9]+ \| .*\| [0-9.]+ \([0-9.]+\) \|$' ||
     fail "recipe_compare: no set's rate with the base's in brackets: $cmp"
 # the final judgements, as the summary has them
