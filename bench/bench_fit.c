@@ -124,11 +124,11 @@ static zt_status judge_sets(judge *j, zt_net *trained)
         if (dot) *dot = '\0';
         char what[64];
         zt_positions_format(&r, what, sizeof what);
-        /* with the share the net's own value puts on the wrong side */
-        int vm = r.net_positions[0] + r.net_positions[1] + r.net_positions[2];
-        int vw = r.net_wrong[0] + r.net_wrong[1] + r.net_wrong[2];
+        /* with the positions the net's own value puts on the wrong side */
+        int valued, wrong;
+        zt_positions_net_totals(&r, &valued, &wrong);
         printf("  %s %s", name, what);
-        if (vm > 0) printf(" (value wrong %d)", vw);
+        if (valued > 0) printf(" (value wrong %d)", wrong);
     }
     printf("\n");
     fflush(stdout);

@@ -293,6 +293,12 @@ static void test_positions(void)
             CHECK(m[0] > 0 && m[1] > 0 && m[2] > 0 && m[0] + m[1] + m[2] == r.positions &&
                       m[0] == r.value_positions[0] && m[2] == r.value_positions[2],
                   "valued %d/%d/%d of %d", m[0], m[1], m[2], r.positions);
+            int valued, wrong;
+            double rmse = zt_positions_net_totals(&r, &valued, &wrong);
+            CHECK(valued == r.positions && wrong == w[0] + w[1] + w[2] &&
+                      (e == 0 ? rmse == 0
+                              : fabs(rmse - sqrt((double)(m[0] + m[2]) / r.positions)) < 1e-9),
+                  "totals: %d valued, %d wrong, RMSE %g", valued, wrong, rmse);
             if (e == 0)
                 CHECK(w[0] == 0 && w[1] == 0 && w[2] == 0 && r.net_sum[0] == m[0] &&
                           r.net_sum[1] == 0 && r.net_sum[2] == -m[2] && r.net_sq[0] == 0 &&

@@ -489,12 +489,24 @@ void zt_positions_format_bands(const zt_positions_result *r, char *buf, size_t c
     format_groups(r, ZT_BANDS, zt_band_names, r->band_positions, r->band_optimal, buf, cap);
 }
 
+double zt_positions_net_totals(const zt_positions_result *r, int *valued, int *wrong)
+{
+    int m = 0, w = 0;
+    double sq = 0;
+    for (int k = 0; k < 3; k++) {
+        m += r->net_positions[k];
+        w += r->net_wrong[k];
+        sq += r->net_sq[k];
+    }
+    if (valued) *valued = m;
+    if (wrong) *wrong = w;
+    return m > 0 ? sqrt(sq / m) : 0.0;
+}
+
 void zt_positions_format_net(const zt_positions_result *r, char *buf, size_t cap)
 {
     static const char *const names[3] = {"won", "drawn", "lost"};
     size_t used = 0;
-    int total = 0;
-    double sq = 0;
     buf[0] = '\0';
     for (int k = 0; k < 3 && used < cap; k++) {
         int m = r->net_positions[k];
@@ -503,10 +515,10 @@ void zt_positions_format_net(const zt_positions_result *r, char *buf, size_t cap
                          names[k], r->net_sum[k] / m, r->net_wrong[k], m);
         if (w < 0) return;
         used += (size_t)w;
-        total += m;
-        sq += r->net_sq[k];
     }
-    if (total > 0 && used < cap) snprintf(buf + used, cap - used, ", RMSE %.3f", sqrt(sq / total));
+    int valued;
+    double rmse = zt_positions_net_totals(r, &valued, NULL);
+    if (valued > 0 && used < cap) snprintf(buf + used, cap - used, ", RMSE %.3f", rmse);
 }
 
 void zt_positions_format_values(const zt_positions_result *r, char *buf, size_t cap)

@@ -288,6 +288,11 @@ void zt_positions_format(const zt_positions_result *r, char *buf, size_t cap);
  * none was valued. */
 void zt_positions_format_net(const zt_positions_result *r, char *buf, size_t cap);
 
+/* The same over the three groups together: the positions valued
+ * (*valued) and those on the wrong side (*wrong; either may be NULL);
+ * returns the RMSE, 0 when none was valued. */
+double zt_positions_net_totals(const zt_positions_result *r, int *valued, int *wrong);
+
 /* The bands with positions: "opening mistakes 3/120 (2.50 %), middle
  * mistakes 1/80 (1.25 %)"; "" when no position has a band. */
 void zt_positions_format_bands(const zt_positions_result *r, char *buf, size_t cap);

@@ -551,8 +551,7 @@ static zt_status run_arena(zt_scheduler *L)
         if (dot) *dot = '\0';
         int n = pr.report_mistakes ? pr.mistakes : pr.optimal;
         /* the net's own values by the exact ones: won, drawn, lost */
-        int vm = pr.net_positions[0] + pr.net_positions[1] + pr.net_positions[2];
-        double vsq = pr.net_sq[0] + pr.net_sq[1] + pr.net_sq[2];
+        double rmse = zt_positions_net_totals(&pr, NULL, NULL);
         metric(L, "positions",
                "\"set\":\"%s\",\"metric\":\"%s\",\"n\":%d,\"m\":%d,\"rate\":%.5f,"
                "\"value_m\":[%d,%d,%d],\"value_wrong\":[%d,%d,%d],"
@@ -562,7 +561,7 @@ static zt_status run_arena(zt_scheduler *L)
                pr.net_positions[1], pr.net_positions[2], pr.net_wrong[0], pr.net_wrong[1],
                pr.net_wrong[2], mean_or_0(pr.net_sum[0], pr.net_positions[0]),
                mean_or_0(pr.net_sum[1], pr.net_positions[1]),
-               mean_or_0(pr.net_sum[2], pr.net_positions[2]), vm ? sqrt(vsq / vm) : 0.0);
+               mean_or_0(pr.net_sum[2], pr.net_positions[2]), rmse);
         append(summary, sizeof summary, &used, "%s%s %s %d/%d", used ? ", " : "", setname,
                pr.report_mistakes ? "mistakes" : "optimal", n, pr.positions);
         if (pr.mistakes > 0) all_perfect = false;
