@@ -43,6 +43,7 @@
 #include "nn/backend.h"
 #include "nn/device.h"
 #include "nn/nn.h"
+#include "zt_grad_test.h"
 #include "zt_test.h"
 
 #define MUST(expr)                                                                                 \
@@ -188,27 +189,6 @@ static double out_err(const zt_nn_graph *g, int B, const side *a, const side *re
 {
     return rel_err_floor(a->outs[o], ref->outs[o],
                          (size_t)B * zt_nn_shape_size(g->tensors[g->outputs[o]]), floor);
-}
-
-/* Error of what was added to trainable tensor p's gradient (from `init`):
- * largest element error over the largest element added, or with l2 the
- * norms; the scale floored at `floor` per element. */
-static double grad_err(const zt_nn_param *p, const float *a, const float *ref, const float *init,
-                       double floor, bool l2)
-{
-    double diff = 0, scale = floor, sq_diff = 0, sq_ref = 0;
-    for (size_t e = 0; e < p->count; e++) {
-        size_t k = p->offset + e;
-        double d = fabs((double)a[k] - ref[k]);
-        if (!(d <= diff)) diff = d;
-        double added = fabs((double)ref[k] - init[k]);
-        if (added > scale) scale = added;
-        sq_diff += d * d;
-        sq_ref += added * added;
-    }
-    if (!l2) return diff / scale;
-    double norm_floor = floor * sqrt((double)p->count);
-    return sqrt(sq_diff) / (sqrt(sq_ref) > norm_floor ? sqrt(sq_ref) : norm_floor);
 }
 
 /* A bf16 gradient against fp32. From batch 33 on: within BF16_FACTOR

@@ -22,6 +22,7 @@
 #include "nn/muzero.h"
 #include "nn/nn.h"
 
+#include "zt_grad_test.h"
 #include "zt_test.h"
 
 #define CHECK_OK(expr)                                                                             \
@@ -608,36 +609,6 @@ static void test_consistency_terms(void)
 }
 
 /* ---- gradients ---- */
-
-static double grad_error(double analytic, double num)
-{
-    return fabs(analytic - num) / (fabs(num) + fabs(analytic) + 1e-2);
-}
-
-/* As test_nn: central differences at two steps and one-sided both ways;
- * a point whose estimates disagree among themselves sits on a kink and is
- * counted as skipped (at most 5 % may be). */
-typedef struct fd_tally {
-    double worst;
-    int checked, skipped;
-} fd_tally;
-
-static void fd_compare(fd_tally *t, double analytic, const double f[5], double eps, double tol)
-{
-    double est[4] = {(f[4] - f[0]) / (2 * eps), (f[3] - f[1]) / (eps / 2), (f[4] - f[2]) / eps,
-                     (f[2] - f[0]) / eps};
-    double e = INFINITY, spread = 0;
-    for (int i = 0; i < 4; i++) {
-        e = fmin(e, grad_error(analytic, est[i]));
-        spread = fmax(spread, grad_error(est[0], est[i]));
-    }
-    if (e >= tol && spread > tol / 2) {
-        t->skipped++;
-        return;
-    }
-    t->checked++;
-    if (e > t->worst) t->worst = e;
-}
 
 /* the consistency term's weight in check_unroll_gradient */
 static double consistency;

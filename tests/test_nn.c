@@ -17,6 +17,7 @@
 #include "nn/backend.h"
 #include "nn/nn.h"
 
+#include "zt_grad_test.h"
 #include "zt_test.h"
 
 #define CHECK_OK(expr)                                                                             \
@@ -107,43 +108,6 @@ static void harness_backward(harness *h)
     const float *d_outs[4] = {h->proj[0], h->proj[1], h->proj[2], h->proj[3]};
     zt_status s = zt_nn_backend_ref.backward(h->plan, h->B, d_outs, h->grads, h->d_in);
     ZT_ASSERT(s == ZT_OK);
-}
-
-/* Relative error with an absolute floor: fp32 forward values limit how small
- * a difference the finite difference can resolve. */
-static double grad_error(double analytic, double num)
-{
-    return fabs(analytic - num) / (fabs(num) + fabs(analytic) + 1e-2);
-}
-
-/* Compares one analytic derivative with finite differences: central at two
- * step sizes, and one-sided both ways. Where a ReLU's kink lies within a step
- * the central differences average two slopes, but the one-sided difference
- * moving away from the kink still sees the slope at the point, so agreement
- * with any of them counts. Estimates that disagree with each other and with
- * the analytic value mark a point too close to a kink to prove anything:
- * it is counted as skipped. */
-typedef struct fd_tally {
-    double worst;
-    int checked, skipped;
-} fd_tally;
-
-/* f(x + step) for step in {-e, -e/4, 0, e/4, e} -> the four estimates. */
-static void fd_compare(fd_tally *t, double analytic, const double f[5], double eps, double tol)
-{
-    double est[4] = {(f[4] - f[0]) / (2 * eps), (f[3] - f[1]) / (eps / 2), (f[4] - f[2]) / eps,
-                     (f[2] - f[0]) / eps};
-    double e = INFINITY, spread = 0;
-    for (int i = 0; i < 4; i++) {
-        e = fmin(e, grad_error(analytic, est[i]));
-        spread = fmax(spread, grad_error(est[0], est[i]));
-    }
-    if (e >= tol && spread > tol / 2) {
-        t->skipped++;
-        return;
-    }
-    t->checked++;
-    if (e > t->worst) t->worst = e;
 }
 
 static void check_tally(const char *what, const char *which, const fd_tally *t, double tol)

@@ -21,6 +21,8 @@
 #include "nn/cpu/winograd.h"
 #include "nn/nn.h"
 
+#include "zt_grad_test.h"
+
 static int failures;
 
 #define CHECK(cond, ...)                                                                           \
@@ -141,31 +143,6 @@ static double grad_scale(const zt_nn_graph *g, const float *ref, const float *in
     for (size_t k = 0; k < g->param_floats; k++)
         if (fabs((double)ref[k] - init[k]) > m) m = fabs((double)ref[k] - init[k]);
     return m;
-}
-
-/* The error of trainable tensor p's gradient (grads started at `init`, so
- * this compares what was added): the largest element error relative to the
- * tensor's largest element, or with `l2` the norm of the difference relative
- * to the norm of the gradient, a steadier measure of bf16 rounding noise.
- * The scale is floored at 1% of the whole gradient's (`floor`, per element):
- * a tensor of a few elements, each a sum with cancellation, would otherwise
- * measure summation order rather than correctness. */
-static double grad_err(const zt_nn_param *p, const float *a, const float *ref, const float *init,
-                       double floor, bool l2)
-{
-    double diff = 0, scale = floor, sq_diff = 0, sq_ref = 0;
-    for (size_t e = 0; e < p->count; e++) {
-        size_t k = p->offset + e;
-        double d = fabs((double)a[k] - ref[k]);
-        if (!(d <= diff)) diff = d;
-        double added = fabs((double)ref[k] - init[k]);
-        if (added > scale) scale = added;
-        sq_diff += d * d;
-        sq_ref += added * added;
-    }
-    if (!l2) return diff / scale;
-    double norm_floor = floor * sqrt((double)p->count);
-    return sqrt(sq_diff) / (sqrt(sq_ref) > norm_floor ? sqrt(sq_ref) : norm_floor);
 }
 
 static double compare_grads(const zt_nn_graph *g, const float *a, const float *ref,
