@@ -57,7 +57,7 @@ typedef struct net_case {
 
 static void c4_default(zt_net_config *c)
 {
-    (void)c; /* configs/connect4.ini: 64 x 5 */
+    (void)c; /* 64 x 5 with one value plane: connect4.ini before eight (recipe 19) */
 }
 
 static void c4_wdl(zt_net_config *c)
@@ -94,7 +94,7 @@ static void bg_net(zt_net_config *c)
 }
 
 static const net_case cases[] = {
-    {"connect4", "resnet 64x5 (connect4.ini)", c4_default},
+    {"connect4", "resnet 64x5, 1 value plane", c4_default},
     {"connect4", "resnet 32x2 wdl", c4_wdl},
     {"sim", "resnet 32x3 (sim.ini)", sim_net},
     {"tictactoe", "mlp 128x2 layer norm (tictactoe.ini)", ttt_net},
