@@ -151,6 +151,10 @@ def main(argv):
     sets = []
     for _, s in finals:
         sets += [k for k in (s or {}) if k not in sets]
+    # In the arena's column order, as the curves above (summary.tsv lists
+    # the files alphabetically); sets the arena did not judge go last.
+    order = {c: i for i, c in enumerate(cols)}
+    sets.sort(key=lambda k: order.get(k.rsplit(".", 1)[0], len(order)))
     if sets:
         print("\nThe final model on every set whole:\n")
         print("| run | " + " | ".join(sets) + " |")
