@@ -5,6 +5,7 @@ final judgement of the whole sets from summary.tsv, as the tables of that
 page are laid out (Markdown).
 
     scripts/recipe_compare.py runs/recipes/c4-amd-pcr runs/recipes/c4-amd-base
+    scripts/recipe_compare.py runs/recipes/A1,runs/recipes/A2 runs/recipes/B1,runs/recipes/B2
 
 Columns are the position sets' mistake (or optimal) rates in % of the
 positions each arena judged, and W-D-L against each arena opponent; the
@@ -16,7 +17,18 @@ checkpoints (its "replay_diversity" records: the share of distinct positions
 and of distinct games), BASE's at the nearest minute in brackets, where BASE
 has them (runs before 2026-11-29 do not). Runs since 2026-12-01 add a
 second curve: the share of each set's judged positions that the net's own
-value, without search, puts on the wrong side of their exact value."""
+value, without search, puts on the wrong side of their exact value.
+
+Then the tally of the curves: for each set, the arenas after minute 0 where
+RUN was ahead of BASE (fewer mistakes, or more optimal moves), behind and
+level, and RUN's mean lead in points over all of them and over those of the
+second hour on.
+
+RUN and BASE may each be several runs of one recipe, separated by commas:
+each curve cell is then the runs' mean at the minute nearest the first run's
+arena (W-D-L cells are summed), and the final table adds the runs' mean
+count. Two runs of one recipe can end several mistakes apart; the means say
+more than one run each."""
 import json
 import os
 import sys
@@ -51,6 +63,38 @@ def arenas(run, metrics=None):
             row = rows.setdefault(r["step"], {"t": r["t"]})
             row[col] = cell
     return [rows[s] | {"step": s} for s in sorted(rows)]
+
+
+def nearest(rows, t):
+    """The row of rows (dicts with a "t") nearest t seconds."""
+    return min(rows, key=lambda x: abs(x["t"] - t))
+
+
+def merge(per_run, fmt):
+    """Several runs' rows (each a list of dicts with "t" and "step") as one:
+    for each row of the first run, every other key is the runs' figures at
+    the nearest minute combined: numbers (or numeric strings) averaged and
+    formatted with fmt, W-D-L strings summed; a key some run lacks is left
+    out."""
+    if len(per_run) == 1:
+        return per_run[0]
+    out = []
+    for row in per_run[0]:
+        near = [nearest(rows, row["t"]) for rows in per_run if rows]
+        if len(near) < len(per_run):
+            continue
+        merged = {"t": row["t"], "step": round(sum(r["step"] for r in near) / len(near))}
+        for k in row:
+            if k in ("t", "step") or any(k not in r for r in near):
+                continue
+            cells = [r[k] for r in near]
+            if isinstance(cells[0], str) and "-" in cells[0]:
+                wdl = [sum(int(c.split("-")[i]) for c in cells) for i in range(3)]
+                merged[k] = "-".join(str(x) for x in wdl)
+            else:
+                merged[k] = fmt(sum(float(c) for c in cells) / len(cells))
+        out.append(merged)
+    return out
 
 
 def diversity(run):
@@ -110,7 +154,7 @@ def curve(a, b, cols, title):
     print("| min | step | " + " | ".join(title(c) for c in cols) + " |")
     print("|--:|--:|" + "--:|" * len(cols))
     for row in a:
-        near = min(b, key=lambda x: abs(x["t"] - row["t"])) if b else {}
+        near = nearest(b, row["t"]) if b else {}
         cells = []
         for c in cols:
             mine, theirs = row.get(c, ""), near.get(c)
@@ -119,57 +163,138 @@ def curve(a, b, cols, title):
         print(f'| {row["t"] / 60:.0f} | {step} | ' + " | ".join(cells) + " |")
 
 
+def tally(a, b, cols, metrics):
+    """For each rate column of cols: RUN's arenas (a) after minute 0 ahead
+    of, behind and level with BASE's (b) at the nearest minute, and RUN's
+    mean lead in points over all of them and over those from minute 60."""
+    print("| set | ahead | behind | level | mean lead | mean lead from minute 60 |")
+    print("|---|--:|--:|--:|--:|--:|")
+    mean = lambda xs: f"{sum(xs) / len(xs) + 0.0:+.2f}" if xs else ""  # no -0.00
+    total = [[0, 0, 0], [], []]  # the sets' own cells, the value's left out
+    for c in cols:
+        better = -1 if metrics.get(c.split(":", 1)[-1], "mistakes") == "mistakes" else 1
+        counts, leads, late = [0, 0, 0], [], []
+        for row in a:
+            near = nearest(b, row["t"]) if b else {}
+            if row["step"] == 0 or c not in row or c not in near:
+                continue
+            lead = better * (float(row[c]) - float(near[c]))
+            counts[0 if lead > 0 else 1 if lead < 0 else 2] += 1
+            leads.append(lead)
+            if row["t"] >= 3600:
+                late.append(lead)
+        if not leads:
+            continue
+        name = c.split(":", 1)[1] + ", the net's own value" if c.startswith("value:") else c
+        print(f"| {name} | {counts[0]} | {counts[1]} | {counts[2]} | {mean(leads)} | {mean(late)} |")
+        if not c.startswith("value:"):
+            total = [[x + y for x, y in zip(total[0], counts)], total[1] + leads, total[2] + late]
+    if total[1]:
+        print(f"| all sets | {total[0][0]} | {total[0][1]} | {total[0][2]} | {mean(total[1])}"
+              f" | {mean(total[2])} |")
+
+
+def mean_row(finals, sets):
+    """The mean count of several runs' final judgements ({set: "n/m ..."}):
+    {set: (mean n, m)}; a set some run lacks is left out."""
+    out = {}
+    for k in sets:
+        got = []
+        for s in finals:
+            try:
+                n, m = (int(x) for x in s.get(k, "").split(" ", 1)[0].split("/"))
+            except ValueError:
+                break
+            got.append((n, m))
+        if len(got) == len(finals):
+            out[k] = (sum(n for n, _ in got) / len(got), got[0][1])
+    return out
+
+
 def main(argv):
     if len(argv) != 3 or argv[1] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    run, base = argv[1], argv[2]
-    for r in (run, base):
+    groups = [[r for r in arg.split(",") if r] for arg in argv[1:3]]
+    for r in groups[0] + groups[1]:
         if not os.path.exists(os.path.join(r, "metrics.jsonl")):
             print(f"recipe_compare: no {r}/metrics.jsonl", file=sys.stderr)
             return 1
+    if not groups[0] or not groups[1]:
+        print("recipe_compare: no run named", file=sys.stderr)
+        return 1
     metrics = {}
-    a, b = arenas(run, metrics), arenas(base, metrics)
+    a, b = (merge([arenas(r, metrics) for r in g], lambda x: f"{x:.2f}") for g in groups)
     cols = []
     for row in a:
         cols += [c for c in row if c not in ("t", "step") and c not in cols]
     vcols = [c for c in cols if c.startswith("value:")]
     cols = [c for c in cols if c not in vcols]
-    print(f"{os.path.basename(run)}, {os.path.basename(base)}'s in brackets:\n")
+    names = [" + ".join(os.path.basename(os.path.normpath(r)) for r in g) for g in groups]
+    means = ["the mean of " + n if len(g) > 1 else n for n, g in zip(names, groups)]
+    print(f"{means[0]}, {means[1]}'s in brackets:\n")
     curve(a, b, cols, lambda c: c)
     if vcols:
         print("\nThe net's own value, % of the same positions on the wrong side of"
               " their exact value:\n")
         curve(a, b, vcols, lambda c: c.split(":", 1)[1])
+    rcols = [c for c in cols if metrics.get(c)] + vcols
+    if rcols and b:
+        print(f"\nArena by arena after minute 0, {names[0]} against {names[1]}"
+              " (lead in points, positive where it is ahead):\n")
+        tally(a, b, rcols, metrics)
     finals = []
-    for r in (run, base):
-        s, name = summary(r), os.path.basename(r)
-        finals.append((name, s and {k: v for k, v in s.items() if ":" not in k}))
-        avg = s and {k.split(":", 1)[1]: v for k, v in s.items() if k.startswith("averaged:")}
-        if avg:
-            finals.append((f"{name}, last checkpoints averaged", avg))
+    for g in groups:
+        runs = []
+        for r in g:
+            s, name = summary(r), os.path.basename(os.path.normpath(r))
+            runs.append(s and {k: v for k, v in s.items() if ":" not in k})
+            finals.append((name, runs[-1]))
+            avg = s and {k.split(":", 1)[1]: v for k, v in s.items() if k.startswith("averaged:")}
+            if avg:
+                finals.append((f"{name}, last checkpoints averaged", avg))
+        if len(g) > 1 and all(runs):
+            finals.append((f"the mean of {' + '.join(os.path.basename(os.path.normpath(r)) for r in g)}",
+                           {"mean": runs}))
     sets = []
     for _, s in finals:
-        sets += [k for k in (s or {}) if k not in sets]
+        sets += [k for k in (s or {}) if k not in sets and k != "mean"]
     # In the arena's column order, as the curves above (summary.tsv lists
     # the files alphabetically); sets the arena did not judge go last.
     order = {c: i for i, c in enumerate(cols)}
     sets.sort(key=lambda k: order.get(k.rsplit(".", 1)[0], len(order)))
+    # where every set is judged by its mistakes, their sum closes each row
+    total = len(sets) > 1 and all(metrics.get(k.rsplit(".", 1)[0]) == "mistakes" for k in sets)
     if sets:
         print("\nThe final model on every set whole:\n")
-        print("| run | " + " | ".join(sets) + " |")
-        print("|---|" + "--:|" * len(sets))
+        print("| run | " + " | ".join(sets) + (" | all" if total else "") + " |")
+        print("|---|" + "--:|" * (len(sets) + total))
         for name, s in finals:
-            if s is not None:
-                cells = (rate(s.get(k, ""), metrics.get(k.rsplit(".", 1)[0])) for k in sets)
-                print(f"| {name} | " + " | ".join(cells) + " |")
-    da, db = diversity(run), diversity(base)
+            if s is None:
+                continue
+            if "mean" in s:
+                m = mean_row(s["mean"], sets)
+                cells = [("" if k not in m else
+                          f"optimal {m[k][0]:.1f}/{m[k][1]}"
+                          if metrics.get(k.rsplit(".", 1)[0]) == "optimal" else
+                          f"{100 * m[k][0] / m[k][1]:.2f} % ({m[k][0]:.1f})") for k in sets]
+                n = [m[k][0] for k in sets if k in m]
+                if total:
+                    cells.append(f"{sum(n):.1f}" if len(n) == len(sets) else "")
+            else:
+                cells = [rate(s.get(k, ""), metrics.get(k.rsplit(".", 1)[0])) for k in sets]
+                n = mean_row([s], sets)
+                if total:
+                    cells.append(str(round(sum(x for x, _ in n.values())))
+                                 if len(n) == len(sets) else "")
+            print(f"| {name} | " + " | ".join(cells) + " |")
+    da, db = (merge([diversity(r) for r in g], float) for g in groups)
     if da:
         print("\nThe sampling window at each checkpoint, % distinct:\n")
         print("| min | step | positions | games |")
         print("|--:|--:|--:|--:|")
         for row in da:
-            near = min(db, key=lambda x: abs(x["t"] - row["t"])) if db else None
+            near = nearest(db, row["t"]) if db else None
             cells = []
             for c in ("positions", "games"):
                 cell = f"{row[c]:.1f}"

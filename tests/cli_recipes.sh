@@ -2,8 +2,9 @@
 # scripts/recipe.sh trains a recipe, judges its final model on the game's
 # sets whole and appends its summary line; scripts/recipe_compare.py lays
 # two recipes side by side (docs/connect4-recipes.md): the first run's
-# arenas with the second's at the nearest minute in brackets, and both
-# final judgements. Tic-tac-toe, a few seconds each.
+# arenas with the second's at the nearest minute in brackets, the tally of
+# arenas ahead and behind, and both final judgements; either side may be
+# several runs of one recipe. Tic-tac-toe, a few seconds each.
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 SRC=${ZT_SOURCE_DIR:-.}
@@ -96,6 +97,35 @@ rows=$(printf '%s\n' "$cmp" | grep -cE '^\| [0-9]+ \| [0-9,]+ \| [0-9.]+ \([0-9.
     fail "recipe_compare: $rows diversity rows for $checkpoints checkpoints: $cmp"
 python3 "$SRC/scripts/recipe_compare.py" "$tmp/none" "$tmp/base" >/dev/null 2>&1 &&
     fail "recipe_compare of a missing run did not fail"
+# the tally: each set's arenas after minute 0 ahead, behind or level sum to
+# the curve's rows after minute 0; a run against itself is level in every one
+tally() { printf '%s\n' "$1" | sed -n '/^Arena by arena/,/^The final model/p' | grep "^| $2 |"; }
+late=$(printf '%s\n' "$curve" | grep -cE '^\| [0-9]+ \| [1-9][0-9,]* \(')
+row=$(tally "$cmp" ttt_positions)
+sum=$(printf '%s\n' "$row" | awk -F'|' '{print $3 + $4 + $5}')
+[ -n "$row" ] && [ "$late" -ge 1 ] && [ "$sum" = "$late" ] ||
+    fail "recipe_compare: the tally counts ${sum:-no} arenas of $late after minute 0: $cmp"
+self=$(python3 "$SRC/scripts/recipe_compare.py" "$tmp/wide" "$tmp/wide" 2>&1) ||
+    fail "recipe_compare of a run with itself: $self"
+tally "$self" ttt_positions |
+    grep -qE "^\| ttt_positions \| 0 \| 0 \| $late \| \+0\.00 \| (\+0\.00)? \|\$" ||
+    fail "recipe_compare: a run against itself is not level in all $late arenas: $self"
+# several runs of one recipe: a run listed twice is its own mean, so its
+# tally against the base is the run's own; its W-D-L cells are the sums
+two=$(python3 "$SRC/scripts/recipe_compare.py" "$tmp/wide,$tmp/wide" "$tmp/base" 2>&1) ||
+    fail "recipe_compare of two runs: $two"
+[ "$(tally "$two" ttt_positions)" = "$row" ] ||
+    fail "recipe_compare: the mean of a run with itself has another tally: '$(
+        tally "$two" ttt_positions)' against '$row'"
+n=$(grep "^wide	" "$tmp/summary.tsv" | sed 's/.*ttt_positions.txt \([0-9]*\)\/4520.*/\1/')
+printf '%s\n' "$two" | grep -qF "| the mean of wide + wide | optimal $n.0/4520 |" ||
+    fail "recipe_compare: the mean of wide with itself is not wide's $n: $two"
+wdl=$(printf '%s\n' "$curve" | sed -n '5p' | awk -F'|' '{print $4}' | awk '{print $1}')
+wdl2=$(printf '%s\n' "$two" | sed -n '5p' | awk -F'|' '{print $4}' | awk '{print $1}')
+[ -n "$wdl" ] && [ "$(printf '%s\n' "$wdl" | awk -F- '{print 2 * $1 "-" 2 * $2 "-" 2 * $3}')" = "$wdl2" ] ||
+    fail "recipe_compare: two runs' W-D-L '$wdl2' is not twice one run's '$wdl'"
+python3 "$SRC/scripts/recipe_compare.py" "$tmp/wide,$tmp/none" "$tmp/base" >/dev/null 2>&1 &&
+    fail "recipe_compare of a missing run among several did not fail"
 
 # scripts/average_weights.py: the average of a file with itself is that file
 # byte for byte (the same layout and data_hash as the C writer's); two
