@@ -6,8 +6,9 @@
  * refused; a deterministic run with reanalyse.fraction 0 trains bit for bit
  * as one without the key, one with 0.5 trains differently (and
  * differently again with value_mix 0), logs "reanalyse" records and
- * resumes exactly; a MuZero run reanalyses too; reanalyse.idle's thread
- * waits for weights, keeps to its allowance, stops and starts, and a
+ * resumes exactly; a MuZero run reanalyses too; reanalyse.idle outside
+ * concurrent mode reanalyses nothing; reanalyse.idle's thread waits for
+ * weights, keeps to its allowance, stops and starts, and a
  * concurrent run with it ends, checkpoints and resumes; and a short
  * tic-tac-toe run with reanalyse.fraction 0.5 still reaches perfect play
  * (skipped under the sanitizers, like test_train's). */
@@ -34,6 +35,7 @@
 #include "search/settings.h"
 #include "selfplay/weights.h"
 #include "train/reanalysis.h"
+#include "train/run.h"
 #include "train/train.h"
 
 #include "zt_test.h"
@@ -261,13 +263,25 @@ static void test_settings(void)
               S.reanalyse_value_mix == 0.5 && S.reanalyse_simulations == 0 && !S.reanalyse_idle,
           "defaults: fraction %.2f mix %.2f sims %d idle %d", S.reanalyse_fraction,
           S.reanalyse_value_mix, S.reanalyse_simulations, S.reanalyse_idle);
-    /* the idle thread belongs to concurrent mode */
-    static const char *const idle_det[][2] = {{"reanalyse.idle", "true"},
-                                              {"mode", "deterministic"}};
-    zt_status st = read_settings_kv(idle_det, 2, &S);
-    CHECK(st == ZT_ERR_INVALID && strstr(zt_error_message(), "reanalyse.idle") &&
-              strstr(zt_error_message(), "concurrent"),
-          "reanalyse.idle in a deterministic run: %d (%s)", st, zt_error_message());
+    /* the idle thread belongs to concurrent mode: the other modes, asked
+     * for it (configs/connect4.ini does), reanalyse nothing, and say why */
+    static const char *const idle_modes[] = {"deterministic", "alternate"};
+    for (int i = 0; i < 2; i++) {
+        const char *const idle_other[][2] = {{"reanalyse.fraction", "1"},
+                                             {"reanalyse.idle", "true"},
+                                             {"mode", idle_modes[i]}};
+        zt_status st = read_settings_kv(idle_other, 3, &S);
+        CHECK(st == ZT_OK && S.reanalyse_fraction == 0 && S.reanalyse_off_by_mode,
+              "reanalyse.idle in mode %s: %d (%s), fraction %g, off by mode %d", idle_modes[i],
+              st, zt_error_message(), S.reanalyse_fraction, S.reanalyse_off_by_mode);
+    }
+    static const char *const idle_conc[][2] = {{"reanalyse.fraction", "1"},
+                                               {"reanalyse.idle", "true"}};
+    CHECK(read_settings_kv(idle_conc, 2, &S) == ZT_OK && S.reanalyse_fraction == 1 &&
+              S.reanalyse_idle && !S.reanalyse_off_by_mode,
+          "reanalyse.idle in concurrent mode: fraction %g, off by mode %d", S.reanalyse_fraction,
+          S.reanalyse_off_by_mode);
+    zt_status st;
     CHECK(read_settings("reanalyse.idle", "true", &S) == ZT_OK && S.reanalyse_idle,
           "reanalyse.idle = true: %s", zt_error_message());
     CHECK(read_settings("reanalyse.fraction", "0.5", &S) == ZT_OK && S.reanalyse_fraction == 0.5,
@@ -283,6 +297,44 @@ static void test_settings(void)
                   !strchr(zt_error_message(), '\n'),
               "%s = %s: accepted or unnamed (%s)", bad[i][0], bad[i][1], zt_error_message());
     }
+}
+
+/* configs/connect4.ini's reanalyse (docs/connect4-recipes.md, recipe 21,
+ * run twice): a batch's allowance on the idle thread in AlphaZero's
+ * concurrent runs; none in its MuZero runs, where it is unmeasured
+ * (muzero.reanalyse.fraction = 0), nor in the modes without the thread. */
+static zt_status read_connect4(const char *const *sets, zt_train_settings *S)
+{
+    char path[4096];
+    if (!zt_run_default_config("connect4", path, sizeof path))
+        return zt_fail(ZT_ERR_IO, "configs/connect4.ini not found");
+    zt_config *cfg = zt_config_new();
+    zt_game *g = NULL;
+    zt_status st = zt_config_load_file(cfg, path);
+    for (int i = 0; st == ZT_OK && sets && sets[i]; i++) st = zt_config_set(cfg, sets[i]);
+    if (st == ZT_OK) st = zt_game_new("connect4", NULL, &g);
+    if (st == ZT_OK) st = zt_train_settings_read(cfg, g, S);
+    zt_game_free(g);
+    zt_config_free(cfg);
+    return st;
+}
+
+static void test_connect4_defaults(void)
+{
+    zt_train_settings S;
+    CHECK(read_connect4(NULL, &S) == ZT_OK && S.reanalyse_fraction == 1 && S.reanalyse_idle &&
+              S.mode == ZT_TRAIN_CONCURRENT,
+          "connect4: fraction %g idle %d (%s)", S.reanalyse_fraction, S.reanalyse_idle,
+          zt_error_message());
+    static const char *const muzero[] = {"algorithm=muzero", NULL};
+    CHECK(read_connect4(muzero, &S) == ZT_OK && S.reanalyse_fraction == 0 &&
+              !S.reanalyse_off_by_mode,
+          "connect4 muzero: fraction %g (%s)", S.reanalyse_fraction, zt_error_message());
+    static const char *const det[] = {"mode=deterministic", NULL};
+    CHECK(read_connect4(det, &S) == ZT_OK && S.reanalyse_fraction == 0 &&
+              S.reanalyse_off_by_mode,
+          "connect4 deterministic: fraction %g off by mode %d (%s)", S.reanalyse_fraction,
+          S.reanalyse_off_by_mode, zt_error_message());
 }
 
 /* ---- the idle thread ---- */
@@ -589,6 +641,7 @@ int main(void)
     test_refit();
     test_fresh_search();
     test_settings();
+    test_connect4_defaults();
     test_idle_thread();
     test_deterministic();
     test_muzero();

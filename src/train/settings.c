@@ -576,10 +576,16 @@ zt_status zt_train_settings_read(zt_config *c, const zt_game *g, zt_train_settin
     ZT_TRY(zt_config_double(c, "reanalyse.value_mix", 0.5, 0, 1, &S->reanalyse_value_mix));
     ZT_TRY(zt_config_int32(c, "reanalyse.trees", 64, 1, 1 << 16, &S->reanalyse_trees));
     ZT_TRY(zt_config_bool(c, "reanalyse.idle", false, &S->reanalyse_idle));
-    if (S->reanalyse_idle && S->mode != ZT_TRAIN_CONCURRENT)
-        return zt_fail(ZT_ERR_INVALID,
-                       "reanalyse.idle needs mode = concurrent (the alternate and deterministic "
-                       "modes reanalyse on their schedule, in the learner's place)");
+    /* The idle thread takes the core time a concurrent run's learner and
+     * actors leave; the alternate and deterministic modes have no such
+     * thread, and reanalyse there on the learner's schedule only with idle
+     * false. So a config that asks for the idle thread (configs/connect4.ini
+     * does) reanalyses nothing in those modes, rather than failing or
+     * loading F x batch searches per step onto their learner; the run says
+     * so at its start (log_start). */
+    S->reanalyse_off_by_mode =
+        S->reanalyse_idle && S->reanalyse_fraction > 0 && S->mode != ZT_TRAIN_CONCURRENT;
+    if (S->reanalyse_off_by_mode) S->reanalyse_fraction = 0;
     ZT_TRY(zt_config_int32(c, "alternate.steps", 0, 0, 1 << 30, &S->alternate_steps));
 
     ZT_TRY(zt_config_double(c, "checkpoint.minutes", 10, 0, 1e6, &S->checkpoint_minutes));

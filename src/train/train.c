@@ -428,6 +428,17 @@ static void log_start(zt_train *t)
         zt_info("actors run %s (int8 actors: precision = int8, or auto where int8 measures "
                 "int8.auto_speedup times faster; on the cpu backend with AVX512_VNNI)",
                 zt_precision_name(zt_net_precision(net)));
+    if (S->reanalyse_fraction > 0)
+        zt_info("reanalyse: %s%g x %d positions per learner step, %d simulations each, %s",
+                S->reanalyse_idle ? "at most " : "", S->reanalyse_fraction, S->batch,
+                S->reanalyse_simulations > 0 ? S->reanalyse_simulations
+                                             : S->actor.search.num_simulations,
+                S->reanalyse_idle ? "on a thread of its own at idle priority"
+                                  : "on the learner's thread");
+    else if (S->reanalyse_off_by_mode)
+        zt_info("reanalyse: off (reanalyse.idle = true takes a concurrent run's idle core time; "
+                "mode %s has none; reanalyse.idle = false reanalyses on the learner's schedule)",
+                mode_name(S->mode));
     size_t dense = zt_replay_dense_bytes(t->game);
     /* a record's fixed part: flags, count, compact state and the half-float
      * root value; the policy adds 16 bits per legal action */

@@ -117,6 +117,8 @@ typedef struct zt_train_settings {
      * that many (train/reanalysis.h). */
     double reanalyse_fraction;   /* 0: off */
     bool reanalyse_idle;         /* concurrent mode: in the cores' idle time */
+    bool reanalyse_off_by_mode;  /* idle asked for outside concurrent mode: the
+                                  * fraction read was > 0 and is set to 0 */
     int reanalyse_simulations;   /* 0: selfplay.simulations */
     double reanalyse_value_mix;  /* a reanalysed position's value target:
                                   * (1 - m) outcome + m fresh root value */
