@@ -237,17 +237,32 @@ static void test_fresh_search(void)
 
 /* ---- settings ---- */
 
-/* Tic-tac-toe's settings with the n keys kv[i][0] = kv[i][1]. */
-static zt_status read_settings_kv(const char *const (*kv)[2], int n, zt_train_settings *S)
+/* GAME's settings: configs/GAME.ini first where with_config, then the n
+ * keys kv[i][0] = kv[i][1]. */
+static zt_status read_game_settings(const char *game, bool with_config, const char *const (*kv)[2],
+                                    int n, zt_train_settings *S)
 {
     zt_config *cfg = zt_config_new();
     zt_game *g = NULL;
-    for (int i = 0; i < n; i++) zt_config_put(cfg, kv[i][0], kv[i][1]);
-    zt_status st = zt_game_new("tictactoe", NULL, &g);
+    zt_status st = ZT_OK;
+    if (with_config) {
+        char path[4096];
+        st = zt_run_default_config(game, path, sizeof path)
+                 ? zt_config_load_file(cfg, path)
+                 : zt_fail(ZT_ERR_IO, "configs/%s.ini not found", game);
+    }
+    for (int i = 0; st == ZT_OK && i < n; i++) zt_config_put(cfg, kv[i][0], kv[i][1]);
+    if (st == ZT_OK) st = zt_game_new(game, NULL, &g);
     if (st == ZT_OK) st = zt_train_settings_read(cfg, g, S);
     zt_game_free(g);
     zt_config_free(cfg);
     return st;
+}
+
+/* Tic-tac-toe's settings with the n keys kv[i][0] = kv[i][1]. */
+static zt_status read_settings_kv(const char *const (*kv)[2], int n, zt_train_settings *S)
+{
+    return read_game_settings("tictactoe", false, kv, n, S);
 }
 
 static zt_status read_settings(const char *key, const char *value, zt_train_settings *S)
@@ -303,35 +318,19 @@ static void test_settings(void)
  * run twice): a batch's allowance on the idle thread in AlphaZero's
  * concurrent runs; none in its MuZero runs, where it is unmeasured
  * (muzero.reanalyse.fraction = 0), nor in the modes without the thread. */
-static zt_status read_connect4(const char *const *sets, zt_train_settings *S)
-{
-    char path[4096];
-    if (!zt_run_default_config("connect4", path, sizeof path))
-        return zt_fail(ZT_ERR_IO, "configs/connect4.ini not found");
-    zt_config *cfg = zt_config_new();
-    zt_game *g = NULL;
-    zt_status st = zt_config_load_file(cfg, path);
-    for (int i = 0; st == ZT_OK && sets && sets[i]; i++) st = zt_config_set(cfg, sets[i]);
-    if (st == ZT_OK) st = zt_game_new("connect4", NULL, &g);
-    if (st == ZT_OK) st = zt_train_settings_read(cfg, g, S);
-    zt_game_free(g);
-    zt_config_free(cfg);
-    return st;
-}
-
 static void test_connect4_defaults(void)
 {
     zt_train_settings S;
-    CHECK(read_connect4(NULL, &S) == ZT_OK && S.reanalyse_fraction == 1 && S.reanalyse_idle &&
-              S.mode == ZT_TRAIN_CONCURRENT,
+    CHECK(read_game_settings("connect4", true, NULL, 0, &S) == ZT_OK && S.reanalyse_fraction == 1 &&
+              S.reanalyse_idle && S.mode == ZT_TRAIN_CONCURRENT,
           "connect4: fraction %g idle %d (%s)", S.reanalyse_fraction, S.reanalyse_idle,
           zt_error_message());
-    static const char *const muzero[] = {"algorithm=muzero", NULL};
-    CHECK(read_connect4(muzero, &S) == ZT_OK && S.reanalyse_fraction == 0 &&
-              !S.reanalyse_off_by_mode,
+    static const char *const muzero[][2] = {{"algorithm", "muzero"}};
+    CHECK(read_game_settings("connect4", true, muzero, 1, &S) == ZT_OK &&
+              S.reanalyse_fraction == 0 && !S.reanalyse_off_by_mode,
           "connect4 muzero: fraction %g (%s)", S.reanalyse_fraction, zt_error_message());
-    static const char *const det[] = {"mode=deterministic", NULL};
-    CHECK(read_connect4(det, &S) == ZT_OK && S.reanalyse_fraction == 0 &&
+    static const char *const det[][2] = {{"mode", "deterministic"}};
+    CHECK(read_game_settings("connect4", true, det, 1, &S) == ZT_OK && S.reanalyse_fraction == 0 &&
               S.reanalyse_off_by_mode,
           "connect4 deterministic: fraction %g off by mode %d (%s)", S.reanalyse_fraction,
           S.reanalyse_off_by_mode, zt_error_message());
