@@ -136,16 +136,27 @@ def summary(run):
     return out
 
 
+def count(judged):
+    """'5/1000' -> ('5', 1000): the count as written (a mean of several runs'
+    has a decimal, '4.5/1000') and the set's size; None if not a count."""
+    n, _, m = judged.split(" ", 1)[0].partition("/")
+    try:
+        float(n)
+        return n, int(m)
+    except ValueError:
+        return None
+
+
 def rate(judged, metric):
     """'5/1000' -> '0.50 % (5)' for a set judged by its mistakes; an
     'optimal' set's count stays a count ('optimal 4485/4520')."""
-    try:
-        n, m = (int(x) for x in judged.split(" ", 1)[0].split("/"))
-    except ValueError:
+    c = count(judged)
+    if c is None:
         return judged
+    n, m = c
     if metric == "optimal":
         return f"optimal {n}/{m}"
-    return f"{100 * n / m:.2f} % ({n})"
+    return f"{100 * float(n) / m:.2f} % ({n})"
 
 
 def curve(a, b, cols, title):
@@ -194,20 +205,15 @@ def tally(a, b, cols, metrics):
               f" | {mean(total[2])} |")
 
 
-def mean_row(finals, sets):
-    """The mean count of several runs' final judgements ({set: "n/m ..."}):
-    {set: (mean n, m)}; a set some run lacks is left out."""
+def mean_final(finals):
+    """Several runs' final judgements ({set: "n/m ..."}) as one, each set's
+    count their mean to one decimal ("4.5/300"); a set some run lacks is
+    left out."""
     out = {}
-    for k in sets:
-        got = []
-        for s in finals:
-            try:
-                n, m = (int(x) for x in s.get(k, "").split(" ", 1)[0].split("/"))
-            except ValueError:
-                break
-            got.append((n, m))
-        if len(got) == len(finals):
-            out[k] = (sum(n for n, _ in got) / len(got), got[0][1])
+    for k in finals[0]:
+        got = [count(s.get(k, "")) for s in finals]
+        if all(got):
+            out[k] = f"{sum(float(n) for n, _ in got) / len(got):.1f}/{got[0][1]}"
     return out
 
 
@@ -255,10 +261,10 @@ def main(argv):
                 finals.append((f"{name}, last checkpoints averaged", avg))
         if len(g) > 1 and all(runs):
             finals.append((f"the mean of {' + '.join(os.path.basename(os.path.normpath(r)) for r in g)}",
-                           {"mean": runs}))
+                           mean_final(runs)))
     sets = []
     for _, s in finals:
-        sets += [k for k in (s or {}) if k not in sets and k != "mean"]
+        sets += [k for k in (s or {}) if k not in sets]
     # In the arena's column order, as the curves above (summary.tsv lists
     # the files alphabetically); sets the arena did not judge go last.
     order = {c: i for i, c in enumerate(cols)}
@@ -272,21 +278,12 @@ def main(argv):
         for name, s in finals:
             if s is None:
                 continue
-            if "mean" in s:
-                m = mean_row(s["mean"], sets)
-                cells = [("" if k not in m else
-                          f"optimal {m[k][0]:.1f}/{m[k][1]}"
-                          if metrics.get(k.rsplit(".", 1)[0]) == "optimal" else
-                          f"{100 * m[k][0] / m[k][1]:.2f} % ({m[k][0]:.1f})") for k in sets]
-                n = [m[k][0] for k in sets if k in m]
-                if total:
-                    cells.append(f"{sum(n):.1f}" if len(n) == len(sets) else "")
-            else:
-                cells = [rate(s.get(k, ""), metrics.get(k.rsplit(".", 1)[0])) for k in sets]
-                n = mean_row([s], sets)
-                if total:
-                    cells.append(str(round(sum(x for x, _ in n.values())))
-                                 if len(n) == len(sets) else "")
+            cells = [rate(s.get(k, ""), metrics.get(k.rsplit(".", 1)[0])) for k in sets]
+            if total:
+                got = [count(s.get(k, "")) for k in sets]
+                ns = [n for n, _ in got] if all(got) else []
+                whole = all("." not in n for n in ns)
+                cells.append("" if not ns else f"{sum(float(n) for n in ns):.{0 if whole else 1}f}")
             print(f"| {name} | " + " | ".join(cells) + " |")
     da, db = (merge([diversity(r) for r in g], float) for g in groups)
     if da:
