@@ -6,6 +6,12 @@ page are laid out (Markdown).
 
     scripts/recipe_compare.py runs/recipes/c4-amd-pcr runs/recipes/c4-amd-base
     scripts/recipe_compare.py runs/recipes/A1,runs/recipes/A2 runs/recipes/B1,runs/recipes/B2
+    scripts/recipe_compare.py runs/recipes/c4-new docs/recipe-runs/c4-base.jsonl
+
+A run is its directory (its metrics.jsonl, and its line of summary.tsv
+beside it) or its kept record (scripts/recipe_record.py: the same records
+in one file, which docs/recipe-runs/ keeps for the runs docs/connect4-recipes.md
+quotes, so that a later run can be laid beside them on another machine).
 
 Columns are the position sets' mistake (or optimal) rates in % of the
 positions each arena judged, and W-D-L against each arena opponent; the
@@ -34,40 +40,82 @@ import os
 import sys
 
 
+def records(run):
+    """RUN's records in order: a run directory's metrics.jsonl, or a run's
+    kept record (a file, scripts/recipe_record.py: the arena, window and
+    final-judgement records of a run whose directory may be gone)."""
+    path = run if os.path.isfile(run) else os.path.join(run, "metrics.jsonl")
+    with open(path) as f:
+        for line in f:
+            try:
+                yield json.loads(line)
+            except ValueError:
+                continue  # a torn last line of a run that is still writing
+
+
+def is_run(run):
+    """Whether RUN names a run directory with its metrics or a kept record."""
+    return os.path.isfile(run) or os.path.exists(os.path.join(run, "metrics.jsonl"))
+
+
+def run_name(run):
+    """The recipe's NAME: the directory's name, or the record's less .jsonl."""
+    name = os.path.basename(os.path.normpath(run))
+    return name[:-len(".jsonl")] if os.path.isfile(run) and name.endswith(".jsonl") else name
+
+
+def summary_line(run):
+    """The cells of the last summary.tsv line (beside the run directory RUN)
+    that names RUN, or None."""
+    root, name = os.path.split(os.path.normpath(run))
+    path = os.path.join(root, "summary.tsv")
+    found = None
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                cells = line.rstrip("\n").split("\t")
+                if cells and cells[0] == name:
+                    found = cells  # the last line of that name
+    return found
+
+
 def arenas(run, metrics=None):
     """The arenas of RUN/metrics.jsonl in step order, each {"t": seconds,
     "step": step, column: cell}; metrics, if given, gets each set's judge
     ("mistakes", or "optimal" for tic-tac-toe's)."""
     rows = {}
-    with open(os.path.join(run, "metrics.jsonl")) as f:
-        for line in f:
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue  # a torn last line of a run that is still writing
-            kind = r.get("kind")
-            if kind == "positions":
-                cell = f'{100 * r["rate"]:.1f}'
-                col = r["set"]
-                if metrics is not None:
-                    metrics[col] = r.get("metric", "mistakes")
-                m, w = sum(r.get("value_m", [])), sum(r.get("value_wrong", []))
-                if m:  # runs since 2026-12-01: the net's own value, wrong side
-                    rows.setdefault(r["step"], {"t": r["t"]})["value:" + col] = \
-                        f"{100 * w / m:.1f}"
-            elif kind == "arena":
-                cell = f'{r["wins"]}-{r["draws"]}-{r["losses"]}'
-                col = r["opponent"]
-            else:
-                continue
-            row = rows.setdefault(r["step"], {"t": r["t"]})
-            row[col] = cell
+    for r in records(run):
+        kind = r.get("kind")
+        if kind == "positions":
+            cell = f'{100 * r["rate"]:.1f}'
+            col = r["set"]
+            if metrics is not None:
+                metrics[col] = r.get("metric", "mistakes")
+            m, w = sum(r.get("value_m", [])), sum(r.get("value_wrong", []))
+            if m:  # runs since 2026-12-01: the net's own value, wrong side
+                rows.setdefault(r["step"], {"t": r["t"]})["value:" + col] = \
+                    f"{100 * w / m:.1f}"
+        elif kind == "arena":
+            cell = f'{r["wins"]}-{r["draws"]}-{r["losses"]}'
+            col = r["opponent"]
+        else:
+            continue
+        row = rows.setdefault(r["step"], {"t": r["t"]})
+        row[col] = cell
     return [rows[s] | {"step": s} for s in sorted(rows)]
 
 
 def nearest(rows, t):
     """The row of rows (dicts with a "t") nearest t seconds."""
     return min(rows, key=lambda x: abs(x["t"] - t))
+
+
+def counterpart(rows, row):
+    """The row of rows nearest row's minute, the untrained net's arena (step
+    0) only ever with another's own (a kept record may lack it, and must not
+    lend its first trained arena); None where rows has none."""
+    same = [r for r in rows if (r["step"] == 0) == (row["step"] == 0)]
+    return nearest(same, row["t"]) if same else None
 
 
 def merge(per_run, fmt):
@@ -80,8 +128,8 @@ def merge(per_run, fmt):
         return per_run[0]
     out = []
     for row in per_run[0]:
-        near = [nearest(rows, row["t"]) for rows in per_run if rows]
-        if len(near) < len(per_run):
+        near = [counterpart(rows, row) for rows in per_run]
+        if None in near:
             continue
         merged = {"t": row["t"], "step": round(sum(r["step"] for r in near) / len(near))}
         for k in row:
@@ -102,31 +150,24 @@ def diversity(run):
     "step": step, "positions": %, "games": %} (shares of distinct ones in
     the sampling window)."""
     out = []
-    with open(os.path.join(run, "metrics.jsonl")) as f:
-        for line in f:
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if r.get("kind") == "replay_diversity":
-                out.append({"t": r["t"], "step": r.get("step", 0),
-                            "positions": 100 * r["distinct_position_share"],
-                            "games": 100 * r["distinct_game_share"]})
+    for r in records(run):
+        if r.get("kind") == "replay_diversity":
+            out.append({"t": r["t"], "step": r.get("step", 0),
+                        "positions": 100 * r["distinct_position_share"],
+                        "games": 100 * r["distinct_game_share"]})
     return out
 
 
 def summary(run):
     """The recipe's final judgement of RUN ({set file: "n/m"}, its last
     checkpoints averaged under "averaged:SET" keys), or None."""
-    root, name = os.path.split(os.path.normpath(run))
-    path = os.path.join(root, "summary.tsv")
     found = None
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                cells = line.rstrip("\n").split("\t")
-                if cells and cells[0] == name:
-                    found = cells  # the last line of that name
+    if os.path.isfile(run):  # a kept record: its "summary" record's line
+        for r in records(run):
+            if r.get("kind") == "summary":
+                found = r["line"].rstrip("\n").split("\t")
+    else:
+        found = summary_line(run)
     if found is None:
         return None
     out = {}
@@ -165,7 +206,7 @@ def curve(a, b, cols, title):
     print("| min | step | " + " | ".join(title(c) for c in cols) + " |")
     print("|--:|--:|" + "--:|" * len(cols))
     for row in a:
-        near = nearest(b, row["t"]) if b else {}
+        near = counterpart(b, row) or {}
         cells = []
         for c in cols:
             mine, theirs = row.get(c, ""), near.get(c)
@@ -186,7 +227,7 @@ def tally(a, b, cols, metrics):
         better = -1 if metrics.get(c.split(":", 1)[-1], "mistakes") == "mistakes" else 1
         counts, leads, late = [0, 0, 0], [], []
         for row in a:
-            near = nearest(b, row["t"]) if b else {}
+            near = counterpart(b, row) or {}
             if row["step"] == 0 or c not in row or c not in near:
                 continue
             lead = better * (float(row[c]) - float(near[c]))
@@ -223,8 +264,8 @@ def main(argv):
         return 2
     groups = [[r for r in arg.split(",") if r] for arg in argv[1:3]]
     for r in groups[0] + groups[1]:
-        if not os.path.exists(os.path.join(r, "metrics.jsonl")):
-            print(f"recipe_compare: no {r}/metrics.jsonl", file=sys.stderr)
+        if not is_run(r):
+            print(f"recipe_compare: no {r}/metrics.jsonl nor a record file {r}", file=sys.stderr)
             return 1
     if not groups[0] or not groups[1]:
         print("recipe_compare: no run named", file=sys.stderr)
@@ -236,7 +277,7 @@ def main(argv):
         cols += [c for c in row if c not in ("t", "step") and c not in cols]
     vcols = [c for c in cols if c.startswith("value:")]
     cols = [c for c in cols if c not in vcols]
-    names = [" + ".join(os.path.basename(os.path.normpath(r)) for r in g) for g in groups]
+    names = [" + ".join(run_name(r) for r in g) for g in groups]
     means = ["the mean of " + n if len(g) > 1 else n for n, g in zip(names, groups)]
     print(f"{means[0]}, {means[1]}'s in brackets:\n")
     curve(a, b, cols, lambda c: c)
@@ -253,14 +294,14 @@ def main(argv):
     for g in groups:
         runs = []
         for r in g:
-            s, name = summary(r), os.path.basename(os.path.normpath(r))
+            s, name = summary(r), run_name(r)
             runs.append(s and {k: v for k, v in s.items() if ":" not in k})
             finals.append((name, runs[-1]))
             avg = s and {k.split(":", 1)[1]: v for k, v in s.items() if k.startswith("averaged:")}
             if avg:
                 finals.append((f"{name}, last checkpoints averaged", avg))
         if len(g) > 1 and all(runs):
-            finals.append((f"the mean of {' + '.join(os.path.basename(os.path.normpath(r)) for r in g)}",
+            finals.append((f"the mean of {' + '.join(run_name(r) for r in g)}",
                            mean_final(runs)))
     sets = []
     for _, s in finals:

@@ -127,6 +127,30 @@ wdl2=$(printf '%s\n' "$two" | sed -n '5p' | awk -F'|' '{print $4}' | awk '{print
 python3 "$SRC/scripts/recipe_compare.py" "$tmp/wide,$tmp/none" "$tmp/base" >/dev/null 2>&1 &&
     fail "recipe_compare of a missing run among several did not fail"
 
+# scripts/recipe_record.py keeps a finished run's record in one file, which
+# recipe_compare.py lays out as it does the run's directory; a run with no
+# summary line (not finished) is refused and nothing is written
+out=$(python3 "$SRC/scripts/recipe_record.py" "$tmp/base" "$tmp/kept/base.jsonl" 2>&1) ||
+    fail "recipe_record: $out"
+[ "$(wc -l <"$tmp/kept/base.jsonl")" -lt "$(wc -l <"$tmp/base/metrics.jsonl")" ] ||
+    fail "recipe_record kept every record of metrics.jsonl, not the arena's and the window's"
+kept=$(python3 "$SRC/scripts/recipe_compare.py" "$tmp/wide" "$tmp/kept/base.jsonl" 2>&1) ||
+    fail "recipe_compare of a kept record: $kept"
+[ "$kept" = "$cmp" ] || fail "recipe_compare of base's kept record differs from its directory's: $(
+    diff <(printf '%s\n' "$cmp") <(printf '%s\n' "$kept"))"
+# a record kept without the untrained net's arena (step 0): the run's own
+# minute 0 gets no bracket, not the record's first trained arena
+grep -v '"step":0,' "$tmp/kept/base.jsonl" >"$tmp/kept/late.jsonl"
+late0=$(python3 "$SRC/scripts/recipe_compare.py" "$tmp/wide" "$tmp/kept/late.jsonl" 2>&1) ||
+    fail "recipe_compare of a record without step 0: $late0"
+printf '%s\n' "$late0" | grep -qE '^\| 0 \| 0 \| [^(]*$' ||
+    fail "recipe_compare: minute 0 against a record without it: $(printf '%s\n' "$late0" | grep '^| 0 |')"
+mkdir -p "$tmp/unjudged" && cp "$tmp/base/metrics.jsonl" "$tmp/unjudged/"
+out=$(python3 "$SRC/scripts/recipe_record.py" "$tmp/unjudged" "$tmp/kept/unjudged.jsonl" 2>&1) &&
+    fail "recipe_record kept a run with no summary line: $out"
+printf '%s\n' "$out" | grep -q "has no line in" || fail "an unjudged run: wanted why, got: $out"
+[ ! -e "$tmp/kept/unjudged.jsonl" ] || fail "a refused record left a file behind"
+
 # scripts/average_weights.py: the average of a file with itself is that file
 # byte for byte (the same layout and data_hash as the C writer's); two
 # checkpoints of one run average into a model eval loads; another
