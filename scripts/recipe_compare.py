@@ -80,7 +80,7 @@ def summary_line(run):
 
 
 def arenas(run, metrics=None):
-    """The arenas of RUN/metrics.jsonl in step order, each {"t": seconds,
+    """The arenas of RUN's records in step order, each {"t": seconds,
     "step": step, column: cell}; metrics, if given, gets each set's judge
     ("mistakes", or "optimal" for tic-tac-toe's)."""
     rows = {}
