@@ -19,7 +19,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from recipe_compare import summary_line  # noqa: E402
+from recipe_compare import records, summary_line  # noqa: E402
 
 KEPT = ("arena", "positions", "replay_diversity")
 
@@ -42,14 +42,7 @@ def main(argv):
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = argv[2] if len(argv) == 3 else os.path.join(here, "docs", "recipe-runs", name + ".jsonl")
     lines = [json.dumps({"kind": "record", "run": name, "from": metrics})]
-    with open(metrics) as f:
-        for line in f:
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if r.get("kind") in KEPT:
-                lines.append(json.dumps(r, separators=(",", ":")))
+    lines += [json.dumps(r, separators=(",", ":")) for r in records(run) if r.get("kind") in KEPT]
     lines.append(json.dumps({"kind": "summary", "line": "\t".join(cells)}))
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     tmp = f"{out}.tmp{os.getpid()}"
