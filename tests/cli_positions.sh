@@ -2,7 +2,8 @@
 # zeroth positions: the same seed writes the same files and another seed
 # other ones; the files carry how they were made and read back through
 # solve (every label agrees with the solver); bad flags get one-line
-# errors. zeroth eval --positions breaks the mistake rate down by depth
+# errors; --exclude keeps none of the given positions nor their mirror
+# images and leaves the other sets as they were. zeroth eval --positions breaks the mistake rate down by depth
 # band, the bands' counts adding up to the whole. zeroth bench int8 measures
 # a model's int8 copy on position files; training starts a share of games
 # from position files.
@@ -13,12 +14,15 @@ fails=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-make_sets() { # DIR SEED
-    "$BIN" positions connect4 --out "$1" --seed "$2" --games 40 --per-set 15 \
+make_sets() { # DIR SEED [FLAG...]
+    local dir=$1 seed=$2
+    shift 2
+    "$BIN" positions connect4 --out "$dir" --seed "$seed" --games 40 --per-set 15 \
         --players random,alphabeta:2 --sets opening:easy,middle:easy,middle:medium,end:easy \
-        --max-nodes 300000 >"$1.out" 2>&1 ||
-        fail "positions --seed $2: $(cat "$1.out")"
+        --max-nodes 300000 "$@" >"$dir.out" 2>&1 ||
+        fail "positions --seed $seed $*: $(cat "$dir.out")"
 }
+moves() { grep -v '^#' "$1" | cut -d' ' -f1 | sort; }
 make_sets "$tmp/a" 5
 make_sets "$tmp/b" 5
 make_sets "$tmp/c" 6
@@ -45,6 +49,40 @@ awk '!/^#/ { n = length($1); if (n < 29) exit 1 }' "$tmp/a/end_easy" ||
     fail "end_easy has a position before ply 29"
 grep -q "distinct up to symmetry" "$tmp/a.out" || fail "no summary: $(cat "$tmp/a.out")"
 
+# --exclude: a's middle_medium given as its mirror images (columns 1..7
+# read 7..1). The same seed then makes a middle_medium that shares no
+# position with a's, still 15 of them, and a's other sets unchanged.
+awk '!/^#/ { m = ""; for (i = 1; i <= length($1); i++) m = m (8 - substr($1, i, 1)); print m, $2 }' \
+    "$tmp/a/middle_medium" >"$tmp/mirror"
+make_sets "$tmp/x" 5 --exclude "$tmp/mirror"
+shared=$(comm -12 <(moves "$tmp/a/middle_medium") <(moves "$tmp/x/middle_medium") | wc -l)
+mirrored=$(comm -12 <(moves "$tmp/mirror") <(moves "$tmp/x/middle_medium") | wc -l)
+n=$(grep -vc '^#' "$tmp/x/middle_medium")
+[ "$shared" -eq 0 ] && [ "$mirrored" -eq 0 ] && [ "$n" -eq 15 ] ||
+    fail "--exclude: $shared positions kept, $mirrored mirror images kept, $n in the set"
+for set in opening_easy middle_easy end_easy; do
+    cmp -s <(grep -v '^#' "$tmp/a/$set") <(grep -v '^#' "$tmp/x/$set") ||
+        fail "--exclude of middle_medium changed $set"
+done
+grep -Eq '^passed over [1-9][0-9]* candidates as positions of --exclude \(15 positions in 1 file,' \
+    "$tmp/x.out" || fail "--exclude: no count: $(cat "$tmp/x.out")"
+grep -q 'passed over as positions of --exclude (15 in 1 file)' "$tmp/x/middle_medium" ||
+    fail "--exclude: not in the header"
+# A directory stands for its files: none of a's 60 positions is kept.
+make_sets "$tmp/y" 5 --exclude "$tmp/a"
+for set in opening_easy middle_easy middle_medium end_easy; do
+    shared=$(comm -12 <(moves "$tmp/a/$set") <(moves "$tmp/y/$set") | wc -l)
+    [ "$shared" -eq 0 ] || fail "--exclude DIR: $shared of a's $set kept"
+done
+grep -q '(60 positions in 4 files,' "$tmp/y.out" || fail "--exclude DIR: $(cat "$tmp/y.out")"
+mkdir "$tmp/empty"
+echo "12x4 0" >"$tmp/bad"
+expect_error "cannot open '$tmp/none'" positions connect4 --out "$tmp/t" --exclude "$tmp/none"
+expect_error "--exclude: directory '$tmp/empty' holds no files" positions connect4 --out "$tmp/t" \
+    --exclude "$tmp/empty"
+expect_error "--exclude: an empty file name" positions connect4 --out "$tmp/t" \
+    --exclude "$tmp/mirror,,x"
+expect_error "$tmp/bad:1:" positions connect4 --out "$tmp/t" --exclude "$tmp/bad"
 expect_error "only connect4" positions tictactoe --out "$tmp/t"
 expect_error "--sets: bad set 'middle:tough'" positions connect4 --out "$tmp/t" --sets middle:tough
 expect_error "--rating: expected remaining or nodes" positions connect4 --out "$tmp/t" --rating x

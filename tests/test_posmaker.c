@@ -6,8 +6,10 @@
  * remaining plies <= 14 / 15..28 / >= 29, node thresholds), and the
  * remaining-plies rule reproduces Pons' Test_L2_R1 and Test_L3_R1 (all
  * easy); written sets read back through the position-file parser with
- * their columns and bands; the solver's node limit and forget; the
- * parser's third field refuses bad columns. */
+ * their columns and bands; excluded positions (given by their mirror
+ * images) are never kept, and the sets made with exclusions are those made
+ * without, less the excluded, filled up; the solver's node limit and
+ * forget; the parser's third field refuses bad columns. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +288,52 @@ static void test_maker(const zt_game *g, zt_solver *sv, uint64_t seed)
     zt_position_file_close(&pf);
     remove(path);
     CHECK(n == c.per_set && agree == n, "read back %d, agree %d", n, agree);
+
+    /* Exclusions, given as the mirror images of every other kept position:
+     * none of them is kept; every kept one not excluded is kept again, in
+     * the same order; the sets are still filled. */
+    uint64_t *ex = calloc((size_t)r1.count, sizeof *ex);
+    int num_ex = 0;
+    for (int i = 1; i < r1.count; i += 2) {
+        uint8_t s[ZT_MAX_STATE_BYTES], mirror[ZT_MAX_STATE_BYTES];
+        CHECK(g->from_text(g, r1.kept[i].moves, s) == ZT_OK, "%s", r1.kept[i].moves);
+        g->sym_state(g, 1, s, mirror);
+        ex[num_ex++] = zt_posmaker_canonical(g, mirror);
+        CHECK(ex[num_ex - 1] == zt_posmaker_canonical(g, s), "a mirror image hashes apart");
+    }
+    zt_posmaker_config cx = c;
+    cx.exclude = ex;
+    cx.num_exclude = num_ex;
+    zt_posmaker_result rx;
+    CHECK(zt_posmaker_run(g, &cx, &rx) == ZT_OK, "%s", zt_error_message());
+    int kept_excluded = 0, missing = 0, out_of_order = 0, last = -1;
+    for (int i = 0; i < rx.count; i++) {
+        uint8_t s[ZT_MAX_STATE_BYTES];
+        CHECK(g->from_text(g, rx.kept[i].moves, s) == ZT_OK, "");
+        uint64_t h = zt_posmaker_canonical(g, s);
+        for (int j = 0; j < num_ex; j++) kept_excluded += ex[j] == h;
+    }
+    for (int i = 0; i < r1.count; i += 2) {
+        int at = -1;
+        for (int j = 0; j < rx.count && at < 0; j++)
+            if (strcmp(rx.kept[j].moves, r1.kept[i].moves) == 0) at = j;
+        missing += at < 0;
+        out_of_order += at >= 0 && at < last;
+        if (at >= 0) last = at;
+    }
+    CHECK(num_ex > 0 && kept_excluded == 0, "%d excluded positions kept", kept_excluded);
+    CHECK(missing == 0 && out_of_order == 0,
+          "%d positions kept without exclusions are missing, %d out of order", missing,
+          out_of_order);
+    CHECK(rx.excluded >= num_ex, "passed over %lld, excluded %d of the kept",
+          (long long)rx.excluded, num_ex);
+    CHECK(r1.excluded == 0, "passed over %lld with no exclusions", (long long)r1.excluded);
+    CHECK(rx.per[ZT_BAND_MIDDLE][ZT_RATING_EASY] == c.per_set &&
+              rx.per[ZT_BAND_END][ZT_RATING_EASY] == c.per_set,
+          "sets not filled up: %d %d", rx.per[ZT_BAND_MIDDLE][ZT_RATING_EASY],
+          rx.per[ZT_BAND_END][ZT_RATING_EASY]);
+    zt_posmaker_result_free(&rx);
+    free(ex);
 
     /* The node rating: the thresholds as documented. */
     zt_posmaker_config cn = small_config(seed, players, 2);

@@ -1,7 +1,7 @@
 /* The position-set maker (posmaker.h). Three passes: play the games, keep
  * each distinct candidate once (the first met, by canonical hash over the
- * game's symmetries), then solve candidates in a shuffled order until the
- * wanted sets are full. Solves start on an empty table (the solver's
+ * game's symmetries), then solve candidates in a shuffled order, passing
+ * over the excluded ones, until the wanted sets are full. Solves start on an empty table (the solver's
  * forget), so a position's node count is its own, whatever came before. */
 #include "arena/posmaker.h"
 
@@ -33,6 +33,7 @@ typedef struct maker {
     int64_t count, cap;
     uint64_t *seen; /* open addressing over canonical hashes; 0 = empty */
     size_t seen_mask;
+    uint64_t *exclude; /* cfg->exclude, sorted */
     zt_posmaker_result *out;
 } maker;
 
@@ -61,7 +62,7 @@ static int band_of(int plies)
     return plies <= 14 ? ZT_BAND_OPENING : plies <= 28 ? ZT_BAND_MIDDLE : ZT_BAND_END;
 }
 
-static uint64_t canonical_hash(const zt_game *g, const void *s)
+uint64_t zt_posmaker_canonical(const zt_game *g, const void *s)
 {
     uint8_t sym[ZT_MAX_STATE_BYTES];
     uint64_t best = g->hash(g, s);
@@ -109,7 +110,7 @@ static void collect(maker *m, const int *cols, int plies)
     for (int k = 0; k < plies; k++) {
         if (k > 0) {
             m->out->positions++;
-            if (!first_seen(m, canonical_hash(g, s))) {
+            if (!first_seen(m, zt_posmaker_canonical(g, s))) {
                 /* a repeat */
             } else if (zt_game_wins_at_once(g, s)) {
                 m->out->wins_now++;
@@ -210,6 +211,18 @@ static zt_status play(maker *m)
     return st;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static bool excluded(const maker *m, uint64_t h)
+{
+    return m->exclude &&
+           bsearch(&h, m->exclude, (size_t)m->cfg->num_exclude, sizeof h, cmp_u64) != NULL;
+}
+
 static bool band_open(const zt_posmaker_config *cfg, const zt_posmaker_result *r, int band)
 {
     for (int k = 0; k < ZT_RATINGS; k++)
@@ -251,6 +264,10 @@ static zt_status solve_all(maker *m)
         int band = band_of(c->plies);
         if (!band_open(cfg, r, band)) continue;
         if ((st = g->from_text(g, c->moves, s)) != ZT_OK) break;
+        if (excluded(m, zt_posmaker_canonical(g, s))) {
+            r->excluded++;
+            goto next;
+        }
         double t0 = zt_now_s();
         sv->forget(sv);
         if ((st = sv->solve(sv, s, false, sol)) != ZT_OK) break;
@@ -298,9 +315,16 @@ zt_status zt_posmaker_run(const zt_game *g, const zt_posmaker_config *cfg, zt_po
     memset(out, 0, sizeof *out);
     if (strcmp(g->name, "connect4") != 0)
         return zt_fail(ZT_ERR_UNSUPPORTED, "positions: only connect4 has a position-set maker");
-    if (cfg->num_players < 1 || cfg->games < 1 || cfg->per_set < 1)
+    if (cfg->num_players < 1 || cfg->games < 1 || cfg->per_set < 1 || cfg->num_exclude < 0 ||
+        (cfg->num_exclude > 0 && !cfg->exclude))
         return zt_fail(ZT_ERR_INVALID, "positions: needs players, games and a set size");
     maker m = {.g = g, .cfg = cfg, .out = out};
+    if (cfg->num_exclude > 0) {
+        size_t bytes = (size_t)cfg->num_exclude * sizeof *m.exclude;
+        m.exclude = zt_xmalloc(bytes);
+        memcpy(m.exclude, cfg->exclude, bytes);
+        qsort(m.exclude, (size_t)cfg->num_exclude, sizeof *m.exclude, cmp_u64);
+    }
     m.seen_mask = 4095;
     m.seen = zt_xcalloc(m.seen_mask + 1, sizeof *m.seen);
     double t0 = zt_now_s();
@@ -312,6 +336,7 @@ zt_status zt_posmaker_run(const zt_game *g, const zt_posmaker_config *cfg, zt_po
         out->solve_seconds = zt_now_s() - t0;
     }
     free(m.seen);
+    free(m.exclude);
     free(m.cands);
     if (st != ZT_OK) zt_posmaker_result_free(out);
     return st;

@@ -51,6 +51,15 @@ typedef struct zt_posmaker_config {
      * solves together took budget_nodes (0: no limit). Both are node
      * counts, not seconds, so the result does not depend on the machine. */
     uint64_t max_nodes, budget_nodes;
+    /* Positions never to keep, as zt_posmaker_canonical hashes (any order;
+     * NULL: none): e.g. those of the sets a run is measured on, so that
+     * games started from the made sets never start from a measured one.
+     * A candidate among them is passed over before it is solved (counted in
+     * `excluded`); the others come in the same order as without them, so
+     * each set is the one made without exclusions, less the excluded
+     * positions, filled up from the candidates after it. */
+    const uint64_t *exclude;
+    int num_exclude;
     /* Optional progress (on the caller's thread): phase 0 plays (done games
      * of total), phase 1 solves (done candidates of total, kept so far). */
     void (*progress)(void *ctx, int phase, int64_t done, int64_t total, int kept);
@@ -76,6 +85,7 @@ typedef struct zt_posmaker_result {
     int64_t wins_now;              /* unique ones the side to move wins at once (left out) */
     int64_t solved;                /* candidates solved */
     int64_t cut;                   /* of them, stopped at max_nodes, rating or label (left out) */
+    int64_t excluded;              /* candidates passed over as cfg->exclude positions */
     uint64_t nodes;                /* all solves together */
     double play_seconds, solve_seconds;
     double set_seconds[ZT_BANDS][ZT_RATINGS]; /* solving the kept ones */
@@ -88,6 +98,11 @@ typedef struct zt_posmaker_result {
 zt_status zt_posmaker_run(const zt_game *g, const zt_posmaker_config *cfg, zt_posmaker_result *out);
 
 void zt_posmaker_result_free(zt_posmaker_result *r);
+
+/* A position's hash up to the game's symmetries (the least over them,
+ * never 0): two positions get the same one when one is a symmetry of the
+ * other. What cfg->exclude holds. */
+uint64_t zt_posmaker_canonical(const zt_game *g, const void *s);
 
 /* The band and rating of a solved position. */
 int zt_posmaker_rate(const zt_posmaker_config *cfg, int remaining, uint64_t nodes);

@@ -1,13 +1,16 @@
 /* zeroth positions connect4 --seed S --out DIR: solver test sets made from
  * play the way Pascal Pons made his (arena/posmaker.h), one file per depth
  * band and rating, in his format plus the value-preserving columns. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "arena/posmaker.h"
 #include "cli/cli.h"
+#include "core/alloc.h"
 #include "core/fileio.h"
 #include "search/settings.h"
 #include "train/run.h"
@@ -20,7 +23,7 @@ static void usage(FILE *f)
                "                        [--players LIST] [--model M [--sims S]] [--noise P]\n"
                "                        [--sets LIST] [--rating remaining|nodes]\n"
                "                        [--nodes-medium N] [--nodes-hard N] [--max-nodes N]\n"
-               "                        [--budget N] [--set k=v]\n\n"
+               "                        [--budget N] [--exclude LIST] [--set k=v]\n\n"
                "Makes solver test sets from play, the way Pascal Pons made his Test_L*_R*:\n"
                "positions of self-play games (each game: one player on both sides, a share of\n"
                "moves random), deduplicated up to mirror symmetry, without those the side to\n"
@@ -48,6 +51,10 @@ static void usage(FILE *f)
                "                   of its moves), takes more nodes (default 20000000, a few\n"
                "                   seconds)\n"
                "  --budget N       stop solving after N nodes in all (default 0: no limit)\n"
+               "  --exclude LIST   comma-separated position files, or directories of them,\n"
+               "                   whose positions (or their mirror images) are never kept,\n"
+               "                   e.g. the sets a run is measured on; the other positions\n"
+               "                   are the ones made without it\n"
                "  --set k=v        network settings for --model (backend, precision, threads)\n"
                "The same flags and seed give the same files.\n");
 }
@@ -64,6 +71,103 @@ static bool parse_u64(const char *flag, const char *text, uint64_t lo, uint64_t 
     }
     *out = v;
     return true;
+}
+
+/* Appends the canonical hashes of the positions in the file at path. */
+static zt_status read_exclude_file(const zt_game *g, zt_solver *sv, const char *path,
+                                   uint64_t **hashes, int *n, int *cap)
+{
+    zt_position_file pf;
+    ZT_TRY(zt_position_file_open(path, &pf));
+    zt_position *pos = zt_xmalloc(sizeof *pos);
+    zt_status st;
+    int before = *n;
+    for (;;) {
+        bool got;
+        if ((st = zt_position_file_next(&pf, sv, pos, &got)) != ZT_OK || !got) break;
+        if (*n == *cap) {
+            *cap = *cap ? 2 * *cap : 1024;
+            *hashes = zt_xrealloc(*hashes, (size_t)*cap * sizeof **hashes);
+        }
+        (*hashes)[(*n)++] = zt_posmaker_canonical(g, pos->state);
+    }
+    if (st == ZT_OK && *n == before)
+        st = zt_fail(ZT_ERR_INVALID, "--exclude: %s holds no positions", path);
+    free(pos);
+    zt_position_file_close(&pf);
+    return st;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The canonical hashes of the positions of the comma-separated files in
+ * list; a directory stands for the files in it (not those whose names
+ * start with '.'). */
+static zt_status read_exclude(const zt_game *g, const char *list, uint64_t **hashes, int *n,
+                              int *files)
+{
+    *hashes = NULL;
+    *n = *files = 0;
+    int cap = 0;
+    zt_solver *sv;
+    ZT_TRY(zt_solver_new(g, &sv));
+    zt_status st = ZT_OK;
+    for (const char *p = list; st == ZT_OK && *p;) {
+        size_t len = strcspn(p, ",");
+        char path[4096];
+        if (len == 0 || len >= sizeof path) {
+            st = zt_fail(ZT_ERR_INVALID, "--exclude: %s file name in '%s'",
+                         len ? "too long a" : "an empty", list);
+            break;
+        }
+        memcpy(path, p, len);
+        path[len] = '\0';
+        p += len + (p[len] == ',');
+        struct stat sb;
+        if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            st = read_exclude_file(g, sv, path, hashes, n, &cap);
+            ++*files;
+            continue;
+        }
+        DIR *d = opendir(path);
+        if (!d) {
+            st = zt_fail(ZT_ERR_IO, "--exclude: cannot open '%s': %s", path, strerror(errno));
+            break;
+        }
+        char **names = NULL;
+        int num = 0;
+        for (struct dirent *e; (e = readdir(d));) {
+            if (e->d_name[0] == '.') continue;
+            names = zt_xrealloc(names, (size_t)(num + 1) * sizeof *names);
+            names[num++] = zt_xstrdup(e->d_name);
+        }
+        closedir(d);
+        qsort(names, (size_t)num, sizeof *names, cmp_name);
+        int in_dir = 0;
+        for (int i = 0; i < num; i++) {
+            char file[4400];
+            snprintf(file, sizeof file, "%s/%s", path, names[i]);
+            if (st == ZT_OK && stat(file, &sb) == 0 && S_ISREG(sb.st_mode)) {
+                st = read_exclude_file(g, sv, file, hashes, n, &cap);
+                in_dir++;
+            }
+            free(names[i]);
+        }
+        free(names);
+        if (st == ZT_OK && in_dir == 0)
+            st = zt_fail(ZT_ERR_INVALID, "--exclude: directory '%s' holds no files", path);
+        *files += in_dir;
+    }
+    zt_solver_free(sv);
+    if (st != ZT_OK) {
+        free(*hashes);
+        *hashes = NULL;
+        *n = 0;
+    }
+    return st;
 }
 
 static int find_name(const char *const *names, int n, const char *text, size_t len)
@@ -126,7 +230,7 @@ int zt_cmd_positions(int argc, char **argv)
                *per_set_arg = NULL, *players_arg = "alphabeta:2,alphabeta:4,alphabeta:6",
                *model_path = NULL, *sims_arg = NULL, *noise_arg = NULL, *sets_arg = NULL,
                *rating_arg = NULL, *medium_arg = NULL, *hard_arg = NULL, *max_arg = NULL,
-               *budget_arg = NULL;
+               *budget_arg = NULL, *exclude_arg = NULL;
     zt_status st = ZT_OK;
     int rc = 1;
     zt_game *g = NULL;
@@ -136,6 +240,8 @@ int zt_cmd_positions(int argc, char **argv)
     zt_agent *agents[MAX_PLAYERS + 1] = {0};
     int num_agents = 0;
     zt_posmaker_result res = {0};
+    uint64_t *exclude = NULL;
+    int num_exclude = 0, exclude_files = 0;
     meters pm = {.phase = -1};
 
     for (int i = 1; i < argc; i++) {
@@ -158,7 +264,8 @@ int zt_cmd_positions(int argc, char **argv)
             zt_cli_flag_value(argc, argv, &i, "--nodes-medium", &medium_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--nodes-hard", &hard_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--max-nodes", &max_arg, &st) ||
-            zt_cli_flag_value(argc, argv, &i, "--budget", &budget_arg, &st)) {
+            zt_cli_flag_value(argc, argv, &i, "--budget", &budget_arg, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--exclude", &exclude_arg, &st)) {
             if (st != ZT_OK) goto fail;
         } else if ((rc = zt_cli_positional("positions", argv[i], (const char **const[]){&game_name},
                                            1)) != 0) {
@@ -283,6 +390,12 @@ int zt_cmd_positions(int argc, char **argv)
     }
     mc.players = agents;
     mc.num_players = num_agents;
+    if (exclude_arg) {
+        if ((st = read_exclude(g, exclude_arg, &exclude, &num_exclude, &exclude_files)) != ZT_OK)
+            goto fail;
+        mc.exclude = exclude;
+        mc.num_exclude = num_exclude;
+    }
     if ((st = zt_mkdirs(out_dir)) != ZT_OK) goto fail;
 
     mc.progress = progress;
@@ -307,12 +420,21 @@ int zt_cmd_positions(int argc, char **argv)
                  model_path ? model_path : "", mc.noise, mc.games, (long long)res.positions,
                  (long long)res.unique, (long long)res.wins_now, (long long)res.solved,
                  (long long)res.cut, (unsigned long long)mc.max_nodes);
+    used = strlen(header);
+    if (exclude_arg && used < sizeof header)
+        snprintf(header + used, sizeof header - used,
+                 ", %lld passed over as positions of --exclude (%d in %d file%s)",
+                 (long long)res.excluded, num_exclude, exclude_files, exclude_files == 1 ? "" : "s");
     printf("%d games in %.1f s: %lld positions, %lld distinct up to symmetry, %lld won at once "
            "(left out)\n",
            mc.games, res.play_seconds, (long long)res.positions, (long long)res.unique,
            (long long)res.wins_now);
     printf("solved %lld in %.1f s (%.3g nodes), %lld over --max-nodes (left out)\n",
            (long long)res.solved, res.solve_seconds, (double)res.nodes, (long long)res.cut);
+    if (exclude_arg)
+        printf("passed over %lld candidates as positions of --exclude (%d positions in %d "
+               "file%s, mirror images included)\n",
+               (long long)res.excluded, num_exclude, exclude_files, exclude_files == 1 ? "" : "s");
     for (int b = 0; b < ZT_BANDS; b++)
         for (int k = 0; k < ZT_RATINGS; k++) {
             if (!mc.want[b][k]) continue;
@@ -344,6 +466,7 @@ fail:
 done:
     if (pm.on) zt_progress_meter_end(&pm.m);
     zt_posmaker_result_free(&res);
+    free(exclude);
     for (int i = 0; i < num_agents; i++) zt_agent_free(agents[i]);
     if (have_ev) zt_run_evaluator_free(&ev);
     zt_net_free(net);
