@@ -3,10 +3,10 @@
 # other ones; the files carry how they were made and read back through
 # solve (every label agrees with the solver); bad flags get one-line
 # errors; --exclude keeps none of the given positions nor their mirror
-# images and leaves the other sets as they were. zeroth eval --positions breaks the mistake rate down by depth
-# band, the bands' counts adding up to the whole. zeroth bench int8 measures
-# a model's int8 copy on position files; training starts a share of games
-# from position files.
+# images and leaves the other sets as they were. zeroth eval --positions
+# breaks the mistake rate down by depth band, the bands' counts adding up
+# to the whole. zeroth bench int8 measures a model's int8 copy on position
+# files; training starts a share of games from position files.
 set -u
 BIN=${ZT_BIN:-build/zeroth}
 fails=0

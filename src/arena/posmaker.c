@@ -1,8 +1,9 @@
 /* The position-set maker (posmaker.h). Three passes: play the games, keep
  * each distinct candidate once (the first met, by canonical hash over the
  * game's symmetries), then solve candidates in a shuffled order, passing
- * over the excluded ones, until the wanted sets are full. Solves start on an empty table (the solver's
- * forget), so a position's node count is its own, whatever came before. */
+ * over the excluded ones, until the wanted sets are full. Solves start on
+ * an empty table (the solver's forget), so a position's node count is its
+ * own, whatever came before. */
 #include "arena/posmaker.h"
 
 #include <stdio.h>

@@ -424,7 +424,8 @@ int zt_cmd_positions(int argc, char **argv)
     if (exclude_arg && used < sizeof header)
         snprintf(header + used, sizeof header - used,
                  ", %lld passed over as positions of --exclude (%d in %d file%s)",
-                 (long long)res.excluded, num_exclude, exclude_files, exclude_files == 1 ? "" : "s");
+                 (long long)res.excluded, num_exclude, exclude_files,
+                 exclude_files == 1 ? "" : "s");
     printf("%d games in %.1f s: %lld positions, %lld distinct up to symmetry, %lld won at once "
            "(left out)\n",
            mc.games, res.play_seconds, (long long)res.positions, (long long)res.unique,
