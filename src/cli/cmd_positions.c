@@ -145,7 +145,7 @@ static zt_status read_exclude(const zt_game *g, const char *list, uint64_t **has
             names[num++] = zt_xstrdup(e->d_name);
         }
         closedir(d);
-        qsort(names, (size_t)num, sizeof *names, cmp_name);
+        if (num > 1) qsort(names, (size_t)num, sizeof *names, cmp_name);
         int in_dir = 0;
         for (int i = 0; i < num; i++) {
             char file[4400];
