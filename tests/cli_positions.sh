@@ -80,9 +80,12 @@ echo "12x4 0" >"$tmp/bad"
 expect_error "cannot open '$tmp/none'" positions connect4 --out "$tmp/t" --exclude "$tmp/none"
 expect_error "--exclude: directory '$tmp/empty' holds no files" positions connect4 --out "$tmp/t" \
     --exclude "$tmp/empty"
-expect_error "--exclude: an empty file name" positions connect4 --out "$tmp/t" \
+expect_error "--exclude: an empty entry" positions connect4 --out "$tmp/t" \
     --exclude "$tmp/mirror,,x"
 expect_error "$tmp/bad:1:" positions connect4 --out "$tmp/t" --exclude "$tmp/bad"
+printf '# a comment, no position\n\n' >"$tmp/nopos"
+expect_error "--exclude: $tmp/nopos holds no positions" positions connect4 --out "$tmp/t" \
+    --exclude "$tmp/nopos"
 expect_error "only connect4" positions tictactoe --out "$tmp/t"
 expect_error "--sets: bad set 'middle:tough'" positions connect4 --out "$tmp/t" --sets middle:tough
 expect_error "--rating: expected remaining or nodes" positions connect4 --out "$tmp/t" --rating x
@@ -107,8 +110,11 @@ expect_error "selfplay.start_positions is set but selfplay.start_fraction is 0" 
     --run "$tmp/r2" --steps 1 --set "selfplay.start_positions=$tmp/a/end_easy"
 expect_error "cannot open '$tmp/none'" train connect4 --run "$tmp/r2" --steps 1 \
     --set "selfplay.start_positions=$tmp/none" --set selfplay.start_fraction=1
-expect_error "selfplay.start_positions: an empty file name" train connect4 --run "$tmp/r2" \
+expect_error "selfplay.start_positions: an empty entry" train connect4 --run "$tmp/r2" \
     --steps 1 --set "selfplay.start_positions=$tmp/a/end_easy,,x" --set selfplay.start_fraction=1
+expect_error "selfplay.start_positions: $tmp/nopos holds no positions" train connect4 \
+    --run "$tmp/r2" --steps 1 --set "selfplay.start_positions=$tmp/a/end_easy,$tmp/nopos" \
+    --set selfplay.start_fraction=1
 {
     echo "# three bands"
     grep -v '^#' "$tmp/a/middle_medium" | head -n 3

@@ -724,6 +724,60 @@ static void test_config_promote(void)
     }
 }
 
+/* Splits list with zt_list_next into "a|b|c" in out; the status of the
+ * first refusal, or ZT_OK. */
+static zt_status split_list(const char *list, size_t cap, char *out, size_t out_cap)
+{
+    out[0] = '\0';
+    char item[64];
+    for (const char *p = list;;) {
+        bool got;
+        zt_status st = zt_list_next(list, &p, "k", item, cap, &got);
+        if (st != ZT_OK) return st;
+        if (!got) return ZT_OK;
+        size_t at = strlen(out);
+        snprintf(out + at, out_cap - at, "%s%s", at ? "|" : "", item);
+    }
+}
+
+/* zt_list_next: items with the blanks around them trimmed, a blank list
+ * none; an empty item anywhere or one that does not fit refused, one line
+ * naming the setting and the list. */
+static void test_list_next(void)
+{
+    static const struct {
+        const char *list, *items;
+    } good[] = {
+        {"", ""},
+        {" \t ", ""},
+        {"a", "a"},
+        {"a,b,c", "a|b|c"},
+        {"  a b , c\t,d  ", "a b|c|d"},
+        {"12345678", "12345678"}, /* 8 characters fit a buffer of 9 */
+    };
+    char out[256];
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        zt_status st = split_list(good[i].list, 9, out, sizeof out);
+        CHECK(st == ZT_OK && strcmp(out, good[i].items) == 0, "'%s': %s (%s)", good[i].list, out,
+              st == ZT_OK ? "" : zt_error_message());
+    }
+    static const struct {
+        const char *list, *message;
+    } bad[] = {
+        {"a,,b", "k: an empty entry in 'a,,b'"},
+        {"a,", "k: an empty entry in 'a,'"},
+        {"a, \t", "k: an empty entry in 'a, \t'"},
+        {",a", "k: an empty entry in ',a'"},
+        {" , ", "k: an empty entry in ' , '"},
+        {"a,123456789", "k: '123456789' is longer than 8 characters"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        zt_status st = split_list(bad[i].list, 9, out, sizeof out);
+        CHECK(st == ZT_ERR_INVALID && strcmp(zt_error_message(), bad[i].message) == 0,
+              "'%s': status %d, '%s'", bad[i].list, (int)st, zt_error_message());
+    }
+}
+
 /* zt_data_find: the caller's directory first, then the usual places; a
  * file in none of them is false with the tests/data path in out. */
 static void test_data_find(void)
@@ -1420,6 +1474,7 @@ int main(void)
     test_config_roundtrip();
     test_config_inherit();
     test_config_promote();
+    test_list_next();
     test_fileio();
     test_fileio_faults();
     test_dir_lock();

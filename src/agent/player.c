@@ -7,6 +7,7 @@
 
 #include "agent/gnubg.h"
 #include "core/alloc.h"
+#include "core/config.h"
 #include "game/solver.h"
 
 static void free_plain(zt_player *p)
@@ -194,27 +195,17 @@ zt_status zt_player_list_split(const char *list, const char *what, char *specs, 
                                int *n)
 {
     *n = 0;
-    const char *p = list ? list : "";
-    while (*p == ' ' || *p == '\t') p++;
-    while (*p) {
-        size_t span = strcspn(p, ","), end = span;
-        while (end > 0 && (p[end - 1] == ' ' || p[end - 1] == '\t')) end--;
-        if (end == 0) return zt_fail(ZT_ERR_INVALID, "%s: empty entry in '%s'", what, list);
-        if (end >= len)
-            return zt_fail(ZT_ERR_INVALID, "%s: '%.*s' is longer than %d characters", what,
-                           (int)end, p, (int)len - 1);
+    if (!list) return ZT_OK;
+    char item[ZT_PLAYER_SPEC_LEN];
+    size_t cap = len < sizeof item ? len : sizeof item;
+    for (const char *p = list;;) {
+        bool got;
+        ZT_TRY(zt_list_next(list, &p, what, item, cap, &got));
+        if (!got) return ZT_OK;
         if (*n == max)
             return zt_fail(ZT_ERR_INVALID, "%s: more than %d players in '%s'", what, max, list);
-        char *spec = specs + (size_t)*n * len;
-        memcpy(spec, p, end);
-        spec[end] = '\0';
-        ++*n;
-        if (p[span] == '\0') break;
-        p += span + 1;
-        while (*p == ' ' || *p == '\t') p++;
-        if (!*p) return zt_fail(ZT_ERR_INVALID, "%s: empty entry in '%s'", what, list);
+        memcpy(specs + (size_t)(*n)++ * len, item, strlen(item) + 1);
     }
-    return ZT_OK;
 }
 
 zt_status zt_players_new(const zt_game *g, const char *list, const char *what, zt_player ***out,

@@ -29,9 +29,10 @@ zt_status zt_player_new(const zt_game *g, const char *spec, zt_player **out);
 #define ZT_PLAYER_SPEC_LEN 128
 
 /* Splits a comma-separated list of specs (blanks around each ignored; NULL
- * or blank: none) into specs[0 .. *n), `len` bytes each, at most `max`,
- * without judging them. Errors name the list's setting `what`: an empty
- * entry, a spec of `len` characters or more, more than `max` specs. */
+ * or blank: none) into specs[0 .. *n), `len` bytes each (at most
+ * ZT_PLAYER_SPEC_LEN), at most `max`, without judging them. Errors name the
+ * list's setting `what`: an empty entry, a spec of `len` characters or
+ * more, more than `max` specs. */
 zt_status zt_player_list_split(const char *list, const char *what, char *specs, size_t len, int max,
                                int *n);
 

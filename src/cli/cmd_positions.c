@@ -73,29 +73,22 @@ static bool parse_u64(const char *flag, const char *text, uint64_t lo, uint64_t 
     return true;
 }
 
-/* Appends the canonical hashes of the positions in the file at path. */
-static zt_status read_exclude_file(const zt_game *g, zt_solver *sv, const char *path,
-                                   uint64_t **hashes, int *n, int *cap)
+/* The canonical hashes of the excluded positions read so far. */
+typedef struct exclusion {
+    const zt_game *g;
+    uint64_t *hashes;
+    int n, cap;
+} exclusion;
+
+static zt_status add_excluded(const zt_position *pos, void *ctx)
 {
-    zt_position_file pf;
-    ZT_TRY(zt_position_file_open(path, &pf));
-    zt_position *pos = zt_xmalloc(sizeof *pos);
-    zt_status st;
-    int before = *n;
-    for (;;) {
-        bool got;
-        if ((st = zt_position_file_next(&pf, sv, pos, &got)) != ZT_OK || !got) break;
-        if (*n == *cap) {
-            *cap = *cap ? 2 * *cap : 1024;
-            *hashes = zt_xrealloc(*hashes, (size_t)*cap * sizeof **hashes);
-        }
-        (*hashes)[(*n)++] = zt_posmaker_canonical(g, pos->state);
+    exclusion *ex = ctx;
+    if (ex->n == ex->cap) {
+        ex->cap = ex->cap ? 2 * ex->cap : 1024;
+        ex->hashes = zt_xrealloc(ex->hashes, (size_t)ex->cap * sizeof *ex->hashes);
     }
-    if (st == ZT_OK && *n == before)
-        st = zt_fail(ZT_ERR_INVALID, "--exclude: %s holds no positions", path);
-    free(pos);
-    zt_position_file_close(&pf);
-    return st;
+    ex->hashes[ex->n++] = zt_posmaker_canonical(ex->g, pos->state);
+    return ZT_OK;
 }
 
 static int cmp_name(const void *a, const void *b)
@@ -109,32 +102,26 @@ static int cmp_name(const void *a, const void *b)
 static zt_status read_exclude(const zt_game *g, const char *list, uint64_t **hashes, int *n,
                               int *files)
 {
+    static const char what[] = "--exclude";
     *hashes = NULL;
     *n = *files = 0;
-    int cap = 0;
     zt_solver *sv;
     ZT_TRY(zt_solver_new(g, &sv));
+    exclusion ex = {.g = g};
     zt_status st = ZT_OK;
-    for (const char *p = list; st == ZT_OK && *p;) {
-        size_t len = strcspn(p, ",");
+    for (const char *p = list; st == ZT_OK;) {
         char path[4096];
-        if (len == 0 || len >= sizeof path) {
-            st = zt_fail(ZT_ERR_INVALID, "--exclude: %s file name in '%s'",
-                         len ? "too long a" : "an empty", list);
-            break;
-        }
-        memcpy(path, p, len);
-        path[len] = '\0';
-        p += len + (p[len] == ',');
+        bool got;
+        if ((st = zt_list_next(list, &p, what, path, sizeof path, &got)) != ZT_OK || !got) break;
         struct stat sb;
         if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-            st = read_exclude_file(g, sv, path, hashes, n, &cap);
+            st = zt_position_file_each(path, sv, what, add_excluded, &ex);
             ++*files;
             continue;
         }
         DIR *d = opendir(path);
         if (!d) {
-            st = zt_fail(ZT_ERR_IO, "--exclude: cannot open '%s': %s", path, strerror(errno));
+            st = zt_fail(ZT_ERR_IO, "%s: cannot open '%s': %s", what, path, strerror(errno));
             break;
         }
         char **names = NULL;
@@ -151,23 +138,24 @@ static zt_status read_exclude(const zt_game *g, const char *list, uint64_t **has
             char file[4400];
             snprintf(file, sizeof file, "%s/%s", path, names[i]);
             if (st == ZT_OK && stat(file, &sb) == 0 && S_ISREG(sb.st_mode)) {
-                st = read_exclude_file(g, sv, file, hashes, n, &cap);
+                st = zt_position_file_each(file, sv, what, add_excluded, &ex);
                 in_dir++;
             }
             free(names[i]);
         }
         free(names);
         if (st == ZT_OK && in_dir == 0)
-            st = zt_fail(ZT_ERR_INVALID, "--exclude: directory '%s' holds no files", path);
+            st = zt_fail(ZT_ERR_INVALID, "%s: directory '%s' holds no files", what, path);
         *files += in_dir;
     }
     zt_solver_free(sv);
     if (st != ZT_OK) {
-        free(*hashes);
-        *hashes = NULL;
-        *n = 0;
+        free(ex.hashes);
+        return st;
     }
-    return st;
+    *hashes = ex.hashes;
+    *n = ex.n;
+    return ZT_OK;
 }
 
 static int find_name(const char *const *names, int n, const char *text, size_t len)

@@ -428,6 +428,39 @@ zt_status zt_config_choice(zt_config *c, const char *key, const char *def,
     return zt_fail(ZT_ERR_INVALID, "key '%s': '%s' is not one of %s", key, e->value, list);
 }
 
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+zt_status zt_list_next(const char *list, const char **p, const char *what, char *buf, size_t cap,
+                       bool *got)
+{
+    *got = false;
+    const char *s = *p;
+    while (is_blank(*s)) s++;
+    if (*s == '\0') {
+        /* the end, unless a comma before it promised another item */
+        const char *b = s;
+        while (b > list && is_blank(b[-1])) b--;
+        if (b > list && b[-1] == ',')
+            return zt_fail(ZT_ERR_INVALID, "%s: an empty entry in '%s'", what, list);
+        *p = s;
+        return ZT_OK;
+    }
+    size_t span = strcspn(s, ","), len = span;
+    while (len > 0 && is_blank(s[len - 1])) len--;
+    if (len == 0) return zt_fail(ZT_ERR_INVALID, "%s: an empty entry in '%s'", what, list);
+    if (len >= cap)
+        return zt_fail(ZT_ERR_INVALID, "%s: '%.*s' is longer than %zu characters", what, (int)len,
+                       s, cap - 1);
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    *p = s + span + (s[span] == ',');
+    *got = true;
+    return ZT_OK;
+}
+
 zt_status zt_config_check_unused(const zt_config *c)
 {
     for (int i = 0; i < c->n; i++) {

@@ -8,6 +8,7 @@
 #define ZT_CORE_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/status.h"
@@ -63,6 +64,14 @@ zt_status zt_config_string(zt_config *c, const char *key, const char *def, const
 /* One of `choices` (NULL-terminated); *out is its index. */
 zt_status zt_config_choice(zt_config *c, const char *key, const char *def,
                            const char *const *choices, int *out);
+
+/* The items of a comma-separated list, as a setting or a flag gives one,
+ * blanks around each ignored. Copies the item at *p (first *p = list) into
+ * buf[cap] and moves *p past it and its comma; *got is false at the list's
+ * end (a blank list has no items). An empty item ("a,,b", "a,") or one of
+ * cap characters or more is refused naming `what` and the list. */
+zt_status zt_list_next(const char *list, const char **p, const char *what, char *buf, size_t cap,
+                       bool *got);
 
 /* ZT_ERR_INVALID "unknown key 'foo'" for the first key set but never read,
  * or "unknown key 'P.S.K' (no key 'S.K')" for a key zt_config_promote

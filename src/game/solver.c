@@ -129,6 +129,27 @@ zt_status zt_position_file_next(zt_position_file *pf, zt_solver *sv, zt_position
     return ZT_OK;
 }
 
+zt_status zt_position_file_each(const char *path, zt_solver *sv, const char *what,
+                                zt_status (*each)(const zt_position *pos, void *ctx), void *ctx)
+{
+    zt_position_file pf;
+    ZT_TRY(zt_position_file_open(path, &pf));
+    zt_position *pos = zt_xmalloc(sizeof *pos);
+    zt_status st;
+    long n = 0;
+    for (;;) {
+        bool got;
+        if ((st = zt_position_file_next(&pf, sv, pos, &got)) != ZT_OK || !got) break;
+        if ((st = each(pos, ctx)) != ZT_OK) break;
+        n++;
+    }
+    if (st == ZT_OK && n == 0)
+        st = zt_fail(ZT_ERR_INVALID, "%s: %s holds no positions", what, path);
+    free(pos);
+    zt_position_file_close(&pf);
+    return st;
+}
+
 void zt_position_file_close(zt_position_file *pf)
 {
     free(pf->name);

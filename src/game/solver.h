@@ -93,6 +93,11 @@ long zt_position_file_count(const zt_position_file *pf, long limit);
  * false at the end of the file (pos untouched). */
 zt_status zt_position_file_next(zt_position_file *pf, zt_solver *sv, zt_position *pos, bool *got);
 void zt_position_file_close(zt_position_file *pf);
+/* Reads every position of the file at path with sv, in order, and calls
+ * each(pos, ctx) on it; stops at the first error, the file's or each's. A
+ * file without positions is refused: "WHAT: PATH holds no positions". */
+zt_status zt_position_file_each(const char *path, zt_solver *sv, const char *what,
+                                zt_status (*each)(const zt_position *pos, void *ctx), void *ctx);
 
 /* The value-preserving moves of a parsed position into out (num_moves,
  * moves, and value where *has_value): the file's when its line gives

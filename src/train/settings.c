@@ -7,6 +7,7 @@
 
 #include "agent/player.h"
 #include "core/alloc.h"
+#include "core/config.h"
 #include "core/fileio.h"
 #include "core/thread.h"
 #include "game/solver.h"
@@ -653,31 +654,28 @@ zt_status zt_train_check_threads(zt_config *cfg, const char *game, zt_train_thre
     return st;
 }
 
-/* Appends the positions of the file at `path` to *states (*n of *cap). */
-static zt_status append_start_states(const zt_game *g, zt_solver *sv, const char *path,
-                                     uint8_t **states, int *n, int *cap)
+/* The start states read so far. */
+typedef struct start_states {
+    const zt_game *g;
+    uint8_t *states;
+    int n, cap;
+} start_states;
+
+static zt_status add_start_state(const zt_position *pos, void *ctx)
 {
-    zt_position_file pf;
-    ZT_TRY(zt_position_file_open(path, &pf));
-    zt_position *pos = zt_xmalloc(sizeof *pos);
-    zt_status st = ZT_OK;
-    for (;;) {
-        bool got;
-        st = zt_position_file_next(&pf, sv, pos, &got);
-        if (st != ZT_OK || !got) break;
-        if (*n == *cap) {
-            *cap = *cap ? 2 * *cap : 256;
-            *states = zt_xrealloc(*states, (size_t)*cap * g->state_size);
-        }
-        memcpy(*states + (size_t)(*n)++ * g->state_size, pos->state, g->state_size);
+    start_states *ss = ctx;
+    size_t size = ss->g->state_size;
+    if (ss->n == ss->cap) {
+        ss->cap = ss->cap ? 2 * ss->cap : 256;
+        ss->states = zt_xrealloc(ss->states, (size_t)ss->cap * size);
     }
-    free(pos);
-    zt_position_file_close(&pf);
-    return st;
+    memcpy(ss->states + (size_t)ss->n++ * size, pos->state, size);
+    return ZT_OK;
 }
 
 zt_status zt_train_start_states(const zt_game *g, zt_train_settings *S, uint8_t **owned)
 {
+    static const char what[] = "selfplay.start_positions";
     *owned = NULL;
     S->actor.start_states = NULL;
     S->actor.num_start_states = 0;
@@ -685,41 +683,25 @@ zt_status zt_train_start_states(const zt_game *g, zt_train_settings *S, uint8_t 
     if (!list || !*list) return ZT_OK;
     zt_solver *sv;
     zt_status st = zt_solver_new(g, &sv);
-    if (st != ZT_OK)
-        return zt_fail(st, "selfplay.start_positions: %s has no position files", g->name);
-    uint8_t *states = NULL;
-    int n = 0, cap = 0;
-    const char *p = list;
-    while (st == ZT_OK && *p) {
-        size_t len = strcspn(p, ",");
+    if (st != ZT_OK) return zt_fail(st, "%s: %s has no position files", what, g->name);
+    start_states ss = {.g = g};
+    for (const char *p = list; st == ZT_OK;) {
         char name[1024], path[4096];
-        while (len > 0 && (*p == ' ' || *p == '\t')) p++, len--;
-        while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
-        if (len == 0 || len >= sizeof name) {
-            st = zt_fail(ZT_ERR_INVALID, "selfplay.start_positions: %s file name in '%s'",
-                         len ? "too long a" : "an empty", list);
-            break;
-        }
-        memcpy(name, p, len);
-        name[len] = '\0';
+        bool got;
+        if ((st = zt_list_next(list, &p, what, name, sizeof name, &got)) != ZT_OK || !got) break;
         /* a path as given, else a name under the reference data */
         if (access(name, R_OK) == 0 || !zt_data_find(S->data_dir, name, path, sizeof path))
             snprintf(path, sizeof path, "%s", name);
-        int before = n;
-        st = append_start_states(g, sv, path, &states, &n, &cap);
-        if (st == ZT_OK && n == before)
-            st = zt_fail(ZT_ERR_INVALID, "selfplay.start_positions: %s holds no positions", path);
-        p += strcspn(p, ",");
-        if (*p == ',') p++;
+        st = zt_position_file_each(path, sv, what, add_start_state, &ss);
     }
     zt_solver_free(sv);
     if (st != ZT_OK) {
-        free(states);
+        free(ss.states);
         return st;
     }
-    S->actor.start_states = states;
-    S->actor.num_start_states = n;
-    *owned = states;
+    S->actor.start_states = ss.states;
+    S->actor.num_start_states = ss.n;
+    *owned = ss.states;
     return ZT_OK;
 }
 
