@@ -4,7 +4,10 @@
 # MINUTES with the defaults plus the given --set/--config flags into
 # runs/recipes/NAME, then judges the final model on every solver position
 # set of the game, whole (not the arena's first 200; the positions it gets
-# wrong go to runs/recipes/NAME.mistakes/SET), judges its last checkpoints
+# wrong go to runs/recipes/NAME.mistakes/SET), and again with each
+# position's first ZT_RECIPE_IMAGES images under the game's symmetries
+# (default 2: Connect Four's mirror image; 1 judges as written only),
+# judges its last checkpoints
 # averaged the same way (runs/recipes/NAME.averaged.safetensors, where it
 # kept two or more; stochastic weight averaging), and prints the curve
 # (the arena's records in metrics.jsonl, one line per arena, a set's
@@ -108,6 +111,13 @@ summary="$name	$game	$minutes	$start	${from:+(continues $from) }$*"
 with_mistakes=
 eval_help=$("$bin" eval --help 2>/dev/null || true)
 case $eval_help in *--mistakes*) with_mistakes=1 ;; esac
+# Each set also in its images (zeroth eval --images): the count as written
+# stays the summary's "SET n/m" cell, the count over the images becomes an
+# "images:SET n/m" cell
+images=()
+case $eval_help in *--images*)
+    [ "${ZT_RECIPE_IMAGES:-2}" != 1 ] && images=(--images "${ZT_RECIPE_IMAGES:-2}") ;;
+esac
 # The arena's simulations (arena.sims, 32 in connect4.ini; backgammon's
 # match below plays greedily where it is 0). The sets are judged with them,
 # the curve's, so that a recipe that changes self-play's search.sims is
@@ -118,11 +128,12 @@ arena_sims=$(sed -n '/^\[arena\]/,/^\[/p' "$run/config.ini" 2>/dev/null |
     sed -nE 's/^sims *= *([0-9]+).*/\1/p' | head -n 1 || true)
 [ -n "$arena_sims" ] && [ "$arena_sims" -gt 0 ] && judge_sims=(--sims "$arena_sims")
 # judge MODEL LABEL CELL [mistakes]: MODEL on every set of the game whole,
-# a line "LABEL SET: ..." and a summary cell "CELLSET n/m" each; with
-# `mistakes` the positions it gets wrong are kept beside the run, to
-# compare recipes
+# a line "LABEL SET: ..." and a summary cell "CELLSET n/m" each (with
+# images, a line "LABEL SET in N images: ..." and a cell "CELLimages:SET
+# n/m" more); with `mistakes` the positions it gets wrong (in some image)
+# are kept beside the run, to compare recipes
 judge() {
-    local model=$1 label=$2 cell=$3 keep=${4:-} f out line netv
+    local model=$1 label=$2 cell=$3 keep=${4:-} f out line netv all both
     for f in tests/data/"$game"/*; do
         [ -f "$f" ] || continue
         case $f in *.md | *README* | *.tsv) continue ;; esac
@@ -132,15 +143,25 @@ judge() {
             wrong=(--mistakes "$run.mistakes/$(basename "$f")")
         fi
         out=$("$bin" eval "$game" --model "$model" --positions "$f" "${judge_sims[@]}" \
-            "${wrong[@]}" 2>&1) || {
+            "${images[@]}" "${wrong[@]}" 2>&1) || {
             echo "recipe: eval of $label on $f failed: $out" >&2
             continue
         }
         line=$(printf '%s\n' "$out" | grep -E '^(mistakes|optimal) [0-9]+/[0-9]+' | head -n 1)
+        all=
+        if [ "${#images[@]}" -gt 0 ]; then # (the line above counts every image)
+            all=$line
+            line=$(printf '%s\n' "$out" | sed -nE 's/^image 0 \(as written\): ((mistakes|optimal) [0-9]+\/[0-9]+).*/\1/p')
+        fi
         echo "$label $(basename "$f"): $line"
+        if [ -n "$all" ]; then
+            both=$(printf '%s\n' "$out" | sed -n 's/^positions whose move lost value //p')
+            echo "$label $(basename "$f") in ${images[1]} images: $all; wrong $both"
+        fi
         netv=$(printf '%s\n' "$out" | grep -E '^net value: ' | head -n 1)
         [ -z "$netv" ] || echo "$label $(basename "$f") $netv"
         summary="$summary	$cell$(basename "$f") ${line#* }"
+        [ -z "$all" ] || summary="$summary	${cell}images:$(basename "$f") ${all#* }"
     done
 }
 judge "$run" final "" mistakes

@@ -16,7 +16,9 @@ quotes, so that a later run can be laid beside them on another machine).
 Columns are the position sets' mistake (or optimal) rates in % of the
 positions each arena judged, and W-D-L against each arena opponent; the
 final rows give a set's mistakes in % (and their count), or the count of
-positions played optimally where that is the set's judge (tic-tac-toe). A run
+positions played optimally where that is the set's judge (tic-tac-toe),
+and where the recipe judged each set with its images too (eval --images,
+since 2026-12-02) a row of those counts for each run. A run
 whose summary line is missing (the recipe still running, or stopped) shows
 its curve only. Last, the sampling window's diversity at each of RUN's
 checkpoints (its "replay_diversity" records: the share of distinct positions
@@ -246,6 +248,13 @@ def tally(a, b, cols, metrics):
               f" | {mean(total[2])} |")
 
 
+def cells_under(judged, prefix):
+    """The summary cells of one kind ({SET: "n/m"} of the "PREFIXSET" keys,
+    "averaged:" or "images:"), none of a further kind."""
+    return {k[len(prefix):]: v for k, v in judged.items()
+            if k.startswith(prefix) and ":" not in k[len(prefix):]}
+
+
 def mean_final(finals):
     """Several runs' final judgements ({set: "n/m ..."}) as one, each set's
     count their mean to one decimal ("4.5/300"); a set some run lacks is
@@ -292,17 +301,25 @@ def main(argv):
         tally(a, b, rcols, metrics)
     finals = []
     for g in groups:
-        runs = []
+        runs, imaged = [], []
         for r in g:
             s, name = summary(r), run_name(r)
             runs.append(s and {k: v for k, v in s.items() if ":" not in k})
             finals.append((name, runs[-1]))
-            avg = s and {k.split(":", 1)[1]: v for k, v in s.items() if k.startswith("averaged:")}
+            # each set with its images (the recipe's eval --images), where
+            # the run's judgement has them
+            imaged.append(s and cells_under(s, "images:"))
+            if imaged[-1]:
+                finals.append((f"{name}, the sets with their images", imaged[-1]))
+            avg = s and cells_under(s, "averaged:")
             if avg:
                 finals.append((f"{name}, last checkpoints averaged", avg))
         if len(g) > 1 and all(runs):
             finals.append((f"the mean of {' + '.join(run_name(r) for r in g)}",
                            mean_final(runs)))
+        if len(g) > 1 and all(imaged):
+            finals.append((f"the mean of {' + '.join(run_name(r) for r in g)}, the sets with "
+                           "their images", mean_final(imaged)))
     sets = []
     for _, s in finals:
         sets += [k for k in (s or {}) if k not in sets]

@@ -78,6 +78,32 @@ printf '%s\n' "$out" | grep -qx "optimal 0/$m" || fail "eval of the mistakes: $o
 expect_error "--mistakes needs --positions" eval tictactoe --model "$run" --opponent random \
     --mistakes "$tmp/x.txt"
 
+# --images all judges each position in tic-tac-toe's 8 images: image 0 is
+# the set as written, the images' counts sum to the total, and the
+# mistakes file holds each position wrong in some image once, after a
+# comment for each image wrong.
+out=$("$BIN" eval tictactoe --model "$run" --positions "$set_file" --limit 100 --sims 0 \
+    --images all --mistakes "$tmp/images.txt" 2>/dev/null) || fail "eval --images all: $out"
+plain=$("$BIN" eval tictactoe --model "$run" --positions "$set_file" --limit 100 --sims 0 2>/dev/null)
+total=$(printf '%s\n' "$out" | sed -n 's/^optimal \([0-9]*\)\/800$/\1/p')
+as_written=$(printf '%s\n' "$plain" | sed -n 's/^optimal \([0-9]*\)\/100$/\1/p')
+img0=$(printf '%s\n' "$out" | sed -n 's/^image 0 (as written): optimal \([0-9]*\)\/100 .*/\1/p')
+sum=$(printf '%s\n' "$out" | sed -n 's/^image [0-7].*: optimal \([0-9]*\)\/100 .*/\1/p' |
+    awk '{ s += $1; n++ } END { if (n == 8) print s }')
+some=$(printf '%s\n' "$out" | sed -n 's/.* in some image \([0-9]*\)\/100 .*/\1/p')
+comments=$(grep -c '^# position' "$tmp/images.txt")
+lines=$(grep -vc '^#' "$tmp/images.txt")
+[ -n "$total" ] && [ -n "$img0" ] && [ "$img0" = "$as_written" ] && [ "$sum" = "$total" ] &&
+    [ "$comments" -eq $((800 - total)) ] && [ "$lines" = "$some" ] && [ "$lines" -gt 0 ] ||
+    fail "eval --images all: total '$total', image 0 '$img0' (as written '$as_written'), sum '$sum', $comments comments and $lines lines for '$some': $out"
+grep -q '^# position [0-9]*, image [1-7]: played' "$tmp/images.txt" ||
+    fail "eval --images all: no image's comment in $(head -5 "$tmp/images.txt")"
+expect_error "--images needs --positions" eval tictactoe --model "$run" --opponent random --images 2
+expect_error "9 images of each position asked of" eval tictactoe --model "$run" \
+    --positions "$set_file" --images 9
+expect_error "--images: expected an integer" eval tictactoe --model "$run" \
+    --positions "$set_file" --images 0
+
 # A board field too long to be one is refused as such, not split.
 printf '%s X\n' "$(printf '.%.0s' $(seq 40))" >"$tmp/wide.txt"
 expect_error "wide.txt:1: tictactoe: the board of 40 bytes is too long" solve tictactoe --positions "$tmp/wide.txt"

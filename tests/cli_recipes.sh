@@ -25,6 +25,14 @@ printf '%s\n' "$out" | grep -q '^final ttt_positions.txt: optimal [0-9]*/4520' |
     fail "recipe printed no final judgement: $out"
 [ "$(cut -f1 "$tmp/summary.tsv" 2>/dev/null | tr '\n' ' ')" = "base wide " ] ||
     fail "summary.tsv: wanted a line for each run: $(cat "$tmp/summary.tsv" 2>&1)"
+# each set is judged with its first two images too (eval --images 2): the
+# count as written stays the set's cell, the images' total is an images:
+# cell beside it
+printf '%s\n' "$out" |
+    grep -qE '^final ttt_positions.txt in 2 images: optimal [0-9]+/9040; wrong in every image [0-9]+/4520' ||
+    fail "recipe printed no judgement of the images: $out"
+grep -qE "^wide	.*	ttt_positions.txt [0-9]+/4520	images:ttt_positions.txt [0-9]+/9040" "$tmp/summary.tsv" ||
+    fail "summary.tsv has no images: cell after the set's: $(tail -n 1 "$tmp/summary.tsv")"
 out=$(recipe base 2>&1) && fail "a recipe of a name already used was not refused: $out"
 # ZT_RECIPE_FROM continues a copy of a finished recipe: its steps go on from
 # the earlier run's last, which stays as it was
@@ -59,8 +67,11 @@ printf '%s
 printf '#!/usr/bin/env bash\nprintf "%%s\\n" "$*" >>"%s/calls"\nexec "%s" "$@"\n' \
     "$tmp" "$BIN" >"$tmp/logbin"
 chmod +x "$tmp/logbin"
-out=$(RECIPE_BIN="$tmp/logbin" recipe fewsims --set arena.minutes=0.03 --set search.sims=4 2>&1) ||
-    fail "recipe fewsims: $out"
+out=$(ZT_RECIPE_IMAGES=1 RECIPE_BIN="$tmp/logbin" recipe fewsims --set arena.minutes=0.03 \
+    --set search.sims=4 2>&1) || fail "recipe fewsims: $out"
+# (ZT_RECIPE_IMAGES=1: the sets as written only)
+! grep -q -- '--images' "$tmp/calls" && ! grep -q "^fewsims	.*images:" "$tmp/summary.tsv" ||
+    fail "ZT_RECIPE_IMAGES=1 judged images: $(cat "$tmp/calls") $(tail -n 1 "$tmp/summary.tsv")"
 judged=$(grep -c '^eval tictactoe --model .* --positions ' "$tmp/calls" 2>/dev/null)
 other=$(grep '^eval tictactoe --model .* --positions ' "$tmp/calls" 2>/dev/null |
     grep -Evc -- ' --sims 32( |$)')
@@ -90,6 +101,10 @@ for name in wide base; do
     printf '%s\n' "$cmp" | grep -qF "| $name | $want |" ||
         fail "recipe_compare: no final row '$want' for $name: $cmp"
 done
+# and each run's sets with their images, as its summary has them
+n=$(grep "^wide	" "$tmp/summary.tsv" | sed 's/.*images:ttt_positions.txt \([0-9]*\)\/9040.*/\1/')
+printf '%s\n' "$cmp" | grep -qF "| wide, the sets with their images | optimal $n/9040 |" ||
+    fail "recipe_compare: no row of wide's sets with their images (optimal $n/9040): $cmp"
 # the window's diversity at each checkpoint, the base's beside it
 checkpoints=$(grep -c '"kind":"replay_diversity"' "$tmp/wide/metrics.jsonl")
 rows=$(printf '%s\n' "$cmp" | grep -cE '^\| [0-9]+ \| [0-9,]+ \| [0-9.]+ \([0-9.]+\) \| [0-9.]+ \([0-9.]+\) \|$')

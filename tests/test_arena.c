@@ -392,12 +392,12 @@ typedef struct mistakes_seen {
     int calls, last_index, out_of_order, bad;
 } mistakes_seen;
 
-static void positions_mistake(void *ctx, int index, const char *line, const void *state,
+static void positions_mistake(void *ctx, int index, int image, const char *line, const void *state,
                               int action, const uint16_t *keep, int num_keep)
 {
     mistakes_seen *m = ctx;
     m->calls++;
-    if (index <= m->last_index) m->out_of_order++;
+    if (index <= m->last_index || image != 0) m->out_of_order++;
     m->last_index = index;
     /* the move lost value: not among the kept ones, which are not empty */
     bool kept = false;
@@ -509,6 +509,159 @@ static void test_progress(void)
     zt_agent_free(perfect);
     zt_agent_free(random);
     zt_game_free(g);
+}
+
+/* An agent that plays the lowest legal action, or with `highest` the
+ * highest. */
+typedef struct edge_agent {
+    zt_agent base;
+    bool highest;
+} edge_agent;
+
+static zt_status edge_choose(zt_agent *a, int n, const int *slots, const void *const *states,
+                             zt_rng *const *rngs, int *actions)
+{
+    const edge_agent *e = (const edge_agent *)a;
+    for (int i = 0; i < n; i++) {
+        uint16_t legal[ZT_MAX_ACTIONS];
+        int k = a->game->legal(a->game, states[i], legal);
+        actions[i] = legal[e->highest ? k - 1 : 0];
+    }
+    return ZT_OK;
+}
+
+static zt_agent *make_edge(const zt_game *g, bool highest, int max_games)
+{
+    edge_agent *e = calloc(1, sizeof *e);
+    e->base.game = g;
+    snprintf(e->base.name, sizeof e->base.name, "%s", highest ? "highest" : "lowest");
+    e->base.max_games = max_games;
+    e->base.choose = edge_choose;
+    e->base.free = cheat_free;
+    e->highest = highest;
+    return &e->base;
+}
+
+/* Which positions (of the first 512) were wrong in which image, and
+ * whether each call's move was legal in the position as written. */
+typedef struct images_seen {
+    const zt_game *game;
+    uint8_t wrong[512];   /* bit k: image k */
+    int calls, bad, last; /* last: index * 64 + image of the last call */
+} images_seen;
+
+static void images_mistake(void *ctx, int index, int image, const char *line, const void *state,
+                           int action, const uint16_t *keep, int num_keep)
+{
+    images_seen *m = ctx;
+    m->calls++;
+    uint8_t mask[ZT_MAX_ACTIONS];
+    zt_game_legal_mask(m->game, state, mask);
+    int at = index * 64 + image;
+    if (index < 0 || index >= 512 || image < 0 || image > 7 || at <= m->last || action < 0 ||
+        action >= m->game->num_actions || !mask[action]) {
+        m->bad++;
+        return;
+    }
+    m->last = at;
+    m->wrong[index] |= (uint8_t)(1u << image);
+}
+
+/* --images: each image is asked as a position of its own and its move
+ * mapped back. Connect Four's mirror image asks the lowest legal column
+ * where the position as written has the highest: the lowest-column agent's
+ * image 1 is judged exactly as the highest-column agent on the set as
+ * written, position by position. */
+static void test_images(void)
+{
+    zt_game *c4 = zt_test_game("connect4");
+    if (!c4) return;
+    char path[512];
+    zt_test_data_path("connect4/Test_L2_R1", path, sizeof path);
+    zt_agent *low = make_edge(c4, false, 256), *high = make_edge(c4, true, 256);
+    zt_positions_result both, img[2], plain_low, plain_high;
+    images_seen seen_both = {.game = c4, .last = -1}, seen_low = {.game = c4, .last = -1},
+                seen_high = {.game = c4, .last = -1};
+    zt_positions_config pc = {.path = path,
+                              .limit = 300,
+                              .seed = SEED,
+                              .images = 2,
+                              .per_image = img,
+                              .mistake = images_mistake,
+                              .mistake_ctx = &seen_both};
+    CHECK(zt_arena_positions_run(c4, low, &pc, &both) == ZT_OK, "%s", zt_error_message());
+    pc.images = 0;
+    pc.per_image = NULL;
+    pc.mistake_ctx = &seen_low;
+    CHECK(zt_arena_positions_run(c4, low, &pc, &plain_low) == ZT_OK, "%s", zt_error_message());
+    pc.mistake_ctx = &seen_high;
+    CHECK(zt_arena_positions_run(c4, high, &pc, &plain_high) == ZT_OK, "%s", zt_error_message());
+    printf("images connect4 lowest: as written %d, mirror %d (highest as written %d), every %d, "
+           "some %d of %d\n",
+           img[0].mistakes, img[1].mistakes, plain_high.mistakes, both.wrong_every, both.wrong_some,
+           img[0].positions);
+    CHECK(both.images == 2 && both.positions == 600 && img[0].positions == 300 &&
+              img[1].positions == 300 && plain_low.images == 1 && plain_low.positions == 300,
+          "counts: %d images, %d, %d + %d, plain %d", both.images, both.positions, img[0].positions,
+          img[1].positions, plain_low.positions);
+    CHECK(img[0].mistakes == plain_low.mistakes && img[1].mistakes == plain_high.mistakes &&
+              both.mistakes == img[0].mistakes + img[1].mistakes,
+          "image 0 %d (plain %d), image 1 %d (highest %d), total %d", img[0].mistakes,
+          plain_low.mistakes, img[1].mistakes, plain_high.mistakes, both.mistakes);
+    CHECK(plain_low.mistakes > 20 && plain_high.mistakes > 20 &&
+              plain_low.mistakes != plain_high.mistakes,
+          "the edge agents should err, differently: %d and %d", plain_low.mistakes,
+          plain_high.mistakes);
+    int every = 0, some = 0, same = 0;
+    for (int i = 0; i < 300; i++) {
+        int a = seen_low.wrong[i] & 1, b = seen_high.wrong[i] & 1;
+        every += a && b;
+        some += a || b;
+        same += seen_both.wrong[i] == (a | b << 1);
+    }
+    CHECK(same == 300 && both.wrong_every == every && both.wrong_some == some &&
+              seen_both.bad == 0 && seen_both.calls == both.mistakes,
+          "position by position: %d of 300 the same, every %d (%d), some %d (%d), %d bad calls "
+          "of %d",
+          same, both.wrong_every, every, both.wrong_some, some, seen_both.bad, seen_both.calls);
+    for (int b = 0; b < ZT_BANDS; b++)
+        CHECK(both.band_positions[b] == img[0].band_positions[b] + img[1].band_positions[b] &&
+                  both.band_optimal[b] == img[0].band_optimal[b] + img[1].band_optimal[b],
+              "band %d: the total is not the images' sum", b);
+
+    /* A game has as many images as symmetries; a batch holds whole positions. */
+    pc.images = 3;
+    pc.mistake = NULL;
+    CHECK(zt_arena_positions_run(c4, low, &pc, &both) == ZT_ERR_INVALID &&
+              strstr(zt_error_message(), "symmetries"),
+          "3 images of connect4: %s", zt_error_message());
+    zt_agent *one = make_edge(c4, false, 1);
+    pc.images = 2;
+    CHECK(zt_arena_positions_run(c4, one, &pc, &both) == ZT_ERR_INVALID &&
+              strstr(zt_error_message(), "games"),
+          "2 images on an agent of 1 game: %s", zt_error_message());
+    zt_agent_free(one);
+    zt_agent_free(low);
+    zt_agent_free(high);
+    zt_game_free(c4);
+
+    /* Tic-tac-toe's 8 images: the perfect player keeps every value in every
+     * one; a batch of 252 (a multiple of 8 under 256) holds whole positions. */
+    zt_game *ttt = zt_test_game("tictactoe");
+    if (!ttt) return;
+    zt_test_data_path("tictactoe/ttt_positions.txt", path, sizeof path);
+    zt_agent *perfect = make_player(ttt, "perfect");
+    zt_positions_result eight[8];
+    pc = (zt_positions_config){
+        .path = path, .limit = 500, .seed = SEED, .images = 8, .per_image = eight};
+    CHECK(zt_arena_positions_run(ttt, perfect, &pc, &both) == ZT_OK, "%s", zt_error_message());
+    int each = 0;
+    for (int k = 0; k < 8; k++) each += eight[k].optimal == 500 && eight[k].positions == 500;
+    CHECK(both.positions == 4000 && both.optimal == 4000 && each == 8 && both.wrong_some == 0,
+          "perfect in 8 images: %d/%d, %d images whole, %d wrong", both.optimal, both.positions,
+          each, both.wrong_some);
+    zt_agent_free(perfect);
+    zt_game_free(ttt);
 }
 
 /* Backgammon: chance nodes are played by the arena, every game ends. */
@@ -694,5 +847,6 @@ int main(void)
     test_progress();
     test_points();
     test_duplicate();
+    test_images();
     return zt_test_finish("test_arena");
 }

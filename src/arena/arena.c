@@ -277,6 +277,7 @@ void zt_match_format(const zt_match_result *r, bool with_sprt, char *buf, size_t
 
 typedef struct judged {
     int index;        /* among the positions read */
+    int image;        /* the symmetry the agent is asked (0: as written) */
     const char *line; /* the file's line (in the open position file's text) */
     int band;         /* ZT_BAND_* */
     int value_index;  /* 0 won, 1 drawn, 2 lost for the side to move; -1 unknown */
@@ -325,57 +326,108 @@ static zt_status net_values(const zt_game *g, const zt_evaluator *ev, int n, con
     return ev->eval(ev->ctx, n, vb->obs, vb->logits, vb->values);
 }
 
-static void count_net_values(int n, const judged *jd, const float *values, zt_positions_result *out)
+/* The net's value v of a position whose exact value is k (0 won, 1
+ * drawn, 2 lost) into r. */
+static void count_net_value(zt_positions_result *r, int k, float v)
 {
     static const float target[3] = {1.0f, 0.0f, -1.0f};
-    for (int i = 0; i < n; i++) {
-        int k = jd[i].value_index;
-        if (k < 0) continue;
-        float v = values[i];
-        bool wrong = k == 0 ? v <= 1.0f / 3 : k == 1 ? fabsf(v) > 1.0f / 3 : v >= -1.0f / 3;
-        out->net_positions[k]++;
-        out->net_wrong[k] += wrong;
-        out->net_sum[k] += v;
-        out->net_sq[k] += (double)(v - target[k]) * (v - target[k]);
+    bool wrong = k == 0 ? v <= 1.0f / 3 : k == 1 ? fabsf(v) > 1.0f / 3 : v >= -1.0f / 3;
+    r->net_positions[k]++;
+    r->net_wrong[k] += wrong;
+    r->net_sum[k] += v;
+    r->net_sq[k] += (double)(v - target[k]) * (v - target[k]);
+}
+
+/* One judged move (ok: it keeps the value) into r. */
+static void count_move(zt_positions_result *r, const judged *j, bool ok)
+{
+    r->positions++;
+    r->optimal += ok;
+    r->mistakes = r->positions - r->optimal;
+    if (j->band >= 0 && j->band < ZT_BANDS) {
+        r->band_positions[j->band]++;
+        r->band_optimal[j->band] += ok;
+    }
+    if (j->value_index >= 0) {
+        r->value_positions[j->value_index]++;
+        r->value_optimal[j->value_index] += ok;
     }
 }
 
+/* The batch of positions in flight: jd[i] judged on asked[i] (states[i] as
+ * written, where an image is asked; else the same buffer). */
+typedef struct positions_batch {
+    const zt_game *g;
+    int images;
+    size_t stride;
+    uint8_t *states, *asked;
+    zt_rng *rngs;
+    judged *jd;
+    /* unmap[k * num_actions + a]: the move of image k's action a in the
+     * position as written (images > 1) */
+    int *unmap;
+    value_buffers vb;
+} positions_batch;
+
+/* Asks the agent for the n entries of the batch (whole positions: every
+ * image of each) and counts them. */
 static zt_status judge_batch(const zt_positions_config *cfg, zt_agent *agent, int n,
-                             uint8_t *states, size_t stride, zt_rng *rngs, const judged *jd,
-                             value_buffers *vb, const zt_game *g, zt_positions_result *out)
+                             positions_batch *b, zt_positions_result *out)
 {
+    const zt_game *g = b->g;
     int slots[POSITIONS_BATCH] = {0}, actions[POSITIONS_BATCH] = {0};
     const void *ptrs[POSITIONS_BATCH] = {0};
     zt_rng *rng_ptrs[POSITIONS_BATCH] = {0};
     for (int i = 0; i < n; i++) {
         slots[i] = i;
-        ptrs[i] = states + (size_t)i * stride;
-        rng_ptrs[i] = &rngs[i];
+        ptrs[i] = b->asked + (size_t)i * b->stride;
+        rng_ptrs[i] = &b->rngs[i];
         if (agent->new_game) agent->new_game(agent, i);
     }
     ZT_TRY(agent->choose(agent, n, slots, ptrs, rng_ptrs, actions));
     if (cfg->value_ev) {
-        ZT_TRY(net_values(g, cfg->value_ev, n, ptrs, vb));
-        count_net_values(n, jd, vb->values, out);
+        ZT_TRY(net_values(g, cfg->value_ev, n, ptrs, &b->vb));
+        for (int i = 0; i < n; i++) {
+            int k = b->jd[i].value_index;
+            if (k < 0) continue;
+            count_net_value(out, k, b->vb.values[i]);
+            if (cfg->per_image)
+                count_net_value(&cfg->per_image[b->jd[i].image], k, b->vb.values[i]);
+        }
     }
+    int wrong = 0; /* among the images of the position at hand */
     for (int i = 0; i < n; i++) {
-        bool ok = keeps_value(&jd[i], actions[i]);
-        out->positions++;
-        out->optimal += ok;
-        if (!ok && cfg->mistake)
-            cfg->mistake(cfg->mistake_ctx, jd[i].index, jd[i].line, states + (size_t)i * stride,
-                         actions[i], jd[i].moves, jd[i].num_moves);
-        if (jd[i].band >= 0 && jd[i].band < ZT_BANDS) {
-            out->band_positions[jd[i].band]++;
-            out->band_optimal[jd[i].band] += ok;
+        const judged *j = &b->jd[i];
+        int action = actions[i];
+        if (j->image > 0) {
+            if (action < 0 || action >= g->num_actions)
+                return zt_fail(ZT_ERR_INVALID, "%s chose action %d of %d", agent->name, action,
+                               g->num_actions);
+            action = b->unmap[j->image * g->num_actions + action];
         }
-        if (jd[i].value_index >= 0) {
-            out->value_positions[jd[i].value_index]++;
-            out->value_optimal[jd[i].value_index] += ok;
+        bool ok = keeps_value(j, action);
+        count_move(out, j, ok);
+        if (cfg->per_image) count_move(&cfg->per_image[j->image], j, ok);
+        if (!ok && cfg->mistake)
+            cfg->mistake(cfg->mistake_ctx, j->index, j->image, j->line,
+                         b->states + (size_t)i * b->stride, action, j->moves, j->num_moves);
+        wrong += !ok;
+        if (j->image == b->images - 1) { /* the position's last image */
+            out->wrong_every += wrong == b->images;
+            out->wrong_some += wrong > 0;
+            wrong = 0;
         }
     }
-    out->mistakes = out->positions - out->optimal;
     return ZT_OK;
+}
+
+/* A fresh result of the set at path, judging `images` images. */
+static void positions_result_init(zt_positions_result *r, const zt_game *g, const char *path,
+                                  int images)
+{
+    memset(r, 0, sizeof *r);
+    r->report_mistakes = zt_game_positions_judge(g, path) == ZT_JUDGE_MISTAKES;
+    r->images = images;
 }
 
 zt_status zt_arena_positions(const zt_game *g, zt_agent *agent, const char *path, int limit,
@@ -391,8 +443,22 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
     const char *path = cfg->path;
     int limit = cfg->limit;
     uint64_t seed = cfg->seed;
-    memset(out, 0, sizeof *out);
-    out->report_mistakes = zt_game_positions_judge(g, path) == ZT_JUDGE_MISTAKES;
+    int images = cfg->images > 1 ? cfg->images : 1;
+    positions_result_init(out, g, path, images);
+    if (images > g->num_symmetries)
+        return zt_fail(ZT_ERR_INVALID,
+                       "%d images of each position asked of %s, which has %d (its "
+                       "symmetries)",
+                       images, g->title, g->num_symmetries);
+    int batch = agent->max_games < POSITIONS_BATCH ? agent->max_games : POSITIONS_BATCH;
+    batch -= batch % images; /* whole positions */
+    if (batch == 0)
+        return zt_fail(ZT_ERR_INVALID,
+                       "%d images of each position need an agent of %d games; %s "
+                       "follows %d",
+                       images, images, agent->name, agent->max_games);
+    for (int k = 0; cfg->per_image && k < images; k++)
+        positions_result_init(&cfg->per_image[k], g, path, 1);
     zt_solver *sv;
     ZT_TRY(zt_solver_new(g, &sv));
     zt_position_file pf;
@@ -403,56 +469,66 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
     }
     int total = cfg->progress ? (int)zt_position_file_count(&pf, limit) : 0;
     if (cfg->progress) cfg->progress(cfg->progress_ctx, 0, total, out);
-    int batch = agent->max_games < POSITIONS_BATCH ? agent->max_games : POSITIONS_BATCH;
-    size_t stride = g->state_size;
-    uint8_t *states = zt_xmalloc((size_t)batch * stride);
-    zt_rng *rngs = zt_xmalloc((size_t)batch * sizeof *rngs);
-    judged *jd = zt_xmalloc((size_t)batch * sizeof *jd);
+    positions_batch b = {.g = g, .images = images, .stride = g->state_size};
+    b.states = zt_xmalloc((size_t)batch * b.stride);
+    b.asked = images > 1 ? zt_xmalloc((size_t)batch * b.stride) : b.states;
+    b.rngs = zt_xmalloc((size_t)batch * sizeof *b.rngs);
+    b.jd = zt_xmalloc((size_t)batch * sizeof *b.jd);
+    if (images > 1) {
+        b.unmap = zt_xmalloc((size_t)images * (size_t)g->num_actions * sizeof *b.unmap);
+        for (int k = 0; k < images; k++)
+            for (int a = 0; a < g->num_actions; a++)
+                b.unmap[k * g->num_actions + g->sym_action(g, k, a)] = a;
+    }
+    value_buffers_init(&b.vb, g, cfg->value_ev, batch);
     zt_position *pos = zt_xmalloc(sizeof *pos);
     zt_solution *sol = zt_xmalloc(sizeof *sol);
-    value_buffers vb;
-    value_buffers_init(&vb, g, cfg->value_ev, batch);
     int n = 0, taken = 0;
     while (st == ZT_OK && (limit <= 0 || taken < limit)) {
         bool got;
         st = zt_position_file_next(&pf, sv, pos, &got);
         if (st != ZT_OK || !got) break;
-        judged *j = &jd[n];
-        j->index = taken;
-        j->line = pf.line;
-        j->band = pos->has_band ? pos->band : ZT_BAND_NONE;
         /* the file's moves, else the weak solve: each child's outcome only,
          * not its exact score */
         bool has_value;
         st = zt_position_moves(sv, pos, sol, &has_value);
         if (st != ZT_OK) break;
-        j->num_moves = sol->num_moves;
-        memcpy(j->moves, sol->moves, sizeof(uint16_t) * (size_t)j->num_moves);
-        j->value_index = has_value ? 1 - sol->value : -1;
-        memcpy(states + (size_t)n * stride, pos->state, stride);
-        zt_rng_seed(&rngs[n], seed, (uint64_t)taken);
-        n++;
+        for (int k = 0; k < images; k++, n++) {
+            judged *j = &b.jd[n];
+            j->index = taken;
+            j->image = k;
+            j->line = pf.line;
+            j->band = pos->has_band ? pos->band : ZT_BAND_NONE;
+            j->num_moves = sol->num_moves;
+            memcpy(j->moves, sol->moves, sizeof(uint16_t) * (size_t)j->num_moves);
+            j->value_index = has_value ? 1 - sol->value : -1;
+            memcpy(b.states + (size_t)n * b.stride, pos->state, b.stride);
+            if (images > 1) g->sym_state(g, k, pos->state, b.asked + (size_t)n * b.stride);
+            /* image 0 draws from (seed, i) as a set judged as written does */
+            zt_rng_seed(&b.rngs[n], seed, (uint64_t)k << 32 | (uint64_t)taken);
+        }
         taken++;
         if (cfg->progress) cfg->progress(cfg->progress_ctx, taken, total, out);
         if (n == batch) {
-            st = judge_batch(cfg, agent, n, states, stride, rngs, jd, &vb, g, out);
+            st = judge_batch(cfg, agent, n, &b, out);
             if (st != ZT_OK) break;
             n = 0;
             if (cfg->progress) cfg->progress(cfg->progress_ctx, taken, total, out);
         }
     }
     if (st == ZT_OK && n > 0) {
-        st = judge_batch(cfg, agent, n, states, stride, rngs, jd, &vb, g, out);
+        st = judge_batch(cfg, agent, n, &b, out);
         if (st == ZT_OK && cfg->progress) cfg->progress(cfg->progress_ctx, taken, total, out);
     }
-    out->mistakes = out->positions - out->optimal;
     if (st == ZT_OK && out->positions == 0) st = zt_fail(ZT_ERR_INVALID, "%s: no positions", path);
-    value_buffers_free(&vb);
+    value_buffers_free(&b.vb);
     free(sol);
     free(pos);
-    free(jd);
-    free(rngs);
-    free(states);
+    free(b.unmap);
+    free(b.jd);
+    free(b.rngs);
+    if (b.asked != b.states) free(b.asked);
+    free(b.states);
     zt_position_file_close(&pf);
     zt_solver_free(sv);
     return st;

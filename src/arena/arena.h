@@ -243,6 +243,12 @@ typedef struct zt_positions_result {
      * so a value error shows apart from the search that acts on it. */
     int net_positions[3], net_wrong[3];
     double net_sum[3], net_sq[3];
+    /* Images of each position judged (cfg->images; 1: as written). Every
+     * count above is over all of them, `positions` = images x the file's
+     * positions; these two count the file's positions: those whose move
+     * lost value in every image, and in at least one. */
+    int images;
+    int wrong_every, wrong_some;
 } zt_positions_result;
 
 typedef struct zt_positions_config {
@@ -256,23 +262,38 @@ typedef struct zt_positions_config {
     void (*progress)(void *ctx, int read, int total, const zt_positions_result *so_far);
     void *progress_ctx;
     /* Optional: called on the caller's thread for each position whose move
-     * lost value, in file order: its 0-based index among the positions
-     * read, its line of the file as written, the move played and the moves
-     * that keep the value (those the file lists, or the solver's). */
-    void (*mistake)(void *ctx, int index, const char *line, const void *state, int action,
-                    const uint16_t *keep, int num_keep);
+     * lost value, in file order (a position's images in turn): its 0-based
+     * index among the positions read, the image asked (0: as written), its
+     * line of the file as written and its state, the move played and the
+     * moves that keep the value (those the file lists, or the solver's),
+     * both in the position's own orientation, as written. */
+    void (*mistake)(void *ctx, int index, int image, const char *line, const void *state,
+                    int action, const uint16_t *keep, int num_keep);
     void *mistake_ctx;
     /* Optional: the network whose value of each position the result
      * reports beside the moves (net_* above; a MuZero net's value from its
      * representation), usually the one the agent searches with. */
     const zt_evaluator *value_ev;
+    /* Images of each position to judge, from 1 (0 reads as 1: the
+     * position as written) to the game's num_symmetries: image k is the
+     * position under the game's symmetry k (sym_state), each asked as a
+     * position of its own and its move mapped back. A value-preserving
+     * image should change no move's verdict; the counts over all images
+     * judge an agent on more positions than the file holds, and those
+     * wrong in one image but not another show how much of a count is the
+     * orientation's. */
+    int images;
+    /* Optional, with images > 1: `images` results, each image's own
+     * (filled like `out`, with images = 1). */
+    zt_positions_result *per_image;
 } zt_positions_config;
 
-/* Asks the agent for a move in each position of the file and judges it by
- * the value-preserving moves the file lists, or where it lists none
- * (Connect Four) by the exact solver's weak solve of the children.
- * Positions are asked in batches of up to 256 (fewer if the agent follows
- * fewer games). */
+/* Asks the agent for a move in each position of the file (each of its
+ * cfg->images images) and judges it by the value-preserving moves the file
+ * lists, or where it lists none (Connect Four) by the exact solver's weak
+ * solve of the children. Positions are asked in batches of up to 256
+ * (fewer if the agent follows fewer games; a batch holds every image of
+ * its positions). */
 zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_positions_config *cfg,
                                  zt_positions_result *out);
 

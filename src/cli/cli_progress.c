@@ -26,8 +26,9 @@ void zt_cli_match_progress(zt_match_config *mc, zt_progress_meter *m)
     zt_progress_meter_update(m, 0, NULL);
 }
 
-/* Judged positions are the count; those read (parsed, and solved where the
- * file lists no moves) run ahead of them by up to a batch. */
+/* Judged positions are the count (the file's: each of its images judged);
+ * those read (parsed, and solved where the file lists no moves) run ahead
+ * of them by up to a batch. The share is over every image judged. */
 static void positions_progress(void *ctx, int read, int total, const zt_positions_result *r)
 {
     zt_progress_meter *m = ctx;
@@ -38,9 +39,9 @@ static void positions_progress(void *ctx, int read, int total, const zt_position
         return;
     }
     int k = r->report_mistakes ? r->mistakes : r->optimal;
-    zt_progress_meter_update(m, r->positions, "read %d, %s %d (%.2f %%)", read,
-                             r->report_mistakes ? "mistakes" : "optimal", k,
-                             100.0 * k / r->positions);
+    zt_progress_meter_update(
+        m, r->positions / (r->images > 1 ? r->images : 1), "read %d, %s %d (%.2f %%)", read,
+        r->report_mistakes ? "mistakes" : "optimal", k, 100.0 * k / r->positions);
 }
 
 void zt_cli_positions_progress(zt_positions_config *pc, zt_progress_meter *m)

@@ -15,6 +15,7 @@
 #include "agent/gnubg.h"
 #include "arena/arena.h"
 #include "cli/cli.h"
+#include "core/alloc.h"
 #include "core/fileio.h"
 #include "core/timer.h"
 #include "serve/json.h"
@@ -49,7 +50,7 @@ static void usage(FILE *f)
         "                        [--plies P]\n"
         "                        [--set k=v]\n"
         "       zeroth eval GAME --model M --positions FILE [--limit N] [--sims S]\n"
-        "                        [--mistakes F] [--set k=v]\n"
+        "                        [--images N|all] [--mistakes F] [--set k=v]\n"
         "       zeroth eval GAME --model M [--games N] [--sims S] [--set k=v]  (one player)\n"
         "       zeroth eval GAME --player X [--games N] [--set k=v]             (one player)\n"
         "       zeroth eval GAME --player X --opponent Y [--games N] [--sprt ...] [--set k=v]\n\n"
@@ -76,9 +77,16 @@ static void usage(FILE *f)
         "                 (connect4: mistakes, also by depth band: opening 1..14\n"
         "                 plies, middle 15..28, end 29..41)\n"
         "  --limit N      only the first N positions\n"
+        "  --images N     judge each position in its first N images under the game's\n"
+        "                 symmetries (all: every one; connect4 2, the mirror image;\n"
+        "                 tictactoe 8), each asked as a position of its own: prints\n"
+        "                 each image's count, their total, and the positions wrong\n"
+        "                 in every image and in some (default 1: as written)\n"
         "  --mistakes F   write the positions whose move lost value to F, a position\n"
         "                 file: each line as the set gives it, after a comment with\n"
-        "                 the move played and the moves that keep the value\n"
+        "                 the move played and the moves that keep the value (with\n"
+        "                 --images, one comment for each image wrong, in the moves\n"
+        "                 of the line as written)\n"
         "  --sims S       simulations per move (0: the raw policy's best move); short\n"
         "                 for --set search.sims=S\n"
         "  --greedy       no search: each turn ends where the net's value is highest\n"
@@ -344,24 +352,85 @@ done:
     return rc;
 }
 
-/* The text of the positions whose move lost value (--mistakes). */
+/* The text of the positions whose move lost value (--mistakes): each
+ * position's line once, after a comment for each of its images wrong. */
 typedef struct mistake_log {
     const zt_game *game;
     zt_json_buf text; /* (a growing printf buffer; nothing JSON about it) */
+    int index;        /* the position whose line is pending, -1 none */
+    char *line;       /* its line (a copy: the file's text goes with the run) */
 } mistake_log;
 
-static void on_mistake(void *ctx, int index, const char *line, const void *state, int action,
-                       const uint16_t *keep, int num_keep)
+/* Writes the pending position's line. */
+static void mistake_log_flush(mistake_log *m)
+{
+    if (m->index >= 0) zt_json_printf(&m->text, "%s\n", m->line ? m->line : "");
+    free(m->line);
+    m->line = NULL;
+    m->index = -1;
+}
+
+static void on_mistake(void *ctx, int index, int image, const char *line, const void *state,
+                       int action, const uint16_t *keep, int num_keep)
 {
     mistake_log *m = ctx;
+    if (index != m->index) {
+        mistake_log_flush(m);
+        m->index = index;
+        m->line = line ? zt_xstrdup(line) : NULL;
+    }
     char move[64];
     m->game->action_to_text(m->game, state, action, move, sizeof move);
-    zt_json_printf(&m->text, "# position %d: played %s, keeps", index + 1, move);
+    if (image > 0)
+        zt_json_printf(&m->text, "# position %d, image %d: played %s, keeps", index + 1, image,
+                       move);
+    else
+        zt_json_printf(&m->text, "# position %d: played %s, keeps", index + 1, move);
     for (int i = 0; i < num_keep; i++) {
         m->game->action_to_text(m->game, state, keep[i], move, sizeof move);
         zt_json_printf(&m->text, "%s%s", i ? "," : " ", move);
     }
-    zt_json_printf(&m->text, "%s\n%s\n", num_keep ? "" : " none", line ? line : "");
+    zt_json_printf(&m->text, "%s\n", num_keep ? "" : " none");
+}
+
+/* The judgement of a position set: its count, with images (per_image, one
+ * result each) every image's and the positions wrong in every one and in
+ * some; then by depth, by value and the net's own value, over all images. */
+static void print_positions(const char *path, const zt_positions_result *r,
+                            const zt_positions_result *per_image, double seconds)
+{
+    const char *metric = r->report_mistakes ? "mistakes" : "optimal";
+    int k = r->report_mistakes ? r->mistakes : r->optimal;
+    if (r->images > 1)
+        printf("positions %s: %d judged (%d positions in %d images each) in %.1f s, %.2f %% %s\n",
+               path, r->positions, r->positions / r->images, r->images, seconds,
+               100.0 * k / r->positions, metric);
+    else
+        printf("positions %s: %d judged in %.1f s, %.2f %% %s\n", path, r->positions, seconds,
+               100.0 * k / r->positions, metric);
+    char line[256];
+    zt_positions_format(r, line, sizeof line);
+    printf("%s\n", line);
+    for (int i = 0; per_image && i < r->images; i++) {
+        const zt_positions_result *p = &per_image[i];
+        int pk = p->report_mistakes ? p->mistakes : p->optimal;
+        zt_positions_format(p, line, sizeof line);
+        printf("image %d%s: %s (%.2f %%)\n", i, i == 0 ? " (as written)" : "", line,
+               100.0 * pk / p->positions);
+    }
+    if (r->images > 1) {
+        int n = r->positions / r->images;
+        printf("positions whose move lost value in every image %d/%d (%.2f %%), in some image "
+               "%d/%d (%.2f %%)\n",
+               r->wrong_every, n, 100.0 * r->wrong_every / n, r->wrong_some, n,
+               100.0 * r->wrong_some / n);
+    }
+    zt_positions_format_bands(r, line, sizeof line);
+    if (line[0]) printf("by depth: %s\n", line);
+    zt_positions_format_values(r, line, sizeof line);
+    if (line[0]) printf("by value: %s\n", line);
+    zt_positions_format_net(r, line, sizeof line);
+    if (line[0]) printf("net value: %s\n", line);
 }
 
 int zt_cmd_eval(int argc, char **argv)
@@ -371,8 +440,8 @@ int zt_cmd_eval(int argc, char **argv)
     const char *player_spec = NULL;
     const char *games_arg = NULL, *limit_arg = NULL, *sims_arg = NULL, *seed_arg = NULL;
     const char *elo0_arg = NULL, *elo1_arg = NULL, *alpha_arg = NULL, *beta_arg = NULL;
-    const char *plies_arg = NULL, *mistakes_path = NULL;
-    mistake_log mlog = {0};
+    const char *plies_arg = NULL, *mistakes_path = NULL, *images_arg = NULL;
+    mistake_log mlog = {.index = -1};
     bool sprt = false, greedy = false;
     zt_status st = ZT_OK;
     int rc = 1;
@@ -394,6 +463,7 @@ int zt_cmd_eval(int argc, char **argv)
             zt_cli_flag_value(argc, argv, &i, "--positions", &positions, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--limit", &limit_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--mistakes", &mistakes_path, &st) ||
+            zt_cli_flag_value(argc, argv, &i, "--images", &images_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--sims", &sims_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--plies", &plies_arg, &st) ||
             zt_cli_flag_value(argc, argv, &i, "--seed", &seed_arg, &st) ||
@@ -406,7 +476,8 @@ int zt_cmd_eval(int argc, char **argv)
             sprt = true;
         } else if (strcmp(argv[i], "--greedy") == 0) {
             greedy = true;
-        } else if ((rc = zt_cli_positional("eval", argv[i], (const char **const[]){&game_name}, 1)) != 0) {
+        } else if ((rc = zt_cli_positional("eval", argv[i], (const char **const[]){&game_name},
+                                           1)) != 0) {
             goto done;
         }
     }
@@ -429,11 +500,17 @@ int zt_cmd_eval(int argc, char **argv)
         rc = zt_cli_error("eval: --mistakes needs --positions");
         goto done;
     }
+    if (images_arg && !positions) {
+        rc = zt_cli_error("eval: --images needs --positions");
+        goto done;
+    }
 
-    long games = 0, limit = 0, seed = 1;
+    long games = 0, limit = 0, seed = 1, images = 1;
     zt_sprt_config sc = {.elo0 = 0, .elo1 = 50, .alpha = 0.05, .beta = 0.05};
     if ((games_arg && !parse_int("--games", games_arg, 1, 100000000, &games)) ||
         (limit_arg && !parse_int("--limit", limit_arg, 1, 100000000, &limit)) ||
+        (images_arg && strcmp(images_arg, "all") != 0 &&
+         !parse_int("--images", images_arg, 1, 100000000, &images)) ||
         (seed_arg && !parse_int("--seed", seed_arg, 0, 0x7fffffffL, &seed)) ||
         (elo0_arg && !parse_double("--elo0", elo0_arg, -2000, 2000, &sc.elo0)) ||
         (elo1_arg && !parse_double("--elo1", elo1_arg, -2000, 2000, &sc.elo1)) ||
@@ -514,9 +591,15 @@ int zt_cmd_eval(int argc, char **argv)
     double t0 = zt_now_s();
 
     if (positions) {
-        zt_positions_result pr;
-        zt_positions_config pc = {
-            .path = positions, .limit = (int)limit, .seed = (uint64_t)seed, .value_ev = &me.ev};
+        if (images_arg && strcmp(images_arg, "all") == 0) images = g->num_symmetries;
+        zt_positions_result pr, *per_image = NULL;
+        zt_positions_config pc = {.path = positions,
+                                  .limit = (int)limit,
+                                  .seed = (uint64_t)seed,
+                                  .value_ev = &me.ev,
+                                  .images = (int)images};
+        if (images > 1 && images <= g->num_symmetries)
+            pc.per_image = per_image = zt_xcalloc((size_t)images, sizeof *per_image);
         zt_progress_meter meter;
         zt_cli_positions_progress(&pc, &meter);
         if (mistakes_path) {
@@ -528,24 +611,12 @@ int zt_cmd_eval(int argc, char **argv)
         }
         st = zt_arena_positions_run(g, me.agent, &pc, &pr);
         zt_progress_meter_end(&meter);
+        mistake_log_flush(&mlog);
+        if (st == ZT_OK && mistakes_path)
+            st = zt_write_file_atomic(mistakes_path, mlog.text.data, mlog.text.len);
+        if (st == ZT_OK) print_positions(positions, &pr, per_image, zt_now_s() - t0);
+        free(per_image);
         if (st != ZT_OK) goto fail;
-        if (mistakes_path &&
-            (st = zt_write_file_atomic(mistakes_path, mlog.text.data, mlog.text.len)) != ZT_OK)
-            goto fail;
-        char line[128];
-        zt_positions_format(&pr, line, sizeof line);
-        printf("positions %s: %d judged in %.1f s, %.2f %% %s\n", positions, pr.positions,
-               zt_now_s() - t0,
-               100.0 * (pr.report_mistakes ? pr.mistakes : pr.optimal) / (double)pr.positions,
-               pr.report_mistakes ? "mistakes" : "optimal");
-        printf("%s\n", line);
-        char bands[256];
-        zt_positions_format_bands(&pr, bands, sizeof bands);
-        if (bands[0]) printf("by depth: %s\n", bands);
-        zt_positions_format_values(&pr, bands, sizeof bands);
-        if (bands[0]) printf("by value: %s\n", bands);
-        zt_positions_format_net(&pr, bands, sizeof bands);
-        if (bands[0]) printf("net value: %s\n", bands);
         rc = 0;
         goto done;
     }
