@@ -201,6 +201,42 @@ static void test_arena(void)
     zt_arena_free(&a);
 }
 
+/* The growing array keeps what it holds, doubles (from 16) so that n
+ * appends move it about log2(n) times, and leaves an array that holds
+ * enough as it is. */
+static void test_grow(void)
+{
+    int *a = NULL, cap = 0, moves = 0, bad = 0;
+    for (int n = 0; n < 1000; n++) {
+        int before = cap;
+        a = zt_xgrow(a, &cap, n + 1, sizeof *a);
+        moves += cap != before;
+        a[n] = 3 * n;
+        bad += cap < n + 1 || (cap != before && cap != (before ? 2 * before : 16));
+    }
+    for (int n = 0; n < 1000; n++) bad += a[n] != 3 * n;
+    CHECK(bad == 0 && cap == 1024 && moves == 7, "1000 appends: cap %d, %d moves, %d bad", cap,
+          moves, bad);
+    int *same = zt_xgrow(a, &cap, 1024, sizeof *a);
+    CHECK(same == a && cap == 1024, "an array that holds enough moved: cap %d", cap);
+    a = zt_xgrow(a, &cap, 5000, sizeof *a); /* doubled until it holds 5000 */
+    CHECK(cap == 8192 && a[999] == 2997, "grown to 5000: cap %d", cap);
+    free(a);
+
+    char *b = NULL;
+    size_t bcap = 0, len = 0;
+    for (int i = 0; i < 300; i++) {
+        char chunk[40];
+        int k = snprintf(chunk, sizeof chunk, "%d,", i);
+        b = zt_xreserve(b, &bcap, len + (size_t)k + 1);
+        memcpy(b + len, chunk, (size_t)k + 1);
+        len += (size_t)k;
+    }
+    CHECK(bcap >= len + 1 && strncmp(b, "0,1,2,", 6) == 0 && strcmp(b + len - 4, "299,") == 0,
+          "bytes: %zu of %zu", len, bcap);
+    free(b);
+}
+
 /* ---- threads ------------------------------------------------------------ */
 
 typedef struct pool_job {
@@ -1465,6 +1501,7 @@ int main(void)
     test_rng_distributions();
     test_hash();
     test_arena();
+    test_grow();
     test_pool();
     test_queue();
     test_barrier();

@@ -182,10 +182,7 @@ static void add_pending(gnubg_player *gp, const bg_state *s, int action)
             gp->pend[i].count++;
             return;
         }
-    if (gp->npend == gp->pend_cap) {
-        gp->pend_cap = gp->pend_cap ? 2 * gp->pend_cap : 64;
-        gp->pend = zt_xrealloc(gp->pend, (size_t)gp->pend_cap * sizeof *gp->pend);
-    }
+    gp->pend = zt_xgrow(gp->pend, &gp->pend_cap, gp->npend + 1, sizeof *gp->pend);
     gp->pend[gp->npend++] = (pending){*s, action, 1};
 }
 

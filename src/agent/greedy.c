@@ -211,10 +211,7 @@ static void expand_chance(zt_greedy *gr, const void *s, int end, double w, int l
 static void add_end(zt_greedy *gr, const void *s, const uint16_t *path, int n)
 {
     const zt_game *g = gr->g;
-    if (gr->nends == gr->ends_cap) {
-        gr->ends_cap = gr->ends_cap ? 2 * gr->ends_cap : 256;
-        gr->ends = zt_xrealloc(gr->ends, (size_t)gr->ends_cap * sizeof *gr->ends);
-    }
+    gr->ends = zt_xgrow(gr->ends, &gr->ends_cap, gr->nends + 1, sizeof *gr->ends);
     int e = gr->nends++;
     turn_end *te = &gr->ends[e];
     te->n = n;
@@ -316,10 +313,7 @@ static void add_groups(zt_greedy *gr, int cand, const void *s, int root_mover)
         memcpy(child, s, g->state_size);
         if (chance) g->apply(g, child, outcomes[i]);
         int cp = g->current_player(g, child);
-        if (gr->ngroups == gr->groups_cap) {
-            gr->groups_cap = gr->groups_cap ? 2 * gr->groups_cap : 256;
-            gr->groups = zt_xrealloc(gr->groups, (size_t)gr->groups_cap * sizeof *gr->groups);
-        }
+        gr->groups = zt_xgrow(gr->groups, &gr->groups_cap, gr->ngroups + 1, sizeof *gr->groups);
         reply_group *rg = &gr->groups[gr->ngroups++];
         rg->cand = cand;
         rg->first = gr->nends;

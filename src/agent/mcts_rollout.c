@@ -48,10 +48,7 @@ typedef struct mcts_player {
 
 static int32_t add_nodes(mcts_player *m, int count)
 {
-    if (m->n + count > m->cap) {
-        m->cap = (m->n + count) * 2;
-        m->nodes = zt_xrealloc(m->nodes, (size_t)m->cap * sizeof *m->nodes);
-    }
+    m->nodes = zt_xgrow(m->nodes, &m->cap, m->n + count, sizeof *m->nodes);
     int32_t at = m->n;
     m->n += count;
     return at;

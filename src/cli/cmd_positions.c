@@ -83,10 +83,7 @@ typedef struct exclusion {
 static zt_status add_excluded(const zt_position *pos, void *ctx)
 {
     exclusion *ex = ctx;
-    if (ex->n == ex->cap) {
-        ex->cap = ex->cap ? 2 * ex->cap : 1024;
-        ex->hashes = zt_xrealloc(ex->hashes, (size_t)ex->cap * sizeof *ex->hashes);
-    }
+    ex->hashes = zt_xgrow(ex->hashes, &ex->cap, ex->n + 1, sizeof *ex->hashes);
     ex->hashes[ex->n++] = zt_posmaker_canonical(ex->g, pos->state);
     return ZT_OK;
 }

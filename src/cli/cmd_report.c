@@ -910,10 +910,7 @@ static zt_status read_records(const char *run, record **out, int *nrecords, int 
         char *next = strchr(line, '\n');
         if (next) *next++ = '\0';
         if (*skip_ws(line)) {
-            if (n == cap_recs) {
-                cap_recs = cap_recs ? 2 * cap_recs : 256;
-                recs = zt_xrealloc(recs, (size_t)cap_recs * sizeof *recs);
-            }
+            recs = zt_xgrow(recs, &cap_recs, n + 1, sizeof *recs);
             if (parse_record(line, &recs[n]))
                 n++;
             else

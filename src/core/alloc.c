@@ -1,5 +1,6 @@
 #include "core/alloc.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,34 @@ void *zt_xrealloc(void *p, size_t size)
     void *q = realloc(p, size ? size : 1);
     if (!q) out_of_memory(size);
     return q;
+}
+
+/* The capacity at least `need` that doubling from cap (16 from nothing)
+ * reaches, or `need` itself past half of `max`. */
+static size_t grown(size_t cap, size_t need, size_t max)
+{
+    size_t c = cap ? cap : 16;
+    while (c < need) c = c <= max / 2 ? 2 * c : need;
+    return c;
+}
+
+void *zt_xgrow(void *p, int *cap, int need, size_t size)
+{
+    if (need <= *cap) return p;
+    size_t c = grown(*cap > 0 ? (size_t)*cap : 0, (size_t)need, INT_MAX);
+    if (size && c > SIZE_MAX / size) out_of_memory(SIZE_MAX);
+    p = zt_xrealloc(p, c * size);
+    *cap = (int)c;
+    return p;
+}
+
+void *zt_xreserve(void *p, size_t *cap, size_t need)
+{
+    if (need <= *cap) return p;
+    size_t c = grown(*cap, need, SIZE_MAX);
+    p = zt_xrealloc(p, c);
+    *cap = c;
+    return p;
 }
 
 char *zt_xstrdup(const char *s)

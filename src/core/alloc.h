@@ -15,6 +15,17 @@ void *zt_xcalloc(size_t n, size_t size);
 void *zt_xrealloc(void *p, size_t size);
 char *zt_xstrdup(const char *s);
 
+/* A growing array of `size`-byte elements, *cap of them allocated: returns
+ * it grown so that it holds `need`, its capacity doubled (from 16) until
+ * it does, and sets *cap; p itself where it already holds them. Aborts as
+ * zt_xmalloc does where memory runs out or the size overflows. The
+ * append:
+ *     items = zt_xgrow(items, &cap, n + 1, sizeof *items);
+ *     items[n++] = x; */
+void *zt_xgrow(void *p, int *cap, int need, size_t size);
+/* The same for a byte buffer of *cap bytes that must hold `need`. */
+void *zt_xreserve(void *p, size_t *cap, size_t need);
+
 /* Aligned block (alignment a power of two >= sizeof(void*)), zero-filled;
  * returns NULL on failure. Free with zt_aligned_free. */
 void *zt_aligned_alloc(size_t alignment, size_t size);

@@ -50,10 +50,7 @@ void zt_config_free(zt_config *c)
 
 static const char *own_n(zt_config *c, const char *s, size_t len)
 {
-    if (c->nowned == c->owned_cap) {
-        c->owned_cap = c->owned_cap ? 2 * c->owned_cap : 32;
-        c->owned = zt_xrealloc(c->owned, (size_t)c->owned_cap * sizeof(char *));
-    }
+    c->owned = zt_xgrow(c->owned, &c->owned_cap, c->nowned + 1, sizeof *c->owned);
     char *copy = zt_xmalloc(len + 1);
     memcpy(copy, s, len);
     copy[len] = '\0';
@@ -77,10 +74,7 @@ static entry *find_or_add(zt_config *c, const char *key)
 {
     entry *e = find(c, key);
     if (e) return e;
-    if (c->n == c->cap) {
-        c->cap = c->cap ? 2 * c->cap : 32;
-        c->entries = zt_xrealloc(c->entries, (size_t)c->cap * sizeof(entry));
-    }
+    c->entries = zt_xgrow(c->entries, &c->cap, c->n + 1, sizeof *c->entries);
     e = &c->entries[c->n++];
     e->key = own(c, key);
     e->value = NULL;
@@ -482,10 +476,7 @@ typedef struct text_buf {
 
 static void append(text_buf *b, const char *s, size_t n)
 {
-    if (b->len + n + 1 > b->cap) {
-        b->cap = (b->len + n + 1) * 2;
-        b->data = zt_xrealloc(b->data, b->cap);
-    }
+    b->data = zt_xreserve(b->data, &b->cap, b->len + n + 1);
     memcpy(b->data + b->len, s, n);
     b->len += n;
     b->data[b->len] = '\0';

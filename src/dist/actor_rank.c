@@ -68,10 +68,7 @@ static zt_status push_game(void *ctx, const zt_replay_traj *t, float return0)
     size_t n = zt_replay_traj_serialized_size(t);
     if (n > UINT32_MAX) return zt_fail(ZT_ERR_INVALID, "a game of %zu bytes is too large", n);
     pthread_mutex_lock(&A->out_mu);
-    if (A->out_len + 4 + n > A->out_cap) {
-        A->out_cap = 2 * (A->out_len + 4 + n);
-        A->out = zt_xrealloc(A->out, A->out_cap);
-    }
+    A->out = zt_xreserve(A->out, &A->out_cap, A->out_len + 4 + n);
     uint32_t len32 = (uint32_t)n;
     memcpy(A->out + A->out_len, &len32, 4);
     size_t written = 0;

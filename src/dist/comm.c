@@ -118,10 +118,7 @@ zt_status zt_dist_post_owned(zt_dist_sendq *q, int dest, int tag, zt_dist_kind k
         free(buf);
         return zt_fail(ZT_ERR_INVALID, "mpi: a message of %zu bytes is too large", len);
     }
-    if (q->n == q->cap) {
-        q->cap = q->cap ? 2 * q->cap : 16;
-        q->items = zt_xrealloc(q->items, (size_t)q->cap * sizeof *q->items);
-    }
+    q->items = zt_xgrow(q->items, &q->cap, q->n + 1, sizeof *q->items);
     zt_dist_send *s = &q->items[q->n];
     s->buf = buf;
     s->dest = dest;

@@ -33,10 +33,7 @@ typedef struct sbuf {
 
 static void sb_put(sbuf *b, const char *s, size_t n)
 {
-    if (b->len + n + 1 > b->cap) {
-        b->cap = (b->len + n + 1) * 2;
-        b->p = zt_xrealloc(b->p, b->cap);
-    }
+    b->p = zt_xreserve(b->p, &b->cap, b->len + n + 1);
     memcpy(b->p + b->len, s, n);
     b->len += n;
     b->p[b->len] = '\0';

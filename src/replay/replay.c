@@ -1237,12 +1237,7 @@ typedef struct writer {
 
 static void put_bytes(writer *w, const void *data, size_t n)
 {
-    if (w->len + n > w->cap) {
-        size_t cap = w->cap ? w->cap : 256;
-        while (cap < w->len + n) cap *= 2;
-        w->p = zt_xrealloc(w->p, cap);
-        w->cap = cap;
-    }
+    w->p = zt_xreserve(w->p, &w->cap, w->len + n);
     memcpy(w->p + w->len, data, n);
     w->len += n;
 }

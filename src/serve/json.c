@@ -11,11 +11,7 @@
 
 static void reserve(zt_json_buf *b, size_t more)
 {
-    if (b->len + more + 1 <= b->cap) return;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + more + 1) cap *= 2;
-    b->data = zt_xrealloc(b->data, cap);
-    b->cap = cap;
+    b->data = zt_xreserve(b->data, &b->cap, b->len + more + 1);
 }
 
 void zt_json_printf(zt_json_buf *b, const char *fmt, ...)

@@ -313,10 +313,7 @@ static zt_status agent_decide(zt_serve *srv, const void *s, int sims, ply *out)
 
 static void push_ply(session *ss, const ply *p)
 {
-    if (ss->count == ss->cap) {
-        ss->cap = ss->cap ? 2 * ss->cap : 64;
-        ss->plies = zt_xrealloc(ss->plies, (size_t)ss->cap * sizeof *ss->plies);
-    }
+    ss->plies = zt_xgrow(ss->plies, &ss->cap, ss->count + 1, sizeof *ss->plies);
     ss->plies[ss->count++] = *p;
 }
 

@@ -264,17 +264,15 @@ static char **list_ckpt(const char *run)
     snprintf(dir, sizeof dir, "%s/ckpt", run);
     DIR *d = opendir(dir);
     if (!d) return NULL;
-    int n = 0, cap = 16;
-    char **names = zt_xmalloc((size_t)cap * sizeof *names);
+    int n = 0, cap = 0;
+    char **names = NULL;
     struct dirent *e;
     while ((e = readdir(d))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        if (n + 1 >= cap) {
-            cap *= 2;
-            names = zt_xrealloc(names, (size_t)cap * sizeof *names);
-        }
+        names = zt_xgrow(names, &cap, n + 1, sizeof *names);
         names[n++] = zt_xstrdup(e->d_name);
     }
+    names = zt_xgrow(names, &cap, n + 1, sizeof *names); /* the NULL that ends them */
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, compare_names);
     names[n] = NULL;

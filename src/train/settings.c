@@ -665,10 +665,7 @@ static zt_status add_start_state(const zt_position *pos, void *ctx)
 {
     start_states *ss = ctx;
     size_t size = ss->g->state_size;
-    if (ss->n == ss->cap) {
-        ss->cap = ss->cap ? 2 * ss->cap : 256;
-        ss->states = zt_xrealloc(ss->states, (size_t)ss->cap * size);
-    }
+    ss->states = zt_xgrow(ss->states, &ss->cap, ss->n + 1, size);
     memcpy(ss->states + (size_t)ss->n++ * size, pos->state, size);
     return ZT_OK;
 }

@@ -247,14 +247,6 @@ static zt_status dn_fail(const char *what, dnnl_status_t s)
         if (dn_s_ != dnnl_success) return dn_fail(what, dn_s_);                                    \
     } while (0)
 
-#define GROW(arr, n, cap)                                                                          \
-    do {                                                                                           \
-        if ((n) == (cap)) {                                                                        \
-            (cap) = (cap) ? 2 * (cap) : 16;                                                        \
-            (arr) = zt_xrealloc((arr), (size_t)(cap) * sizeof *(arr));                             \
-        }                                                                                          \
-    } while (0)
-
 static void (*omp_set_threads)(int);
 static pthread_once_t omp_once = PTHREAD_ONCE_INIT;
 
@@ -379,7 +371,7 @@ static int sole_consumer(const zt_nn_graph *g, int t)
 static zt_status set_mem(exec_set *s, const dnnl_memory_desc_t *md, const plan *p, void *ptr,
                          dnnl_memory_t *out)
 {
-    GROW(s->mems, s->nmems, s->cap_mems);
+    s->mems = zt_xgrow(s->mems, &s->cap_mems, s->nmems + 1, sizeof *s->mems);
     DN("memory_create", dnnl_memory_create(out, md, p->eng, ptr));
     s->mems[s->nmems++] = *out;
     return ZT_OK;
@@ -387,7 +379,7 @@ static zt_status set_mem(exec_set *s, const dnnl_memory_desc_t *md, const plan *
 
 static void add_ref(mem_ref **refs, int *n, int *cap, dnnl_memory_t mem, int buf, size_t offset)
 {
-    GROW(*refs, *n, *cap);
+    *refs = zt_xgrow(*refs, cap, *n + 1, sizeof **refs);
     (*refs)[(*n)++] = (mem_ref){mem, buf, offset};
 }
 
@@ -445,7 +437,7 @@ static zt_status reorder_pd(plan *p, const dnnl_memory_desc_t *from, const dnnl_
 
 static step *new_step(exec_set *s)
 {
-    GROW(s->steps, s->nsteps, s->cap_steps);
+    s->steps = zt_xgrow(s->steps, &s->cap_steps, s->nsteps + 1, sizeof *s->steps);
     step *st = &s->steps[s->nsteps++];
     memset(st, 0, sizeof *st);
     st->op = -1;
@@ -549,7 +541,7 @@ static zt_status weight_mem(plan *p, int op_i, wkind kind, const dnnl_memory_des
             return ZT_OK;
         }
     }
-    GROW(p->entries, p->nentries, p->cap_entries);
+    p->entries = zt_xgrow(p->entries, &p->cap_entries, p->nentries + 1, sizeof *p->entries);
     weight_entry *e = &p->entries[p->nentries];
     memset(e, 0, sizeof *e);
     e->op = op_i;
@@ -1101,7 +1093,7 @@ static zt_status workspace_arg(plan *p, exec_set *s, const_dnnl_primitive_desc_t
     if (bytes == 0) return ZT_OK;
     void *buf = zt_aligned_alloc(ZT_CACHE_LINE, bytes);
     if (!buf) return zt_fail(ZT_ERR_NOMEM, "no memory for a %zu-byte workspace", bytes);
-    GROW(s->owned, s->nowned, s->cap_owned);
+    s->owned = zt_xgrow(s->owned, &s->cap_owned, s->nowned + 1, sizeof *s->owned);
     s->owned[s->nowned++] = buf;
     ZT_TRY(set_mem(s, md, p, buf, &s->wspace[i]));
     args[(*na)++] = (dnnl_exec_arg_t){DNNL_ARG_WORKSPACE, s->wspace[i]};
@@ -1607,7 +1599,7 @@ static zt_status conv_dw_step(plan *p, exec_set *s, int i)
     const zt_nn_op *op = &g->ops[i];
     zt_nn_shape in = g->tensors[op->in[0]];
     conv_dw *d = zt_xcalloc(1, sizeof *d);
-    GROW(s->dws, s->ndws, s->cap_dws);
+    s->dws = zt_xgrow(s->dws, &s->cap_dws, s->ndws + 1, sizeof *s->dws);
     s->dws[s->ndws++] = d;
     d->op = i;
     d->n = s->batch;

@@ -905,10 +905,7 @@ static cudaGraphExec_t graph_for(zt_nn_plan *p, int B)
         p->use_graphs = false;
         return NULL;
     }
-    if (p->ngraphs == p->graphs_cap) {
-        p->graphs_cap = p->graphs_cap ? 2 * p->graphs_cap : 16;
-        p->graphs = zt_xrealloc(p->graphs, (size_t)p->graphs_cap * sizeof *p->graphs);
-    }
+    p->graphs = zt_xgrow(p->graphs, &p->graphs_cap, p->ngraphs + 1, sizeof *p->graphs);
     p->graphs[p->ngraphs++] = (graph_entry){.B = B, .io = p->io, .exec = exec};
     return exec;
 }
