@@ -88,6 +88,8 @@ expect_error "--exclude: $tmp/nopos holds no positions" positions connect4 --out
     --exclude "$tmp/nopos"
 expect_error "only connect4" positions tictactoe --out "$tmp/t"
 expect_error "--sets: bad set 'middle:tough'" positions connect4 --out "$tmp/t" --sets middle:tough
+expect_error "--sets: an empty entry in 'middle:hard,'" positions connect4 --out "$tmp/t" --sets middle:hard,
+expect_error "--sets: no set in ' '" positions connect4 --out "$tmp/t" --sets ' '
 expect_error "--rating: expected remaining or nodes" positions connect4 --out "$tmp/t" --rating x
 expect_error "--games: expected an integer" positions connect4 --out "$tmp/t" --games 0
 expect_error "--noise: expected a number in [0, 1]" positions connect4 --out "$tmp/t" --noise 2

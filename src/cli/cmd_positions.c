@@ -73,6 +73,9 @@ static bool parse_u64(const char *flag, const char *text, uint64_t lo, uint64_t 
     return true;
 }
 
+/* The flag the exclusions come from, as their errors name it. */
+#define EXCLUDE "--exclude"
+
 /* The canonical hashes of the excluded positions read so far. */
 typedef struct exclusion {
     const zt_game *g;
@@ -93,13 +96,47 @@ static int cmp_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Every regular file of directory `path` (names beginning with '.' left
+ * out), in name order, into ex; *files counts them. A directory without
+ * one is refused. */
+static zt_status exclude_dir(const char *path, zt_solver *sv, exclusion *ex, int *files)
+{
+    DIR *d = opendir(path);
+    if (!d) return zt_fail(ZT_ERR_IO, "%s: cannot open '%s': %s", EXCLUDE, path, strerror(errno));
+    char **names = NULL;
+    int num = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        names = zt_xgrow(names, &cap, num + 1, sizeof *names);
+        names[num++] = zt_xstrdup(e->d_name);
+    }
+    closedir(d);
+    if (num > 1) qsort(names, (size_t)num, sizeof *names, cmp_name);
+    zt_status st = ZT_OK;
+    int in_dir = 0;
+    for (int i = 0; i < num; i++) {
+        char file[4400];
+        snprintf(file, sizeof file, "%s/%s", path, names[i]);
+        struct stat sb;
+        if (st == ZT_OK && stat(file, &sb) == 0 && S_ISREG(sb.st_mode)) {
+            st = zt_position_file_each(file, sv, EXCLUDE, add_excluded, ex);
+            in_dir++;
+        }
+        free(names[i]);
+    }
+    free(names);
+    if (st == ZT_OK && in_dir == 0)
+        st = zt_fail(ZT_ERR_INVALID, "%s: directory '%s' holds no files", EXCLUDE, path);
+    *files += in_dir;
+    return st;
+}
+
 /* The canonical hashes of the positions of the comma-separated files in
  * list; a directory stands for the files in it (not those whose names
  * start with '.'). */
 static zt_status read_exclude(const zt_game *g, const char *list, uint64_t **hashes, int *n,
                               int *files)
 {
-    static const char what[] = "--exclude";
     *hashes = NULL;
     *n = *files = 0;
     zt_solver *sv;
@@ -109,41 +146,14 @@ static zt_status read_exclude(const zt_game *g, const char *list, uint64_t **has
     for (const char *p = list; st == ZT_OK;) {
         char path[4096];
         bool got;
-        if ((st = zt_list_next(list, &p, what, path, sizeof path, &got)) != ZT_OK || !got) break;
+        if ((st = zt_list_next(list, &p, EXCLUDE, path, sizeof path, &got)) != ZT_OK || !got) break;
         struct stat sb;
-        if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-            st = zt_position_file_each(path, sv, what, add_excluded, &ex);
+        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            st = exclude_dir(path, sv, &ex, files);
+        } else {
+            st = zt_position_file_each(path, sv, EXCLUDE, add_excluded, &ex);
             ++*files;
-            continue;
         }
-        DIR *d = opendir(path);
-        if (!d) {
-            st = zt_fail(ZT_ERR_IO, "%s: cannot open '%s': %s", what, path, strerror(errno));
-            break;
-        }
-        char **names = NULL;
-        int num = 0;
-        for (struct dirent *e; (e = readdir(d));) {
-            if (e->d_name[0] == '.') continue;
-            names = zt_xrealloc(names, (size_t)(num + 1) * sizeof *names);
-            names[num++] = zt_xstrdup(e->d_name);
-        }
-        closedir(d);
-        if (num > 1) qsort(names, (size_t)num, sizeof *names, cmp_name);
-        int in_dir = 0;
-        for (int i = 0; i < num; i++) {
-            char file[4400];
-            snprintf(file, sizeof file, "%s/%s", path, names[i]);
-            if (st == ZT_OK && stat(file, &sb) == 0 && S_ISREG(sb.st_mode)) {
-                st = zt_position_file_each(file, sv, what, add_excluded, &ex);
-                in_dir++;
-            }
-            free(names[i]);
-        }
-        free(names);
-        if (st == ZT_OK && in_dir == 0)
-            st = zt_fail(ZT_ERR_INVALID, "%s: directory '%s' holds no files", what, path);
-        *files += in_dir;
     }
     zt_solver_free(sv);
     if (st != ZT_OK) {
@@ -166,23 +176,25 @@ static int find_name(const char *const *names, int n, const char *text, size_t l
 static zt_status parse_sets(const char *text, bool want[ZT_BANDS][ZT_RATINGS])
 {
     memset(want, 0, sizeof(bool) * ZT_BANDS * ZT_RATINGS);
-    const char *p = text;
-    for (;;) {
-        size_t len = strcspn(p, ",");
-        const char *colon = memchr(p, ':', len);
-        int band = colon ? find_name(zt_band_names, ZT_BANDS, p, (size_t)(colon - p)) : -1;
+    char set[64];
+    bool got;
+    int n = 0;
+    for (const char *p = text;; n++) {
+        ZT_TRY(zt_list_next(text, &p, "--sets", set, sizeof set, &got));
+        if (!got) break;
+        const char *colon = strchr(set, ':');
+        int band = colon ? find_name(zt_band_names, ZT_BANDS, set, (size_t)(colon - set)) : -1;
         int rating =
-            colon ? find_name(zt_rating_names, ZT_RATINGS, colon + 1, len - (size_t)(colon + 1 - p))
-                  : -1;
+            colon ? find_name(zt_rating_names, ZT_RATINGS, colon + 1, strlen(colon + 1)) : -1;
         if (band < 0 || rating < 0)
             return zt_fail(ZT_ERR_INVALID,
-                           "--sets: bad set '%.*s' (expected BAND:RATING, bands opening, middle, "
+                           "--sets: bad set '%s' (expected BAND:RATING, bands opening, middle, "
                            "end; ratings easy, medium, hard)",
-                           (int)(len < 40 ? len : 40), p);
+                           set);
         want[band][rating] = true;
-        if (!p[len]) return ZT_OK;
-        p += len + 1;
     }
+    if (n == 0) return zt_fail(ZT_ERR_INVALID, "--sets: no set in '%s'", text);
+    return ZT_OK;
 }
 
 typedef struct meters {
