@@ -9,7 +9,7 @@ Every input must be a Zeroth weight file (safetensors, F32 tensors) of the
 same architecture and game with the same tensors. The output keeps the
 first input's metadata, gets its own data_hash (as src/nn/safetensors.c
 writes it, so a flipped bit is refused on load) and is written atomically
-(temp file, fsync, rename). `zeroth eval GAME --model OUT ...` then judges
+(scripts/atomic_write.py: temp file, fsync, rename). `zeroth eval GAME --model OUT ...` then judges
 the average. docs/connect4-recipes.md ("Weight averaging") measured the
 last three checkpoints of a Connect Four run averaged this way against
 each of them; `learner.average` keeps such an average during a run.
@@ -19,7 +19,9 @@ import json
 import os
 import struct
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from atomic_write import write_atomic  # noqa: E402
 
 MASK = (1 << 64) - 1
 HASH_SEED = 0x7A65726F7468  # src/nn/safetensors.c: HASH_SEED, "zeroth"
@@ -111,16 +113,9 @@ def main():
     meta = dict(meta, data_hash=f"{h:016x}")
     text = json.dumps({"__metadata__": meta, **header}, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
-    folder = os.path.dirname(os.path.abspath(out))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=os.path.basename(out) + ".tmp.")
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, out)
+        write_atomic(out, struct.pack("<Q", len(text)) + text + b"".join(blobs))
     except OSError as e:
-        os.unlink(tmp)
         fail(f"cannot write '{out}': {e.strerror}")
     print(f"{out}: the average of {k} weight files ({off // 4} floats)")
 

@@ -19,6 +19,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from atomic_write import write_atomic  # noqa: E402
 from recipe_compare import records, summary_line  # noqa: E402
 
 KEPT = ("arena", "positions", "replay_diversity")
@@ -44,18 +45,11 @@ def main(argv):
     lines = [json.dumps({"kind": "record", "run": name, "from": metrics})]
     lines += [json.dumps(r, separators=(",", ":")) for r in records(run) if r.get("kind") in KEPT]
     lines.append(json.dumps({"kind": "summary", "line": "\t".join(cells)}))
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    tmp = f"{out}.tmp{os.getpid()}"
     try:
-        with open(tmp, "w") as f:
-            f.write("\n".join(lines) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, out)
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        write_atomic(out, "\n".join(lines) + "\n")
     except OSError as e:
         print(f"recipe_record: {out}: {e.strerror}", file=sys.stderr)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         return 1
     print(f"recipe_record: {out}: {len(lines) - 2} records and the final judgement of {name}")
     return 0

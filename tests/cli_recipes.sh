@@ -165,6 +165,15 @@ out=$(python3 "$SRC/scripts/recipe_record.py" "$tmp/unjudged" "$tmp/kept/unjudge
     fail "recipe_record kept a run with no summary line: $out"
 printf '%s\n' "$out" | grep -q "has no line in" || fail "an unjudged run: wanted why, got: $out"
 [ ! -e "$tmp/kept/unjudged.jsonl" ] || fail "a refused record left a file behind"
+# a record that cannot replace what is at OUT (here a directory) is
+# refused, and its temporary file removed (scripts/atomic_write.py)
+mkdir -p "$tmp/kept/dir.jsonl"
+out=$(python3 "$SRC/scripts/recipe_record.py" "$tmp/base" "$tmp/kept/dir.jsonl" 2>&1) &&
+    fail "recipe_record wrote over a directory: $out"
+printf '%s\n' "$out" | grep -q "^recipe_record: $tmp/kept/dir.jsonl: " ||
+    fail "a record over a directory: wanted a one-line reason, got: $out"
+[ -d "$tmp/kept/dir.jsonl" ] && ! ls "$tmp/kept" | grep -q '\.tmp\.' ||
+    fail "a failed record left its temporary file or lost the directory: $(ls "$tmp/kept")"
 
 # scripts/average_weights.py: the average of a file with itself is that file
 # byte for byte (the same layout and data_hash as the C writer's); two
