@@ -15,6 +15,11 @@ def write_atomic(path, data):
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=os.path.basename(path) + ".tmp.")
     try:
         with os.fdopen(fd, "wb") as f:
+            # the mode a plain open gives (mkstemp's is 0600), as the C
+            # side's 0666 under the umask
+            mask = os.umask(0)
+            os.umask(mask)
+            os.fchmod(f.fileno(), 0o666 & ~mask)
             f.write(data.encode() if isinstance(data, str) else data)
             f.flush()
             os.fsync(f.fileno())

@@ -113,7 +113,9 @@ eval_help=$("$bin" eval --help 2>/dev/null || true)
 case $eval_help in *--mistakes*) with_mistakes=1 ;; esac
 # Each set also in its images (zeroth eval --images): the count as written
 # stays the summary's "SET n/m" cell, the count over the images becomes an
-# "images:SET n/m" cell
+# "images:SET n/m" cell (the eval's by-depth and net-value lines then count
+# every image); an eval that refuses the images (a ZT_RECIPE_IMAGES beyond
+# the game's symmetries) judges the set as written only
 images=()
 case $eval_help in *--images*)
     [ "${ZT_RECIPE_IMAGES:-2}" != 1 ] && images=(--images "${ZT_RECIPE_IMAGES:-2}") ;;
@@ -133,7 +135,7 @@ arena_sims=$(sed -n '/^\[arena\]/,/^\[/p' "$run/config.ini" 2>/dev/null |
 # n/m" more); with `mistakes` the positions it gets wrong (in some image)
 # are kept beside the run, to compare recipes
 judge() {
-    local model=$1 label=$2 cell=$3 keep=${4:-} f out line netv all both
+    local model=$1 label=$2 cell=$3 keep=${4:-} f out line netv all both why
     for f in tests/data/"$game"/*; do
         [ -f "$f" ] || continue
         case $f in *.md | *README* | *.tsv) continue ;; esac
@@ -142,21 +144,32 @@ judge() {
             mkdir -p "$run.mistakes"
             wrong=(--mistakes "$run.mistakes/$(basename "$f")")
         fi
-        out=$("$bin" eval "$game" --model "$model" --positions "$f" "${judge_sims[@]}" \
-            "${images[@]}" "${wrong[@]}" 2>&1) || {
-            echo "recipe: eval of $label on $f failed: $out" >&2
-            continue
-        }
+        local imaged=("${images[@]}")
+        if ! out=$("$bin" eval "$game" --model "$model" --positions "$f" "${judge_sims[@]}" \
+            "${imaged[@]}" "${wrong[@]}" 2>&1); then
+            if [ "${#imaged[@]}" -eq 0 ]; then
+                echo "recipe: eval of $label on $f failed: $out" >&2
+                continue
+            fi
+            why=$(printf '%s\n' "$out" | grep -m 1 '^zeroth: ' || printf '%s' "$out")
+            echo "recipe: eval of $label on $f with ${imaged[*]} failed ($why); judged as written only" >&2
+            imaged=()
+            out=$("$bin" eval "$game" --model "$model" --positions "$f" "${judge_sims[@]}" \
+                "${wrong[@]}" 2>&1) || {
+                echo "recipe: eval of $label on $f failed: $out" >&2
+                continue
+            }
+        fi
         line=$(printf '%s\n' "$out" | grep -E '^(mistakes|optimal) [0-9]+/[0-9]+' | head -n 1)
         all=
-        if [ "${#images[@]}" -gt 0 ]; then # (the line above counts every image)
+        if [ "${#imaged[@]}" -gt 0 ]; then # (the line above counts every image)
             all=$line
             line=$(printf '%s\n' "$out" | sed -nE 's/^image 0 \(as written\): ((mistakes|optimal) [0-9]+\/[0-9]+).*/\1/p')
         fi
         echo "$label $(basename "$f"): $line"
         if [ -n "$all" ]; then
             both=$(printf '%s\n' "$out" | sed -n 's/^positions whose move lost value //p')
-            echo "$label $(basename "$f") in ${images[1]} images: $all; wrong $both"
+            echo "$label $(basename "$f") in ${imaged[1]} images: $all; wrong $both"
         fi
         netv=$(printf '%s\n' "$out" | grep -E '^net value: ' | head -n 1)
         [ -z "$netv" ] || echo "$label $(basename "$f") $netv"

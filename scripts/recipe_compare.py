@@ -314,6 +314,10 @@ def main(argv):
             avg = s and cells_under(s, "averaged:")
             if avg:
                 finals.append((f"{name}, last checkpoints averaged", avg))
+            avg = s and cells_under(s, "averaged:images:")
+            if avg:
+                finals.append((f"{name}, last checkpoints averaged, the sets with their images",
+                               avg))
         if len(g) > 1 and all(runs):
             finals.append((f"the mean of {' + '.join(run_name(r) for r in g)}",
                            mean_final(runs)))

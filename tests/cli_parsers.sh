@@ -101,7 +101,7 @@ grep -q '^# position [0-9]*, image [1-7]: played' "$tmp/images.txt" ||
 expect_error "--images needs --positions" eval tictactoe --model "$run" --opponent random --images 2
 expect_error "9 images of each position asked of" eval tictactoe --model "$run" \
     --positions "$set_file" --images 9
-expect_error "--images: expected an integer" eval tictactoe --model "$run" \
+expect_error "--images (or all): expected an integer" eval tictactoe --model "$run" \
     --positions "$set_file" --images 0
 
 # A board field too long to be one is refused as such, not split.

@@ -67,11 +67,14 @@ printf '%s
 printf '#!/usr/bin/env bash\nprintf "%%s\\n" "$*" >>"%s/calls"\nexec "%s" "$@"\n' \
     "$tmp" "$BIN" >"$tmp/logbin"
 chmod +x "$tmp/logbin"
-out=$(ZT_RECIPE_IMAGES=1 RECIPE_BIN="$tmp/logbin" recipe fewsims --set arena.minutes=0.03 \
+out=$(ZT_RECIPE_IMAGES=9 RECIPE_BIN="$tmp/logbin" recipe fewsims --set arena.minutes=0.03 \
     --set search.sims=4 2>&1) || fail "recipe fewsims: $out"
-# (ZT_RECIPE_IMAGES=1: the sets as written only)
-! grep -q -- '--images' "$tmp/calls" && ! grep -q "^fewsims	.*images:" "$tmp/summary.tsv" ||
-    fail "ZT_RECIPE_IMAGES=1 judged images: $(cat "$tmp/calls") $(tail -n 1 "$tmp/summary.tsv")"
+# (ZT_RECIPE_IMAGES=9, more than tic-tac-toe's 8 symmetries: eval refuses
+# them, and the sets are judged as written, each with its cell)
+printf '%s\n' "$out" | grep -q "with --images 9 failed (zeroth: 9 images .*); judged as written only" &&
+    grep -qE "^fewsims	.*	ttt_positions.txt [0-9]+/4520" "$tmp/summary.tsv" &&
+    ! grep -q "^fewsims	.*images:" "$tmp/summary.tsv" ||
+    fail "ZT_RECIPE_IMAGES=9: wanted the sets judged as written: $out $(tail -n 1 "$tmp/summary.tsv")"
 judged=$(grep -c '^eval tictactoe --model .* --positions ' "$tmp/calls" 2>/dev/null)
 other=$(grep '^eval tictactoe --model .* --positions ' "$tmp/calls" 2>/dev/null |
     grep -Evc -- ' --sims 32( |$)')
@@ -147,6 +150,8 @@ python3 "$SRC/scripts/recipe_compare.py" "$tmp/wide,$tmp/none" "$tmp/base" >/dev
 # summary line (not finished) is refused and nothing is written
 out=$(python3 "$SRC/scripts/recipe_record.py" "$tmp/base" "$tmp/kept/base.jsonl" 2>&1) ||
     fail "recipe_record: $out"
+[ "$(stat -c %a "$tmp/kept/base.jsonl")" = "$(printf '%o' $((0666 & ~0$(umask))))" ] ||
+    fail "the record's mode $(stat -c %a "$tmp/kept/base.jsonl") is not a plain file's under umask $(umask)"
 [ "$(wc -l <"$tmp/kept/base.jsonl")" -lt "$(wc -l <"$tmp/base/metrics.jsonl")" ] ||
     fail "recipe_record kept every record of metrics.jsonl, not the arena's and the window's"
 kept=$(python3 "$SRC/scripts/recipe_compare.py" "$tmp/wide" "$tmp/kept/base.jsonl" 2>&1) ||

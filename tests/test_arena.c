@@ -629,29 +629,24 @@ static void test_images(void)
                   both.band_optimal[b] == img[0].band_optimal[b] + img[1].band_optimal[b],
               "band %d: the total is not the images' sum", b);
 
-    /* A game has as many images as symmetries; a batch holds whole positions. */
+    /* A game has as many images as symmetries. */
     pc.images = 3;
     pc.mistake = NULL;
     CHECK(zt_arena_positions_run(c4, low, &pc, &both) == ZT_ERR_INVALID &&
               strstr(zt_error_message(), "symmetries"),
           "3 images of connect4: %s", zt_error_message());
-    zt_agent *one = make_edge(c4, false, 1);
-    pc.images = 2;
-    CHECK(zt_arena_positions_run(c4, one, &pc, &both) == ZT_ERR_INVALID &&
-              strstr(zt_error_message(), "games"),
-          "2 images on an agent of 1 game: %s", zt_error_message());
-    zt_agent_free(one);
     zt_agent_free(low);
     zt_agent_free(high);
     zt_game_free(c4);
 
     /* Tic-tac-toe's 8 images: the perfect player keeps every value in every
-     * one; a batch of 252 (a multiple of 8 under 256) holds whole positions. */
+     * one; the lowest-cell agent, asked 3 positions at a time (a position's
+     * images span batches), counts as it does asked 256 at a time. */
     zt_game *ttt = zt_test_game("tictactoe");
     if (!ttt) return;
     zt_test_data_path("tictactoe/ttt_positions.txt", path, sizeof path);
     zt_agent *perfect = make_player(ttt, "perfect");
-    zt_positions_result eight[8];
+    zt_positions_result eight[8], eight3[8], by3;
     pc = (zt_positions_config){
         .path = path, .limit = 500, .seed = SEED, .images = 8, .per_image = eight};
     CHECK(zt_arena_positions_run(ttt, perfect, &pc, &both) == ZT_OK, "%s", zt_error_message());
@@ -660,6 +655,21 @@ static void test_images(void)
     CHECK(both.positions == 4000 && both.optimal == 4000 && each == 8 && both.wrong_some == 0,
           "perfect in 8 images: %d/%d, %d images whole, %d wrong", both.optimal, both.positions,
           each, both.wrong_some);
+    zt_agent *low256 = make_edge(ttt, false, 256), *low3 = make_edge(ttt, false, 3);
+    CHECK(zt_arena_positions_run(ttt, low256, &pc, &both) == ZT_OK, "%s", zt_error_message());
+    pc.per_image = eight3;
+    CHECK(zt_arena_positions_run(ttt, low3, &pc, &by3) == ZT_OK, "%s", zt_error_message());
+    int alike = 0;
+    for (int k = 0; k < 8; k++) alike += eight3[k].optimal == eight[k].optimal;
+    CHECK(by3.optimal == both.optimal && by3.wrong_every == both.wrong_every &&
+              by3.wrong_some == both.wrong_some && alike == 8 && both.wrong_some > 0 &&
+              both.wrong_every < both.wrong_some,
+          "lowest cell, 3 at a time against 256: optimal %d / %d, every %d / %d, some %d / %d, "
+          "%d images the same",
+          by3.optimal, both.optimal, by3.wrong_every, both.wrong_every, by3.wrong_some,
+          both.wrong_some, alike);
+    zt_agent_free(low256);
+    zt_agent_free(low3);
     zt_agent_free(perfect);
     zt_game_free(ttt);
 }

@@ -42,7 +42,7 @@ typedef struct mnode {
 typedef struct mcts_player {
     int simulations;
     mnode *nodes;
-    int32_t n, cap;
+    int n, cap;
     int32_t path[MAX_PATH];
 } mcts_player;
 

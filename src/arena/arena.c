@@ -355,10 +355,12 @@ static void count_move(zt_positions_result *r, const judged *j, bool ok)
 }
 
 /* The batch of positions in flight: jd[i] judged on asked[i] (states[i] as
- * written, where an image is asked; else the same buffer). */
+ * written, where an image is asked; else the same buffer). A position's
+ * images may span two batches or more (Sim has hundreds). */
 typedef struct positions_batch {
     const zt_game *g;
     int images;
+    int wrong; /* the images judged wrong so far of the position at hand */
     size_t stride;
     uint8_t *states, *asked;
     zt_rng *rngs;
@@ -369,8 +371,7 @@ typedef struct positions_batch {
     value_buffers vb;
 } positions_batch;
 
-/* Asks the agent for the n entries of the batch (whole positions: every
- * image of each) and counts them. */
+/* Asks the agent for the n entries of the batch and counts them. */
 static zt_status judge_batch(const zt_positions_config *cfg, zt_agent *agent, int n,
                              positions_batch *b, zt_positions_result *out)
 {
@@ -395,7 +396,6 @@ static zt_status judge_batch(const zt_positions_config *cfg, zt_agent *agent, in
                 count_net_value(&cfg->per_image[b->jd[i].image], k, b->vb.values[i]);
         }
     }
-    int wrong = 0; /* among the images of the position at hand */
     for (int i = 0; i < n; i++) {
         const judged *j = &b->jd[i];
         int action = actions[i];
@@ -411,11 +411,11 @@ static zt_status judge_batch(const zt_positions_config *cfg, zt_agent *agent, in
         if (!ok && cfg->mistake)
             cfg->mistake(cfg->mistake_ctx, j->index, j->image, j->line,
                          b->states + (size_t)i * b->stride, action, j->moves, j->num_moves);
-        wrong += !ok;
+        b->wrong += !ok;
         if (j->image == b->images - 1) { /* the position's last image */
-            out->wrong_every += wrong == b->images;
-            out->wrong_some += wrong > 0;
-            wrong = 0;
+            out->wrong_every += b->wrong == b->images;
+            out->wrong_some += b->wrong > 0;
+            b->wrong = 0;
         }
     }
     return ZT_OK;
@@ -451,12 +451,6 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
                        "symmetries)",
                        images, g->title, g->num_symmetries);
     int batch = agent->max_games < POSITIONS_BATCH ? agent->max_games : POSITIONS_BATCH;
-    batch -= batch % images; /* whole positions */
-    if (batch == 0)
-        return zt_fail(ZT_ERR_INVALID,
-                       "%d images of each position need an agent of %d games; %s "
-                       "follows %d",
-                       images, images, agent->name, agent->max_games);
     for (int k = 0; cfg->per_image && k < images; k++)
         positions_result_init(&cfg->per_image[k], g, path, 1);
     zt_solver *sv;
@@ -493,7 +487,7 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
         bool has_value;
         st = zt_position_moves(sv, pos, sol, &has_value);
         if (st != ZT_OK) break;
-        for (int k = 0; k < images; k++, n++) {
+        for (int k = 0; k < images && st == ZT_OK; k++) {
             judged *j = &b.jd[n];
             j->index = taken;
             j->image = k;
@@ -506,15 +500,16 @@ zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_pos
             if (images > 1) g->sym_state(g, k, pos->state, b.asked + (size_t)n * b.stride);
             /* image 0 draws from (seed, i) as a set judged as written does */
             zt_rng_seed(&b.rngs[n], seed, (uint64_t)k << 32 | (uint64_t)taken);
+            if (++n == batch) {
+                st = judge_batch(cfg, agent, n, &b, out);
+                n = 0;
+                if (st == ZT_OK && cfg->progress)
+                    cfg->progress(cfg->progress_ctx, taken + 1, total, out); /* (read) */
+            }
         }
+        if (st != ZT_OK) break;
         taken++;
         if (cfg->progress) cfg->progress(cfg->progress_ctx, taken, total, out);
-        if (n == batch) {
-            st = judge_batch(cfg, agent, n, &b, out);
-            if (st != ZT_OK) break;
-            n = 0;
-            if (cfg->progress) cfg->progress(cfg->progress_ctx, taken, total, out);
-        }
     }
     if (st == ZT_OK && n > 0) {
         st = judge_batch(cfg, agent, n, &b, out);

@@ -284,16 +284,16 @@ typedef struct zt_positions_config {
      * orientation's. */
     int images;
     /* Optional, with images > 1: `images` results, each image's own
-     * (filled like `out`, with images = 1). */
+     * (filled like `out` with images = 1, but for wrong_every and
+     * wrong_some, which only `out` counts). */
     zt_positions_result *per_image;
 } zt_positions_config;
 
 /* Asks the agent for a move in each position of the file (each of its
  * cfg->images images) and judges it by the value-preserving moves the file
  * lists, or where it lists none (Connect Four) by the exact solver's weak
- * solve of the children. Positions are asked in batches of up to 256
- * (fewer if the agent follows fewer games; a batch holds every image of
- * its positions). */
+ * solve of the children. Positions (images) are asked in batches of up to
+ * 256 (fewer if the agent follows fewer games). */
 zt_status zt_arena_positions_run(const zt_game *g, zt_agent *agent, const zt_positions_config *cfg,
                                  zt_positions_result *out);
 

@@ -510,7 +510,7 @@ int zt_cmd_eval(int argc, char **argv)
     if ((games_arg && !parse_int("--games", games_arg, 1, 100000000, &games)) ||
         (limit_arg && !parse_int("--limit", limit_arg, 1, 100000000, &limit)) ||
         (images_arg && strcmp(images_arg, "all") != 0 &&
-         !parse_int("--images", images_arg, 1, 100000000, &images)) ||
+         !parse_int("--images (or all)", images_arg, 1, 100000000, &images)) ||
         (seed_arg && !parse_int("--seed", seed_arg, 0, 0x7fffffffL, &seed)) ||
         (elo0_arg && !parse_double("--elo0", elo0_arg, -2000, 2000, &sc.elo0)) ||
         (elo1_arg && !parse_double("--elo1", elo1_arg, -2000, 2000, &sc.elo1)) ||
