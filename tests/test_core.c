@@ -838,6 +838,32 @@ static void test_data_find(void)
           "missing: %s", path);
 }
 
+/* A directory's names, sorted, "." and ".." left out, hidden ones kept;
+ * a missing directory is NULL with errno set. */
+static void test_dir_names(void)
+{
+    char dir[160], path[200];
+    snprintf(dir, sizeof dir, "%s/names", tmpdir);
+    CHECK(zt_mkdirs(dir) == ZT_OK, "");
+    char **names = zt_dir_names(dir);
+    CHECK(names && names[0] == NULL, "an empty directory has names");
+    zt_dir_names_free(names);
+    static const char *const made[] = {"b", ".hidden", "a10", "a2"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, made[i]);
+        CHECK(zt_write_file_atomic(path, "x", 1) == ZT_OK, "%s", zt_error_message());
+    }
+    names = zt_dir_names(dir);
+    static const char *const want[] = {".hidden", "a10", "a2", "b"};
+    int same = 0;
+    for (int i = 0; names && i < 4; i++) same += names[i] && strcmp(names[i], want[i]) == 0;
+    CHECK(same == 4 && names[4] == NULL, "sorted names: %d of 4 as wanted", same);
+    zt_dir_names_free(names);
+    snprintf(path, sizeof path, "%s/missing", dir);
+    errno = 0;
+    CHECK(zt_dir_names(path) == NULL && errno == ENOENT, "a missing directory: errno %d", errno);
+}
+
 static void test_fileio(void)
 {
     char path[200], dir[160];
@@ -1513,6 +1539,7 @@ int main(void)
     test_config_promote();
     test_list_next();
     test_fileio();
+    test_dir_names();
     test_fileio_faults();
     test_dir_lock();
     test_data_find();

@@ -1,7 +1,6 @@
 /* zeroth positions connect4 --seed S --out DIR: solver test sets made from
  * play the way Pascal Pons made his (arena/posmaker.h), one file per depth
  * band and rating, in his format plus the value-preserving columns. */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,40 +90,27 @@ static zt_status add_excluded(const zt_position *pos, void *ctx)
     return ZT_OK;
 }
 
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Every regular file of directory `path` (names beginning with '.' left
  * out), in name order, into ex; *files counts them. A directory without
  * one is refused. */
 static zt_status exclude_dir(const char *path, zt_solver *sv, exclusion *ex, int *files)
 {
-    DIR *d = opendir(path);
-    if (!d) return zt_fail(ZT_ERR_IO, "%s: cannot open '%s': %s", EXCLUDE, path, strerror(errno));
-    char **names = NULL;
-    int num = 0, cap = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.') continue;
-        names = zt_xgrow(names, &cap, num + 1, sizeof *names);
-        names[num++] = zt_xstrdup(e->d_name);
-    }
-    closedir(d);
-    if (num > 1) qsort(names, (size_t)num, sizeof *names, cmp_name);
+    char **names = zt_dir_names(path);
+    if (!names)
+        return zt_fail(ZT_ERR_IO, "%s: cannot open '%s': %s", EXCLUDE, path, strerror(errno));
     zt_status st = ZT_OK;
     int in_dir = 0;
-    for (int i = 0; i < num; i++) {
+    for (int i = 0; names[i] && st == ZT_OK; i++) {
+        if (names[i][0] == '.') continue;
         char file[4400];
         snprintf(file, sizeof file, "%s/%s", path, names[i]);
         struct stat sb;
-        if (st == ZT_OK && stat(file, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        if (stat(file, &sb) == 0 && S_ISREG(sb.st_mode)) {
             st = zt_position_file_each(file, sv, EXCLUDE, add_excluded, ex);
             in_dir++;
         }
-        free(names[i]);
     }
-    free(names);
+    zt_dir_names_free(names);
     if (st == ZT_OK && in_dir == 0)
         st = zt_fail(ZT_ERR_INVALID, "%s: directory '%s' holds no files", EXCLUDE, path);
     *files += in_dir;

@@ -256,6 +256,35 @@ zt_status zt_rename(const char *from, const char *to)
     return ZT_OK;
 }
 
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **zt_dir_names(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return NULL;
+    int n = 0, cap = 0;
+    char **names = NULL;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        names = zt_xgrow(names, &cap, n + 1, sizeof *names);
+        names[n++] = zt_xstrdup(e->d_name);
+    }
+    closedir(d);
+    names = zt_xgrow(names, &cap, n + 1, sizeof *names); /* the NULL that ends them */
+    qsort(names, (size_t)n, sizeof *names, compare_names);
+    names[n] = NULL;
+    return names;
+}
+
+void zt_dir_names_free(char **names)
+{
+    for (int i = 0; names && names[i]; i++) free(names[i]);
+    free(names);
+}
+
 void zt_remove_tree(const char *path)
 {
     struct stat sb;

@@ -38,6 +38,13 @@ zt_status zt_rename(const char *from, const char *to);
 /* fsyncs a directory, so that the entries created or renamed in it last. */
 zt_status zt_sync_dir(const char *dir);
 
+/* The names in directory `dir` but "." and "..", sorted by strcmp, as a
+ * malloc'ed array of malloc'ed strings ended by NULL (free it with
+ * zt_dir_names_free); NULL, errno set, where the directory cannot be
+ * opened. */
+char **zt_dir_names(const char *dir);
+void zt_dir_names_free(char **names);
+
 /* Removes a file, or a directory and everything in it; best effort (what
  * cannot be removed stays, silently). */
 void zt_remove_tree(const char *path);

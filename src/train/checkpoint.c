@@ -251,38 +251,13 @@ static zt_status read_latest(const char *run, char *name, size_t cap)
     return ZT_OK;
 }
 
-static int compare_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* The entries of RUN/ckpt/ (NULL-terminated, sorted, malloc'ed; NULL when
  * the directory cannot be read). */
 static char **list_ckpt(const char *run)
 {
     char dir[PATH_MAX + 16];
     snprintf(dir, sizeof dir, "%s/ckpt", run);
-    DIR *d = opendir(dir);
-    if (!d) return NULL;
-    int n = 0, cap = 0;
-    char **names = NULL;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        names = zt_xgrow(names, &cap, n + 1, sizeof *names);
-        names[n++] = zt_xstrdup(e->d_name);
-    }
-    names = zt_xgrow(names, &cap, n + 1, sizeof *names); /* the NULL that ends them */
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, compare_names);
-    names[n] = NULL;
-    return names;
-}
-
-static void free_list(char **names)
-{
-    for (int i = 0; names && names[i]; i++) free(names[i]);
-    free(names);
+    return zt_dir_names(dir);
 }
 
 /* The newest complete checkpoint of `names` (sorted), below `below` when
@@ -332,7 +307,7 @@ zt_status zt_checkpoint_find(const char *run, char *name, size_t cap)
     char **names = list_ckpt(run);
     char found[64];
     zt_status f = newest_complete(run, names, NULL, found, sizeof found);
-    free_list(names);
+    zt_dir_names_free(names);
     if (f == ZT_ERR_IO) return f;
     if (f == ZT_OK) {
         if (st == ZT_ERR_NOT_FOUND)
@@ -424,7 +399,7 @@ zt_status zt_checkpoint_recover(const char *run, bool *found, char *name, size_t
             remove_temp_files(path);
         }
     }
-    free_list(names);
+    zt_dir_names_free(names);
     /* now the eight-digit directories */
     names = list_ckpt(run);
     for (int i = 0; names && names[i]; i++) {
@@ -432,7 +407,7 @@ zt_status zt_checkpoint_recover(const char *run, bool *found, char *name, size_t
         snprintf(path, sizeof path, "%s/%s", ckpt, names[i]);
         completeness c = check_dir(path, atoll(names[i]), why, sizeof why);
         if (c == CKPT_IO) {
-            free_list(names);
+            zt_dir_names_free(names);
             return zt_fail(ZT_ERR_IO, "%s", why);
         }
         if (c == CKPT_PARTIAL) {
@@ -446,12 +421,12 @@ zt_status zt_checkpoint_recover(const char *run, bool *found, char *name, size_t
             zt_remove_tree(other);
             zt_status s = zt_rename(path, other);
             if (s != ZT_OK) {
-                free_list(names);
+                zt_dir_names_free(names);
                 return s;
             }
         }
     }
-    free_list(names);
+    zt_dir_names_free(names);
     char latest[64];
     zt_status st = zt_checkpoint_find(run, latest, sizeof latest);
     if (st == ZT_ERR_NOT_FOUND) return ZT_OK;
@@ -467,7 +442,7 @@ zt_status zt_checkpoint_recover(const char *run, bool *found, char *name, size_t
         snprintf(path, sizeof path, "%s/%s", ckpt, names[i]);
         zt_remove_tree(path);
     }
-    free_list(names);
+    zt_dir_names_free(names);
     /* latest names it from now on (readers follow it) */
     char named[64];
     st = read_latest(run, named, sizeof named);
@@ -500,7 +475,7 @@ static void prune_checkpoints(const char *run, int keep, const char *latest)
         if (!has_all_files(path)) continue;
         if (++complete > keep && strcmp(names[i], latest) != 0) zt_remove_tree(path);
     }
-    free_list(names);
+    zt_dir_names_free(names);
 }
 
 zt_status zt_checkpoint_write(const char *run, const char *spec, const zt_net *net,
