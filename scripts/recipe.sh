@@ -134,6 +134,11 @@ arena_sims=$(sed -n '/^\[arena\]/,/^\[/p' "$run/config.ini" 2>/dev/null |
 # images, a line "LABEL SET in N images: ..." and a cell "CELLimages:SET
 # n/m" more); with `mistakes` the positions it gets wrong (in some image)
 # are kept beside the run, to compare recipes
+# eval_set MODEL SET [FLAG ...]: MODEL on the whole SET with the arena's
+# simulations, its output and errors
+eval_set() {
+    "$bin" eval "$game" --model "$1" --positions "$2" "${judge_sims[@]}" "${@:3}" 2>&1
+}
 judge() {
     local model=$1 label=$2 cell=$3 keep=${4:-} f out line netv all both why
     for f in tests/data/"$game"/*; do
@@ -145,21 +150,18 @@ judge() {
             wrong=(--mistakes "$run.mistakes/$(basename "$f")")
         fi
         local imaged=("${images[@]}")
-        if ! out=$("$bin" eval "$game" --model "$model" --positions "$f" "${judge_sims[@]}" \
-            "${imaged[@]}" "${wrong[@]}" 2>&1); then
-            if [ "${#imaged[@]}" -eq 0 ]; then
-                echo "recipe: eval of $label on $f failed: $out" >&2
-                continue
-            fi
-            why=$(printf '%s\n' "$out" | grep -m 1 '^zeroth: ' || printf '%s' "$out")
-            echo "recipe: eval of $label on $f with ${imaged[*]} failed ($why); judged as written only" >&2
-            imaged=()
-            out=$("$bin" eval "$game" --model "$model" --positions "$f" "${judge_sims[@]}" \
-                "${wrong[@]}" 2>&1) || {
-                echo "recipe: eval of $label on $f failed: $out" >&2
-                continue
+        # (refused with images: again as written, whose failure is the eval's)
+        if ! out=$(eval_set "$model" "$f" "${imaged[@]}" "${wrong[@]}"); then
+            [ "${#imaged[@]}" -gt 0 ] && {
+                why=$(printf '%s\n' "$out" | grep -m 1 '^zeroth: ' || printf '%s' "$out")
+                echo "recipe: eval of $label on $f with ${imaged[*]} failed ($why); judged as written only" >&2
+                imaged=()
+                out=$(eval_set "$model" "$f" "${wrong[@]}")
             }
-        fi
+        fi || {
+            echo "recipe: eval of $label on $f failed: $out" >&2
+            continue
+        }
         line=$(printf '%s\n' "$out" | grep -E '^(mistakes|optimal) [0-9]+/[0-9]+' | head -n 1)
         all=
         if [ "${#imaged[@]}" -gt 0 ]; then # (the line above counts every image)
