@@ -7,6 +7,7 @@ page are laid out (Markdown).
     scripts/recipe_compare.py runs/recipes/c4-amd-pcr runs/recipes/c4-amd-base
     scripts/recipe_compare.py runs/recipes/A1,runs/recipes/A2 runs/recipes/B1,runs/recipes/B2
     scripts/recipe_compare.py runs/recipes/c4-new docs/recipe-runs/c4-base.jsonl
+    scripts/recipe_compare.py --by-step runs/recipes/c4-deeper docs/recipe-runs/c4-base.jsonl
 
 A run is its directory (its metrics.jsonl, and its line of summary.tsv
 beside it) or its kept record (scripts/recipe_record.py: the same records
@@ -36,7 +37,17 @@ RUN and BASE may each be several runs of one recipe, separated by commas:
 each curve cell is then the runs' mean at the minute nearest the first run's
 arena (W-D-L cells are summed), and the final table adds the runs' mean
 count. Two runs of one recipe can end several mistakes apart; the means say
-more than one run each."""
+more than one run each.
+
+--by-step lays the curves and the tally out by learner step instead of by
+minute: BASE's rates at each of RUN's arenas are interpolated at RUN's step
+between BASE's two arenas around it (each of several BASE runs on its own,
+then their mean), blank before BASE's first trained arena and past its
+last; the minute column gives BASE's interpolated minute in brackets. It
+tells a recipe that learns more per step from one that only takes more
+steps: a net that costs more per step can be behind at every minute and
+level or ahead at equal steps. W-D-L cells, which do not interpolate, are
+left out."""
 import json
 import os
 import sys
@@ -118,6 +129,34 @@ def counterpart(rows, row):
     lend its first trained arena); None where rows has none."""
     same = [r for r in rows if (r["step"] == 0) == (row["step"] == 0)]
     return nearest(same, row["t"]) if same else None
+
+
+def at_step(per_run, step):
+    """Several runs' rows (each a list of dicts with "t" and "step", in step
+    order) at one learner step: each run's numeric keys and minute
+    interpolated linearly between its two trained arenas around step, then
+    the runs' mean; W-D-L keys left out. None where some run has no trained
+    arena at or after step (or none at or before it)."""
+    found = []
+    for rows in per_run:
+        trained = [r for r in rows if r["step"] > 0]
+        lo = [r for r in trained if r["step"] <= step]
+        hi = [r for r in trained if r["step"] >= step]
+        if not lo or not hi:
+            return None
+        a, b = lo[-1], hi[0]
+        w = 0.0 if b["step"] == a["step"] else (step - a["step"]) / (b["step"] - a["step"])
+        row = {"t": a["t"] + w * (b["t"] - a["t"]), "step": step}
+        for k in a:
+            if k in ("t", "step") or k not in b or "-" in str(a[k]).lstrip("-"):
+                continue
+            row[k] = float(a[k]) + w * (float(b[k]) - float(a[k]))
+        found.append(row)
+    out = {"t": sum(r["t"] for r in found) / len(found), "step": step}
+    for k in found[0]:
+        if k not in out and all(k in r for r in found):
+            out[k] = f"{sum(r[k] for r in found) / len(found):.2f}"
+    return out
 
 
 def merge(per_run, fmt):
@@ -202,25 +241,32 @@ def rate(judged, metric):
     return f"{100 * float(n) / m:.2f} % ({n})"
 
 
-def curve(a, b, cols, title):
+def curve(a, b, cols, title, match):
     """A table of RUN's arena rows a, columns cols, BASE's (b) figure at
-    the nearest minute in brackets."""
+    the nearest minute (match counterpart) or at the same step (match a
+    by_step) in brackets."""
     print("| min | step | " + " | ".join(title(c) for c in cols) + " |")
     print("|--:|--:|" + "--:|" * len(cols))
     for row in a:
-        near = counterpart(b, row) or {}
+        near = match(b, row) or {}
         cells = []
         for c in cols:
             mine, theirs = row.get(c, ""), near.get(c)
             cells.append(f"{mine} ({theirs})" if theirs is not None else mine)
-        step = f'{row["step"]:,} ({near["step"]:,})' if near else f'{row["step"]:,}'
-        print(f'| {row["t"] / 60:.0f} | {step} | ' + " | ".join(cells) + " |")
+        if match is counterpart:
+            step = f'{row["step"]:,} ({near["step"]:,})' if near else f'{row["step"]:,}'
+            minute = f'{row["t"] / 60:.0f}'
+        else:
+            step = f'{row["step"]:,}'
+            minute = f'{row["t"] / 60:.0f}' + (f' ({near["t"] / 60:.0f})' if near else "")
+        print(f'| {minute} | {step} | ' + " | ".join(cells) + " |")
 
 
-def tally(a, b, cols, metrics):
+def tally(a, b, cols, metrics, match):
     """For each rate column of cols: RUN's arenas (a) after minute 0 ahead
-    of, behind and level with BASE's (b) at the nearest minute, and RUN's
-    mean lead in points over all of them and over those from minute 60."""
+    of, behind and level with BASE's (b) at the nearest minute (or step:
+    match), and RUN's mean lead in points over all of them and over those
+    from minute 60."""
     print("| set | ahead | behind | level | mean lead | mean lead from minute 60 |")
     print("|---|--:|--:|--:|--:|--:|")
     mean = lambda xs: f"{sum(xs) / len(xs) + 0.0:+.2f}" if xs else ""  # no -0.00
@@ -229,7 +275,7 @@ def tally(a, b, cols, metrics):
         better = -1 if metrics.get(c.split(":", 1)[-1], "mistakes") == "mistakes" else 1
         counts, leads, late = [0, 0, 0], [], []
         for row in a:
-            near = counterpart(b, row) or {}
+            near = match(b, row) or {}
             if row["step"] == 0 or c not in row or c not in near:
                 continue
             lead = better * (float(row[c]) - float(near[c]))
@@ -268,6 +314,9 @@ def mean_final(finals):
 
 
 def main(argv):
+    by_step = len(argv) > 1 and argv[1] == "--by-step"
+    if by_step:
+        argv = argv[:1] + argv[2:]
     if len(argv) != 3 or argv[1] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stderr)
         return 2
@@ -280,7 +329,12 @@ def main(argv):
         print("recipe_compare: no run named", file=sys.stderr)
         return 1
     metrics = {}
-    a, b = (merge([arenas(r, metrics) for r in g], lambda x: f"{x:.2f}") for g in groups)
+    per_run = [[arenas(r, metrics) for r in g] for g in groups]
+    a, b = (merge(p, lambda x: f"{x:.2f}") for p in per_run)
+    match = counterpart
+    if by_step:  # BASE's runs each interpolated at RUN's step, then averaged
+        b = per_run[1]
+        match = lambda runs, row: at_step(runs, row["step"]) if row["step"] > 0 else None
     cols = []
     for row in a:
         cols += [c for c in row if c not in ("t", "step") and c not in cols]
@@ -288,17 +342,22 @@ def main(argv):
     cols = [c for c in cols if c not in vcols]
     names = [" + ".join(run_name(r) for r in g) for g in groups]
     means = ["the mean of " + n if len(g) > 1 else n for n, g in zip(names, groups)]
-    print(f"{means[0]}, {means[1]}'s in brackets:\n")
-    curve(a, b, cols, lambda c: c)
+    if by_step:
+        print(f"{means[0]}, {means[1]}'s at the same learner step in brackets"
+              " (interpolated; its minute beside the minute):\n")
+    else:
+        print(f"{means[0]}, {means[1]}'s in brackets:\n")
+    curve(a, b, cols, lambda c: c, match)
     if vcols:
         print("\nThe net's own value, % of the same positions on the wrong side of"
               " their exact value:\n")
-        curve(a, b, vcols, lambda c: c.split(":", 1)[1])
+        curve(a, b, vcols, lambda c: c.split(":", 1)[1], match)
     rcols = [c for c in cols if metrics.get(c)] + vcols
     if rcols and b:
         print(f"\nArena by arena after minute 0, {names[0]} against {names[1]}"
-              " (lead in points, positive where it is ahead):\n")
-        tally(a, b, rcols, metrics)
+              + (" at the same step" if by_step else "")
+              + " (lead in points, positive where it is ahead):\n")
+        tally(a, b, rcols, metrics, match)
     finals = []
     for g in groups:
         runs, imaged = [], []

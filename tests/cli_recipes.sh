@@ -145,6 +145,29 @@ wdl2=$(printf '%s\n' "$two" | sed -n '5p' | awk -F'|' '{print $4}' | awk '{print
 python3 "$SRC/scripts/recipe_compare.py" "$tmp/wide,$tmp/none" "$tmp/base" >/dev/null 2>&1 &&
     fail "recipe_compare of a missing run among several did not fail"
 
+# --by-step: BASE's rates interpolated at RUN's learner step, each base run
+# on its own and then their mean; blank past a base's last arena; a run
+# against itself by step is level in every arena after minute 0
+pos() { printf '{"t":%s,"step":%s,"kind":"positions","set":"s","metric":"mistakes","n":0,"m":200,"rate":%s}\n' "$@"; }
+{ pos 0 0 0.5; pos 600 100 0.3; pos 1200 200 0.1; } >"$tmp/b1.jsonl"
+{ pos 0 0 0.5; pos 600 100 0.5; pos 1200 200 0.3; } >"$tmp/b2.jsonl"
+{ pos 0 0 0.5; pos 1800 150 0.25; pos 2400 250 0.05; } >"$tmp/r.jsonl"
+bs=$(python3 "$SRC/scripts/recipe_compare.py" --by-step "$tmp/r.jsonl" "$tmp/b1.jsonl" 2>&1) ||
+    fail "recipe_compare --by-step: $bs"
+printf '%s\n' "$bs" | grep -qxF '| 30 (15) | 150 | 25.0 (20.00) |' &&
+    printf '%s\n' "$bs" | grep -qxF '| 40 | 250 | 5.0 |' &&
+    printf '%s\n' "$bs" | grep -qxF '| s | 0 | 1 | 0 | -5.00 |  |' ||
+    fail "recipe_compare --by-step: wanted 20.00 at step 150, none at 250, one arena behind: $bs"
+bs=$(python3 "$SRC/scripts/recipe_compare.py" --by-step "$tmp/r.jsonl" "$tmp/b1.jsonl,$tmp/b2.jsonl" 2>&1) ||
+    fail "recipe_compare --by-step of two base runs: $bs"
+printf '%s\n' "$bs" | grep -qxF '| 30 (15) | 150 | 25.0 (30.00) |' ||
+    fail "recipe_compare --by-step: two base runs' mean at step 150 is not 30.00: $bs"
+self=$(python3 "$SRC/scripts/recipe_compare.py" --by-step "$tmp/wide" "$tmp/wide" 2>&1) ||
+    fail "recipe_compare --by-step of a run with itself: $self"
+tally "$self" ttt_positions |
+    grep -qE "^\| ttt_positions \| 0 \| 0 \| $late \| \+0\.00 \| (\+0\.00)? \|\$" ||
+    fail "recipe_compare --by-step: a run against itself is not level in all $late arenas: $self"
+
 # scripts/recipe_record.py keeps a finished run's record in one file, which
 # recipe_compare.py lays out as it does the run's directory; a run with no
 # summary line (not finished) is refused and nothing is written
