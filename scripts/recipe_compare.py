@@ -131,6 +131,11 @@ def counterpart(rows, row):
     return nearest(same, row["t"]) if same else None
 
 
+def is_wdl(cell):
+    """Whether an arena cell is a W-D-L count ("15-3-82"), not a rate."""
+    return isinstance(cell, str) and "-" in cell.lstrip("-")
+
+
 def at_step(per_run, step):
     """Several runs' rows (each a list of dicts with "t" and "step", in step
     order) at one learner step: each run's numeric keys and minute
@@ -148,7 +153,7 @@ def at_step(per_run, step):
         w = 0.0 if b["step"] == a["step"] else (step - a["step"]) / (b["step"] - a["step"])
         row = {"t": a["t"] + w * (b["t"] - a["t"]), "step": step}
         for k in a:
-            if k in ("t", "step") or k not in b or "-" in str(a[k]).lstrip("-"):
+            if k in ("t", "step") or k not in b or is_wdl(a[k]):
                 continue
             row[k] = float(a[k]) + w * (float(b[k]) - float(a[k]))
         found.append(row)
@@ -177,7 +182,7 @@ def merge(per_run, fmt):
             if k in ("t", "step") or any(k not in r for r in near):
                 continue
             cells = [r[k] for r in near]
-            if isinstance(cells[0], str) and "-" in cells[0]:
+            if is_wdl(cells[0]):
                 wdl = [sum(int(c.split("-")[i]) for c in cells) for i in range(3)]
                 merged[k] = "-".join(str(x) for x in wdl)
             else:
@@ -330,11 +335,13 @@ def main(argv):
         return 1
     metrics = {}
     per_run = [[arenas(r, metrics) for r in g] for g in groups]
-    a, b = (merge(p, lambda x: f"{x:.2f}") for p in per_run)
-    match = counterpart
+    a = merge(per_run[0], lambda x: f"{x:.2f}")
     if by_step:  # BASE's runs each interpolated at RUN's step, then averaged
         b = per_run[1]
         match = lambda runs, row: at_step(runs, row["step"]) if row["step"] > 0 else None
+    else:
+        b = merge(per_run[1], lambda x: f"{x:.2f}")
+        match = counterpart
     cols = []
     for row in a:
         cols += [c for c in row if c not in ("t", "step") and c not in cols]
