@@ -335,12 +335,13 @@ def main(argv):
         return 1
     metrics = {}
     per_run = [[arenas(r, metrics) for r in g] for g in groups]
-    a = merge(per_run[0], lambda x: f"{x:.2f}")
+    two_places = lambda x: f"{x:.2f}"
+    a = merge(per_run[0], two_places)
     if by_step:  # BASE's runs each interpolated at RUN's step, then averaged
         b = per_run[1]
         match = lambda runs, row: at_step(runs, row["step"]) if row["step"] > 0 else None
     else:
-        b = merge(per_run[1], lambda x: f"{x:.2f}")
+        b = merge(per_run[1], two_places)
         match = counterpart
     cols = []
     for row in a:
