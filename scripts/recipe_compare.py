@@ -246,10 +246,11 @@ def rate(judged, metric):
     return f"{100 * float(n) / m:.2f} % ({n})"
 
 
-def curve(a, b, cols, title, match):
+def curve(a, b, cols, title, match, by_step):
     """A table of RUN's arena rows a, columns cols, BASE's (b) figure at
-    the nearest minute (match counterpart) or at the same step (match a
-    by_step) in brackets."""
+    the nearest minute or, by_step, at the same step (match finds it) in
+    brackets, with BASE's step beside the step or its minute beside the
+    minute."""
     print("| min | step | " + " | ".join(title(c) for c in cols) + " |")
     print("|--:|--:|" + "--:|" * len(cols))
     for row in a:
@@ -258,12 +259,11 @@ def curve(a, b, cols, title, match):
         for c in cols:
             mine, theirs = row.get(c, ""), near.get(c)
             cells.append(f"{mine} ({theirs})" if theirs is not None else mine)
-        if match is counterpart:
-            step = f'{row["step"]:,} ({near["step"]:,})' if near else f'{row["step"]:,}'
-            minute = f'{row["t"] / 60:.0f}'
-        else:
-            step = f'{row["step"]:,}'
-            minute = f'{row["t"] / 60:.0f}' + (f' ({near["t"] / 60:.0f})' if near else "")
+        step, minute = f'{row["step"]:,}', f'{row["t"] / 60:.0f}'
+        if near and by_step:
+            minute += f' ({near["t"] / 60:.0f})'
+        elif near:
+            step += f' ({near["step"]:,})'
         print(f'| {minute} | {step} | ' + " | ".join(cells) + " |")
 
 
@@ -355,11 +355,11 @@ def main(argv):
               " (interpolated; its minute beside the minute):\n")
     else:
         print(f"{means[0]}, {means[1]}'s in brackets:\n")
-    curve(a, b, cols, lambda c: c, match)
+    curve(a, b, cols, lambda c: c, match, by_step)
     if vcols:
         print("\nThe net's own value, % of the same positions on the wrong side of"
               " their exact value:\n")
-        curve(a, b, vcols, lambda c: c.split(":", 1)[1], match)
+        curve(a, b, vcols, lambda c: c.split(":", 1)[1], match, by_step)
     rcols = [c for c in cols if metrics.get(c)] + vcols
     if rcols and b:
         print(f"\nArena by arena after minute 0, {names[0]} against {names[1]}"
