@@ -153,7 +153,7 @@ judge() {
         # (refused with images: again as written, whose failure is the eval's)
         if ! out=$(eval_set "$model" "$f" "${imaged[@]}" "${wrong[@]}"); then
             [ "${#imaged[@]}" -gt 0 ] && {
-                why=$(printf '%s\n' "$out" | grep -m 1 '^zeroth: ' || printf '%s' "$out")
+                why=$(grep -m 1 '^zeroth: ' <<<"$out" || printf '%s' "$out")
                 echo "recipe: eval of $label on $f with ${imaged[*]} failed ($why); judged as written only" >&2
                 imaged=()
                 out=$(eval_set "$model" "$f" "${wrong[@]}")
@@ -162,7 +162,7 @@ judge() {
             echo "recipe: eval of $label on $f failed: $out" >&2
             continue
         }
-        line=$(printf '%s\n' "$out" | grep -E '^(mistakes|optimal) [0-9]+/[0-9]+' | head -n 1)
+        line=$(grep -m 1 -E '^(mistakes|optimal) [0-9]+/[0-9]+' <<<"$out")
         all=
         if [ "${#imaged[@]}" -gt 0 ]; then # (the line above counts every image)
             all=$line
@@ -173,7 +173,7 @@ judge() {
             both=$(printf '%s\n' "$out" | sed -n 's/^positions whose move lost value //p')
             echo "$label $(basename "$f") in ${imaged[1]} images: $all; wrong $both"
         fi
-        netv=$(printf '%s\n' "$out" | grep -E '^net value: ' | head -n 1)
+        netv=$(grep -m 1 -E '^net value: ' <<<"$out")
         [ -z "$netv" ] || echo "$label $(basename "$f") $netv"
         summary="$summary	$cell$(basename "$f") ${line#* }"
         [ -z "$all" ] || summary="$summary	${cell}images:$(basename "$f") ${all#* }"
@@ -207,9 +207,9 @@ if [ "$game" = 2048 ]; then
     out=$("$bin" eval "$game" --model "$run" --games "${ZT_RECIPE_GAMES:-100}" 2>&1) || {
         echo "recipe: eval of the final model failed: $out" >&2
     }
-    line=$(printf '%s\n' "$out" | grep -E '^mean score' | head -n 1)
+    line=$(grep -m 1 -E '^mean score' <<<"$out")
     echo "final: $line"
-    printf '%s\n' "$out" | grep -E '^highest tile' | head -n 1
+    grep -m 1 -E '^highest tile' <<<"$out"
     summary="$summary	$line"
 fi
 # Backgammon: the final model against GNU Backgammon at 0 ply over
@@ -223,7 +223,7 @@ if [ "$game" = backgammon ] && { command -v gnubg >/dev/null || [ -x /usr/games/
         --games "${ZT_RECIPE_GNUBG_GAMES:-1000}" 2>&1) || {
         echo "recipe: eval against gnubg:0 failed: $out" >&2
     }
-    line=$(printf '%s\n' "$out" | grep -E '^points per game' | head -n 1)
+    line=$(grep -m 1 -E '^points per game' <<<"$out")
     echo "final gnubg:0: $line"
     summary="$summary	gnubg:0 $line"
 fi
